@@ -1,0 +1,48 @@
+"""The verdict type: what fusing a panel's votes produces (``fusion`` owns it, DESIGN.md)."""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from judgefuse.judges.types import JudgeVote, Letter
+
+Route = Literal["auto_accept", "human_review"]
+
+
+class Verdict(BaseModel):
+    """A fused decision over one item.
+
+    ``confidence`` is the confidence in ``choice`` (in [0, 1]); ``p_a`` the probability that A
+    is better. ``choice`` is ``None`` only when no vote was usable and the method could not
+    decide; then ``confidence`` is 0.5 and the verdict must go to review.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    choice: Letter | None
+    confidence: float = Field(ge=0.0, le=1.0)
+    p_a: float = Field(ge=0.0, le=1.0)
+    method: str
+    votes: list[JudgeVote] = Field(default_factory=list)
+    n_valid: int = Field(default=0, ge=0)
+    n_invalid: int = Field(default=0, ge=0)
+    tie_broken: bool = False
+    """True when the method's scores tied and its documented tie rule decided."""
+    explanation: str = ""
+    notes: list[str] = Field(default_factory=list)
+    model_version: str | None = None
+    route: Route | None = None
+    threshold: float | None = None
+    id: str | None = None
+    degraded: bool = False
+    timings: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("confidence", "p_a")
+    @classmethod
+    def _finite(cls, value: float) -> float:
+        if not math.isfinite(value):
+            raise ValueError("must be a finite number in [0, 1]")
+        return value

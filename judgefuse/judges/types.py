@@ -1,0 +1,136 @@
+"""The data model every room shares: the pairwise item, one judge's vote, and a judged item.
+
+``judges`` owns these types (DESIGN.md): fusion reads votes, evaluation reads judged items,
+the service stores both. They are pydantic models so that a malformed record is refused
+with the field that was wrong, wherever it comes from (a JSONL file, an HTTP body, Redis).
+
+Conventions
+-----------
+* ``choice`` is the letter the judge picked, or ``None`` when the vote is not usable
+  (the judge abstained, called a tie, failed, or said something unparseable). Such a vote
+  is kept, never dropped: fusion counts it and evaluation scores it as not correct.
+* ``confidence`` is the judge's confidence *in its own choice*, in [0, 1]. It may be below
+  0.5 (a judge may say "A, 30% sure"); it is ``None`` when ``choice`` is ``None``.
+* ``p_a`` is the probability that A is the better answer. For a valid vote it defaults to
+  ``confidence`` for A and ``1 - confidence`` for B. It may be set on an abstaining vote when
+  the source still carries a signal (two games that disagree but whose reward margins do not
+  cancel): learned fusion can use it, voting ignores it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Letter = Literal["A", "B"]
+Mode = Literal["sc", "mp", "logprob", "recorded"]
+"""How the confidence was elicited: seed 002's three modes, or ``recorded`` for a replayed
+judgment whose confidence comes from the source's own documented rule."""
+
+
+def other(letter: Letter) -> Letter:
+    """The other answer's letter."""
+    return "B" if letter == "A" else "A"
+
+
+class PairwiseItem(BaseModel):
+    """A pairwise question: which of two candidate answers to ``question`` is better."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1)
+    question: str = ""
+    answer_a: str = ""
+    answer_b: str = ""
+    label: Letter | None = None
+    category: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class JudgeVote(BaseModel):
+    """One judge's answer on one item, with how it was obtained and what it cost."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    judge: str = Field(min_length=1)
+    mode: Mode
+    choice: Letter | None = None
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    p_a: float | None = Field(default=None, ge=0.0, le=1.0)
+    explanation: str = ""
+    samples: list[Letter | None] = Field(default_factory=list)
+    """MP: each sample's letter (``None`` for a sample that could not be read)."""
+    signals: dict[str, float] = Field(default_factory=dict)
+    """Extra per-judge numbers a learned fuser may use (e.g. a reward-model score margin)."""
+    raw: str = ""
+    latency_s: float = Field(default=0.0, ge=0.0)
+    prompt_tokens: int = Field(default=0, ge=0)
+    completion_tokens: int = Field(default=0, ge=0)
+    calls: int = Field(default=0, ge=0)
+    cost_usd: float = Field(default=0.0, ge=0.0)
+    error: str | None = None
+    """Why the vote is invalid (an abstention, a tie, a parse failure, a transport error)."""
+    notes: list[str] = Field(default_factory=list)
+    """Non-fatal remarks, e.g. "logprobs unsupported: fell back to sc"."""
+
+    @field_validator("confidence", "p_a")
+    @classmethod
+    def _finite(cls, value: float | None) -> float | None:
+        if value is not None and not math.isfinite(value):
+            raise ValueError("must be a finite number in [0, 1]")
+        return value
+
+    @field_validator("signals")
+    @classmethod
+    def _finite_signals(cls, value: dict[str, float]) -> dict[str, float]:
+        for name, number in value.items():
+            if not math.isfinite(number):
+                raise ValueError(f"signal {name!r} must be finite, got {number!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> JudgeVote:
+        if self.choice is None:
+            if self.confidence is not None:
+                raise ValueError("confidence must be null when choice is null (an invalid vote)")
+        else:
+            if self.confidence is None:
+                raise ValueError(f"a vote for {self.choice} needs a confidence")
+            if self.p_a is None:
+                self.p_a = self.confidence if self.choice == "A" else 1.0 - self.confidence
+        return self
+
+    @property
+    def valid(self) -> bool:
+        """True when the vote names a letter with a confidence."""
+        return self.choice is not None
+
+    @classmethod
+    def from_p_a(cls, judge: str, mode: Mode, p_a: float, **fields: Any) -> JudgeVote:
+        """A vote whose choice and confidence follow from ``p_a`` (exactly 0.5 abstains)."""
+        if p_a > 0.5:
+            return cls(judge=judge, mode=mode, choice="A", confidence=p_a, p_a=p_a, **fields)
+        if p_a < 0.5:
+            return cls(judge=judge, mode=mode, choice="B", confidence=1.0 - p_a, p_a=p_a, **fields)
+        fields.setdefault("error", "tie: p_a is exactly 0.5")
+        return cls(judge=judge, mode=mode, choice=None, p_a=p_a, **fields)
+
+    @classmethod
+    def invalid(cls, judge: str, mode: Mode, error: str, **fields: Any) -> JudgeVote:
+        """A vote that could not be used, with the reason kept."""
+        return cls(judge=judge, mode=mode, choice=None, error=error, **fields)
+
+
+class JudgedItem(BaseModel):
+    """An item with every vote cast on it: one line of a votes JSONL file.
+
+    This is what ``judgefuse judge`` appends as judgments finish and what every offline
+    loader produces, so ``judgefuse eval`` reads live runs and recorded benchmarks alike.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    item: PairwiseItem
+    votes: list[JudgeVote] = Field(default_factory=list)
