@@ -1,0 +1,25 @@
+"""Calibration metrics of LLM judges (numeric core; imports nothing else of judgefuse).
+
+Inputs everywhere: ``confidence`` (floats in [0, 1], the confidence of the chosen answer) and
+``correct`` (0/1 or bool), shape (n,). See DESIGN.md, section "Metrics".
+"""
+
+from .binning import BinTotals, bin_totals, equal_width_bin_index, equal_width_edges
+from .bootstrap import BOOTSTRAP_METRICS, bootstrap_ci
+from .capability import capability_brier, capability_random_baseline, expected_accuracy
+from .comparison import HelpedHarmed, JudgeComparison, ViewScores, compare_judges, helped_harmed
+from .ranking import aurc, auroc, risk_coverage_curve
+from .recalibration import (
+    RECALIBRATORS,
+    HistogramBinning,
+    IsotonicCalibration,
+    PlattScaling,
+    Recalibrator,
+    TemperatureScaling,
+    make_recalibrator,
+)
+from .reliability import ReliabilityBin, reliability_diagram
+from .scores import accuracy, adaptive_ce, brier, ece, ice, macroce, mce, nll
+from .summary import SUMMARY_KEYS, per_category, summarize
+from .th_score import THScore, th_score, th_score_from_parts
+from .validation import check_confidence, check_correct, check_pair

@@ -1,0 +1,178 @@
+"""Percentile bootstrap confidence intervals for any metric.
+
+A report that says "method X beats judge Y by 2 ECE points" on 350 items must also say how
+much 2 points can move by chance. Resampling items with replacement and taking quantiles of
+the metric is assumption-free and good enough at the sample sizes we report.
+
+Speed: a resample is represented by its count vector m (how often each item is drawn), so
+every metric that is a function of per-item sums (accuracy, Brier, NLL, ICE, MacroCE, ECE,
+MCE, TH-Score) is one matrix product ``M @ X`` for all resamples at once, with X the per-item
+features (e.g. one column per bin for ECE). 1,000 resamples of 350 items take a few ms.
+Other metrics (adaptive_ce, auroc, aurc, any callable) fall back to a loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .binning import equal_width_bin_index
+from .ranking import _aurc_sorted_desc, _auroc_sorted
+from .scores import _adaptive_ce_sorted
+from .th_score import TOLERANCE, _check_eps, _term
+from .validation import check_n_bins, check_pair
+
+__all__ = ["bootstrap_ci", "BOOTSTRAP_METRICS"]
+
+_CHUNK_CELLS = 2_000_000  # resamples x items per block, bounds memory for large n
+
+Features = Callable[[np.ndarray, np.ndarray], np.ndarray]
+Reducer = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+def _linear(per_item: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> tuple[Features, Reducer]:
+    return (lambda c, z: per_item(c, z)[:, None], lambda s, n: s[:, 0] / n)
+
+
+def _nll_item(c: np.ndarray, z: np.ndarray) -> np.ndarray:
+    p = np.clip(c, 1e-12, 1.0 - 1e-12)
+    return -np.where(z == 1.0, np.log(p), np.log1p(-p))
+
+
+def _macroce_reduce(s: np.ndarray, n: np.ndarray) -> np.ndarray:
+    n_pos, e_pos, n_neg, e_neg = s.T
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t_pos = np.where(n_pos > 0, e_pos / n_pos, 0.0)
+        t_neg = np.where(n_neg > 0, e_neg / n_neg, 0.0)
+    k = (n_pos > 0).astype(float) + (n_neg > 0)
+    return (t_pos + t_neg) / k
+
+
+def _make_specs(n_bins: int, eps: float) -> dict[str, tuple[Features, Reducer]]:
+    def binned(c: np.ndarray, z: np.ndarray) -> np.ndarray:
+        b = equal_width_bin_index(c, n_bins)
+        x = np.zeros((c.size, 2 * n_bins))
+        rows = np.arange(c.size)
+        x[rows, b] = z - c
+        x[rows, n_bins + b] = 1.0
+        return x
+
+    def ece_reduce(s: np.ndarray, n: np.ndarray) -> np.ndarray:
+        return np.abs(s[:, :n_bins]).sum(axis=1) / n
+
+    def mce_reduce(s: np.ndarray, n: np.ndarray) -> np.ndarray:
+        cnt = s[:, n_bins:]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            gap = np.where(cnt > 0, np.abs(s[:, :n_bins]) / cnt, -np.inf)
+        return gap.max(axis=1)
+
+    def th_features(c: np.ndarray, z: np.ndarray) -> np.ndarray:
+        hi = (c >= (1.0 - eps) - TOLERANCE).astype(float)
+        lo = (c <= eps + TOLERANCE).astype(float)
+        return np.column_stack([hi, hi * z, lo, lo * z])
+
+    def th_reduce(s: np.ndarray, n: np.ndarray) -> np.ndarray:
+        out = np.zeros(s.shape[0])
+        for k_n, k_c in ((0, 1), (2, 3)):
+            cnt = s[:, k_n]
+            ok = cnt > 0
+            acc = s[ok, k_c] / cnt[ok]
+            out[ok] += (np.exp(acc - 0.5) - 1.0) * 100.0 * cnt[ok] / n[ok]
+        return 0.5 * out
+
+    return {
+        "accuracy": _linear(lambda c, z: z),
+        "brier": _linear(lambda c, z: (c - z) ** 2),
+        "nll": _linear(_nll_item),
+        "ice": _linear(lambda c, z: np.abs(z - c)),
+        "macroce": (
+            lambda c, z: np.column_stack([z, z * (1.0 - c), 1.0 - z, (1.0 - z) * c]),
+            _macroce_reduce,
+        ),
+        "ece": (binned, ece_reduce),
+        "mce": (binned, mce_reduce),
+        "th_score": (th_features, th_reduce),
+    }
+
+
+def _loop_metric(name: str, n_bins: int) -> Callable[[np.ndarray, np.ndarray], float] | None:
+    def sorted_call(fn: Callable[..., float], desc: bool) -> Callable[[np.ndarray, np.ndarray], float]:
+        def run(c: np.ndarray, z: np.ndarray) -> float:
+            order = np.argsort(-c if desc else c)
+            return fn(c[order], z[order])
+
+        return run
+
+    if name == "adaptive_ce":
+        return sorted_call(lambda c, z: _adaptive_ce_sorted(c, z, n_bins), desc=False)
+    if name == "auroc":
+        return sorted_call(_auroc_sorted, desc=False)
+    if name == "aurc":
+        return sorted_call(_aurc_sorted_desc, desc=True)
+    return None
+
+
+BOOTSTRAP_METRICS = (
+    "accuracy", "ece", "adaptive_ce", "mce", "brier", "nll", "ice", "macroce", "th_score",
+    "auroc", "aurc",
+)
+
+
+def bootstrap_ci(
+    confidence: Any,
+    correct: Any,
+    *,
+    metric: str | Callable[[np.ndarray, np.ndarray], float],
+    n_resamples: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+    n_bins: int = 10,
+    eps: float = 0.1,
+) -> tuple[float, float]:
+    """Percentile bootstrap interval ``(low, high)`` for ``metric`` at confidence ``level``.
+
+    ``metric`` is a name from :data:`BOOTSTRAP_METRICS` (``n_bins``/``eps`` as in
+    :func:`summarize`) or a callable ``f(confidence, correct) -> float`` on arrays of shape
+    (n,). Deterministic for a given ``seed``. Resamples where the metric is undefined (NaN,
+    e.g. AUROC of a one-class resample) are dropped; if all are, the result is (nan, nan).
+    """
+    c, z = check_pair(confidence, correct)
+    n_bins = check_n_bins(n_bins)
+    eps = _check_eps(eps)
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
+        raise ValueError(f"n_resamples must be an integer >= 1, got {n_resamples!r}")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must lie in (0, 1), got {level}")
+    n = c.size
+    rng = np.random.default_rng(seed)
+    stats = np.empty(n_resamples)
+
+    spec = _make_specs(n_bins, eps).get(metric) if isinstance(metric, str) else None
+    fn = None
+    if spec is None:
+        fn = _loop_metric(metric, n_bins) if isinstance(metric, str) else metric
+        if fn is None:
+            raise ValueError(f"unknown metric {metric!r}; use one of {BOOTSTRAP_METRICS} or a callable")
+    x = spec[0](c, z) if spec is not None else None
+    # resamples are drawn in blocks the same way on both paths, so a named metric and the
+    # equivalent callable see identical resamples
+    block = max(1, _CHUNK_CELLS // n)
+    for start in range(0, n_resamples, block):
+        b = min(block, n_resamples - start)
+        idx = rng.integers(0, n, size=(b, n))
+        if spec is not None:
+            flat = (idx + (np.arange(b) * n)[:, None]).ravel()
+            counts = np.bincount(flat, minlength=b * n).reshape(b, n).astype(np.float64)
+            stats[start : start + b] = spec[1](counts @ x, np.full(b, float(n)))
+        else:
+            for i in range(b):
+                stats[start + i] = float(fn(c[idx[i]], z[idx[i]]))
+
+    stats = stats[~np.isnan(stats)]
+    if stats.size == 0:
+        return (float("nan"), float("nan"))
+    alpha = (1.0 - level) / 2.0
+    low, high = np.quantile(stats, [alpha, 1.0 - alpha])
+    return (float(low), float(high))

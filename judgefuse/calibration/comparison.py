@@ -1,0 +1,189 @@
+"""Comparing judges on the same items: helped/harmed counts and accuracy-controlled calibration.
+
+Raw ECE/Brier of two judges with different accuracy are not comparable (seed 000, section 3):
+the set of predictions each is scored on has a different share of correct items, and a more
+accurate, always-confident judge gets a low ECE for free. :func:`compare_judges` therefore
+reports, next to the raw scores, two accuracy-controlled views (seed 000, section 4):
+
+* **instance-aligned (IA)**: only items where both judges are right or both are wrong, so
+  both have exactly the same accuracy on the compared set;
+* **distribution-aligned (DA)**: every item kept, the more accurate judge A reweighted with
+  w = a_B / a_A on its correct and (1 - a_B) / (1 - a_A) on its wrong items, so its weighted
+  accuracy equals a_B; its weighted ECE/Brier are compared with B's raw ones.
+
+A **ranking reversal** is flagged when the raw winner (lower score) on ECE or Brier is the
+loser under an aligned view: the raw conclusion was an artefact of accuracy.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .scores import _brier, _ece
+from .validation import check_correct, check_n_bins, check_pair
+
+__all__ = ["HelpedHarmed", "JudgeComparison", "ViewScores", "compare_judges", "helped_harmed"]
+
+
+@dataclass(frozen=True)
+class HelpedHarmed:
+    """Outcome counts of a method against a reference on the same items (seed 002 Fig. 5, seed 004).
+
+    helped: method right, reference wrong; harmed: method wrong, reference right.
+    """
+
+    helped: int
+    harmed: int
+    both_right: int
+    both_wrong: int
+
+    @property
+    def n(self) -> int:
+        return self.helped + self.harmed + self.both_right + self.both_wrong
+
+    @property
+    def net(self) -> int:
+        """helped - harmed: the method's accuracy gain over the reference, in items."""
+        return self.helped - self.harmed
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "helped": self.helped,
+            "harmed": self.harmed,
+            "both_right": self.both_right,
+            "both_wrong": self.both_wrong,
+            "n": self.n,
+            "net": self.net,
+        }
+
+
+def helped_harmed(correct_method: Any, correct_reference: Any) -> HelpedHarmed:
+    """Count helped/harmed/both_right/both_wrong; both inputs shape (n,), 0/1 or bool, aligned by item."""
+    m = check_correct(correct_method, name="correct_method").astype(bool)
+    r = check_correct(correct_reference, name="correct_reference").astype(bool)
+    if m.shape != r.shape:
+        raise ValueError(
+            f"correct_method and correct_reference must have the same length, got {m.size} and {r.size}"
+        )
+    return HelpedHarmed(
+        helped=int(np.count_nonzero(m & ~r)),
+        harmed=int(np.count_nonzero(~m & r)),
+        both_right=int(np.count_nonzero(m & r)),
+        both_wrong=int(np.count_nonzero(~m & ~r)),
+    )
+
+
+@dataclass(frozen=True)
+class ViewScores:
+    """ECE and Brier of judges 1 and 2 under one view; NaN when the view is undefined.
+
+    ``n`` is the number of items the view uses (IA: |both right| + |both wrong|).
+    """
+
+    ece_1: float
+    ece_2: float
+    brier_1: float
+    brier_2: float
+    n: int
+
+    def winner(self, metric: str) -> int | None:
+        """1 or 2 (lower score wins), None on a tie or an undefined score."""
+        a, b = getattr(self, f"{metric}_1"), getattr(self, f"{metric}_2")
+        if math.isnan(a) or math.isnan(b) or a == b:
+            return None
+        return 1 if a < b else 2
+
+
+@dataclass(frozen=True)
+class JudgeComparison:
+    """Result of :func:`compare_judges`.
+
+    ``more_accurate`` is 1 or 2 (None when accuracies are equal: DA is then the raw view).
+    ``reversals`` maps ``"<metric>/<view>"`` (metric ece|brier, view instance_aligned|
+    distribution_aligned) to True when the raw winner on that metric loses under that view.
+    """
+
+    accuracy_1: float
+    accuracy_2: float
+    more_accurate: int | None
+    raw: ViewScores
+    instance_aligned: ViewScores
+    distribution_aligned: ViewScores
+    n_both_right: int
+    n_both_wrong: int
+    reversals: dict[str, bool] = field(default_factory=dict)
+
+    @property
+    def ranking_reversal(self) -> bool:
+        return any(self.reversals.values())
+
+
+def _da_weights(z: np.ndarray, a_high: float, a_low: float) -> np.ndarray | None:
+    """Weights that move accuracy a_high to a_low; None when impossible (a_high == 1 > a_low)."""
+    if a_high >= 1.0:
+        return None
+    return np.where(z == 1.0, a_low / a_high, (1.0 - a_low) / (1.0 - a_high))
+
+
+def compare_judges(
+    conf_1: Any, correct_1: Any, conf_2: Any, correct_2: Any, *, n_bins: int = 10
+) -> JudgeComparison:
+    """Accuracy-controlled comparison of two judges on the same n items (all inputs shape (n,)).
+
+    IA scores are NaN when no item has the same outcome for both judges. DA needs the more
+    accurate judge to have at least one wrong item (else no weighting reaches the lower
+    accuracy): if it has none, its DA scores are NaN. When a_B = 0 the weights zero out A's
+    correct items, which is exactly what matching accuracy 0 means.
+    """
+    c1, z1 = check_pair(conf_1, correct_1)
+    c2, z2 = check_pair(conf_2, correct_2)
+    if c1.shape != c2.shape:
+        raise ValueError(f"both judges must score the same items, got {c1.size} and {c2.size}")
+    n_bins = check_n_bins(n_bins)
+    n = c1.size
+    a1, a2 = float(z1.mean()), float(z2.mean())
+
+    raw = ViewScores(_ece(c1, z1, n_bins), _ece(c2, z2, n_bins), _brier(c1, z1), _brier(c2, z2), n)
+
+    same = z1 == z2
+    n_ia = int(same.sum())
+    n_br = int(np.count_nonzero(same & (z1 == 1.0)))
+    if n_ia:
+        ia = ViewScores(
+            _ece(c1[same], z1[same], n_bins),
+            _ece(c2[same], z2[same], n_bins),
+            _brier(c1[same], z1[same]),
+            _brier(c2[same], z2[same]),
+            n_ia,
+        )
+    else:
+        ia = ViewScores(math.nan, math.nan, math.nan, math.nan, 0)
+
+    if a1 == a2:
+        more, da = None, raw
+    else:
+        more = 1 if a1 > a2 else 2
+        c_hi, z_hi = (c1, z1) if more == 1 else (c2, z2)
+        w = _da_weights(z_hi, max(a1, a2), min(a1, a2))
+        if w is None:
+            e_hi = b_hi = math.nan
+        else:
+            e_hi, b_hi = _ece(c_hi, z_hi, n_bins, w), _brier(c_hi, z_hi, w)
+        if more == 1:
+            da = ViewScores(e_hi, raw.ece_2, b_hi, raw.brier_2, n)
+        else:
+            da = ViewScores(raw.ece_1, e_hi, raw.brier_1, b_hi, n)
+
+    reversals: dict[str, bool] = {}
+    for metric in ("ece", "brier"):
+        raw_winner = raw.winner(metric)
+        for name, view in (("instance_aligned", ia), ("distribution_aligned", da)):
+            aligned = view.winner(metric)
+            reversals[f"{metric}/{name}"] = (
+                raw_winner is not None and aligned is not None and aligned != raw_winner
+            )
+    return JudgeComparison(a1, a2, more, raw, ia, da, n_br, n_ia - n_br, reversals)

@@ -1,0 +1,43 @@
+"""The ``judgefuse`` console script: one entry point, one module per subcommand group.
+
+Each group registers its subcommands on the shared parser (``add_commands``) and returns
+handlers; this module only dispatches and turns our typed input errors into a clear message
+and exit status 2, so a user sees "file:line: field: what was wrong", never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from judgefuse import __version__
+from judgefuse.evaluation import commands as evaluation_commands
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="judgefuse",
+        description="Calibrated LLM-as-a-judge: evaluate judges and fusion methods, judge pairs, serve.",
+    )
+    parser.add_argument("--version", action="version", version=f"judgefuse {__version__}")
+    subcommands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    evaluation_commands.add_commands(subcommands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args) or 0)
+    except ValueError as exc:  # our typed input errors all derive from ValueError
+        print(f"judgefuse {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"judgefuse {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,61 @@
+"""The machine-readable report: ``{"rows": [...]}`` as the issue specifies, plus context.
+
+Each row has exactly ``name, kind, n, accuracy, ece, adaptive_ce, mce, brier, nll, th_score,
+macroce, auroc`` (fractions in [0, 1], TH-Score in the paper's units) and then extra keys
+(``ice``, ``aurc``, ``n_invalid``, confidence intervals, per-category metrics, helped/harmed).
+NaN (an undefined AUROC on a single class) is written as ``null``: JSON has no NaN.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict
+from typing import Any
+
+from judgefuse.evaluation.runner import Evaluation, RowReport
+
+ROW_METRICS = ("accuracy", "ece", "adaptive_ce", "mce", "brier", "nll", "th_score", "macroce", "auroc")
+EXTRA_METRICS = ("ice", "aurc")
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float):
+        return None if math.isnan(value) else value
+    if isinstance(value, dict):
+        return {key: _clean(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(item) for item in value]
+    if hasattr(value, "item") and callable(value.item):  # numpy scalar
+        return _clean(value.item())
+    return value
+
+
+def row_record(report: RowReport) -> dict[str, Any]:
+    """One row of the JSON report."""
+    row = report.row
+    record: dict[str, Any] = {"name": row.name, "kind": row.kind, "n": int(row.correct.size)}
+    record.update({metric: report.metrics[metric] for metric in ROW_METRICS})
+    record.update({metric: report.metrics[metric] for metric in EXTRA_METRICS})
+    record["n_invalid"] = row.n_invalid
+    record["calls"] = row.calls
+    record["cost_usd"] = row.cost_usd
+    record["ci95"] = {metric: list(bounds) for metric, bounds in report.ci.items()}
+    if report.per_category:
+        record["per_category"] = report.per_category
+    if report.helped_harmed is not None:
+        record["vs_majority"] = report.helped_harmed.as_dict()
+    return record
+
+
+def to_json(evaluation: Evaluation, *, sources: list[str]) -> str:
+    """Serialise an evaluation to the JSON text written by ``--json``."""
+    document = {
+        "sources": sources,
+        "n_items": evaluation.n_items,
+        "n_labelled": evaluation.n_labelled,
+        "options": asdict(evaluation.options),
+        "rows": [row_record(report) for report in evaluation.rows],
+        "skipped_methods": evaluation.skipped_methods,
+    }
+    return json.dumps(_clean(document), indent=2, allow_nan=False) + "\n"

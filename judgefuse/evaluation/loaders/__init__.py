@@ -1,0 +1,43 @@
+"""Recorded judgments, read as they are, into ``list[JudgedItem]``.
+
+One loader per source, each with its vote rule documented in its module:
+:mod:`.judgebench` (JudgeBench pairs + per-judge output files), :mod:`.llmbar` (LLMBar datasets +
+the compact decisions file), :mod:`.trust_or_escalate` (three judges with letter probabilities),
+:mod:`.votes` (our own JSONL, with a crash-safe append-only writer). :func:`load` picks the
+loader from the paths (:mod:`.detect`). Every fault in the data is a :class:`DatasetError`
+naming file, line and field.
+"""
+
+from judgefuse.evaluation.loaders.detect import FORMATS, Format, detect_format, load, timed_load
+from judgefuse.evaluation.loaders.errors import DatasetError
+from judgefuse.evaluation.loaders.judgebench import (
+    judge_name_from_path,
+    judgebench_pair_score,
+    judgebench_score,
+    load_judgebench,
+    load_judgebench_paths,
+    vote_from_record,
+)
+from judgefuse.evaluation.loaders.llmbar import load_llmbar
+from judgefuse.evaluation.loaders.trust_or_escalate import load_toe
+from judgefuse.evaluation.loaders.votes import VotesWriter, done_ids, read_votes
+
+__all__ = [
+    "FORMATS",
+    "DatasetError",
+    "Format",
+    "VotesWriter",
+    "detect_format",
+    "done_ids",
+    "judge_name_from_path",
+    "judgebench_pair_score",
+    "judgebench_score",
+    "load",
+    "load_judgebench",
+    "load_judgebench_paths",
+    "load_llmbar",
+    "load_toe",
+    "read_votes",
+    "timed_load",
+    "vote_from_record",
+]

@@ -1,0 +1,140 @@
+"""``load(paths, format=None)``: one entry point for every source, with the format detected.
+
+Detection, per path (all paths must agree):
+* a folder: ``Dataset/`` or ``llmbar_decisions_compact.jsonl`` inside (or the folder is
+  ``Dataset``) -> llmbar; ``*.calibration.jsonl`` inside -> toe; ``dataset=judgebench*.jsonl``
+  inside or in ``outputs/`` -> judgebench; otherwise the ``*.jsonl`` files inside decide.
+* a file, by name: ``llmbar_decisions_compact.jsonl`` / ``dataset.json`` -> llmbar,
+  ``*.calibration.jsonl`` -> toe, ``dataset=judgebench*`` -> judgebench; else by the first
+  record's keys: ``item`` + ``votes`` -> votes, ``pair_id`` + ``judgments``/``response_A`` ->
+  judgebench, ``instruction`` + ``outputs`` + ``probs`` -> toe, ``subset`` + ``idx`` + ``base_llm`` +
+  ``strategy`` -> llmbar.
+Anything else is a DatasetError saying the format cannot be told (pass ``format=``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+from judgefuse.evaluation.loaders.errors import DatasetError
+from judgefuse.evaluation.loaders.jsonl import first_record
+from judgefuse.evaluation.loaders.judgebench import load_judgebench_paths
+from judgefuse.evaluation.loaders.llmbar import DECISIONS_FILE, llmbar_root, load_llmbar
+from judgefuse.evaluation.loaders.trust_or_escalate import SUFFIX as TOE_SUFFIX
+from judgefuse.evaluation.loaders.trust_or_escalate import load_toe, toe_files
+from judgefuse.evaluation.loaders.votes import read_votes
+from judgefuse.judges.types import JudgedItem
+
+Format = Literal["judgebench", "llmbar", "toe", "votes"]
+FORMATS: tuple[Format, ...] = ("judgebench", "llmbar", "toe", "votes")
+
+PathsLike = str | Path | Sequence[str | Path]
+
+
+def _as_paths(paths: PathsLike) -> list[Path]:
+    if isinstance(paths, (str, Path)):
+        return [Path(paths)]
+    out = [Path(p) for p in paths]
+    if not out:
+        raise ValueError("no paths given")
+    return out
+
+
+def _by_keys(path: Path) -> Format | None:
+    record = first_record(path)
+    if record is None:
+        return None
+    keys = set(record)
+    if {"item", "votes"} <= keys:
+        return "votes"
+    if "pair_id" in keys and ("judgments" in keys or "response_A" in keys):
+        return "judgebench"
+    if {"instruction", "outputs", "probs"} <= keys:
+        return "toe"
+    if {"subset", "idx", "base_llm", "strategy"} <= keys:
+        return "llmbar"
+    return None
+
+
+def _detect_file(path: Path) -> Format | None:
+    name = path.name
+    if name in (DECISIONS_FILE, "dataset.json"):
+        return "llmbar"
+    if name.endswith(TOE_SUFFIX):
+        return "toe"
+    if name.startswith("dataset=judgebench"):
+        return "judgebench"
+    return _by_keys(path)
+
+
+def _detect_dir(path: Path) -> Format | None:
+    if path.name == "Dataset" or (path / "Dataset").is_dir() or (path / DECISIONS_FILE).is_file():
+        return "llmbar"
+    if any(path.glob(f"*{TOE_SUFFIX}")):
+        return "toe"
+    if any(path.glob("dataset=judgebench*.jsonl")) or any(path.glob("outputs/dataset=judgebench*.jsonl")):
+        return "judgebench"
+    found = {_detect_file(p) for p in sorted(path.glob("*.jsonl"))}
+    return found.pop() if len(found) == 1 else None
+
+
+def detect_format(paths: PathsLike) -> Format:
+    """The format of ``paths`` (rules in the module docstring), or a DatasetError."""
+    found: dict[Format, Path] = {}
+    for path in _as_paths(paths):
+        if not path.exists():
+            raise DatasetError(path, "no such file or folder")
+        fmt = _detect_dir(path) if path.is_dir() else _detect_file(path)
+        if fmt is None:
+            raise DatasetError(
+                path, f"cannot tell the format (one of {', '.join(FORMATS)}) from the name or first record: pass format="
+            )
+        found.setdefault(fmt, path)
+    if len(found) > 1:
+        described = ", ".join(f"{p} is {f}" for f, p in found.items())
+        raise DatasetError(None, f"paths of different formats: {described}")
+    return next(iter(found))
+
+
+def _votes_files(paths: list[Path]) -> list[Path]:
+    files: list[Path] = []
+    for path in paths:
+        files.extend(sorted(path.glob("*.jsonl")) if path.is_dir() else [path])
+    return files
+
+
+def load(paths: PathsLike, *, format: Format | str | None = None) -> list[JudgedItem]:  # noqa: A002
+    """Judged items from files or folders of one source, in a stable order.
+
+    ``format`` is one of :data:`FORMATS`; detected from the paths when omitted.
+    """
+    path_list = _as_paths(paths)
+    fmt = detect_format(path_list) if format is None else format
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
+    if fmt == "judgebench":
+        return load_judgebench_paths(path_list)
+    if fmt == "llmbar":
+        root, decisions = llmbar_root(path_list)
+        return load_llmbar(root, decisions)
+    if fmt == "toe":
+        return load_toe(toe_files(path_list))
+    items: list[JudgedItem] = []
+    where: dict[str, Path] = {}
+    for path in _votes_files(path_list):
+        for judged in read_votes(path):
+            if judged.item.id in where:
+                raise DatasetError(path, f"item {judged.item.id!r} is also in {where[judged.item.id]}", field="item.id")
+            where[judged.item.id] = path
+            items.append(judged)
+    return items
+
+
+def timed_load(paths: PathsLike, *, format: Format | str | None = None) -> tuple[list[JudgedItem], float]:
+    """:func:`load` and its wall-clock time in seconds."""
+    started = time.perf_counter()
+    items = load(paths, format=format)
+    return items, time.perf_counter() - started

@@ -1,0 +1,164 @@
+"""Evaluate every judge and every fusion method over labelled judged items.
+
+This is the offline half of the product: the same votes the service would fuse, replayed
+from recorded benchmarks or from a ``judgefuse judge`` run, scored with every calibration
+metric. Learned methods (stacking, recalibrated voting) are **cross-fitted**: each item is
+scored by a model fitted on the other folds only, so their rows are honest held-out numbers
+and comparable with the voting rules that never see a label.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from judgefuse import calibration
+from judgefuse.evaluation.scoring import ScoredRow, judge_names, score_judge, score_verdicts
+from judgefuse.fusion import NotEnoughLabels, available_methods, cross_fit_predict, get_method, requires_fit
+from judgefuse.fusion.verdict import Verdict
+from judgefuse.judges.types import JudgedItem, Letter
+
+REFERENCE_METHOD = "majority"
+RECALIBRATED_DEFAULTS = ("majority+platt", "majority+isotonic")
+"""Recalibrated voting shown by default beside stacking: the cheapest learned fix."""
+
+
+def default_methods() -> tuple[str, ...]:
+    """Every registered method plus the recalibrated-majority variants."""
+    return (*available_methods(), *RECALIBRATED_DEFAULTS)
+CI_METRICS = ("accuracy", "ece")
+
+
+class EvaluationError(ValueError):
+    """The items cannot be evaluated (no labels, no votes)."""
+
+
+@dataclass(frozen=True)
+class EvaluationOptions:
+    """Knobs of one evaluation run; the defaults are the paper's (10 bins, eps 0.1)."""
+
+    methods: tuple[str, ...] | None = None
+    n_bins: int = 10
+    eps: float = 0.1
+    n_folds: int = 5
+    n_bootstrap: int = 1000
+    seed: int = 0
+
+
+@dataclass
+class RowReport:
+    """Everything the report says about one judge or method."""
+
+    row: ScoredRow
+    metrics: dict[str, float]
+    ci: dict[str, tuple[float, float]]
+    reliability: list[calibration.ReliabilityBin]
+    per_category: dict[str, dict[str, float]]
+    helped_harmed: calibration.HelpedHarmed | None = None
+
+
+@dataclass
+class Evaluation:
+    """The result of :func:`evaluate`: one report per row, judges first, then methods."""
+
+    n_items: int
+    n_labelled: int
+    rows: list[RowReport]
+    skipped_methods: dict[str, str] = field(default_factory=dict)
+    options: EvaluationOptions = field(default_factory=EvaluationOptions)
+
+    @property
+    def categories(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for report in self.rows:
+            for name in report.per_category:
+                seen.setdefault(name, None)
+        return sorted(seen)
+
+    def row(self, name: str) -> RowReport:
+        for report in self.rows:
+            if report.row.name == name:
+                return report
+        raise KeyError(name)
+
+
+def evaluate(
+    items: Sequence[JudgedItem],
+    *,
+    options: EvaluationOptions | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Evaluation:
+    """Score every judge in ``items`` and every fusion method over the labelled items."""
+    options = options or EvaluationOptions()
+    labelled = [judged for judged in items if judged.item.label is not None]
+    if not labelled:
+        raise EvaluationError("no labelled items: evaluation needs items with a label (A or B)")
+    if not any(judged.votes for judged in labelled):
+        raise EvaluationError("no votes on the labelled items: nothing to evaluate")
+    step = progress or (lambda _name: None)
+
+    scored: list[ScoredRow] = []
+    for name in judge_names(labelled):
+        step(name)
+        scored.append(score_judge(name, labelled))
+
+    skipped: dict[str, str] = {}
+    for name in options.methods or default_methods():
+        step(name)
+        try:
+            verdicts = _fuse(name, labelled, options)
+        except NotEnoughLabels as exc:
+            skipped[name] = str(exc)
+            continue
+        scored.append(score_verdicts(name, labelled, verdicts))
+
+    reference = next((row for row in scored if row.name == REFERENCE_METHOD), None)
+    reports = [_report(row, reference, options) for row in scored]
+    return Evaluation(len(items), len(labelled), reports, skipped, options)
+
+
+def _fuse(name: str, items: Sequence[JudgedItem], options: EvaluationOptions) -> list[Verdict]:
+    method = get_method(name)
+    batches = [judged.votes for judged in items]
+    if requires_fit(method):
+        labels: list[Letter] = [judged.item.label for judged in items]  # type: ignore[misc]
+        return cross_fit_predict(
+            lambda: get_method(name), batches, labels, n_folds=options.n_folds, seed=options.seed
+        )
+    return [method(votes) for votes in batches]
+
+
+def _report(row: ScoredRow, reference: ScoredRow | None, options: EvaluationOptions) -> RowReport:
+    conf, correct = row.confidence, row.correct
+    metrics = calibration.summarize(conf, correct, n_bins=options.n_bins, eps=options.eps)
+    ci = {
+        metric: calibration.bootstrap_ci(
+            conf, correct, metric=metric, n_resamples=options.n_bootstrap, seed=options.seed
+        )
+        for metric in CI_METRICS
+    }
+    per_category: dict[str, dict[str, float]] = {}
+    if np.any(row.categories != ""):
+        per_category = calibration.per_category(conf, correct, row.categories)
+    helped = None
+    if reference is not None and row.kind == "fusion" and row.name != reference.name:
+        helped = _helped_harmed(row, reference)
+    return RowReport(
+        row=row,
+        metrics=metrics,
+        ci=ci,
+        reliability=calibration.reliability_diagram(conf, correct, n_bins=options.n_bins),
+        per_category=per_category,
+        helped_harmed=helped,
+    )
+
+
+def _helped_harmed(row: ScoredRow, reference: ScoredRow) -> calibration.HelpedHarmed:
+    """Counts over the items both rows scored, aligned by item position."""
+    common, in_row, in_ref = np.intersect1d(
+        row.item_index, reference.item_index, assume_unique=True, return_indices=True
+    )
+    del common
+    return calibration.helped_harmed(row.correct[in_row], reference.correct[in_ref])

@@ -1,0 +1,265 @@
+"""Stacked (learned) fusion: L2 logistic regression on per-judge features.
+
+Features, per judge seen at fit (sorted by name, frozen at fit):
+
+* ``logodds``: ``logit(p_a)`` with ``p_a`` clipped to [1e-4, 1 - 1e-4] (signed: > 0 favours A);
+  0 when the judge is absent or carries no ``p_a``. An abstaining vote that carries ``p_a``
+  (e.g. from reward margins) contributes its log-odds.
+* ``missing``: 1 when the judge is absent from the item or its vote carries no ``p_a``.
+* ``invalid``: 1 when the judge's vote is present but has no choice (abstained/tie/error).
+* one column per numeric ``signals`` key the judge carried at fit (e.g. a reward margin),
+  standardised with the fit mean/std (std 0 -> 1); a missing value is imputed with the fit mean
+  (0 after standardising).
+
+When a judge casts several votes on one item (e.g. position swap replayed as two votes), their
+log-odds and signals are averaged and a note says so. Judges unseen at fit are ignored at
+predict (noted); judges seen at fit but absent get 0 and ``missing = 1``. When no judge seen
+at fit voted at all, the verdict is undecided (``choice=None``, 0.5), not the label prior.
+
+The model is ``sklearn.linear_model.LogisticRegression`` (L2, ``C=1.0`` by default, solver
+newton-cholesky: exact Newton steps, fast and deterministic for the few features a panel has). ``p_a`` = predicted P(A); ``choice = A iff p_a > 0.5``, and an exact 0.5 goes to
+A with ``tie_broken=True``; ``confidence = max(p_a, 1 - p_a)``; ``model_version`` = the first 12
+hex digits of a SHA-256 over the feature names and fitted coefficients.
+
+Fitting needs at least ``min_labels`` labels (default 10) and both classes, else
+:class:`~judgefuse.fusion.registry.NotEnoughLabels` (the caller falls back to voting).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal, Self
+
+import numpy as np
+from numpy.typing import NDArray
+
+if TYPE_CHECKING:  # sklearn costs ~1 s to import: only fitting pays for it
+    from sklearn.linear_model import LogisticRegression
+
+from judgefuse.fusion.registry import NotEnoughLabels, NotFitted, fusion_method
+from judgefuse.fusion.verdict import Verdict
+from judgefuse.judges.types import JudgeVote, Letter
+
+P_CLIP = 1e-4
+
+
+def check_labels(
+    batches: Sequence[Sequence[JudgeVote]],
+    labels: Sequence[str],
+    *,
+    min_labels: int = 1,
+    min_per_class: int = 1,
+) -> NDArray[np.int64]:
+    """Validate labels against batches; return y (1 for A, 0 for B).
+
+    Raises ``ValueError`` for a length mismatch or a label other than "A"/"B", and
+    :class:`NotEnoughLabels` for too few labels or a class with too few members.
+    """
+    if len(batches) != len(labels):
+        raise ValueError(f"length mismatch: {len(batches)} batches, {len(labels)} labels")
+    bad = sorted({repr(label) for label in labels if label not in ("A", "B")})
+    if bad:
+        raise ValueError(f"labels must be 'A' or 'B', got {', '.join(bad[:5])}")
+    y = np.array([1 if label == "A" else 0 for label in labels], dtype=np.int64)
+    if y.size < min_labels:
+        raise NotEnoughLabels(f"{y.size} labels; at least {min_labels} are needed to fit")
+    n_a, n_b = int(y.sum()), int(y.size - y.sum())
+    if min(n_a, n_b) < min_per_class:
+        raise NotEnoughLabels(
+            f"labels have {n_a} A and {n_b} B; each class needs at least {min_per_class} "
+            f"(a single class cannot be fitted)"
+        )
+    return y
+
+
+def _logodds(p: float) -> float:
+    p = min(max(p, P_CLIP), 1.0 - P_CLIP)
+    return math.log(p) - math.log1p(-p)
+
+
+@fusion_method("stacked")
+class StackedFusion:
+    """Logistic regression on the judges' signed log-odds, missing flags and signals."""
+
+    requires_fit = True
+
+    def __init__(
+        self,
+        *,
+        C: float = 1.0,
+        min_labels: int = 10,
+        use_signals: bool = True,
+        name: str = "stacked",
+    ):
+        if C <= 0:
+            raise ValueError("C must be > 0")
+        self.name = name
+        self.C = C
+        self.min_labels = min_labels
+        self.use_signals = use_signals
+        self.judges: list[str] = []
+        self.signal_keys: list[tuple[str, str]] = []
+        self.feature_names: list[str] = []
+        self.model_version: str | None = None
+        self._mean: NDArray[np.float64] = np.zeros(0)
+        self._std: NDArray[np.float64] = np.ones(0)
+        self._model: LogisticRegression | None = None
+
+    @property
+    def fitted(self) -> bool:
+        return self._model is not None
+
+    # -- features ---------------------------------------------------------------------------
+
+    def _raw_rows(
+        self, batch: Sequence[JudgeVote]
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], list[str]]:
+        """(judge block, raw signal block with NaN for missing, notes) for one item."""
+        notes: list[str] = []
+        by_judge: dict[str, list[JudgeVote]] = {}
+        for vote in batch:
+            by_judge.setdefault(vote.judge, []).append(vote)
+        unseen = sorted(set(by_judge) - set(self.judges))
+        if unseen:
+            notes.append(f"ignored judges unseen at fit: {', '.join(unseen)}")
+        absent = [j for j in self.judges if j not in by_judge]
+        if absent:
+            notes.append(f"absent judges (missing=1): {', '.join(absent)}")
+        block = np.zeros(3 * len(self.judges))
+        for k, judge in enumerate(self.judges):
+            votes = by_judge.get(judge, [])
+            if len(votes) > 1:
+                notes.append(f"judge {judge} cast {len(votes)} votes: averaged")
+            carried = [v.p_a for v in votes if v.p_a is not None]
+            if carried:
+                block[3 * k] = math.fsum(_logodds(p) for p in carried) / len(carried)
+            else:
+                block[3 * k + 1] = 1.0
+            if votes and not any(v.valid for v in votes):
+                block[3 * k + 2] = 1.0
+        signals = np.full(len(self.signal_keys), np.nan)
+        for s, (judge, key) in enumerate(self.signal_keys):
+            values = [v.signals[key] for v in by_judge.get(judge, []) if key in v.signals]
+            if values:
+                signals[s] = math.fsum(values) / len(values)
+        return block, signals, notes
+
+    def _matrix(
+        self, batches: Sequence[Sequence[JudgeVote]]
+    ) -> tuple[NDArray[np.float64], list[list[str]]]:
+        blocks, signals, notes = [], [], []
+        for batch in batches:
+            b, s, n = self._raw_rows(batch)
+            blocks.append(b)
+            signals.append(s)
+            notes.append(n)
+        sig = np.array(signals, dtype=float).reshape(len(batches), len(self.signal_keys))
+        sig = (sig - self._mean) / self._std
+        sig = np.where(np.isnan(sig), 0.0, sig)
+        x = np.hstack([np.array(blocks, dtype=float).reshape(len(batches), -1), sig])
+        return x, notes
+
+    # -- fit / predict ----------------------------------------------------------------------
+
+    def fit(
+        self, batches: Sequence[Sequence[JudgeVote]], labels: Sequence[Literal["A", "B"]]
+    ) -> Self:
+        y = check_labels(batches, labels, min_labels=self.min_labels, min_per_class=1)
+        self.judges = sorted({vote.judge for batch in batches for vote in batch})
+        if not self.judges:
+            raise NotEnoughLabels("no votes in any batch: nothing to fit on")
+        keys = set()
+        if self.use_signals:
+            keys = {(v.judge, key) for batch in batches for v in batch for key in v.signals}
+        self.signal_keys = sorted(keys)
+        self._mean = np.zeros(len(self.signal_keys))
+        self._std = np.ones(len(self.signal_keys))
+        if self.signal_keys:
+            raw = np.array([self._raw_rows(b)[1] for b in batches], dtype=float)
+            mean = np.nanmean(raw, axis=0)
+            std = np.sqrt(np.nanmean((raw - mean) ** 2, axis=0))
+            self._mean = mean
+            self._std = np.where(std > 1e-12, std, 1.0)
+        self.feature_names = [
+            f"{judge}:{kind}" for judge in self.judges for kind in ("logodds", "missing", "invalid")
+        ] + [f"{judge}:signal:{key}" for judge, key in self.signal_keys]
+        x, _ = self._matrix(batches)
+        from sklearn.linear_model import LogisticRegression
+
+        model = LogisticRegression(C=self.C, solver="newton-cholesky", max_iter=200, tol=1e-8)
+        model.fit(x, y)
+        self._model = model
+        digest = hashlib.sha256()
+        digest.update("\n".join(self.feature_names).encode())
+        digest.update(np.round(model.coef_.ravel(), 10).tobytes())
+        digest.update(np.round(model.intercept_, 10).tobytes())
+        digest.update(np.round(self._mean, 10).tobytes() + np.round(self._std, 10).tobytes())
+        self.model_version = digest.hexdigest()[:12]
+        return self
+
+    @property
+    def coefficients(self) -> dict[str, float]:
+        """Fitted weight per feature name (plus ``intercept``)."""
+        if self._model is None:
+            raise NotFitted(f"{self.name} is not fitted")
+        out = dict(zip(self.feature_names, map(float, self._model.coef_.ravel()), strict=True))
+        out["intercept"] = float(self._model.intercept_[0])
+        return out
+
+    def predict_p_a(self, batches: Sequence[Sequence[JudgeVote]]) -> NDArray[np.float64]:
+        """P(A) for each batch."""
+        if self._model is None:
+            raise NotFitted(f"{self.name} must be fitted before use")
+        x, _ = self._matrix(batches)
+        return self._model.predict_proba(x)[:, 1]
+
+    def predict(self, batches: Sequence[Sequence[JudgeVote]]) -> list[Verdict]:
+        """A verdict per batch (vectorised)."""
+        if self._model is None:
+            raise NotFitted(f"{self.name} must be fitted before use")
+        x, notes = self._matrix(batches)
+        probs = self._model.predict_proba(x)[:, 1]
+        return [
+            self._verdict(batch, float(p), n)
+            for batch, p, n in zip(batches, probs, notes, strict=True)
+        ]
+
+    def _verdict(self, votes: Sequence[JudgeVote], p_a: float, notes: list[str]) -> Verdict:
+        n_valid = sum(1 for v in votes if v.valid)
+        if not any(v.judge in self.judges for v in votes):
+            return Verdict(
+                choice=None,
+                confidence=0.5,
+                p_a=0.5,
+                method=self.name,
+                votes=list(votes),
+                n_valid=n_valid,
+                n_invalid=len(votes) - n_valid,
+                notes=[*notes, "no vote from a judge seen at fit: undecided"],
+                model_version=self.model_version,
+            )
+        tie = p_a == 0.5
+        choice: Letter = "A" if p_a >= 0.5 else "B"
+        if tie:
+            notes = [*notes, "predicted P(A) is exactly 0.5: tie broken toward A"]
+        return Verdict(
+            choice=choice,
+            confidence=max(p_a, 1.0 - p_a),
+            p_a=p_a,
+            method=self.name,
+            votes=list(votes),
+            n_valid=n_valid,
+            n_invalid=len(votes) - n_valid,
+            tie_broken=tie,
+            notes=notes,
+            model_version=self.model_version,
+        )
+
+    def __call__(self, votes: Sequence[JudgeVote]) -> Verdict:
+        return self.predict([votes])[0]
+
+    def __repr__(self) -> str:
+        state = f"fitted {self.model_version}" if self.fitted else "unfitted"
+        return f"StackedFusion(C={self.C}, {state})"

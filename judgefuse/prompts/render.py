@@ -1,0 +1,235 @@
+"""Render the judge and fuser prompts (Jinja2 templates shipped in ``templates/``) to chat messages.
+
+Each template defines two blocks, ``system`` and ``user``; each becomes one chat message
+(``{"role": ..., "content": ...}``), so the instructions live in the system message and the
+untrusted item lives in the user message.
+
+Untrusted text (the question, both answers, the judges' explanations) is placed in tagged
+blocks (``<instruction>``, ``<output_a>``, ``<output_b>``, ``<judgment>``) under a note that the
+content is data, not instructions. The ``data`` filter defuses any of those tags inside the
+text, opening or closing, ASCII or full-width ``<``: the ``<`` is replaced by ``‹`` (U+2039), so
+``</output_a>`` inside an answer reads as ``‹/output_a>`` and cannot close the block early.
+
+The Jinja environment uses ``StrictUndefined`` (a missing variable fails loudly, as
+:class:`PromptRenderError`), no autoescaping (this is not HTML), and loads the templates from
+the package's own files.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import jinja2
+
+MODES: tuple[str, ...] = ("sc", "mp", "logprob", "fuser")
+"""Template names. ``fuser`` also needs ``judgments``; see :func:`render_fuser_messages`."""
+
+OPTIONAL_EXTRAS: frozenset[str] = frozenset({"rubric"})
+"""Extra keyword variables a template may use (trusted operator text); anything else is refused."""
+
+BLOCK_TAGS: tuple[str, ...] = ("instruction", "output_a", "output_b", "judgment")
+"""The tags that delimit untrusted text in the rendered prompts."""
+
+_TAG_RE = re.compile(
+    r"[<\uff1c\ufe64](?=\s*/?\s*(?:" + "|".join(BLOCK_TAGS) + r")(?![a-z0-9]))",
+    re.IGNORECASE,
+)
+
+
+class PromptRenderError(ValueError):
+    """A template could not be rendered (unknown mode, missing or bad variable)."""
+
+
+def neutralise_tags(text: str) -> str:
+    """Defuse our block tags inside untrusted text: ``</output_a>`` becomes ``‹/output_a>``.
+
+    Tags of other names are left alone (answers may legitimately contain HTML or XML).
+    """
+    return _TAG_RE.sub("\u2039", text)
+
+
+def _data_filter(value: Any) -> str:
+    if isinstance(value, jinja2.Undefined):
+        str(value)  # StrictUndefined: raises UndefinedError naming the missing variable
+    if not isinstance(value, str):
+        raise PromptRenderError(f"untrusted template text must be str, got {type(value).__name__}")
+    return neutralise_tags(value)
+
+
+def _data_json_filter(value: Any) -> str:
+    if isinstance(value, jinja2.Undefined):
+        str(value)
+    return neutralise_tags(json.dumps(value, ensure_ascii=False))
+
+
+def _make_env() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("judgefuse.prompts", "templates"),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=False,
+    )
+    env.filters["data"] = _data_filter
+    env.filters["data_json"] = _data_json_filter
+    return env
+
+
+_ENV = _make_env()
+
+
+def _render_blocks(name: str, variables: dict[str, Any]) -> list[dict[str, str]]:
+    try:
+        template = _ENV.get_template(f"{name}.j2")
+        messages = []
+        for role in ("system", "user"):
+            block = template.blocks[role]
+            content = "".join(block(template.new_context(dict(variables)))).strip()
+            messages.append({"role": role, "content": content})
+    except jinja2.UndefinedError as exc:
+        raise PromptRenderError(f"template {name}.j2: missing variable: {exc.message}") from exc
+    except jinja2.TemplateError as exc:
+        raise PromptRenderError(f"template {name}.j2 failed: {exc}") from exc
+    return messages
+
+
+def _check_text(**fields: Any) -> None:
+    for key, value in fields.items():
+        if not isinstance(value, str):
+            raise PromptRenderError(f"{key} must be str, got {type(value).__name__}")
+
+
+def _check_extra(extra: Mapping[str, Any]) -> None:
+    unknown = sorted(set(extra) - OPTIONAL_EXTRAS)
+    if unknown:
+        raise PromptRenderError(
+            f"unknown template variable(s) {unknown}; allowed extras: {sorted(OPTIONAL_EXTRAS)}"
+        )
+    for key, value in extra.items():
+        if not isinstance(value, str):
+            raise PromptRenderError(f"{key} must be str, got {type(value).__name__}")
+
+
+def render_messages(
+    mode: str, *, question: str, answer_a: str, answer_b: str, **extra: Any
+) -> list[dict[str, str]]:
+    """The chat messages (system, user) for one judge call in ``mode``.
+
+    ``mode`` is one of ``"sc"``, ``"mp"``, ``"logprob"`` (or ``"fuser"``, which needs
+    ``judgments=``; prefer :func:`render_fuser_messages`). ``extra`` may hold ``rubric``
+    (trusted operator guidance). Raises :class:`PromptRenderError` (a ``ValueError``) on an
+    unknown mode, an unknown extra, a non-str text field, or a variable the template lacks.
+    """
+    if mode not in MODES:
+        raise PromptRenderError(f"unknown prompt mode {mode!r}; expected one of {list(MODES)}")
+    if mode == "fuser":
+        if "judgments" not in extra:
+            raise PromptRenderError("mode 'fuser' needs judgments=[...]")
+        judgments = extra.pop("judgments")
+        return render_fuser_messages(
+            question=question, answer_a=answer_a, answer_b=answer_b, judgments=judgments, **extra
+        )
+    _check_text(question=question, answer_a=answer_a, answer_b=answer_b)
+    _check_extra(extra)
+    return _render_blocks(
+        mode, {"question": question, "answer_a": answer_a, "answer_b": answer_b, **extra}
+    )
+
+
+def _get(item: Any, *names: str) -> Any:
+    for name in names:
+        if isinstance(item, Mapping):
+            if name in item:
+                return item[name]
+        elif hasattr(item, name):
+            return getattr(item, name)
+    return None
+
+
+def _judgment_record(index: int, item: Any) -> dict[str, Any]:
+    """One judge's verdict in the SC JSON shape, for the fuser prompt."""
+    name = _get(item, "judge", "name")
+    if not isinstance(name, str) or not name:
+        name = f"judge {index}"
+    choice = _get(item, "choice")
+    if choice not in ("A", "B", None):
+        raise PromptRenderError(
+            f"judgment {index}: choice must be 'A', 'B' or None, got {choice!r}"
+        )
+    confidence = _get(item, "confidence")
+    score: float | int | None = None
+    if choice is not None and confidence is not None:
+        if (
+            isinstance(confidence, bool)
+            or not isinstance(confidence, (int, float))
+            or not math.isfinite(confidence)
+            or not 0.0 <= confidence <= 1.0
+        ):
+            raise PromptRenderError(
+                f"judgment {index}: confidence must be a number in [0, 1], got {confidence!r}"
+            )
+        score = round(float(confidence) * 100.0, 1)
+        if score == int(score):
+            score = int(score)
+    explanation = _get(item, "explanation")
+    if explanation is None:
+        explanation = ""
+    if not isinstance(explanation, str):
+        raise PromptRenderError(f"judgment {index}: explanation must be str")
+    return {
+        "judge": name,
+        "selected_output": {"A": "Output (a)", "B": "Output (b)", None: None}[choice],
+        "confidence_score": score,
+        "explanation": explanation,
+    }
+
+
+def render_fuser_messages(
+    *,
+    question: str,
+    answer_a: str,
+    answer_b: str,
+    judgments: Sequence[Any],
+    **extra: Any,
+) -> list[dict[str, str]]:
+    """The chat messages for the LLM-as-a-Fuser call.
+
+    ``judgments``: one entry per judge, a mapping or an object with attributes ``judge`` (or
+    ``name``), ``choice`` (``"A"``/``"B"``/``None``), ``confidence`` (in [0, 1], the judge's
+    confidence in its own choice, or ``None``) and ``explanation``. They are shown to the fuser
+    in the SC output shape (``confidence_score`` on 0-100, ``null`` for an abstaining judge).
+    At least one judgment is required.
+    """
+    _check_text(question=question, answer_a=answer_a, answer_b=answer_b)
+    _check_extra(extra)
+    if isinstance(judgments, (str, bytes, Mapping)) or not isinstance(judgments, Sequence):
+        raise PromptRenderError("judgments must be a sequence of judge verdicts")
+    if not judgments:
+        raise PromptRenderError("the fuser needs at least one judgment")
+    records = [_judgment_record(i, item) for i, item in enumerate(judgments, start=1)]
+    return _render_blocks(
+        "fuser",
+        {
+            "question": question,
+            "answer_a": answer_a,
+            "answer_b": answer_b,
+            "judgments": records,
+            **extra,
+        },
+    )
+
+
+def render_template(name: str, **variables: Any) -> list[dict[str, str]]:
+    """Render one template file (``name`` without ``.j2``) with exactly ``variables``.
+
+    A lower-level door for tests and custom use: no defaults and no checks beyond the
+    template's own (StrictUndefined), so a missing variable raises :class:`PromptRenderError`.
+    """
+    if name not in MODES:
+        raise PromptRenderError(f"unknown prompt template {name!r}; expected one of {list(MODES)}")
+    return _render_blocks(name, variables)

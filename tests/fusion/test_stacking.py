@@ -1,0 +1,209 @@
+"""Stacked fusion on synthetic panels, and cross-fitting without label leakage."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from judgefuse.fusion import (
+    NotEnoughLabels,
+    NotFitted,
+    StackedFusion,
+    Verdict,
+    cross_fit_predict,
+    fold_indices,
+    get_method,
+    majority,
+)
+from judgefuse.judges.types import JudgeVote
+
+
+def sigmoid(x: np.ndarray | float) -> np.ndarray | float:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def synthetic(n: int = 600, seed: int = 0) -> tuple[list[list[JudgeVote]], list[str]]:
+    """One informative judge (about 85% right) and two noise judges (coin flips, confident)."""
+    rng = np.random.default_rng(seed)
+    labels = ["A" if rng.random() < 0.5 else "B" for _ in range(n)]
+    batches = []
+    for label in labels:
+        sign = 1.0 if label == "A" else -1.0
+        good = float(sigmoid(1.8 * sign + rng.normal(0, 1.0)))
+        votes = [JudgeVote.from_p_a("good", "recorded", good)]
+        for name in ("noise1", "noise2"):
+            votes.append(JudgeVote.from_p_a(name, "recorded", float(rng.uniform(0.02, 0.98))))
+        batches.append(votes)
+    return batches, labels
+
+
+def accuracy(verdicts: Sequence[Verdict], labels: Sequence[str]) -> float:
+    return float(np.mean([v.choice == y for v, y in zip(verdicts, labels, strict=True)]))
+
+
+def brier(verdicts: Sequence[Verdict], labels: Sequence[str]) -> float:
+    return float(
+        np.mean([(v.confidence - (v.choice == y)) ** 2 for v, y in zip(verdicts, labels, strict=True)])
+    )
+
+
+def test_learns_informative_judge_and_beats_majority() -> None:
+    batches, labels = synthetic()
+    model = StackedFusion().fit(batches, labels)
+    w = model.coefficients
+    assert w["good:logodds"] > 0.5
+    assert w["good:logodds"] > 5 * max(abs(w["noise1:logodds"]), abs(w["noise2:logodds"]))
+
+    stacked = cross_fit_predict(StackedFusion, batches, labels)
+    voted = [majority(b) for b in batches]
+    assert accuracy(stacked, labels) > accuracy(voted, labels) + 0.1
+    assert brier(stacked, labels) < brier(voted, labels)
+
+
+def test_verdict_fields_and_determinism() -> None:
+    batches, labels = synthetic(200)
+    a = StackedFusion().fit(batches, labels)
+    b = StackedFusion().fit(batches, labels)
+    assert a.model_version == b.model_version and len(a.model_version or "") == 12
+    assert StackedFusion(C=0.01).fit(batches, labels).model_version != a.model_version
+    v = a(batches[0])
+    assert v.method == "stacked" and v.model_version == a.model_version
+    assert v.confidence == pytest.approx(max(v.p_a, 1 - v.p_a))
+    assert v.choice == ("A" if v.p_a > 0.5 else "B")
+    assert (v.n_valid, v.n_invalid) == (3, 0)
+    assert [x.p_a for x in a.predict(batches[:5])] == [a(x).p_a for x in batches[:5]]
+
+
+def test_missing_unseen_and_abstaining_judges() -> None:
+    batches, labels = synthetic(300)
+    model = StackedFusion().fit(batches, labels)
+    only_noise = [v for v in batches[0] if v.judge != "good"]
+    v = model(only_noise)
+    assert any("absent judges" in n and "good" in n for n in v.notes)
+    assert 0.3 < v.p_a < 0.7  # without the informative judge the model is unsure
+
+    extra = [*batches[0], JudgeVote.from_p_a("stranger", "recorded", 0.99)]
+    v2 = model(extra)
+    assert any("unseen" in n and "stranger" in n for n in v2.notes)
+    assert v2.p_a == pytest.approx(model(batches[0]).p_a)
+
+    # an abstaining vote that still carries p_a is used
+    abstain = JudgeVote.invalid("good", "recorded", "games disagree", p_a=0.95)
+    v3 = model([abstain, *batches[0][1:]])
+    assert v3.p_a > 0.6 and v3.n_invalid == 1
+    empty = model([])
+    assert empty.choice is None and empty.p_a == 0.5 and empty.n_valid == 0
+    only_strangers = model([JudgeVote.from_p_a("stranger", "recorded", 0.99)])
+    assert only_strangers.choice is None and any("undecided" in n for n in only_strangers.notes)
+
+
+def test_signals_are_standardised_and_used() -> None:
+    rng = np.random.default_rng(3)
+    n = 400
+    labels = ["A" if rng.random() < 0.5 else "B" for _ in range(n)]
+    batches = []
+    for label in labels:
+        sign = 1.0 if label == "A" else -1.0
+        # a coin-flip vote whose reward margin (in raw units of ~1000) carries the signal
+        margin = 1000.0 * (sign + rng.normal(0, 0.7))
+        batches.append(
+            [
+                JudgeVote.from_p_a("rm", "recorded", float(rng.uniform(0.1, 0.9)), signals={"margin": margin}),
+                JudgeVote.from_p_a("other", "recorded", float(rng.uniform(0.1, 0.9))),
+            ]
+        )
+    model = StackedFusion().fit(batches, labels)
+    assert "rm:signal:margin" in model.feature_names
+    assert model.coefficients["rm:signal:margin"] > 1.0
+    out = cross_fit_predict(StackedFusion, batches, labels)
+    assert accuracy(out, labels) > 0.85
+    no_signals = cross_fit_predict(lambda: StackedFusion(use_signals=False), batches, labels)
+    assert accuracy(no_signals, labels) < 0.65
+
+
+def test_not_enough_labels() -> None:
+    batches, labels = synthetic(40)
+    with pytest.raises(NotEnoughLabels, match="at least 10"):
+        StackedFusion().fit(batches[:5], labels[:5])
+    with pytest.raises(NotEnoughLabels, match="single class"):
+        StackedFusion().fit(batches, ["A"] * len(batches))
+    with pytest.raises(ValueError, match="length mismatch"):
+        StackedFusion().fit(batches, labels[:-1])
+    with pytest.raises(ValueError, match="'A' or 'B'"):
+        StackedFusion().fit(batches, ["C"] * len(batches))
+    with pytest.raises(NotFitted):
+        StackedFusion()(batches[0])
+    with pytest.raises(NotEnoughLabels, match="5-fold"):
+        cross_fit_predict(StackedFusion, batches[:12], ["A"] * 9 + ["B"] * 3)
+
+
+class Memoriser:
+    """A learned method that remembers each training item's label by its ``uid`` signal."""
+
+    requires_fit = True
+    name = "memoriser"
+
+    def __init__(self) -> None:
+        self.memory: dict[float, str] = {}
+
+    def fit(self, batches, labels):
+        self.memory = {b[0].signals["uid"]: y for b, y in zip(batches, labels, strict=True)}
+        return self
+
+    def __call__(self, votes):
+        seen = self.memory.get(votes[0].signals["uid"])
+        p = 0.5 if seen is None else (1.0 if seen == "A" else 0.0)
+        return Verdict(choice="A" if p >= 0.5 else "B", confidence=max(p, 1 - p), p_a=p, method=self.name)
+
+
+def test_cross_fit_never_scores_an_item_with_a_model_that_saw_its_label() -> None:
+    batches, labels = synthetic(100, seed=5)
+    batches = [
+        [v.model_copy(update={"signals": {"uid": float(i)}}) for v in b] for i, b in enumerate(batches)
+    ]
+    in_sample = Memoriser().fit(batches, labels)
+    assert accuracy([in_sample(b) for b in batches], labels) == 1.0  # it does memorise
+    out = cross_fit_predict(Memoriser, batches, labels, n_folds=5, seed=1)
+    assert all(v.p_a == 0.5 for v in out)  # never seen at scoring time
+    assert all(any("fold" in n for n in v.notes) for v in out)
+
+    folds = fold_indices(labels, n_folds=5, seed=1)
+    assert sorted(np.concatenate(folds).tolist()) == list(range(100))
+    n_a = sum(1 for y in labels if y == "A")
+    for test in folds:
+        share = sum(1 for i in test if labels[i] == "A") / len(test)
+        assert abs(share - n_a / 100) < 0.05  # stratified
+
+
+def test_cross_fit_stacked_with_a_label_memorising_feature() -> None:
+    """Each item gets its own judge that states the item's label: a pure memorisation feature."""
+    rng = np.random.default_rng(11)
+    labels = ["A" if rng.random() < 0.5 else "B" for _ in range(60)]
+    batches = [
+        [JudgeVote.from_p_a(f"item{i}", "recorded", 0.99 if y == "A" else 0.01)]
+        for i, y in enumerate(labels)
+    ]
+    in_sample = StackedFusion(C=100.0).fit(batches, labels)
+    assert accuracy(in_sample.predict(batches), labels) == 1.0  # the feature memorises
+
+    out = cross_fit_predict(lambda: StackedFusion(C=100.0), batches, labels, n_folds=5, seed=0)
+    for test in fold_indices(labels, n_folds=5, seed=0):
+        # nothing about a held-out item was seen: its only judge is unknown to the fold's model
+        assert all(out[i].choice is None and out[i].p_a == 0.5 for i in test)
+        assert all(any("unseen" in n for n in out[i].notes) for i in test)
+    assert accuracy(out, labels) == 0.0  # undecided everywhere, never a memorised answer
+
+
+def test_cross_fit_order_seed_and_non_learned() -> None:
+    batches, labels = synthetic(150)
+    a = cross_fit_predict("stacked", batches, labels, seed=0)
+    b = cross_fit_predict(StackedFusion, batches, labels, seed=0)
+    c = cross_fit_predict(StackedFusion, batches, labels, seed=1)
+    assert [v.p_a for v in a] == [v.p_a for v in b]
+    assert [v.p_a for v in a] != [v.p_a for v in c]
+    assert [v.votes for v in a] == batches
+    voted = cross_fit_predict("majority", batches, labels)
+    assert [v.p_a for v in voted] == [majority(x).p_a for x in batches]
+    assert get_method("stacked").requires_fit
