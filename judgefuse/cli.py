@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from judgefuse import __version__
 from judgefuse.evaluation import commands as evaluation_commands
+from judgefuse.fusion import UnknownFusionMethod
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,9 +32,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.handler(args) or 0)
-    except ValueError as exc:  # our typed input errors all derive from ValueError
+    except (ValueError, UnknownFusionMethod) as exc:  # typed input errors (UnknownFusionMethod is a KeyError)
         print(f"judgefuse {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # e.g. an output path that is a directory, a full disk: a message, not a traceback
+        print(f"judgefuse {args.command}: error: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print(f"judgefuse {args.command}: interrupted", file=sys.stderr)
         return 130

@@ -8,8 +8,22 @@ systems), fsync it, and ``os.replace`` it over the target, which is atomic on PO
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
+
+
+def _file_mode(target: Path) -> int:
+    """The mode a plain ``open(target, "w")`` would give: the existing file's, else 0o666 & ~umask.
+
+    ``mkstemp`` creates its file 0600, which would make every report private to its writer.
+    """
+    try:
+        return stat.S_IMODE(target.stat().st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
@@ -19,6 +33,7 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
     handle, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as tmp:
+            os.fchmod(tmp.fileno(), _file_mode(target))
             tmp.write(text)
             tmp.flush()
             os.fsync(tmp.fileno())

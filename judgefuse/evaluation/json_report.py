@@ -2,7 +2,8 @@
 
 Each row has exactly ``name, kind, n, accuracy, ece, adaptive_ce, mce, brier, nll, th_score,
 macroce, auroc`` (fractions in [0, 1], TH-Score in the paper's units) and then extra keys
-(``ice``, ``aurc``, ``n_invalid``, confidence intervals, per-category metrics, helped/harmed).
+(``ice``, ``aurc``, ``n_invalid``, confidence intervals, reliability-diagram bins, per-category
+metrics, helped/harmed against majority voting).
 NaN (an undefined AUROC on a single class) is written as ``null``: JSON has no NaN.
 """
 
@@ -41,8 +42,11 @@ def row_record(report: RowReport) -> dict[str, Any]:
     record["calls"] = row.calls
     record["cost_usd"] = row.cost_usd
     record["ci95"] = {metric: list(bounds) for metric, bounds in report.ci.items()}
+    record["reliability"] = [bin_.as_dict() for bin_ in report.reliability]
     if report.per_category:
-        record["per_category"] = report.per_category
+        record["per_category"] = {
+            category: {**metrics, "n": int(metrics["n"])} for category, metrics in report.per_category.items()
+        }
     if report.helped_harmed is not None:
         record["vs_majority"] = report.helped_harmed.as_dict()
     return record

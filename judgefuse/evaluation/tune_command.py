@@ -1,0 +1,199 @@
+"""``judgefuse tune``: the auto-accept threshold with a precision guarantee, from labelled data.
+
+    judgefuse tune PATH... [--format F] [--target 0.9] [--delta 0.1] [--min-count 30]
+                           [--method NAME | --judge NAME] [--folds 5] [--seed 0] [--json OUT]
+
+Loads labelled judged items (:func:`judgefuse.evaluation.loaders.load`), takes the
+confidence/correctness of one fusion method (default ``majority``; a learned method such as
+``stacked`` or ``majority+isotonic`` is cross-fitted so no item is scored by a model that saw its
+label) or of one judge, scored by the same rule as ``judgefuse eval``
+(:mod:`judgefuse.evaluation.scoring`), and runs
+:func:`judgefuse.calibration.thresholds.tune_threshold`. Prints the threshold, coverage,
+precision with its lower bound, expected errors and review load, or says that no threshold
+qualifies (everything goes to review) and why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from judgefuse.calibration.thresholds import ThresholdReport, tune_threshold
+from judgefuse.evaluation.atomic import write_atomic
+from judgefuse.evaluation.loaders import FORMATS, load
+from judgefuse.evaluation.scoring import (
+    ScoredRow,
+    judge_names,
+    score_judge,
+    score_verdicts,
+)
+from judgefuse.fusion import cross_fit_predict, get_method, requires_fit
+from judgefuse.judges.types import JudgedItem
+
+DEFAULT_METHOD = "majority"
+
+
+class TuneError(ValueError):
+    """A tune request that cannot be served (no labels, unknown judge, ...)."""
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    """What ``tune`` computed: the scored row it tuned on and the threshold report."""
+
+    source: str  # "method" or "judge"
+    name: str
+    row: ScoredRow
+    report: ThresholdReport
+
+    def as_dict(self, sources: Sequence[str] = ()) -> dict[str, Any]:
+        return {
+            "sources": list(sources),
+            "kind": self.source,
+            "name": self.name,
+            "n_invalid": self.row.n_invalid,
+            **self.report.as_dict(),
+        }
+
+
+def add_commands(subcommands: argparse._SubParsersAction) -> None:
+    """Register ``tune`` on the top-level parser."""
+    tune = subcommands.add_parser(
+        "tune",
+        help="auto-accept threshold with a precision guarantee, from labelled judgments",
+        description="Pick the smallest confidence threshold whose auto-accepted verdicts have "
+        "precision >= TARGET with probability >= 1 - DELTA (one-sided Clopper-Pearson bound, "
+        "fixed-sequence testing from high to low thresholds); report coverage, expected errors "
+        "and the review load.",
+    )
+    tune.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="data files or directories")
+    tune.add_argument("--format", choices=FORMATS, help="input format (detected when omitted)")
+    tune.add_argument("--target", type=float, default=0.9, help="target precision of auto-accepted verdicts (default 0.9)")
+    tune.add_argument("--delta", type=float, default=0.1, help="allowed failure probability of the guarantee (default 0.1)")
+    tune.add_argument(
+        "--min-count", type=int, default=30,
+        help="skip thresholds accepting fewer labelled items than this (default 30)",
+    )
+    who = tune.add_mutually_exclusive_group()
+    who.add_argument("--method", metavar="NAME", help=f"fusion method to tune (default {DEFAULT_METHOD}; learned ones are cross-fitted)")
+    who.add_argument("--judge", metavar="NAME", help="tune a single judge's confidence instead of a fusion method")
+    tune.add_argument("--folds", type=int, default=5, help="cross-fitting folds for learned methods (default 5)")
+    tune.add_argument("--seed", type=int, default=0)
+    tune.add_argument("--json", dest="json_out", type=Path, help="write the report as JSON here")
+    tune.set_defaults(handler=run_tune)
+
+
+def scored_row(
+    items: Sequence[JudgedItem],
+    *,
+    method: str | None = None,
+    judge: str | None = None,
+    n_folds: int = 5,
+    seed: int = 0,
+) -> tuple[str, str, ScoredRow]:
+    """``(kind, name, row)``: the labelled items scored for one judge or one fusion method."""
+    if method is not None and judge is not None:
+        raise TuneError("give a fusion method or a judge, not both")
+    labelled = [judged for judged in items if judged.item.label is not None]
+    if not labelled:
+        raise TuneError("no labelled items: tuning needs items with a label (A or B)")
+    if judge is not None:
+        known = judge_names(labelled)
+        if judge not in known:
+            raise TuneError(f"unknown judge {judge!r}; judges in the data: {', '.join(known)}")
+        return "judge", judge, score_judge(judge, labelled)
+    name = method or DEFAULT_METHOD
+    fusion = get_method(name)  # an unknown name fails here, listing the known ones
+    batches = [judged.votes for judged in labelled]
+    if requires_fit(fusion):
+        labels = [judged.item.label for judged in labelled]
+        verdicts = cross_fit_predict(lambda: get_method(name), batches, labels, n_folds=n_folds, seed=seed)  # type: ignore[arg-type]
+    else:
+        verdicts = [fusion(votes) for votes in batches]
+    return "method", name, score_verdicts(name, labelled, verdicts)
+
+
+def tune_items(
+    items: Sequence[JudgedItem],
+    *,
+    target: float = 0.9,
+    delta: float = 0.1,
+    min_count: int = 30,
+    method: str | None = None,
+    judge: str | None = None,
+    n_folds: int = 5,
+    seed: int = 0,
+) -> TuneResult:
+    """Score one judge or method on the labelled ``items`` and tune its threshold."""
+    kind, name, row = scored_row(items, method=method, judge=judge, n_folds=n_folds, seed=seed)
+    if row.confidence.size == 0:
+        raise TuneError(f"{kind} {name!r} has no scored labelled items")
+    report = tune_threshold(
+        row.confidence, row.correct, target_precision=target, delta=delta, min_count=min_count
+    )
+    return TuneResult(kind, name, row, report)
+
+
+def report_table(result: TuneResult, *, title: str) -> Table:
+    """The operator's view of one tuning result."""
+    rep = result.report
+    table = Table(title=title, title_justify="left", show_header=False)
+    table.add_column("", style="bold")
+    table.add_column("")
+    table.add_row(result.source, result.name)
+    table.add_row("labelled items", f"{rep.n:,} ({result.row.n_invalid} without a usable answer, scored wrong at 0.5)")
+    table.add_row(
+        "guarantee",
+        f"precision >= {rep.target:g} with probability >= {1 - rep.delta:g} "
+        f"(Clopper-Pearson, fixed-sequence; min {rep.min_count} accepted)",
+    )
+    if rep.threshold is None:
+        table.add_row("threshold", "[bold red]none: no threshold qualifies, everything goes to review[/]")
+        why = rep.reason.removeprefix("no threshold qualifies: route everything to review (")
+        table.add_row("why", why.removesuffix(")") if why != rep.reason else why)
+        table.add_row("review load", "100%")
+        return table
+    table.add_row("threshold", f"[bold green]auto-accept when confidence >= {rep.threshold:.6g}[/]")
+    table.add_row("coverage", f"{100 * rep.coverage:.1f}% auto-accepted ({rep.n_accepted:,} of {rep.n:,})")
+    table.add_row(
+        "precision",
+        f"{100 * rep.precision:.2f}% observed; {100 * (1 - rep.delta):g}% lower bound "
+        f"{100 * rep.lower_bound:.2f}%",
+    )
+    table.add_row(
+        "expected errors",
+        f"{rep.expected_errors:g} among the {rep.n_accepted:,} accepted "
+        f"({rep.expected_errors / rep.n:.2%} of all traffic)",
+    )
+    table.add_row("review load", f"{100 * rep.review_load:.1f}% sent to human review ({rep.n - rep.n_accepted:,} items)")
+    table.add_row("scan", f"{len(rep.path)} thresholds tested ({rep.n_skipped} skipped: fewer than {rep.min_count} accepted); {rep.reason}")
+    return table
+
+
+def run_tune(args: argparse.Namespace) -> int:
+    items = load(args.paths, format=args.format)
+    result = tune_items(
+        items,
+        target=args.target,
+        delta=args.delta,
+        min_count=args.min_count,
+        method=args.method,
+        judge=args.judge,
+        n_folds=args.folds,
+        seed=args.seed,
+    )
+    sources = [str(path) for path in args.paths]
+    console = Console() if Console().is_terminal else Console(width=160)
+    title = f"judgefuse tune: {', '.join(Path(s).name for s in sources)}"
+    console.print(report_table(result, title=title))
+    if args.json_out:
+        text = json.dumps(result.as_dict(sources), indent=2, allow_nan=False) + "\n"
+        console.print(f"wrote {write_atomic(args.json_out, text)}")
+    return 0
