@@ -1,0 +1,224 @@
+"""A lean aiohttp client for endpoints that speak the OpenAI chat-completions protocol.
+
+This is the hot path (DESIGN.md "Serving"): one ``ClientSession`` per client with a connection
+cap, the request body built as a plain dict, the response read with the stdlib ``json`` (or
+``orjson`` when installed), and only the fields we use picked out of it. Every failure leaves
+as a :mod:`.errors` exception, mapped by aiohttp/asyncio exception type or HTTP status.
+
+The model name is sent verbatim (no litellm-style ``openai/`` prefix stripping: vLLM serves
+models called ``openai/gpt-oss-20b``).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import aiohttp
+from pydantic import SecretStr
+
+from judgefuse.judges.transport import pricing
+from judgefuse.judges.transport.errors import (
+    ConnectionFailed,
+    JudgeTimeout,
+    MalformedResponse,
+    Unsupported,
+    error_for_status,
+    parse_retry_after,
+    redact,
+)
+from judgefuse.judges.transport.request import ChatRequest, ChatResponse, TopLogprobs
+
+try:  # orjson only if it is already installed; never a requirement
+    import orjson as _orjson
+
+    _loads = _orjson.loads
+
+    def _dumps(value: Any) -> bytes:
+        return _orjson.dumps(value)
+
+except ImportError:  # pragma: no cover - depends on the environment
+    import json as _json
+
+    _loads = _json.loads
+
+    def _dumps(value: Any) -> bytes:
+        return _json.dumps(value, separators=(",", ":")).encode()
+
+
+__all__ = ["DirectOpenAIClient", "build_body", "parse_body"]
+
+_JSON_HEADERS = {"Content-Type": "application/json", "Accept": "application/json"}
+
+
+def build_body(request: ChatRequest) -> dict[str, Any]:
+    """The JSON body of a chat-completions POST for ``request``."""
+    body: dict[str, Any] = {"model": request.model, "messages": request.messages, "temperature": request.temperature}
+    if request.n != 1:
+        body["n"] = request.n
+    if request.max_tokens is not None:
+        body["max_tokens"] = request.max_tokens
+    if request.seed is not None:
+        body["seed"] = request.seed
+    if request.logprobs:
+        body["logprobs"] = True
+        if request.top_logprobs is not None:
+            body["top_logprobs"] = request.top_logprobs
+    if request.extra:
+        body.update(request.extra)
+    return body
+
+
+def _first_token_top(logprobs: Any) -> TopLogprobs:
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
+    if not content:
+        return []
+    first = content[0]
+    top = first.get("top_logprobs") if isinstance(first, dict) else None
+    if not top:  # top_logprobs=0 or absent: the sampled token alone
+        return [(first["token"], float(first["logprob"]))]
+    return [(alt["token"], float(alt["logprob"])) for alt in top]
+
+
+def parse_body(data: Any, request: ChatRequest) -> tuple[list[str], list[TopLogprobs], int, int, str]:
+    """(texts, first-token top logprobs, prompt tokens, completion tokens, model) of a body.
+
+    Raises :class:`MalformedResponse` when the body is not a chat completion, and
+    :class:`Unsupported` when logprobs were asked for and the endpoint sent none.
+    """
+    try:
+        choices = data["choices"]
+        if not isinstance(choices, list) or not choices:
+            raise MalformedResponse("response has no choices")
+        texts: list[str] = []
+        tops: list[TopLogprobs] = []
+        missing_logprobs = False
+        for choice in sorted(choices, key=lambda c: c.get("index", 0)):
+            content = choice["message"].get("content")
+            texts.append(content if isinstance(content, str) else "")
+            if request.logprobs:
+                logprobs = choice.get("logprobs")
+                if logprobs is None:
+                    missing_logprobs = True
+                tops.append(_first_token_top(logprobs))
+            else:
+                tops.append([])
+        usage = data.get("usage") or {}
+        prompt_tokens = int(usage.get("prompt_tokens") or 0)
+        completion_tokens = int(usage.get("completion_tokens") or 0)
+        model = data.get("model") or request.model
+    except MalformedResponse:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        raise MalformedResponse(f"not a chat completion ({type(exc).__name__} while reading the body)") from exc
+    if missing_logprobs:
+        raise Unsupported(f"model {request.model!r} returned no logprobs", feature="logprobs")
+    return texts, tops, prompt_tokens, completion_tokens, str(model)
+
+
+def _error_detail(raw: bytes, secret: str | None) -> tuple[str, str | None]:
+    """(redacted message, error.param) from an error body, tolerating any shape."""
+    try:
+        data = _loads(raw)
+    except ValueError:
+        return redact(raw.decode("utf-8", "replace"), secret), None
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, dict):
+        param = error.get("param")
+        return redact(str(error.get("message", "")), secret), param if isinstance(param, str) else None
+    return redact(str(data), secret), None
+
+
+class DirectOpenAIClient:
+    """POST ``{api_base}/chat/completions`` with aiohttp; see the module docstring.
+
+    ``api_base`` and ``api_key`` are defaults that a request's own fields override.
+    ``max_connections`` caps concurrent connections (the per-provider concurrency cap).
+    The session is created on first use inside the running event loop; call :meth:`aclose`.
+    """
+
+    def __init__(
+        self,
+        *,
+        api_base: str | None = None,
+        api_key: SecretStr | str | None = None,
+        max_connections: int = 100,
+    ) -> None:
+        if max_connections < 1:
+            raise ValueError(f"max_connections must be >= 1, got {max_connections}")
+        self._api_base = api_base
+        self._api_key = SecretStr(api_key) if isinstance(api_key, str) else api_key
+        self._max_connections = max_connections
+        self._session: aiohttp.ClientSession | None = None
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"DirectOpenAIClient(api_base={self._api_base!r}, max_connections={self._max_connections})"
+
+    def _get_session(self) -> aiohttp.ClientSession:
+        session = self._session
+        if session is None:
+            if self._closed:
+                raise RuntimeError("DirectOpenAIClient is closed")
+            connector = aiohttp.TCPConnector(limit=self._max_connections, limit_per_host=0)
+            session = aiohttp.ClientSession(connector=connector, headers=_JSON_HEADERS)
+            self._session = session
+        return session
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        """Send one chat-completions request; see :class:`~.request.ChatClient`."""
+        api_base = request.api_base or self._api_base
+        if not api_base:
+            raise ValueError("no api_base: set it on the client or the request")
+        key = request.api_key or self._api_key
+        secret = key.get_secret_value() if key is not None else None
+        headers = {"Authorization": f"Bearer {secret}"} if secret else None
+        url = api_base.rstrip("/") + "/chat/completions"
+        session = self._get_session()
+        started = time.perf_counter()
+        try:
+            async with session.post(
+                url,
+                data=_dumps(build_body(request)),
+                headers=headers,
+                timeout=aiohttp.ClientTimeout(total=request.timeout_s),
+            ) as response:
+                raw = await response.read()
+                status = response.status
+                retry_after = response.headers.get("Retry-After") if status == 429 else None
+        except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
+            raise JudgeTimeout(f"no response from {request.model!r} within {request.timeout_s:g}s") from exc
+        except aiohttp.ClientPayloadError as exc:
+            raise ConnectionFailed(f"connection to {request.model!r} broke while reading the body") from exc
+        except (aiohttp.ClientConnectionError, aiohttp.ClientResponseError, OSError) as exc:
+            raise ConnectionFailed(
+                f"connection to {request.model!r} failed ({type(exc).__name__}): {redact(str(exc), secret)}"
+            ) from exc
+        latency = time.perf_counter() - started
+        if status >= 300:
+            detail, param = _error_detail(raw, secret)
+            raise error_for_status(status, detail, retry_after_s=parse_retry_after(retry_after), param=param)
+        try:
+            data = _loads(raw)
+        except ValueError as exc:
+            raise MalformedResponse(
+                f"HTTP {status} body is not JSON: {redact(raw[:80].decode('utf-8', 'replace'), secret)!r}",
+                status=status,
+            ) from exc
+        texts, tops, prompt_tokens, completion_tokens, model = parse_body(data, request)
+        return ChatResponse(
+            texts=texts,
+            first_token_top_logprobs=tops,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            latency_s=latency,
+            cost_usd=pricing.cost_usd(request.model, prompt_tokens, completion_tokens),
+            model=model,
+        )
+
+    async def aclose(self) -> None:
+        """Close the session and its connections."""
+        self._closed = True
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()

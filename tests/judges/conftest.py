@@ -1,0 +1,101 @@
+"""Fixtures for the judge tests: a scripted OpenAI-compatible server on loopback.
+
+``openai_stub.py`` is loaded by path (the suite runs with ``--import-mode=importlib``, so test
+folders are not packages); tests reach its action types through the ``stub_actions`` fixture.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+_STUB_NAME = "judgefuse_tests_openai_stub"
+
+
+def _load_stub_module() -> ModuleType:
+    loaded = sys.modules.get(_STUB_NAME)
+    if loaded is not None:
+        return loaded
+    spec = importlib.util.spec_from_file_location(_STUB_NAME, Path(__file__).with_name("openai_stub.py"))
+    if spec is None or spec.loader is None:
+        raise RuntimeError("cannot load tests/judges/openai_stub.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[_STUB_NAME] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+stub_module = _load_stub_module()
+
+
+@pytest.fixture
+def stub_actions() -> ModuleType:
+    """The stub module: ``Reply``, ``Status``, ``Hang``, ``Close``, ``Garbage``."""
+    return stub_module
+
+
+@pytest.fixture
+async def openai_stub() -> AsyncIterator[object]:
+    """A running :class:`StubServer`; script it with ``.script(...)``, read ``.requests``."""
+    server = await stub_module.StubServer().start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory):
+    """A throwaway ``redis-server`` on loopback for the session (needs the binary installed)."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.skip("redis-server is not installed (apt-get install -y redis-server)")
+    port = _free_port()
+    workdir = tmp_path_factory.mktemp("redis")
+    process = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(workdir)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                if time.monotonic() > deadline or process.poll() is not None:
+                    raise RuntimeError("redis-server did not start") from None
+                time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+@pytest.fixture
+async def redis_client(redis_url: str) -> AsyncIterator[object]:
+    """A ``redis.asyncio.Redis`` on the session server, emptied before the test."""
+    from redis.asyncio import Redis
+
+    client = Redis.from_url(redis_url)
+    await client.flushdb()
+    try:
+        yield client
+    finally:
+        await client.aclose()
