@@ -4,6 +4,7 @@ Inputs everywhere: ``confidence`` (floats in [0, 1], the confidence of the chose
 ``correct`` (0/1 or bool), shape (n,). See DESIGN.md, section "Metrics".
 """
 
+from .accumulator import DEFAULT_TH_EPS, FIXED_POINT_SCALE, CalibrationAccumulator
 from .binning import BinTotals, bin_totals, equal_width_bin_index, equal_width_edges
 from .bootstrap import BOOTSTRAP_METRICS, bootstrap_ci
 from .capability import capability_brier, capability_random_baseline, expected_accuracy
@@ -22,4 +23,5 @@ from .reliability import ReliabilityBin, reliability_diagram
 from .scores import accuracy, adaptive_ce, brier, ece, ice, macroce, mce, nll
 from .summary import SUMMARY_KEYS, per_category, summarize
 from .th_score import THScore, th_score, th_score_from_parts
+from .thresholds import ScanStep, ThresholdReport, clopper_pearson_lower, tune_threshold
 from .validation import check_confidence, check_correct, check_pair

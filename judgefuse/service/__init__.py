@@ -1,0 +1,4 @@
+"""The service room: FastAPI app, settings, storage, auth, routes (DESIGN.md "Serving").
+
+Nothing else in ``judgefuse`` imports this package; it imports the rooms below it.
+"""

@@ -1,0 +1,318 @@
+"""The storage interface the service uses, its typed errors, and helpers both backends share.
+
+Two backends implement :class:`Storage` with the same behaviour (one test suite runs on both):
+:class:`~judgefuse.service.storage.sqlite.SQLiteStorage` (the embedded default, one file) and
+:class:`~judgefuse.service.storage.redis.RedisStorage` (state shared between gateway replicas).
+
+What is stored
+--------------
+* **Verdict records**, scoped by tenant: a tenant never reads another tenant's record (the
+  same id under another tenant is a different, usually absent, record).
+* **Labels**, idempotent (DESIGN.md "Live calibration"): :meth:`Storage.set_label` stores the
+  label on the record and, in the same atomic step, applies the accumulator increments the
+  caller's pure function gives for the new label, minus the increments for the old label when
+  the record was already labelled (a relabel replaces, never double counts). The same label
+  twice writes nothing. Concurrent calls on one id are serialised by the backend.
+* **Accumulators**: per (tenant, accumulator key), named float fields summed by storage without
+  understanding them (``judgefuse.calibration`` owns their meaning). Each key keeps a running
+  total and per-hour buckets, so a window read is O(buckets x fields), never O(labels). A label's
+  increments go to the hour bucket of the *verdict's* ``created_at`` (``hour_of``), so a relabel
+  subtracts from and adds to the same bucket.
+* **Thresholds** and **fusion models**, versioned per (tenant, panel): each put gets the next
+  version atomically; reads return the latest, a given version, or the history.
+
+Errors
+------
+Backend exceptions are mapped at the boundary to :class:`StorageError` and its subclasses,
+raised ``from`` the original. Messages never carry credentials (a Redis URL's password is
+redacted). Programming errors (a bad tenant name, a record whose tenant does not match, a
+non-finite increment) are ``ValueError``. An exception raised by the caller's ``increments``
+function propagates unchanged and nothing is written.
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+import numbers
+import re
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import Self
+
+from judgefuse.judges.types import Letter
+from judgefuse.service.storage.records import (
+    LabelOutcome,
+    ModelRecord,
+    ThresholdRecord,
+    VerdictRecord,
+)
+
+Number = int | float
+"""A field value. Integer deltas are summed as exact 64-bit integers (the calibration
+accumulator's fixed-point fields rely on it); float deltas as floats. A field that ever
+received a float delta holds a float from then on."""
+
+Increments = dict[str, dict[str, Number]]
+"""accumulator key -> field -> delta."""
+
+IncrementsFn = Callable[[VerdictRecord, Letter], Mapping[str, Mapping[str, Number]]]
+"""A pure function: the increments one label of one record adds (storage negates it to remove)."""
+
+INT64_MAX = 2**63 - 1
+
+_TENANT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
+
+
+class StorageError(Exception):
+    """Any storage failure. Not retryable unless it is a :class:`StorageUnavailable`."""
+
+
+class StorageUnavailable(StorageError):
+    """The store cannot be reached or is busy (connection refused, timeout, lock). Retryable."""
+
+
+class VerdictNotFound(StorageError):
+    """No verdict with this id under this tenant."""
+
+    def __init__(self, tenant: str, verdict_id: str) -> None:
+        super().__init__(f"verdict {verdict_id!r} not found for tenant {tenant!r}")
+        self.tenant = tenant
+        self.verdict_id = verdict_id
+
+
+class VerdictExists(StorageError):
+    """``save_verdict`` with an id the tenant already used for a different record."""
+
+    def __init__(self, tenant: str, verdict_id: str) -> None:
+        super().__init__(f"verdict {verdict_id!r} already exists for tenant {tenant!r}")
+        self.tenant = tenant
+        self.verdict_id = verdict_id
+
+
+class AccumulatorOverflow(StorageError):
+    """A label would push an integer field beyond int64 (or a float beyond 1e300).
+
+    Nothing of that label was written. Bucket or rotate accumulators long before this.
+    """
+
+
+class StorageCorrupt(StorageError):
+    """Stored data cannot be read back (not a database, a malformed file, an invalid record)."""
+
+
+def check_tenant(tenant: str) -> str:
+    """Refuse tenant names that could break key naming (Redis hash tags, separators)."""
+    if not isinstance(tenant, str) or not _TENANT_RE.match(tenant):
+        raise ValueError(
+            "tenant must be 1-128 characters of letters, digits, '_', '.', '-' "
+            f"(starting with a letter or digit), got {tenant!r}"
+        )
+    return tenant
+
+
+def check_name(kind: str, value: str) -> str:
+    """Ids, panels and accumulator keys: any non-empty string up to 256 characters."""
+    if not isinstance(value, str) or not value or len(value) > 256:
+        raise ValueError(f"{kind} must be a non-empty string of at most 256 characters")
+    return value
+
+
+def hour_of(epoch_seconds: float) -> int:
+    """The hour bucket of a time: whole hours since the epoch (UTC)."""
+    return int(epoch_seconds // 3600)
+
+
+def _checked(increments: Mapping[str, Mapping[str, Number]], sign: int) -> Increments:
+    out: Increments = {}
+    for key, fields in increments.items():
+        check_name("accumulator key", key)
+        row: dict[str, Number] = {}
+        for field, delta in fields.items():
+            if not isinstance(field, str) or not field:
+                raise ValueError(f"accumulator {key!r}: field names must be non-empty strings")
+            value: Number
+            if isinstance(delta, numbers.Integral):  # int, bool, numpy integers: exact
+                value = int(delta)
+                if abs(value) > INT64_MAX:
+                    raise ValueError(f"accumulator {key!r} field {field!r}: {delta} exceeds int64")
+            else:
+                value = float(delta)
+                if not math.isfinite(value):
+                    raise ValueError(
+                        f"accumulator {key!r} field {field!r}: non-finite delta {delta!r}"
+                    )
+            row[field] = sign * value
+        out[key] = row
+    return out
+
+
+def net_increments(
+    record: VerdictRecord, new_label: Letter, increments: IncrementsFn
+) -> Increments:
+    """What setting ``new_label`` on ``record`` writes: new increments minus the old label's.
+
+    Every field either side names is present in the result (a field may net to 0), so both
+    backends create the same fields; int deltas stay ints. Called inside the atomic section.
+    """
+    net = _checked(increments(record, new_label), 1)
+    if record.label is not None:
+        for key, fields in _checked(increments(record, record.label), -1).items():
+            row = net.setdefault(key, {})
+            for field, delta in fields.items():
+                row[field] = row[field] + delta if field in row else delta
+    return net
+
+
+def labelled_copy(record: VerdictRecord, label: Letter, labelled_at: float) -> VerdictRecord:
+    """The record with its new label."""
+    return record.model_copy(update={"label": label, "labelled_at": labelled_at})
+
+
+class Storage(abc.ABC):
+    """Async storage for verdicts, labels, calibration accumulators, thresholds and models.
+
+    Use ``await storage.open()`` / ``await storage.close()`` or ``async with storage:``.
+    """
+
+    async def __aenter__(self) -> Self:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    @abc.abstractmethod
+    async def open(self) -> None:
+        """Connect / open the file and create the schema if needed."""
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Release connections and threads. Safe to call twice."""
+
+    @abc.abstractmethod
+    async def ping(self) -> bool:
+        """True when the store answers (for /readyz). Never raises."""
+
+    # -- verdicts ------------------------------------------------------------------------------
+    @abc.abstractmethod
+    async def save_verdict(self, tenant: str, record: VerdictRecord) -> None:
+        """Store a new verdict record (unlabelled).
+
+        Saving the identical record again is a no-op (a retried request); a different record
+        under an id the tenant already used raises :class:`VerdictExists`. ``record.tenant``
+        must equal ``tenant`` and ``record.label`` must be ``None`` (labels go through
+        :meth:`set_label`), else ``ValueError``.
+        """
+
+    @abc.abstractmethod
+    async def get_verdict(self, tenant: str, verdict_id: str) -> VerdictRecord | None:
+        """The tenant's record with this id, or ``None``."""
+
+    # -- labels --------------------------------------------------------------------------------
+    @abc.abstractmethod
+    async def set_label(
+        self,
+        tenant: str,
+        verdict_id: str,
+        label: Letter,
+        increments: IncrementsFn,
+        *,
+        labelled_at: float | None = None,
+    ) -> LabelOutcome:
+        """Label a verdict and update the accumulators, atomically and idempotently.
+
+        ``increments(record, label)`` must be pure: it is called inside the atomic section,
+        for the new label and (when relabelling) for the old one, whose result is subtracted;
+        a backend may call it again when it retries (Redis) or on its worker thread (SQLite).
+        The same label again writes nothing.
+        Raises :class:`VerdictNotFound` for an unknown id. ``labelled_at`` defaults to now.
+        """
+
+    # -- accumulators --------------------------------------------------------------------------
+    @abc.abstractmethod
+    async def read_accumulator(
+        self,
+        tenant: str,
+        key: str,
+        *,
+        since_hour: int | None = None,
+        until_hour: int | None = None,
+    ) -> dict[str, Number]:
+        """Summed fields of one accumulator; ``{}`` when none (ints stay exact ints).
+
+        Without hours: the running total, O(fields). With ``since_hour`` (inclusive) and/or
+        ``until_hour`` (exclusive), hours as :func:`hour_of` counts them: the sum of those hour
+        buckets, O(buckets x fields). A field appears once any increment named it.
+        """
+
+    @abc.abstractmethod
+    async def list_accumulators(self, tenant: str, prefix: str = "") -> list[str]:
+        """The tenant's accumulator keys starting with ``prefix``, sorted."""
+
+    # -- thresholds and fusion models ------------------------------------------------------------
+    @abc.abstractmethod
+    async def put_threshold(self, tenant: str, panel: str, record: ThresholdRecord) -> int:
+        """Store a new threshold version for (tenant, panel); returns its version (1, 2, ...)."""
+
+    @abc.abstractmethod
+    async def get_threshold(
+        self, tenant: str, panel: str, *, version: int | None = None
+    ) -> ThresholdRecord | None:
+        """The latest threshold (or the given version), with ``version`` set; ``None`` if none."""
+
+    @abc.abstractmethod
+    async def threshold_history(self, tenant: str, panel: str) -> list[ThresholdRecord]:
+        """Every threshold version for (tenant, panel), oldest first."""
+
+    @abc.abstractmethod
+    async def put_model(self, tenant: str, panel: str, record: ModelRecord) -> int:
+        """Store a new fusion-model version for (tenant, panel); returns its version."""
+
+    @abc.abstractmethod
+    async def get_model(
+        self, tenant: str, panel: str, *, version: int | None = None
+    ) -> ModelRecord | None:
+        """The latest model (or the given version), with ``version`` set; ``None`` if none."""
+
+    @abc.abstractmethod
+    async def model_history(self, tenant: str, panel: str) -> list[ModelRecord]:
+        """Every model version for (tenant, panel), oldest first."""
+
+    # -- labelled records ----------------------------------------------------------------------
+    @abc.abstractmethod
+    async def iter_labelled(
+        self, tenant: str, panel: str | None = None, *, limit: int | None = None
+    ) -> list[VerdictRecord]:
+        """Labelled records (of one panel, or all), newest ``created_at`` first (ties: id desc)."""
+
+    @abc.abstractmethod
+    async def count_labelled(self, tenant: str, panel: str | None = None) -> int:
+        """How many of the tenant's records (of one panel, or all) carry a label."""
+
+
+def check_verdict_record(tenant: str, record: VerdictRecord) -> None:
+    """``save_verdict``'s preconditions, shared by the backends."""
+    check_tenant(tenant)
+    if record.tenant != tenant:
+        raise ValueError(f"record.tenant {record.tenant!r} does not match tenant {tenant!r}")
+    if record.label is not None or record.labelled_at is not None:
+        raise ValueError("save_verdict stores unlabelled records: use set_label for the label")
+
+
+def check_versioned(panel: str, record: ThresholdRecord | ModelRecord) -> None:
+    """``put_threshold`` / ``put_model`` preconditions."""
+    check_name("panel", panel)
+    if record.panel != panel:
+        raise ValueError(f"record.panel {record.panel!r} does not match panel {panel!r}")
+
+
+def check_limit(limit: int | None) -> None:
+    if limit is not None and limit < 0:
+        raise ValueError("limit must be >= 0")

@@ -1,0 +1,529 @@
+"""Redis storage: state shared between gateway replicas (DESIGN.md "Scale").
+
+Key naming
+----------
+Every key of a tenant ``T`` starts with ``jf:{T}:``. The braces are a Redis Cluster hash tag:
+all of a tenant's keys live in one slot, so the Lua scripts below may touch any of them (and a
+cluster spreads tenants, not a tenant's keys). Tenant names cannot contain braces (see
+``check_tenant``).
+
+=====================================  =====================================================
+key                                    content
+=====================================  =====================================================
+``jf:{T}:v:{id}``                      string: the verdict record's JSON (label included)
+``jf:{T}:labelled``                    sorted set: labelled ids, score = ``created_at``
+``jf:{T}:labelled:p:{panel}``          sorted set: the same per panel
+``jf:{T}:acc:keys``                    sorted set (scores 0, read by lex range): accumulator keys
+``jf:{T}:acc:total:{key}``             hash: field -> running total (HINCRBYFLOAT)
+``jf:{T}:acc:hours:{key}``             sorted set: the hour buckets that exist, score = hour
+``jf:{T}:acc:hour:{hour}:{key}``       hash: field -> total of that hour bucket
+``jf:{T}:thrseq:{panel}``              integer: the last threshold version
+``jf:{T}:thr:{panel}``                 hash: version -> threshold JSON (without ``version``)
+``jf:{T}:modelseq:{panel}``            integer: the last fusion-model version
+``jf:{T}:model:{panel}``               hash: version -> model JSON (without ``version``)
+=====================================  =====================================================
+
+Atomicity
+---------
+``set_label`` is optimistic compare-and-set: read the record, compute the net increments in
+Python (the caller's function), then one Lua script checks that the record is still the one
+read (its SHA-1), and only then writes the labelled record, the labelled indexes and every
+HINCRBY/HINCRBYFLOAT; otherwise nothing is written and the call re-reads and retries. A script runs
+alone on the server, so concurrent labels of one id are serialised: the same label twice is a
+no-op and a relabel subtracts exactly what the previous label added. Version numbers come from
+INCR inside the script that stores the version. Saving a verdict is a script too (create, or
+no-op when identical, or :class:`VerdictExists`).
+
+Integer deltas use HINCRBY (exact int64, as the calibration accumulator's fixed-point fields
+need); float deltas HINCRBYFLOAT (a field that holds a float stays a float). Increments are
+validated before the script; the script checks every field for overflow (int64, or 1e300 for
+floats) before its first write and refuses the whole label with :class:`AccumulatorOverflow`,
+so a label is never half applied (Redis does not roll a failed script back).
+
+Nothing here expires: verdict records and hour buckets are kept until deleted by an operator.
+Float sums are computed by HINCRBYFLOAT (long double, stored with 17 significant digits), so
+for values that are not exact binary fractions they may differ from SQLite's in the last bits;
+integer sums are identical on both backends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
+
+import redis.asyncio as aioredis
+import redis.exceptions as rexc
+from pydantic import ValidationError
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialWithJitterBackoff
+
+from judgefuse.judges.types import Letter
+from judgefuse.service.storage.base import (
+    AccumulatorOverflow,
+    IncrementsFn,
+    Number,
+    Storage,
+    StorageCorrupt,
+    StorageError,
+    StorageUnavailable,
+    VerdictExists,
+    VerdictNotFound,
+    check_limit,
+    check_name,
+    check_tenant,
+    check_verdict_record,
+    check_versioned,
+    hour_of,
+    labelled_copy,
+    net_increments,
+)
+from judgefuse.service.storage.records import (
+    LabelOutcome,
+    ModelRecord,
+    ThresholdRecord,
+    VerdictRecord,
+)
+
+V = TypeVar("V", ThresholdRecord, ModelRecord)
+_INT_RE = re.compile(r"^-?[0-9]+$")
+
+_SAVE_LUA = """
+local cur = redis.call('GET', KEYS[1])
+if not cur then
+  redis.call('SET', KEYS[1], ARGV[1])
+  return 1
+end
+if cur == ARGV[1] then return 0 end
+return -1
+"""
+
+# KEYS: record, labelled, labelled-by-panel, acc:keys, then per accumulator: total, hours, hour.
+# ARGV: sha1(expected current value), new value, score, id, hour,
+#       then per accumulator: name, field count, field, delta, field, delta, ...
+# Returns 1 done, 0 the record changed (retry), -1 no record, -2 a field would overflow.
+# Every check runs before the first write, so a refused label writes nothing.
+_LABEL_LUA = """
+local cur = redis.call('GET', KEYS[1])
+if not cur then return -1 end
+if redis.sha1hex(cur) ~= ARGV[1] then return 0 end
+local INT = '^%-?%d+$'
+local accs = {}
+local ops = {}
+local a = 6
+local k = 5
+while a <= #ARGV do
+  local n = tonumber(ARGV[a + 1])
+  accs[#accs + 1] = {ARGV[a], KEYS[k + 1]}
+  a = a + 2
+  for _ = 1, n do
+    local field, delta = ARGV[a], ARGV[a + 1]
+    a = a + 2
+    for _, hash in ipairs({KEYS[k], KEYS[k + 2]}) do
+      local old = redis.call('HGET', hash, field)
+      local int = string.find(delta, INT) ~= nil and (not old or string.find(old, INT) ~= nil)
+      local limit = 1e300
+      if int then limit = 9.2e18 end
+      if math.abs(tonumber(old or '0')) + math.abs(tonumber(delta)) >= limit then
+        return -2
+      end
+      ops[#ops + 1] = {hash, field, delta, int}
+    end
+  end
+  k = k + 3
+end
+redis.call('SET', KEYS[1], ARGV[2])
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
+redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
+for _, acc in ipairs(accs) do
+  redis.call('ZADD', KEYS[4], 0, acc[1])
+  redis.call('ZADD', acc[2], ARGV[5], ARGV[5])
+end
+for _, op in ipairs(ops) do
+  if op[4] then
+    redis.call('HINCRBY', op[1], op[2], op[3])
+  else
+    redis.call('HINCRBYFLOAT', op[1], op[2], op[3])
+  end
+end
+return 1
+"""
+
+_PUT_VERSIONED_LUA = """
+local v = redis.call('INCR', KEYS[1])
+redis.call('HSET', KEYS[2], v, ARGV[1])
+return v
+"""
+
+_NOT_RETRYABLE = (rexc.AuthenticationError, rexc.AuthorizationError, rexc.NoPermissionError)
+_RETRYABLE = (
+    rexc.ConnectionError,
+    rexc.TimeoutError,
+    rexc.ClusterDownError,
+    rexc.TryAgainError,
+    rexc.MaxConnectionsError,
+    rexc.ReadOnlyError,
+    OSError,
+    TimeoutError,
+)
+
+
+def _number(text: str) -> Number:
+    """A stored field: an integer string is an exact int (HINCRBY), anything else a float."""
+    return int(text) if _INT_RE.match(text) else float(text)
+
+
+def redact_url(url: str) -> str:
+    """The URL with its password (if any) replaced by ``***``."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<unparseable redis url>"
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{parts.username or ''}:***@{host}"
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+class RedisStorage(Storage):
+    """Storage in Redis via ``redis.asyncio`` (see the module docstring for keys and atomicity).
+
+    ``open()`` builds the client without contacting the server; ``ping()`` tells whether it
+    answers, and any operation on an unreachable server raises :class:`StorageUnavailable`.
+    ``retries`` is redis-py's own retry of a failed connection (with jittered backoff).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        socket_timeout_s: float = 5.0,
+        connect_timeout_s: float = 2.0,
+        retries: int = 2,
+        max_cas_attempts: int = 200,
+    ) -> None:
+        self._url = url
+        self.safe_url = redact_url(url)
+        self._secrets = self._secret_forms(url)
+        self.socket_timeout_s = socket_timeout_s
+        self.connect_timeout_s = connect_timeout_s
+        self.retries = retries
+        self.max_cas_attempts = max_cas_attempts
+        self._client: aioredis.Redis | None = None
+
+    def __repr__(self) -> str:
+        return f"RedisStorage({self.safe_url!r})"
+
+    @staticmethod
+    def _secret_forms(url: str) -> list[str]:
+        try:
+            password = urlsplit(url).password
+        except ValueError:
+            return []
+        if not password:
+            return []
+        forms = {password, quote(password, safe=""), unquote(password)}
+        return sorted(forms, key=len, reverse=True)
+
+    def _scrub(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
+
+    @contextmanager
+    def _errors(self, what: str) -> Iterator[None]:
+        try:
+            yield
+        except StorageError:
+            raise
+        except _NOT_RETRYABLE as exc:
+            message = self._scrub(f"redis at {self.safe_url}: {what}: {type(exc).__name__}: {exc}")
+            raise StorageError(message) from exc
+        except _RETRYABLE as exc:
+            message = self._scrub(
+                f"redis at {self.safe_url} unavailable: {what}: {type(exc).__name__}: {exc}"
+            )
+            raise StorageUnavailable(message) from exc
+        except rexc.RedisError as exc:
+            message = self._scrub(f"redis at {self.safe_url}: {what}: {type(exc).__name__}: {exc}")
+            raise StorageError(message) from exc
+
+    @property
+    def client(self) -> aioredis.Redis:
+        if self._client is None:
+            raise StorageError("redis storage is not open")
+        return self._client
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    async def open(self) -> None:
+        if self._client is not None:
+            return
+        with self._errors("open"):
+            try:
+                client = aioredis.Redis.from_url(
+                    self._url,
+                    decode_responses=True,
+                    socket_timeout=self.socket_timeout_s,
+                    socket_connect_timeout=self.connect_timeout_s,
+                    retry=Retry(ExponentialWithJitterBackoff(base=0.05, cap=0.5), self.retries),
+                )
+            except ValueError as exc:
+                raise StorageError(f"invalid redis url {self.safe_url}: {exc}") from exc
+        self._client = client
+        self._save_script = client.register_script(_SAVE_LUA)
+        self._label_script = client.register_script(_LABEL_LUA)
+        self._put_script = client.register_script(_PUT_VERSIONED_LUA)
+
+    async def close(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            with self._errors("close"):
+                await client.aclose()
+
+    async def ping(self) -> bool:
+        if self._client is None:
+            return False
+        try:
+            return bool(await self._client.ping())
+        except (rexc.RedisError, OSError, TimeoutError):  # any failure: not ready
+            return False
+
+    # -- keys ----------------------------------------------------------------------------------
+    @staticmethod
+    def _k(tenant: str, *parts: str | int) -> str:
+        return ":".join([f"jf:{{{tenant}}}", *(str(p) for p in parts)])
+
+    # -- verdicts ------------------------------------------------------------------------------
+    async def save_verdict(self, tenant: str, record: VerdictRecord) -> None:
+        check_verdict_record(tenant, record)
+        with self._errors("save_verdict"):
+            result = await self._save_script(
+                keys=[self._k(tenant, "v", record.id)], args=[record.model_dump_json()]
+            )
+        if int(result) < 0:
+            raise VerdictExists(tenant, record.id)
+
+    @staticmethod
+    def _parse_record(raw: str) -> VerdictRecord:
+        try:
+            return VerdictRecord.model_validate_json(raw)
+        except ValidationError as exc:
+            raise StorageCorrupt(
+                f"redis: stored verdict record is invalid ({exc.error_count()} errors)"
+            ) from exc
+
+    async def get_verdict(self, tenant: str, verdict_id: str) -> VerdictRecord | None:
+        check_tenant(tenant)
+        check_name("verdict id", verdict_id)
+        with self._errors("get_verdict"):
+            raw = await self.client.get(self._k(tenant, "v", verdict_id))
+        return None if raw is None else self._parse_record(raw)
+
+    # -- labels --------------------------------------------------------------------------------
+    async def set_label(
+        self,
+        tenant: str,
+        verdict_id: str,
+        label: Letter,
+        increments: IncrementsFn,
+        *,
+        labelled_at: float | None = None,
+    ) -> LabelOutcome:
+        check_tenant(tenant)
+        check_name("verdict id", verdict_id)
+        if label not in ("A", "B"):
+            raise ValueError(f"label must be 'A' or 'B', got {label!r}")
+        when = time.time() if labelled_at is None else float(labelled_at)
+        record_key = self._k(tenant, "v", verdict_id)
+        for _ in range(self.max_cas_attempts):
+            with self._errors("set_label"):
+                raw = await self.client.get(record_key)
+            if raw is None:
+                raise VerdictNotFound(tenant, verdict_id)
+            record = self._parse_record(raw)
+            if record.label == label:
+                return LabelOutcome(status="unchanged", label=label, previous=label, record=record)
+            net = net_increments(record, label, increments)
+            new = labelled_copy(record, label, when)
+            hour = hour_of(record.created_at)
+            keys = [
+                record_key,
+                self._k(tenant, "labelled"),
+                self._k(tenant, "labelled", "p", record.panel),
+                self._k(tenant, "acc", "keys"),
+            ]
+            args: list[str] = [
+                hashlib.sha1(raw.encode("utf-8")).hexdigest(),
+                new.model_dump_json(),
+                repr(record.created_at),
+                verdict_id,
+                str(hour),
+            ]
+            for key, fields in net.items():
+                keys += [
+                    self._k(tenant, "acc", "total", key),
+                    self._k(tenant, "acc", "hours", key),
+                    self._k(tenant, "acc", "hour", hour, key),
+                ]
+                args += [key, str(len(fields))]
+                for field, delta in fields.items():
+                    args += [field, repr(delta)]
+            with self._errors("set_label"):
+                result = int(await self._label_script(keys=keys, args=args))
+            if result == 1:
+                return LabelOutcome(
+                    status="labelled" if record.label is None else "relabelled",
+                    label=label,
+                    previous=record.label,
+                    record=new,
+                    applied=net,
+                )
+            if result == -2:
+                raise AccumulatorOverflow(
+                    f"set_label on {verdict_id!r}: an accumulator field would overflow"
+                )
+            if result < 0:
+                raise VerdictNotFound(tenant, verdict_id)
+            await asyncio.sleep(0)  # the record changed under us: re-read and retry
+        raise StorageUnavailable(
+            f"set_label on {verdict_id!r}: still contended after {self.max_cas_attempts} attempts"
+        )
+
+    # -- accumulators --------------------------------------------------------------------------
+    async def read_accumulator(
+        self,
+        tenant: str,
+        key: str,
+        *,
+        since_hour: int | None = None,
+        until_hour: int | None = None,
+    ) -> dict[str, Number]:
+        check_tenant(tenant)
+        check_name("accumulator key", key)
+        with self._errors("read_accumulator"):
+            if since_hour is None and until_hour is None:
+                raw = await self.client.hgetall(self._k(tenant, "acc", "total", key))
+                return {field: _number(value) for field, value in raw.items()}
+            low = "-inf" if since_hour is None else str(int(since_hour))
+            high = "+inf" if until_hour is None else f"({int(until_hour)}"
+            hours = await self.client.zrangebyscore(self._k(tenant, "acc", "hours", key), low, high)
+            if not hours:
+                return {}
+            async with self.client.pipeline(transaction=False) as pipe:
+                for hour in hours:
+                    pipe.hgetall(self._k(tenant, "acc", "hour", hour, key))
+                buckets = await pipe.execute()
+        total: dict[str, Number] = {}
+        for bucket in buckets:
+            for field, value in bucket.items():
+                number = _number(value)
+                total[field] = total[field] + number if field in total else number
+        return total
+
+    async def list_accumulators(self, tenant: str, prefix: str = "") -> list[str]:
+        check_tenant(tenant)
+        with self._errors("list_accumulators"):
+            keys = await self.client.zrange(self._k(tenant, "acc", "keys"), 0, -1)
+        return sorted(k for k in keys if k.startswith(prefix))
+
+    # -- versioned records ---------------------------------------------------------------------
+    async def _put_versioned(self, kind: str, tenant: str, panel: str, record: V) -> int:
+        check_tenant(tenant)
+        check_versioned(panel, record)
+        with self._errors(f"put {kind}"):
+            version = await self._put_script(
+                keys=[self._k(tenant, f"{kind}seq", panel), self._k(tenant, kind, panel)],
+                args=[record.model_dump_json(exclude={"version"})],
+            )
+        return int(version)
+
+    @staticmethod
+    def _parse_versioned(model_cls: type[V], version: int, raw: str) -> V:
+        try:
+            data: Any = json.loads(raw)
+            data["version"] = version
+            return model_cls.model_validate(data)
+        except (ValueError, TypeError) as exc:  # ValidationError is a ValueError
+            raise StorageCorrupt(f"redis: stored {model_cls.__name__} is invalid") from exc
+
+    async def _get_versioned(
+        self, kind: str, cls: type[V], tenant: str, panel: str, version: int | None
+    ) -> V | None:
+        check_tenant(tenant)
+        check_name("panel", panel)
+        with self._errors(f"get {kind}"):
+            if version is None:
+                latest = await self.client.get(self._k(tenant, f"{kind}seq", panel))
+                if latest is None:
+                    return None
+                version = int(latest)
+            raw = await self.client.hget(self._k(tenant, kind, panel), str(int(version)))
+        return None if raw is None else self._parse_versioned(cls, int(version), raw)
+
+    async def _history(self, kind: str, cls: type[V], tenant: str, panel: str) -> list[V]:
+        check_tenant(tenant)
+        check_name("panel", panel)
+        with self._errors(f"{kind} history"):
+            raw = await self.client.hgetall(self._k(tenant, kind, panel))
+        return [self._parse_versioned(cls, int(v), raw[v]) for v in sorted(raw, key=int)]
+
+    async def put_threshold(self, tenant: str, panel: str, record: ThresholdRecord) -> int:
+        return await self._put_versioned("thr", tenant, panel, record)
+
+    async def get_threshold(
+        self, tenant: str, panel: str, *, version: int | None = None
+    ) -> ThresholdRecord | None:
+        return await self._get_versioned("thr", ThresholdRecord, tenant, panel, version)
+
+    async def threshold_history(self, tenant: str, panel: str) -> list[ThresholdRecord]:
+        return await self._history("thr", ThresholdRecord, tenant, panel)
+
+    async def put_model(self, tenant: str, panel: str, record: ModelRecord) -> int:
+        return await self._put_versioned("model", tenant, panel, record)
+
+    async def get_model(
+        self, tenant: str, panel: str, *, version: int | None = None
+    ) -> ModelRecord | None:
+        return await self._get_versioned("model", ModelRecord, tenant, panel, version)
+
+    async def model_history(self, tenant: str, panel: str) -> list[ModelRecord]:
+        return await self._history("model", ModelRecord, tenant, panel)
+
+    # -- labelled records ----------------------------------------------------------------------
+    def _labelled_key(self, tenant: str, panel: str | None) -> str:
+        if panel is None:
+            return self._k(tenant, "labelled")
+        check_name("panel", panel)
+        return self._k(tenant, "labelled", "p", panel)
+
+    async def iter_labelled(
+        self, tenant: str, panel: str | None = None, *, limit: int | None = None
+    ) -> list[VerdictRecord]:
+        check_tenant(tenant)
+        check_limit(limit)
+        if limit == 0:
+            return []
+        index = self._labelled_key(tenant, panel)
+        with self._errors("iter_labelled"):
+            ids = await self.client.zrevrange(index, 0, -1 if limit is None else limit - 1)
+            if not ids:
+                return []
+            raws = await self.client.mget([self._k(tenant, "v", i) for i in ids])
+        return [self._parse_record(raw) for raw in raws if raw is not None]
+
+    async def count_labelled(self, tenant: str, panel: str | None = None) -> int:
+        check_tenant(tenant)
+        index = self._labelled_key(tenant, panel)
+        with self._errors("count_labelled"):
+            return int(await self.client.zcard(index))
