@@ -27,7 +27,7 @@ from judgefuse.judges.transport.errors import (
     parse_retry_after,
     redact,
 )
-from judgefuse.judges.transport.request import ChatRequest, ChatResponse, TopLogprobs
+from judgefuse.judges.transport.request import ChatRequest, ChatResponse, TopLogprobs, openai_body
 
 try:  # orjson only if it is already installed; never a requirement
     import orjson as _orjson
@@ -46,27 +46,9 @@ except ImportError:  # pragma: no cover - depends on the environment
         return _json.dumps(value, separators=(",", ":")).encode()
 
 
-__all__ = ["DirectOpenAIClient", "build_body", "parse_body"]
+__all__ = ["DirectOpenAIClient", "parse_body"]
 
 _JSON_HEADERS = {"Content-Type": "application/json", "Accept": "application/json"}
-
-
-def build_body(request: ChatRequest) -> dict[str, Any]:
-    """The JSON body of a chat-completions POST for ``request``."""
-    body: dict[str, Any] = {"model": request.model, "messages": request.messages, "temperature": request.temperature}
-    if request.n != 1:
-        body["n"] = request.n
-    if request.max_tokens is not None:
-        body["max_tokens"] = request.max_tokens
-    if request.seed is not None:
-        body["seed"] = request.seed
-    if request.logprobs:
-        body["logprobs"] = True
-        if request.top_logprobs is not None:
-            body["top_logprobs"] = request.top_logprobs
-    if request.extra:
-        body.update(request.extra)
-    return body
 
 
 def _first_token_top(logprobs: Any) -> TopLogprobs:
@@ -179,7 +161,7 @@ class DirectOpenAIClient:
         try:
             async with session.post(
                 url,
-                data=_dumps(build_body(request)),
+                data=_dumps(openai_body(request)),
                 headers=headers,
                 timeout=aiohttp.ClientTimeout(total=request.timeout_s),
             ) as response:

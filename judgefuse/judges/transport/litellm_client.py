@@ -41,7 +41,7 @@ from judgefuse.judges.transport.errors import (
     parse_retry_after,
     redact,
 )
-from judgefuse.judges.transport.request import ChatRequest, ChatResponse, TopLogprobs
+from judgefuse.judges.transport.request import ChatRequest, ChatResponse, TopLogprobs, openai_body
 
 __all__ = ["LiteLLMClient", "import_litellm"]
 
@@ -228,9 +228,7 @@ class LiteLLMClient:
         if secret:
             _redactor.secrets.add(secret)
         kwargs: dict[str, Any] = {
-            "model": request.model,
-            "messages": request.messages,
-            "temperature": request.temperature,
+            **openai_body(request),
             "timeout": request.timeout_s,
             "max_retries": 0,
             "shared_session": self._get_session(),
@@ -240,18 +238,6 @@ class LiteLLMClient:
             kwargs["api_base"] = api_base
         if secret:
             kwargs["api_key"] = secret
-        if request.n != 1:
-            kwargs["n"] = request.n
-        if request.max_tokens is not None:
-            kwargs["max_tokens"] = request.max_tokens
-        if request.seed is not None:
-            kwargs["seed"] = request.seed
-        if request.logprobs:
-            kwargs["logprobs"] = True
-            if request.top_logprobs is not None:
-                kwargs["top_logprobs"] = request.top_logprobs
-        if request.extra:
-            kwargs.update(request.extra)
         started = time.perf_counter()
         try:
             response = await self._litellm.acompletion(**kwargs)

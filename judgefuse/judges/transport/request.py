@@ -103,3 +103,22 @@ class ChatClient(Protocol):
     async def aclose(self) -> None:
         """Release connections; the client is unusable afterwards."""
         ...
+
+
+def openai_body(request: ChatRequest) -> dict[str, Any]:
+    """The OpenAI chat-completions parameters of ``request``: the direct client's JSON body and
+    the litellm client's keyword arguments, so both paths send the same thing."""
+    body: dict[str, Any] = {"model": request.model, "messages": request.messages, "temperature": request.temperature}
+    if request.n != 1:
+        body["n"] = request.n
+    if request.max_tokens is not None:
+        body["max_tokens"] = request.max_tokens
+    if request.seed is not None:
+        body["seed"] = request.seed
+    if request.logprobs:
+        body["logprobs"] = True
+        if request.top_logprobs is not None:
+            body["top_logprobs"] = request.top_logprobs
+    if request.extra:
+        body.update(request.extra)
+    return body
