@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from judgefuse import __version__
 from judgefuse.evaluation import commands as evaluation_commands
-from judgefuse.evaluation import tune_command
+from judgefuse.evaluation import judge_command, tune_command
 from judgefuse.fusion import UnknownFusionMethod
 
 
@@ -26,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     subcommands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     evaluation_commands.add_commands(subcommands)
     tune_command.add_commands(subcommands)
+    judge_command.add_commands(subcommands)
     return parser
 
 

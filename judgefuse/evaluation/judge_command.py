@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -32,7 +33,13 @@ from typing import Any
 
 from pydantic import ValidationError
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from judgefuse.evaluation.loaders import DatasetError, VotesWriter, done_ids
 from judgefuse.evaluation.loaders.errors import from_validation
@@ -193,7 +200,7 @@ def _fusion_for(config: PanelConfig) -> Any:
     from judgefuse.fusion import get_method
 
     if config.fusion == "fuser":
-        from judgefuse.fusion import fuser  # noqa: F401  (registers "fuser")
+        importlib.import_module("judgefuse.fusion.fuser")  # registers "fuser" on first import
 
         if config.fuser is None:
             raise JudgeCommandError("panel fusion 'fuser' needs a 'fuser:' model entry in the panel file")

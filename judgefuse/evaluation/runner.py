@@ -16,7 +16,7 @@ import numpy as np
 
 from judgefuse import calibration
 from judgefuse.evaluation.scoring import ScoredRow, judge_names, score_judge, score_verdicts
-from judgefuse.fusion import NotEnoughLabels, available_methods, cross_fit_predict, get_method, requires_fit
+from judgefuse.fusion import NotEnoughLabels, cross_fit_predict, get_method, replayable_methods, requires_fit
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgedItem, Letter
 
@@ -26,8 +26,8 @@ RECALIBRATED_DEFAULTS = ("majority+platt", "majority+isotonic")
 
 
 def default_methods() -> tuple[str, ...]:
-    """Every registered method plus the recalibrated-majority variants."""
-    return (*available_methods(), *RECALIBRATED_DEFAULTS)
+    """Every method that can replay recorded votes, plus the recalibrated-majority variants."""
+    return (*replayable_methods(), *RECALIBRATED_DEFAULTS)
 CI_METRICS = ("accuracy", "ece")
 
 

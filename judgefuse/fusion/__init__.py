@@ -21,6 +21,7 @@ from judgefuse.fusion.registry import (
     available_methods,
     fusion_method,
     get_method,
+    replayable_methods,
     requires_fit,
 )
 from judgefuse.fusion.stacking import StackedFusion
@@ -55,6 +56,7 @@ __all__ = [
     "fold_indices",
     "fusion_method",
     "get_method",
+    "replayable_methods",
     "majority",
     "mean_probability",
     "requires_fit",

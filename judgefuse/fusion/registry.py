@@ -114,13 +114,22 @@ def _load_builtins() -> None:
     if not _BUILTINS_LOADED:
         _BUILTINS_LOADED = True
         # Imported for their registrations.
-        from judgefuse.fusion import stacking, voting  # noqa: F401
+        from judgefuse.fusion import fuser, stacking, voting  # noqa: F401
 
 
 def available_methods() -> list[str]:
     """Every registered method name, sorted (recalibrated combinations are not listed)."""
     _load_builtins()
     return sorted(_REGISTRY)
+
+
+def replayable_methods() -> list[str]:
+    """Registered methods that fuse recorded votes alone, without calling a model.
+
+    The fuser LLM needs the item and a live model (its factory says ``requires_item``), so an
+    offline replay of recorded judgments cannot run it.
+    """
+    return [name for name in available_methods() if not getattr(_REGISTRY[name], "requires_item", False)]
 
 
 def get_method(name: str, **options: Any) -> FusionMethod:

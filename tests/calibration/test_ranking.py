@@ -12,8 +12,8 @@ from judgefuse.calibration import aurc, auroc, risk_coverage_curve
 
 
 def auroc_loop(conf, corr):
-    pos = [c for c, z in zip(conf, corr) if z]
-    neg = [c for c, z in zip(conf, corr) if not z]
+    pos = [c for c, z in zip(conf, corr, strict=True) if z]
+    neg = [c for c, z in zip(conf, corr, strict=True) if not z]
     wins = sum(1.0 if p > q else 0.5 if p == q else 0.0 for p in pos for q in neg)
     return wins / (len(pos) * len(neg))
 

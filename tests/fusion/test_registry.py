@@ -17,8 +17,8 @@ from judgefuse.fusion import (
     available_methods,
     fusion_method,
     get_method,
+    registry,
 )
-from judgefuse.fusion import registry
 from judgefuse.judges.types import JudgeVote
 
 

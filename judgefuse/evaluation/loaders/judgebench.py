@@ -228,12 +228,10 @@ def laplace_p_a(decisions: Sequence[str | None]) -> float | None:
 
 def verdict_p_shown_a(text: str) -> float | None:
     """Probability the shown A wins from the LAST ``[[A>>B]]``-style verdict in ``text`` (None if none)."""
-    last = None
-    for last in VERDICT_RE.finditer(text):
-        pass
-    if last is None:
+    matches = VERDICT_RE.findall(text)
+    if not matches:
         return None
-    left, op, right = last.groups()
+    left, op, right = matches[-1]
     if op == "=":
         return TIE
     if left == right:

@@ -30,8 +30,8 @@ Rule (the winners of the two orders are already mapped back to the original orde
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +83,7 @@ def _margin(row: dict[str, Any], path: Path, line: int) -> float | None:
     return as_float(s1, path, line, "score_1") - as_float(s2, path, line, "score_2")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _shape(swap_false: Any, swap_true: Any) -> tuple[tuple[Letter | None, ...], dict[str, Any]]:
     """The part of a vote fixed by the two winners (known values of ``_WINNER``): computed once."""
     letters = (_WINNER[swap_false], _WINNER[swap_true])

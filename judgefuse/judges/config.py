@@ -1,0 +1,262 @@
+"""Judge and panel configuration: the ``judges:`` entries of a panel YAML, validated up front.
+
+A panel file::
+
+    name: default
+    fusion: majority          # a fusion method name; checked against fusion's registry by the caller
+    quorum: 1                 # minimum valid votes: a count (int >= 1) or a fraction of the judges
+    deadline_s: 60            # the whole panel's budget per item (None: no panel deadline)
+    judges:
+      - name: gpt4o-mini
+        model: openai/gpt-4o-mini          # a litellm model string
+        api_key_env: OPENAI_API_KEY        # the NAME of an env var; the key never goes in YAML
+        mode: sc                           # sc | mp | logprob
+      - name: local-logprob
+        model: openai/smollm2
+        mode: logprob
+        local: {model: smollm2, threads: 2}   # served by a llama.cpp server the panel starts
+
+Backends (``backend``): ``direct`` is our aiohttp client for OpenAI-compatible endpoints (needs
+``api_base`` or ``local``); ``litellm`` serves every other provider; ``auto`` (default) picks
+``direct`` when there is an endpoint (``api_base`` or ``local``) and the model is ``openai/...``
+or the entry says ``openai_compatible: true``, else ``litellm``.
+
+Model names are litellm's. The direct backend sends the model with one leading ``openai/``
+removed, as litellm does (so ``openai/openai/gpt-oss-20b`` reaches vLLM as ``openai/gpt-oss-20b``
+on both paths).
+
+Defaults that depend on the mode are filled in on validation: ``temperature`` 0.7 for MP and 0
+otherwise; ``use_n`` False for a local judge (llama.cpp refuses ``n`` > 1 with a plain 400).
+
+:func:`load_panel_config` reads a YAML file; every error is a :class:`PanelConfigError` naming
+the file and the field path (``judges[1].mode``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from judgefuse.judges.local.config import LocalModelConfig
+
+__all__ = [
+    "JudgeConfig",
+    "PanelConfig",
+    "PanelConfigError",
+    "RetryConfig",
+    "load_panel_config",
+    "parse_panel_config",
+]
+
+Backend = Literal["auto", "direct", "litellm"]
+ElicitationMode = Literal["sc", "mp", "logprob"]
+FallbackMode = Literal["sc", "mp", "none"]
+
+_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class PanelConfigError(ValueError):
+    """A panel configuration that cannot be used; the message names the file and field."""
+
+
+class RetryConfig(BaseModel):
+    """Retries with backoff on 429/5xx/timeouts (see :mod:`judgefuse.judges.transport.retry`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    attempts: int = Field(default=3, ge=1, le=20)
+    base_delay_s: float = Field(default=0.5, ge=0.0)
+    max_delay_s: float = Field(default=20.0, ge=0.0)
+
+
+class JudgeConfig(BaseModel):
+    """One judge: which model, through which backend, elicited how."""
+
+    # hide_input_in_errors: a key pasted into the wrong field must not be echoed by an error.
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+
+    name: str = Field(min_length=1)
+    model: str = Field(min_length=1, description="litellm model string, e.g. openai/gpt-4o-mini")
+    backend: Backend = "auto"
+    openai_compatible: bool = False
+    """The endpoint at ``api_base`` speaks the OpenAI protocol (``auto`` then picks ``direct``)."""
+    api_base: str | None = None
+    api_key_env: str | None = None
+    """Name of the environment variable holding the key (read when the judge is built)."""
+    mode: ElicitationMode = "sc"
+    samples: int = Field(default=10, ge=1, le=100)
+    """MP: how many samples."""
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    """Default: 0.7 for MP, 0 for SC and logprob."""
+    max_tokens: int | None = Field(default=None, ge=1)
+    """SC/MP reply budget (None: the provider's). Logprob mode always asks for one token."""
+    top_logprobs: int = Field(default=5, ge=1, le=20)
+    timeout_s: float = Field(default=60.0, gt=0.0)
+    """The budget of one vote, retries included (both orders run concurrently with position_swap)."""
+    max_concurrency: int = Field(default=8, ge=1)
+    """Calls in flight to this judge at once (MP samples count one each)."""
+    retries: RetryConfig = Field(default_factory=RetryConfig)
+    position_swap: bool = False
+    fallback_mode: FallbackMode = "sc"
+    """Logprob mode, when the provider cannot return logprobs: judge in this mode instead
+    (``none``: an invalid vote with the reason). Ignored by SC and MP."""
+    use_n: bool | None = None
+    """MP: True asks for ``n`` choices in one request; False sends one call per sample;
+    None tries ``n`` and falls back to per-sample calls when the provider says it is unsupported."""
+    seed: int = Field(default=0, ge=0)
+    """MP per-sample calls use seeds ``seed, seed + 1, ...``; SC/logprob send no seed."""
+    cache: bool = False
+    """Put an in-process response cache in front of this judge."""
+    local: LocalModelConfig | None = None
+
+    @field_validator("temperature")
+    @classmethod
+    def _finite(cls, value: float | None) -> float | None:
+        if value is not None and not math.isfinite(value):
+            raise ValueError("temperature must be finite")
+        return value
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, value: str | None) -> str | None:
+        if value is not None and not _ENV_NAME_RE.match(value):
+            # Never echo the value: it may be a key pasted by mistake.
+            raise ValueError(
+                "api_key_env must be the NAME of an environment variable (letters, digits, '_'), "
+                "not the key itself"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _resolve(self) -> JudgeConfig:
+        if self.temperature is None:
+            self.temperature = 0.7 if self.mode == "mp" else 0.0
+        if self.local is not None:
+            if self.api_base is not None:
+                raise ValueError("set either local (a server the panel starts) or api_base, not both")
+            if self.use_n is None:
+                self.use_n = False
+        if self.backend == "direct" and self.api_base is None and self.local is None:
+            raise ValueError("backend 'direct' needs api_base (or local)")
+        return self
+
+    def resolved_backend(self) -> Literal["direct", "litellm"]:
+        """The backend ``auto`` stands for (see the module docstring)."""
+        if self.backend != "auto":
+            return self.backend
+        has_endpoint = self.api_base is not None or self.local is not None
+        if has_endpoint and (self.model.startswith("openai/") or self.openai_compatible or self.local is not None):
+            return "direct"
+        return "litellm"
+
+    def wire_model(self, backend: str | None = None) -> str:
+        """The model name sent on ``backend``: direct drops one leading ``openai/``."""
+        if (backend or self.resolved_backend()) == "direct":
+            return self.model.removeprefix("openai/") or self.model
+        return self.model
+
+
+class PanelConfig(BaseModel):
+    """A panel: judges, how their votes are fused, how many must answer, and the deadline."""
+
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+
+    name: str = Field(default="panel", min_length=1)
+    judges: list[JudgeConfig] = Field(min_length=1)
+    fusion: str = Field(default="majority", min_length=1)
+    """A fusion method name, validated against fusion's registry by the caller."""
+    fuser: JudgeConfig | None = None
+    """The fuser model when ``fusion`` is ``fuser`` (judged with the fuser prompt)."""
+    quorum: int | float = 1
+    """Minimum valid votes: an int count (>= 1), or a fraction in (0, 1] of the judges."""
+    deadline_s: float | None = Field(default=None, gt=0.0)
+
+    @field_validator("quorum", mode="before")
+    @classmethod
+    def _not_bool(cls, value: object) -> object:
+        if isinstance(value, bool):
+            raise ValueError("quorum must be a count or a fraction, not a boolean")  # noqa: TRY004 - pydantic wants ValueError
+        return value
+
+    @field_validator("quorum")
+    @classmethod
+    def _quorum(cls, value: int | float) -> int | float:  # noqa: PYI041 - int is a count, float a fraction
+        if isinstance(value, int):
+            if value < 1:
+                raise ValueError("a quorum count must be >= 1")
+        elif not (math.isfinite(value) and 0.0 < value <= 1.0):
+            raise ValueError("a quorum fraction must be in (0, 1]")
+        return value
+
+    @model_validator(mode="after")
+    def _check(self) -> PanelConfig:
+        names = [judge.name for judge in self.judges]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise ValueError(f"judge names must be unique; repeated: {duplicates}")
+        if isinstance(self.quorum, int) and self.quorum > len(self.judges):
+            raise ValueError(f"quorum {self.quorum} exceeds the number of judges ({len(self.judges)})")
+        return self
+
+    def quorum_count(self) -> int:
+        """The minimum number of valid votes (a fraction is rounded up, at least 1)."""
+        if isinstance(self.quorum, int):
+            return self.quorum
+        return max(1, math.ceil(self.quorum * len(self.judges) - 1e-9))
+
+
+def _loc(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "(top level)"
+
+
+def _describe(exc: ValidationError, source: str) -> PanelConfigError:
+    lines = []
+    for error in exc.errors(include_url=False, include_input=False):
+        loc = tuple(part for part in error["loc"] if not (isinstance(part, str) and part.startswith("function-")))
+        lines.append(f"{source}: {_loc(loc)}: {error['msg']}")
+    return PanelConfigError("\n".join(lines))
+
+
+def parse_panel_config(data: Any, *, source: str = "<panel>") -> PanelConfig:
+    """Validate an already-loaded mapping; errors name ``source`` and the field path."""
+    if not isinstance(data, dict):
+        raise PanelConfigError(f"{source}: a panel must be a mapping, got {type(data).__name__}")
+    try:
+        return PanelConfig.model_validate(data)
+    except ValidationError as exc:
+        raise _describe(exc, source) from None
+
+
+def load_panel_config(path: str | Path) -> PanelConfig:
+    """Read and validate a panel YAML file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise PanelConfigError(f"{path}: cannot open: {exc.strerror or exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise PanelConfigError(f"{where}: {problem}") from None
+    return parse_panel_config(data, source=str(path))
