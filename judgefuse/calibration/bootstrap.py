@@ -21,7 +21,7 @@ import numpy as np
 from .binning import equal_width_bin_index
 from .ranking import _aurc_sorted_desc, _auroc_sorted
 from .scores import _adaptive_ce_sorted
-from .th_score import TOLERANCE, _check_eps, _term
+from .th_score import TOLERANCE, _check_eps
 from .validation import check_n_bins, check_pair
 
 __all__ = ["bootstrap_ci", "BOOTSTRAP_METRICS"]

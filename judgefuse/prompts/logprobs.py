@@ -81,7 +81,7 @@ def _entry(item: Any) -> tuple[Any, Any]:
         if len(item) != 2:
             raise ValueError("not a pair")
         return item[0], item[1]
-    return getattr(item, "token"), getattr(item, "logprob")
+    return item.token, item.logprob
 
 
 def _logsumexp(values: list[float]) -> float:
