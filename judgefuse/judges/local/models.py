@@ -298,7 +298,7 @@ def resolve_gguf(model: str | os.PathLike[str], *, models_dir: Path | None = Non
         if not path.is_file() or path.stat().st_size != spec.size:
             raise ModelNotInstalledError(
                 f"{spec.name} not installed at {path}: run "
-                f"`python -m judgefuse.judges.local install {spec.name}`"
+                f"`judgefuse model install {spec.name}`"
             )
         return path
     path = Path(key).expanduser()
