@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from judgefuse import __version__
 from judgefuse.evaluation import commands as evaluation_commands
 from judgefuse.evaluation import judge_command, tune_command
-from judgefuse.judges.local import commands as model_commands
 from judgefuse.fusion import UnknownFusionMethod
+from judgefuse.judges.local import commands as model_commands
 
 
 def build_parser() -> argparse.ArgumentParser:
