@@ -2,6 +2,8 @@
 
 Units follow the paper: accuracy, ECE, adaptive CE, MCE and MacroCE in percent; Brier, NLL and
 AUROC as fractions; TH-Score in its own units. The JSON report keeps fractions throughout.
+The main table ends with the cost of each row: model calls per item and the total cost in USD
+(summed over the votes behind each scored item; a fusion row counts every vote it fused).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from judgefuse.evaluation.runner import Evaluation, RowReport
+from judgefuse.evaluation.scoring import ScoredRow
 
 PERCENT = {"accuracy", "ece", "adaptive_ce", "mce", "macroce"}
 COLUMNS = (
@@ -50,14 +53,26 @@ def main_table(evaluation: Evaluation, *, title: str) -> Table:
     table.add_column("invalid", justify="right")
     for _metric, header in COLUMNS:
         table.add_column(header, justify="right")
+    for header in COST_COLUMNS:
+        table.add_column(header, justify="right")
     for report in evaluation.rows:
         cells = [
             _with_ci(report, metric) if metric in report.ci else fmt(metric, report.metrics[metric])
             for metric, _header in COLUMNS
         ]
         row = report.row
-        table.add_row(row.name, row.kind, str(row.correct.size), str(row.n_invalid), *cells)
+        table.add_row(row.name, row.kind, str(row.correct.size), str(row.n_invalid), *cells, *cost_cells(row))
     return table
+
+
+COST_COLUMNS = ("calls/item", "cost $")
+
+
+def cost_cells(row: ScoredRow) -> tuple[str, str]:
+    """Model calls per scored item and the total cost in USD (recorded votes carry neither: 0)."""
+    n = row.correct.size
+    calls = f"{row.calls / n:.2f}" if n else "-"
+    return calls, f"{row.cost_usd:.4f}"
 
 
 def category_table(evaluation: Evaluation, category: str) -> Table:

@@ -11,12 +11,17 @@ label) or of one judge, scored by the same rule as ``judgefuse eval``
 :func:`judgefuse.calibration.thresholds.tune_threshold`. Prints the threshold, coverage,
 precision with its lower bound, expected errors and review load, or says that no threshold
 qualifies (everything goes to review) and why.
+
+``--cascade J1,J2,...`` tunes a cascade instead (:mod:`judgefuse.fusion.cascade`): stages
+cheapest first, each stage's threshold tuned on the labelled items that reach it, then
+``--fallback review|panel``; prints every stage's threshold, the coverage and calls per item.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +40,7 @@ from judgefuse.evaluation.scoring import (
     score_verdicts,
 )
 from judgefuse.fusion import cross_fit_predict, get_method, requires_fit
+from judgefuse.fusion.cascade import Cascade, CascadeReport, CascadeStage, tune_cascade
 from judgefuse.judges.types import JudgedItem
 
 DEFAULT_METHOD = "majority"
@@ -84,6 +90,19 @@ def add_commands(subcommands: argparse._SubParsersAction) -> None:
     who = tune.add_mutually_exclusive_group()
     who.add_argument("--method", metavar="NAME", help=f"fusion method to tune (default {DEFAULT_METHOD}; learned ones are cross-fitted)")
     who.add_argument("--judge", metavar="NAME", help="tune a single judge's confidence instead of a fusion method")
+    who.add_argument(
+        "--cascade", metavar="J1,J2,...",
+        help="tune a cascade: stages cheapest first, comma-separated (a stage of several judges: "
+        "'a+b', fused by majority); each stage's threshold is tuned on the items that reach it",
+    )
+    tune.add_argument(
+        "--fallback", choices=("review", "panel"), default="review",
+        help="cascade: after the last stage, human review (default) or the full panel (majority of every judge, tuned too)",
+    )
+    tune.add_argument(
+        "--delta-split", choices=("per_stage", "bonferroni"), default="per_stage",
+        help="cascade: delta per stage (default) or delta / stages (a 1 - delta guarantee for the union)",
+    )
     tune.add_argument("--folds", type=int, default=5, help="cross-fitting folds for learned methods (default 5)")
     tune.add_argument("--seed", type=int, default=0)
     tune.add_argument("--json", dest="json_out", type=Path, help="write the report as JSON here")
@@ -177,8 +196,81 @@ def report_table(result: TuneResult, *, title: str) -> Table:
     return table
 
 
+def parse_cascade(spec: str, items: Sequence[JudgedItem], *, fallback: str = "review") -> Cascade:
+    """``"a,b,c+d"`` -> a :class:`Cascade` over the judges in ``items`` (unknown names refused)."""
+    known = judge_names(items)
+    stages = []
+    for part in spec.split(","):
+        names = tuple(name.strip() for name in part.split("+") if name.strip())
+        if not names:
+            raise TuneError(f"empty cascade stage in {spec!r}")
+        unknown = [name for name in names if name not in known]
+        if unknown:
+            raise TuneError(f"unknown judge(s) {', '.join(unknown)} in --cascade; judges in the data: {', '.join(known)}")
+        stages.append(CascadeStage(names))
+    try:
+        return Cascade(tuple(stages), fallback=fallback, panel_judges=tuple(known))  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise TuneError(str(exc)) from None
+
+
+def tune_cascade_items(
+    items: Sequence[JudgedItem],
+    spec: str,
+    *,
+    target: float = 0.9,
+    delta: float = 0.1,
+    min_count: int = 30,
+    fallback: str = "review",
+    delta_split: str = "per_stage",
+) -> CascadeReport:
+    """Parse ``spec`` and tune the cascade on the labelled ``items``."""
+    labelled = [judged for judged in items if judged.item.label is not None]
+    if not labelled:
+        raise TuneError("no labelled items: tuning needs items with a label (A or B)")
+    cascade = parse_cascade(spec, labelled, fallback=fallback)
+    return tune_cascade(
+        labelled, cascade, target_precision=target, delta=delta, min_count=min_count,
+        delta_split=delta_split,  # type: ignore[arg-type]
+    )  # fmt: skip
+
+
+def cascade_table(report: CascadeReport, *, title: str) -> Table:
+    """Per-stage thresholds and the cascade's coverage and calls per item."""
+    table = Table(title=title, title_justify="left")
+    for header in ("stage", "judges", "reached", "accepted", "threshold", "precision", "lower bound"):
+        table.add_column(header, justify="left" if header in ("stage", "judges") else "right")
+    for index, stage in enumerate(report.stages, start=1):
+        rep = stage.report
+        if stage.threshold is None or rep is None:
+            threshold = "[red]none: escalate all[/]"
+            precision = lower = "-"
+        else:
+            threshold = f"{stage.threshold:.6g}"
+            precision = f"{100 * rep.precision:.2f}%"
+            lower = f"{100 * rep.lower_bound:.2f}%"
+        table.add_row(
+            str(index), "+".join(stage.judges) if stage.name != "panel" else "panel (" + "+".join(stage.judges) + ")",
+            str(stage.n_reached), str(stage.n_accepted), threshold, precision, lower,
+        )  # fmt: skip
+    ev = report.calibration
+    n_judges = len(report.cascade.judges)
+    accepted = "-" if math.isnan(ev.accuracy_accepted) else f"{100 * ev.accuracy_accepted:.2f}%"
+    table.caption = (
+        f"guarantee per stage: precision >= {report.target:g} w.p. >= {1 - report.stages[0].delta:g} "
+        f"(Clopper-Pearson, fixed-sequence, min {report.min_count}); "
+        f"coverage {100 * ev.coverage:.1f}% ({round(ev.coverage * ev.n)} of {ev.n} auto-accepted), "
+        f"precision of accepted {accepted}, ECE {100 * ev.ece:.2f}%, "
+        f"calls/item {ev.calls_per_item:.3f} (full panel: {n_judges}); fallback: {report.cascade.fallback}"
+    )
+    table.caption_justify = "left"
+    return table
+
+
 def run_tune(args: argparse.Namespace) -> int:
     items = load(args.paths, format=args.format)
+    if getattr(args, "cascade", None):
+        return _run_tune_cascade(args, items)
     result = tune_items(
         items,
         target=args.target,
@@ -195,5 +287,21 @@ def run_tune(args: argparse.Namespace) -> int:
     console.print(report_table(result, title=title))
     if args.json_out:
         text = json.dumps(result.as_dict(sources), indent=2, allow_nan=False) + "\n"
+        console.print(f"wrote {write_atomic(args.json_out, text)}")
+    return 0
+
+
+def _run_tune_cascade(args: argparse.Namespace, items: Sequence[JudgedItem]) -> int:
+    report = tune_cascade_items(
+        items, args.cascade, target=args.target, delta=args.delta, min_count=args.min_count,
+        fallback=args.fallback, delta_split=args.delta_split,
+    )  # fmt: skip
+    sources = [str(path) for path in args.paths]
+    console = Console() if Console().is_terminal else Console(width=160)
+    title = f"judgefuse tune --cascade: {', '.join(Path(s).name for s in sources)}"
+    console.print(cascade_table(report, title=title))
+    if args.json_out:
+        data = {"sources": sources, "kind": "cascade", "name": args.cascade, **report.as_dict()}
+        text = json.dumps(data, indent=2, allow_nan=False) + "\n"
         console.print(f"wrote {write_atomic(args.json_out, text)}")
     return 0

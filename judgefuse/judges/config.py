@@ -30,6 +30,16 @@ otherwise; ``use_n`` False for a local judge (llama.cpp refuses ``n`` > 1 with a
 
 :func:`load_panel_config` reads a YAML file; every error is a :class:`PanelConfigError` naming
 the file and the field path (``judges[1].mode``).
+
+A panel may also declare a cascade (cheapest stage first; thresholds from ``judgefuse tune
+--cascade``; a stage without one never accepts)::
+
+    cascade:
+      - {judges: gpt-3.5-turbo, threshold: 0.93}
+      - {judges: [mistral-7b-instruct], threshold: 0.97}
+      - {judges: gpt-4-turbo}
+    cascade_fallback: panel          # review (default) | panel (the full panel, fused with `fusion`)
+    cascade_panel_threshold: 0.0     # fallback panel accepts at this confidence (0: always)
 """
 
 from __future__ import annotations
@@ -52,6 +62,7 @@ from pydantic import (
 from judgefuse.judges.local.config import LocalModelConfig
 
 __all__ = [
+    "CascadeStageConfig",
     "JudgeConfig",
     "PanelConfig",
     "PanelConfigError",
@@ -117,6 +128,16 @@ class JudgeConfig(BaseModel):
     None tries ``n`` and falls back to per-sample calls when the provider says it is unsupported."""
     seed: int = Field(default=0, ge=0)
     """MP per-sample calls use seeds ``seed, seed + 1, ...``; SC/logprob send no seed."""
+    adaptive: bool = False
+    """MP: draw the samples in rounds and stop early (:mod:`judgefuse.judges.adaptive`);
+    ``samples`` is then the maximum."""
+    round_size: int = Field(default=1, ge=1, le=100)
+    """Adaptive MP: samples per round after the first (the first draws ``max(round_size,
+    min_samples)``)."""
+    min_samples: int = Field(default=3, ge=1, le=100)
+    """Adaptive MP: valid samples needed before the Bayesian stop may fire."""
+    stop_confidence: float = Field(default=0.9, gt=0.5, le=1.0)
+    """Adaptive MP: stop when P(majority letter's sample probability > 1/2) reaches this."""
     cache: bool = False
     """Put an in-process response cache in front of this judge."""
     local: LocalModelConfig | None = None
@@ -168,6 +189,36 @@ class JudgeConfig(BaseModel):
         return self.model
 
 
+class CascadeStageConfig(BaseModel):
+    """One ``cascade:`` entry: the judges the stage adds, their fusion, its acceptance threshold.
+
+    ``judges`` is a judge name or a list of them (names of this panel's judges); ``method`` fuses
+    a multi-judge stage (a voting method name); ``threshold`` None means "not tuned yet: never
+    accepts" (``judgefuse tune --cascade`` prints the tuned values).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    judges: list[str] = Field(min_length=1)
+    method: str = Field(default="majority", min_length=1)
+    threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    name: str | None = None
+
+    @field_validator("judges", mode="before")
+    @classmethod
+    def _one_name(cls, value: object) -> object:
+        return [value] if isinstance(value, str) else value
+
+    @field_validator("judges")
+    @classmethod
+    def _distinct(cls, value: list[str]) -> list[str]:
+        if any(not name for name in value):
+            raise ValueError("judge names must be non-empty")
+        if len(set(value)) != len(value):
+            raise ValueError(f"a stage names a judge twice: {value}")
+        return value
+
+
 class PanelConfig(BaseModel):
     """A panel: judges, how their votes are fused, how many must answer, and the deadline."""
 
@@ -182,6 +233,12 @@ class PanelConfig(BaseModel):
     quorum: int | float = 1
     """Minimum valid votes: an int count (>= 1), or a fraction in (0, 1] of the judges."""
     deadline_s: float | None = Field(default=None, gt=0.0)
+    cascade: list[CascadeStageConfig] | None = None
+    """Optional cascade (cheapest stage first; see :mod:`judgefuse.fusion.cascade`)."""
+    cascade_fallback: Literal["review", "panel"] = "review"
+    """After the last stage: human review, or the full panel fused with ``fusion``."""
+    cascade_panel_threshold: float | None = Field(default=0.0, ge=0.0, le=1.0)
+    """With fallback ``panel``: the panel's verdict is accepted at this confidence (0: always)."""
 
     @field_validator("quorum", mode="before")
     @classmethod
@@ -208,6 +265,16 @@ class PanelConfig(BaseModel):
             raise ValueError(f"judge names must be unique; repeated: {duplicates}")
         if isinstance(self.quorum, int) and self.quorum > len(self.judges):
             raise ValueError(f"quorum {self.quorum} exceeds the number of judges ({len(self.judges)})")
+        if self.cascade is not None:
+            if not self.cascade:
+                raise ValueError("cascade must list at least one stage (or be omitted)")
+            known = set(names)
+            for index, stage in enumerate(self.cascade):
+                unknown = [name for name in stage.judges if name not in known]
+                if unknown:
+                    raise ValueError(f"cascade[{index}] names unknown judges {unknown}; the panel has {names}")
+        elif self.cascade_fallback == "panel":
+            raise ValueError("cascade_fallback 'panel' needs a cascade")
         return self
 
     def quorum_count(self) -> int:

@@ -14,6 +14,10 @@ reason (already redacted by the transport). Only programming errors raise.
   **Tie rule**: an equal count is broken toward the letter of the first valid sample (sample
   order = choice index, or call index), which is neutral between positions; a note says so.
   No valid sample: invalid vote.
+  **Adaptive MP** (``adaptive: true``): the samples are drawn in rounds and the draw stops
+  early by the sequential rule of :mod:`judgefuse.judges.adaptive` (``samples`` is the
+  maximum); ``vote.samples`` holds the samples drawn and a note says
+  ``"adaptive: stopped after k of K samples (reason, r rounds)"``.
 * **Logprob** (:func:`logprob_vote`): temperature 0, ``max_tokens=1``, ``logprobs=True``,
   ``top_logprobs`` (default 5); :func:`~judgefuse.prompts.letter_probabilities` on the first
   token's top list. Neither letter listed: invalid, never guessed. A provider that cannot
@@ -37,8 +41,9 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from judgefuse.judges.adaptive import adaptive_note, sample_adaptively
 from judgefuse.judges.config import JudgeConfig
-from judgefuse.judges.transport.errors import TransportError, Unsupported
+from judgefuse.judges.transport.errors import BadRequest, TransportError, Unsupported
 from judgefuse.judges.transport.request import (
     ChatClient,
     ChatRequest,
@@ -194,6 +199,84 @@ async def _mp_texts_by_calls(
     return texts, errors
 
 
+async def _mp_texts_adaptive(
+    config: JudgeConfig,
+    client: ChatClient,
+    messages: list[Message],
+    model: str | None,
+    tally: _Tally,
+    notes: list[str],
+) -> tuple[list[str | None], list[str]]:
+    """Adaptive MP (:mod:`judgefuse.judges.adaptive`): rounds until the stopping rule fires.
+
+    A round of ``count`` samples starting at index ``start`` is one request with ``n=count``
+    and ``seed=seed+start`` when ``n`` is allowed (falling back for good to per-sample calls on
+    ``Unsupported(feature="n")``), else ``count`` concurrent calls with seeds ``seed+i``. A
+    failed request makes its samples failed (``None``), as on the per-call path.
+    """
+    texts: list[str | None] = []
+    errors: list[str] = []
+    use_n = config.use_n is not False
+
+    def letter(text: str | None) -> Letter | None:
+        return None if text is None else parse_judgment(text, require_confidence=False).choice
+
+    async def one(index: int) -> str | TransportError:
+        request = _request(config, model, messages, seed=config.seed + index, sample_index=index)
+        try:
+            response = await _call(client, request, tally)
+        except TransportError as exc:
+            return exc
+        return response.texts[0] if response.texts else ""
+
+    async def draw(start: int, count: int) -> list[Letter | None]:
+        nonlocal use_n
+        got: list[str | None] | None = None
+        if use_n and count > 1:
+            request = _request(config, model, messages, n=count, seed=config.seed + start)
+            try:
+                response = await _call(client, request, tally)
+            except BadRequest as exc:
+                if not _n_refused(exc, config):
+                    errors.append(f"samples {start}..{start + count - 1}: {describe_error(exc)}")
+                    got = [None] * count
+                else:
+                    use_n = False
+                    notes.append(
+                        f"n unsupported (n={count} refused: {describe_error(exc)}): "
+                        f"fell back to per-sample calls from sample {start}"
+                    )
+            except TransportError as exc:
+                errors.extend(f"sample {start + i}: {describe_error(exc)}" for i in range(count))
+                got = [None] * count
+            else:
+                got = list(response.texts[:count])
+                if len(got) != count:
+                    notes.append(f"asked for n={count}, got {len(got)} choices")
+                    got += [None] * (count - len(got))
+        if got is None:
+            results = await asyncio.gather(*(one(start + i) for i in range(count)))
+            got = []
+            for i, result in enumerate(results):
+                if isinstance(result, TransportError):
+                    errors.append(f"sample {start + i}: {describe_error(result)}")
+                    got.append(None)
+                else:
+                    got.append(result)
+        texts.extend(got)
+        return [letter(text) for text in got]
+
+    result = await sample_adaptively(
+        draw,
+        max_samples=config.samples,
+        round_size=config.round_size,
+        min_samples=config.min_samples,
+        stop_confidence=config.stop_confidence,
+    )
+    notes.append(adaptive_note(result))
+    return texts, errors
+
+
 def _majority(samples: list[Letter | None]) -> tuple[Letter, float, str | None] | None:
     """(letter, share, tie note) over the valid samples; None when none is valid."""
     valid = [s for s in samples if s is not None]
@@ -209,6 +292,19 @@ def _majority(samples: list[Letter | None]) -> tuple[Letter, float, str | None] 
     return first, 0.5, note
 
 
+def _n_refused(exc: BadRequest, config: JudgeConfig) -> bool:
+    """Whether a refused ``n > 1`` request should fall back to one call per sample.
+
+    Yes when the provider said ``n`` is unsupported; also for any other 400 while ``use_n`` is
+    left to auto (None): llama.cpp, for one, refuses ``n`` with a plain 400 that names no
+    parameter, and we do not read error text. The per-sample calls then show whether the
+    request itself was bad (they fail too, and the vote keeps their errors).
+    """
+    if isinstance(exc, Unsupported):
+        return exc.feature == "n"
+    return config.use_n is None
+
+
 async def mp_vote(
     config: JudgeConfig, client: ChatClient, item: PairwiseItem, *, model: str | None = None
 ) -> JudgeVote:
@@ -219,15 +315,17 @@ async def mp_vote(
     notes: list[str] = []
     texts: list[str | None] | None = None
     errors: list[str] = []
-    if config.use_n is not False and config.samples > 1:
+    if config.adaptive and config.samples > 1:
+        texts, errors = await _mp_texts_adaptive(config, client, messages, model, tally, notes)
+    elif config.use_n is not False and config.samples > 1:
         try:
             texts = list(await _mp_texts_with_n(config, client, messages, model, tally))
-        except Unsupported as exc:
-            if exc.feature != "n":
+        except BadRequest as exc:
+            if not _n_refused(exc, config):
                 return JudgeVote.invalid(config.name, "mp", describe_error(exc), **tally.fields(started))
             notes.append(
-                f"n unsupported: fell back to {config.samples} concurrent calls with seeds "
-                f"{config.seed}..{config.seed + config.samples - 1}"
+                f"n unsupported (n={config.samples} refused: {describe_error(exc)}): fell back to {config.samples} "
+                f"concurrent calls with seeds {config.seed}..{config.seed + config.samples - 1}"
             )
         except TransportError as exc:
             return JudgeVote.invalid(config.name, "mp", describe_error(exc), **tally.fields(started))

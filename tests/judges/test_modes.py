@@ -285,3 +285,22 @@ async def test_max_concurrency_caps_calls_in_flight(make_judge, openai_stub, stu
     assert vote.samples == ["A", "A", "A"]
     arrivals = sorted(r.at for r in openai_stub.requests)
     assert all(later - earlier >= 0.09 for earlier, later in itertools.pairwise(arrivals))  # one at a time
+
+
+async def test_mp_plain_400_on_n_falls_back_when_use_n_is_auto(make_judge, openai_stub, stub_actions):
+    """llama.cpp refuses n > 1 with a 400 that names no parameter: auto mode still falls back."""
+    openai_stub.handler = lambda body: (
+        stub_actions.Status(400, "Value must be between 1 <= value <= 1")
+        if body.get("n", 1) > 1
+        else stub_actions.Reply(texts=mp_json("b"))
+    )
+    vote = await make_judge(mode="mp", samples=3).vote(ITEM)
+    assert (vote.choice, vote.confidence, vote.calls) == ("B", 1.0, 4)
+    assert any(note.startswith("n unsupported (n=3 refused: ") for note in vote.notes)
+
+
+async def test_mp_plain_400_on_n_is_an_error_when_use_n_is_forced(make_judge, openai_stub, stub_actions):
+    openai_stub.handler = lambda body: stub_actions.Status(400, "bad request")
+    vote = await make_judge(mode="mp", samples=3, use_n=True).vote(ITEM)
+    assert not vote.valid and "400" in vote.error
+    assert len(openai_stub.requests) == 1
