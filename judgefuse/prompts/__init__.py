@@ -5,13 +5,8 @@ dataclasses (:class:`ParsedJudgment`, :class:`LetterProbs`), and ``judges`` turn
 """
 
 from judgefuse.prompts.logprobs import LetterProbs, letter_probabilities, token_letter
-from judgefuse.prompts.parse import (
-    ParsedJudgment,
-    normalise_choice,
-    normalise_confidence,
-    parse_judgment,
-    parse_letter,
-)
+from judgefuse.prompts.normalise import normalise_choice, normalise_confidence
+from judgefuse.prompts.parse import ParsedJudgment, parse_judgment, parse_letter
 from judgefuse.prompts.render import (
     BLOCK_TAGS,
     MODES,

@@ -28,25 +28,16 @@ Where the answer is looked for, in order; the first step that finds a choice fie
    If the phrases point to both outputs the reply is *ambiguous*: no choice, with an error.
    Prose never guesses from a bare mention of an output.
 
-Choice values (``selected_output``; keys are matched ignoring case, spaces, ``_`` and ``-``; the
-aliases ``choice``, ``selected``, ``selection``, ``answer``, ``winner``, ``verdict``,
-``preferred_output``, ``better_output``, ``best_output`` are accepted with a note):
-"Output (a)", "Output (A)", "output a", "(a)", "A", "a", "Answer A", "Response A", "Option A",
-"Assistant A", "Output 1" (1 = a, 2 = b), with markdown/quotes/trailing punctuation stripped.
-A value naming both, a tie, "neither", or anything else gives ``choice=None`` and an error.
+Keys are matched ignoring case, spaces, ``_`` and ``-``; for the choice the aliases ``choice``,
+``selected``, ``selection``, ``answer``, ``winner``, ``verdict``, ``preferred_output``,
+``better_output``, ``best_output`` are accepted with a note; for the confidence ``confidence`` and
+``confidence_level``. How choice and confidence *values* are read (``"Output (b)"``, ``"85%"``,
+``1`` as a fraction, what is invalid) is in :mod:`.normalise`; finding the objects, and the
+bounds on that work, in :mod:`.json_extract`.
 
-Confidence (``confidence_score``; aliases ``confidence``, ``confidence_level``):
-numbers, numeric strings ("85", "0.85"), percentages ("85%", "85 percent"), and "85/100".
-* An explicit ``%`` (or "percent", "/100") means a percentage: value / 100.
-* Otherwise a value **v <= 1 is a fraction** and v > 1 is on the 0-100 scale (v / 100).
-  So ``1`` and ``"1"`` read as 1.0 (certain), not 1 %: the prompts ask for 0-100, but a judge
-  that is 1 % sure of its own pick is implausible, whereas 1 on a 0-1 scale is common. A note
-  flags this exact case. ``0`` is 0 on either scale.
-* Values above 100 (beyond float round-off, which is clipped silently) or below 0, NaN,
-  infinities, booleans, and words ("high") are **invalid**: the choice is kept, the confidence
-  is ``None`` and ``error`` says why. We never invent a number by clipping a real overshoot.
-* A missing confidence keeps the choice, gives ``confidence=None`` and the error
-  ``"missing confidence_score"``, unless ``require_confidence=False`` (MP samples).
+An invalid confidence keeps the choice, with ``confidence=None`` and an ``error`` saying why. A
+missing confidence keeps the choice, gives ``confidence=None`` and the error
+``"missing confidence_score"``, unless ``require_confidence=False`` (MP samples).
 
 ``choice is None`` always comes with an ``error`` and ``confidence is None``. ``error`` may also
 be set with a choice (the confidence was missing or invalid); the caller decides whether such
@@ -55,35 +46,28 @@ a vote is usable (for SC it is not). The caller keeps the raw text.
 
 from __future__ import annotations
 
-import ast
 import json
-import math
 import re
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-Letter = Literal["A", "B"]
+from judgefuse.prompts.json_extract import CHOICE_ALIASES, CHOICE_KEY, find_key, find_objects, verdict_dicts
+from judgefuse.prompts.normalise import (
+    CHOICE_FULL_RE,
+    NUMBER,
+    STRIP_CHARS,
+    Letter,
+    letter_of,
+    norm_text,
+    normalise_choice,
+    normalise_confidence,
+    short_repr,
+)
 
 MAX_CHARS = 100_000
 """Longer replies are read from their last ``MAX_CHARS`` characters (the verdict comes last)."""
-_MAX_DECODE_ATTEMPTS = 500
-_MAX_LENIENT_REGION = 20_000
-_MAX_LENIENT_LOADS = 50
-_MAX_NEST = 6
 
-_CHOICE_KEY = "selectedoutput"
-_CHOICE_ALIASES = (
-    "choice",
-    "selected",
-    "selection",
-    "answer",
-    "winner",
-    "verdict",
-    "preferredoutput",
-    "betteroutput",
-    "bestoutput",
-)
 _CONFIDENCE_KEYS = ("confidencescore", "confidence", "confidencelevel")
 _EXPLANATION_KEYS = ("explanation", "reasoning", "rationale", "reason", "justification")
 
@@ -109,264 +93,11 @@ class ParsedJudgment:
         return self.choice is not None and self.error is None
 
 
-# ---------------------------------------------------------------- choice values
-
-_STRIP_CHARS = " \t\r\n*_`\"'.,;:!?~#>|\u201c\u201d\u2018\u2019"
-_PREFIX = r"(?:the\s+)?(?:output|answer|response|option|assistant|candidate|model)"
-_CHOICE_FULL_RE = re.compile(
-    rf"^(?:{_PREFIX}\s*[\(\[]?\s*([ab12])\s*[\)\]]?|[\(\[]?\s*([ab])\s*[\)\]]?)$"
-)
-_CHOICE_MENTION_RE = re.compile(
-    rf"(?:{_PREFIX}\s*[\(\[]?\s*([ab12])\s*[\)\]]?|[\(\[]\s*([ab])\s*[\)\]])(?![a-z0-9])"
-)
-_TIE_RE = re.compile(r"\b(?:tie|tied|both|neither|equal|equally|none|draw|same)\b")
-_DIGIT_TO_LETTER: dict[str, Letter] = {"1": "A", "2": "B", "a": "A", "b": "B"}
-
-
-def _letter_of(match: re.Match[str]) -> Letter:
-    """The letter named by the first non-empty group of a choice pattern."""
-    return _DIGIT_TO_LETTER[next(g for g in match.groups() if g).casefold()]
-
-
-def _norm_text(value: str) -> str:
-    return " ".join(unicodedata.normalize("NFKC", value).split()).strip(_STRIP_CHARS).casefold()
-
-
-def normalise_choice(value: Any) -> tuple[Letter | None, str | None, tuple[str, ...]]:
-    """Map a ``selected_output`` value to ``"A"``/``"B"``: ``(letter, error, notes)``."""
-    if not isinstance(value, str):
-        if value is None:
-            return None, "selected_output is null", ()
-        return None, f"selected_output is not text: {_short(value)}", ()
-    text = _norm_text(value)
-    if not text:
-        return None, "selected_output is empty", ()
-    match = _CHOICE_FULL_RE.match(text)
-    if match:
-        return _letter_of(match), None, ()
-    mentions = {_DIGIT_TO_LETTER[a or b] for a, b in _CHOICE_MENTION_RE.findall(text)}
-    if len(mentions) == 1 and not _TIE_RE.search(text):
-        letter = mentions.pop()
-        return letter, None, (f"selected_output {_short(value)} read as {letter}",)
-    if len(mentions) > 1 or _TIE_RE.search(text):
-        return None, f"selected_output names both or neither output (tie?): {_short(value)}", ()
-    return None, f"unrecognised selected_output: {_short(value)}", ()
-
-
-def _short(value: Any, limit: int = 60) -> str:
-    try:
-        text = repr(value)
-    except Exception:  # a hostile __repr__ cannot break the parser
-        text = f"<{type(value).__name__}>"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-# ---------------------------------------------------------------- confidence values
-
-_CONF_STRIP = " \t\r\n*_`\"'\u201c\u201d\u2018\u2019"
-_NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[-+]?\d+)?"
-_CONF_STR_RE = re.compile(rf"^({_NUM})\s*(%|percent|/\s*100)?$")
-
-
-def normalise_confidence(value: Any) -> tuple[float | None, str | None, tuple[str, ...]]:
-    """Map a ``confidence_score`` value to [0, 1]: ``(confidence, error, notes)`` (module rules)."""
-    percent = False
-    if isinstance(value, bool) or value is None:
-        return None, f"confidence_score is not a number: {_short(value)}", ()
-    if isinstance(value, (int, float)):
-        try:
-            number = float(value)
-        except (OverflowError, ValueError):
-            return None, f"confidence_score is not a finite number: {_short(value)}", ()
-    elif isinstance(value, str):
-        text = " ".join(unicodedata.normalize("NFKC", value).split()).strip(_CONF_STRIP).casefold()
-        if re.fullmatch(r"\d+,\d+", text):
-            text = text.replace(",", ".")  # a decimal comma
-        match = _CONF_STR_RE.match(text)
-        if not match:
-            return None, f"confidence_score is not a number: {_short(value)}", ()
-        number = float(match.group(1))
-        percent = match.group(2) is not None
-    else:
-        return None, f"confidence_score is not a number: {_short(value)}", ()
-    if not math.isfinite(number):
-        return None, f"confidence_score is not a finite number: {_short(value)}", ()
-    notes: tuple[str, ...] = ()
-    if number < 0:
-        return None, f"confidence_score {_short(value)} is negative", ()
-    if percent:
-        scaled = number / 100.0
-    elif number <= 1.0:
-        scaled = number
-        if number == 1.0:
-            notes = ("confidence_score 1 read as a fraction (1.0), not 1%",)
-    else:
-        scaled = number / 100.0
-    if scaled > 1.0:
-        if scaled <= 1.0 + 1e-9:
-            scaled = 1.0
-        else:
-            return None, f"confidence_score {_short(value)} is above 100", ()
-    return scaled, None, notes
-
-
-# ---------------------------------------------------------------- finding objects
-
-
-def _key(name: Any) -> str:
-    return re.sub(r"[^a-z0-9]", "", name.casefold()) if isinstance(name, str) else ""
-
-
-def _find_key(obj: dict[Any, Any], wanted: tuple[str, ...]) -> tuple[str, Any] | None:
-    keyed = {_key(k): (k, v) for k, v in obj.items()}
-    for want in wanted:
-        if want in keyed:
-            return keyed[want]
-    return None
-
-
-def _verdict_dicts(obj: Any, depth: int = 0) -> list[tuple[dict[Any, Any], bool]]:
-    """Dicts carrying a choice key within ``obj``, in document order: ``(dict, is_alias)``."""
-    found: list[tuple[dict[Any, Any], bool]] = []
-    if depth > _MAX_NEST:
-        return found
-    if isinstance(obj, dict):
-        inner: list[tuple[dict[Any, Any], bool]] = []
-        for value in obj.values():
-            if isinstance(value, (dict, list)):
-                inner.extend(_verdict_dicts(value, depth + 1))
-        if _find_key(obj, (_CHOICE_KEY,)) is not None:
-            found.append((obj, False))
-        elif not inner and _find_key(obj, _CHOICE_ALIASES) is not None:
-            found.append((obj, True))
-        # a dict with its own choice key is the verdict; nested ones are quoted material
-        if not found:
-            found.extend(inner)
-    elif isinstance(obj, list):
-        for value in obj:
-            found.extend(_verdict_dicts(value, depth + 1))
-    return found
-
-
-def _strict_objects(text: str, notes: list[str]) -> list[tuple[int, int, Any]]:
-    decoder = json.JSONDecoder()
-    out: list[tuple[int, int, Any]] = []
-    pos = 0
-    attempts = 0
-    while True:
-        pos = text.find("{", pos)
-        if pos < 0:
-            break
-        attempts += 1
-        if attempts > _MAX_DECODE_ATTEMPTS:
-            notes.append(f"stopped looking for JSON after {_MAX_DECODE_ATTEMPTS} attempts")
-            break
-        try:
-            obj, end = decoder.raw_decode(text, pos)
-        except Exception:
-            pos += 1
-            continue
-        out.append((pos, end, obj))
-        pos = max(end, pos + 1)
-    return out
-
-
-_STRUCT_RE = re.compile(r"[{}\"'\\]")
-
-
-def _balanced_regions(text: str, start: int, stop: int) -> list[tuple[int, int]]:
-    """Brace-balanced ``{...}`` pairs in ``text[start:stop]``, outermost first, in one pass.
-
-    Quotes (' and ") are tracked only inside braces (apostrophes in prose are not quotes).
-    """
-    stack: list[int] = []
-    pairs: list[tuple[int, int]] = []
-    quote = ""
-    skip_to = -1
-    for m in _STRUCT_RE.finditer(text, start, stop):
-        j = m.start()
-        if j < skip_to:
-            continue
-        ch = m.group()
-        if quote:
-            if ch == "\\":
-                skip_to = j + 2
-            elif ch == quote:
-                quote = ""
-        elif ch in "\"'":
-            if stack:
-                quote = ch
-        elif ch == "{":
-            stack.append(j)
-        elif ch == "}" and stack:
-            pairs.append((stack.pop(), j + 1))
-    pairs.sort(key=lambda pair: (pair[0], -pair[1]))
-    return [p for p in pairs if p[1] - p[0] <= _MAX_LENIENT_REGION]
-
-
-_TRAILING_COMMA_RE = re.compile(r",\s*([}\]])")
-_JSON_WORDS_RE = re.compile(r"\b(true|false|null)\b")
-_PY_WORDS = {"true": "True", "false": "False", "null": "None"}
-_SMART_QUOTES = str.maketrans({"\u201c": '"', "\u201d": '"', "\u2018": "'", "\u2019": "'"})
-
-
-def _lenient_load(region: str) -> Any:
-    candidates = [region]
-    straight = region.translate(_SMART_QUOTES)
-    if straight != region:
-        candidates.append(straight)
-    for cand in candidates:
-        no_commas = _TRAILING_COMMA_RE.sub(r"\1", cand)
-        try:
-            return json.loads(no_commas)
-        except Exception:
-            pass
-        pythonic = _JSON_WORDS_RE.sub(lambda m: _PY_WORDS[m.group(1)], cand)
-        for src in (cand, pythonic):
-            try:
-                value = ast.literal_eval(src)
-            except Exception:
-                continue
-            if isinstance(value, dict):
-                return value
-    return None
-
-
-def _objects(text: str, notes: list[str]) -> list[tuple[int, Any, bool]]:
-    """Every object in the text, in position order: ``(start, value, lenient)``."""
-    strict = _strict_objects(text, notes)
-    found: list[tuple[int, Any, bool]] = [(s, obj, False) for s, _, obj in strict]
-    gaps: list[tuple[int, int]] = []
-    cursor = 0
-    for s, e, _ in strict:
-        gaps.append((cursor, s))
-        cursor = e
-    gaps.append((cursor, len(text)))
-    loads = 0
-    for g_start, g_stop in gaps:
-        if "{" not in text[g_start:g_stop]:
-            continue
-        covered_until = -1
-        for r_start, r_end in _balanced_regions(text, g_start, g_stop):
-            if r_start < covered_until:
-                continue  # inside a region already read
-            if loads >= _MAX_LENIENT_LOADS:
-                notes.append(f"stopped lenient JSON reading after {_MAX_LENIENT_LOADS} regions")
-                break
-            loads += 1
-            value = _lenient_load(text[r_start:r_end])
-            if isinstance(value, dict):
-                found.append((r_start, value, True))
-                covered_until = r_end
-    found.sort(key=lambda item: item[0])
-    return found
-
-
 # ---------------------------------------------------------------- building a result
 
 
 def _explanation_of(obj: dict[Any, Any]) -> str:
-    hit = _find_key(obj, _EXPLANATION_KEYS)
+    hit = find_key(obj, _EXPLANATION_KEYS)
     if hit is None:
         return ""
     value = hit[1]
@@ -375,7 +106,7 @@ def _explanation_of(obj: dict[Any, Any]) -> str:
     try:
         return json.dumps(value, ensure_ascii=False)
     except Exception:
-        return _short(value, 2000)
+        return short_repr(value, 2000)
 
 
 def _from_fields(
@@ -408,11 +139,11 @@ def _from_fields(
 def _from_object(
     obj: dict[Any, Any], alias: bool, notes: list[str], require_confidence: bool
 ) -> ParsedJudgment:
-    choice_hit = _find_key(obj, (_CHOICE_KEY,) if not alias else _CHOICE_ALIASES)
+    choice_hit = find_key(obj, (CHOICE_KEY,) if not alias else CHOICE_ALIASES)
     assert choice_hit is not None
     if alias:
         notes.append(f"choice read from key {choice_hit[0]!r}")
-    conf_hit = _find_key(obj, _CONFIDENCE_KEYS)
+    conf_hit = find_key(obj, _CONFIDENCE_KEYS)
     return _from_fields(
         choice_hit[1],
         "selected_output",
@@ -428,7 +159,7 @@ _FIELD_CHOICE_RE = re.compile(
     r"""["']?selected[ _-]?output["']?\s*[:=]\s*["']?([^"'\n,}\]]{1,40})""", re.IGNORECASE
 )
 _FIELD_CONF_RE = re.compile(
-    rf"""["']?confidence(?:[ _-]?score)?["']?\s*[:=]\s*["']?\s*({_NUM}\s*%?)""", re.IGNORECASE
+    rf"""["']?confidence(?:[ _-]?score)?["']?\s*[:=]\s*["']?\s*({NUMBER}\s*%?)""", re.IGNORECASE
 )
 _FIELD_EXPL_RE = re.compile(r'"explanation"\s*:\s*"((?:[^"\\]|\\.)*)', re.IGNORECASE | re.DOTALL)
 
@@ -485,7 +216,7 @@ _PROSE_PATTERNS = [
 ]
 _PROSE_CONF_RE = re.compile(
     rf"confidence(?:[\s_-]*(?:score|level))?{_B}\s*(?:is|of|at|:|=|-)?\s*"
-    rf"(?:about|around|roughly|approximately)?\s*{_B}({_NUM})\s*(%|percent|/\s*100)?",
+    rf"(?:about|around|roughly|approximately)?\s*{_B}({NUMBER})\s*(%|percent|/\s*100)?",
     re.IGNORECASE,
 )
 
@@ -493,14 +224,14 @@ _PROSE_CONF_RE = re.compile(
 def _from_prose(text: str, notes: list[str], require_confidence: bool) -> ParsedJudgment:
     explanation = text.strip()
     letters: list[tuple[int, Letter]] = []
-    only = _norm_text(text)
-    whole = _CHOICE_FULL_RE.match(only) if len(only) <= 40 else None
+    only = norm_text(text)
+    whole = CHOICE_FULL_RE.match(only) if len(only) <= 40 else None
     if whole:
-        letters.append((0, _letter_of(whole)))
+        letters.append((0, letter_of(whole)))
     else:
         for pattern in _PROSE_PATTERNS:
             for m in pattern.finditer(text):
-                letters.append((m.start(), _letter_of(m)))
+                letters.append((m.start(), letter_of(m)))
     if not letters:
         error = "no verdict found: no JSON object and no decision phrase"
         return ParsedJudgment(None, None, explanation, error, tuple(notes))
@@ -521,7 +252,7 @@ def _from_prose(text: str, notes: list[str], require_confidence: bool) -> Parsed
 
 
 def _choice_value_letter(obj: dict[Any, Any], alias: bool) -> Letter | None:
-    hit = _find_key(obj, _CHOICE_ALIASES if alias else (_CHOICE_KEY,))
+    hit = find_key(obj, CHOICE_ALIASES if alias else (CHOICE_KEY,))
     return None if hit is None else normalise_choice(hit[1])[0]
 
 
@@ -532,12 +263,12 @@ def _parse(text: str, require_confidence: bool) -> ParsedJudgment:
         text = text[-MAX_CHARS:]
     if not text.strip():
         return ParsedJudgment(None, None, "", "empty reply", tuple(notes))
-    objects = _objects(text, notes)
+    objects = find_objects(text, notes)
     verdicts: list[tuple[dict[Any, Any], bool, bool]] = []
     for _, value, lenient in objects:
-        for obj, alias in _verdict_dicts(value):
+        for obj, alias in verdict_dicts(value):
             if alias:  # an alias key counts only when its value reads as a choice
-                hit = _find_key(obj, _CHOICE_ALIASES)
+                hit = find_key(obj, CHOICE_ALIASES)
                 if hit is None or normalise_choice(hit[1])[0] is None:
                     continue
             verdicts.append((obj, alias, lenient))
@@ -590,15 +321,15 @@ def parse_letter(text: str) -> tuple[Letter | None, str | None]:
         return None, f"reply is not text: {type(text).__name__}"
     try:
         head = text[:MAX_CHARS]
-        only = _norm_text(head) if len(head) <= 200 else ""
+        only = norm_text(head) if len(head) <= 200 else ""
         if only:
             for prefix in ("answer", "final answer", "verdict", "choice"):
                 if only.startswith(prefix + ":") or only.startswith(prefix + " :"):
-                    only = only.split(":", 1)[1].strip(_STRIP_CHARS)
+                    only = only.split(":", 1)[1].strip(STRIP_CHARS)
                     break
-            match = _CHOICE_FULL_RE.match(only)
+            match = CHOICE_FULL_RE.match(only)
             if match:
-                return _letter_of(match), None
+                return letter_of(match), None
         lead = _LEADING_LETTER_RE.match(unicodedata.normalize("NFKC", head[:200]))
         if lead:
             return lead.group(1), None  # type: ignore[return-value]

@@ -1,7 +1,8 @@
 """Recorded judgments, read as they are, into ``list[JudgedItem]``.
 
 One loader per source, each with its vote rule documented in its module:
-:mod:`.judgebench` (JudgeBench pairs + per-judge output files), :mod:`.llmbar` (LLMBar datasets +
+:mod:`.judgebench` (JudgeBench pairs + per-judge output files; its vote rule in
+:mod:`.judgebench_votes`), :mod:`.llmbar` (LLMBar datasets +
 the compact decisions file), :mod:`.trust_or_escalate` (three judges with letter probabilities),
 :mod:`.votes` (our own JSONL, with a crash-safe append-only writer). :func:`load` picks the
 loader from the paths (:mod:`.detect`). Every fault in the data is a :class:`DatasetError`
@@ -10,14 +11,8 @@ naming file, line and field.
 
 from judgefuse.evaluation.loaders.detect import FORMATS, Format, detect_format, load, timed_load
 from judgefuse.evaluation.loaders.errors import DatasetError
-from judgefuse.evaluation.loaders.judgebench import (
-    judge_name_from_path,
-    judgebench_pair_score,
-    judgebench_score,
-    load_judgebench,
-    load_judgebench_paths,
-    vote_from_record,
-)
+from judgefuse.evaluation.loaders.judgebench import judge_name_from_path, load_judgebench, load_judgebench_paths
+from judgefuse.evaluation.loaders.judgebench_votes import judgebench_pair_score, judgebench_score, vote_from_record
 from judgefuse.evaluation.loaders.llmbar import load_llmbar
 from judgefuse.evaluation.loaders.trust_or_escalate import load_toe
 from judgefuse.evaluation.loaders.votes import VotesWriter, done_ids, read_votes
