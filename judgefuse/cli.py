@@ -16,6 +16,7 @@ from judgefuse.evaluation import commands as evaluation_commands
 from judgefuse.evaluation import judge_command, tune_command
 from judgefuse.fusion import UnknownFusionMethod
 from judgefuse.judges.local import commands as model_commands
+from judgefuse.service import serve_command
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     tune_command.add_commands(subcommands)
     judge_command.add_commands(subcommands)
     model_commands.add_commands(subcommands)
+    serve_command.add_commands(subcommands)
     return parser
 
 

@@ -1,0 +1,156 @@
+"""The app factory: ``create_app(settings)`` builds a FastAPI app whose lifespan opens storage,
+starts the panels and builds the gateway. Nothing is built at import time.
+
+    uvicorn --factory judgefuse.service.app:create_app      # settings from the environment
+    judgefuse serve --config judgefuse.yaml                 # the CLI
+
+``storage`` may be injected (already open, not closed by the app), e.g. by tests.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import os
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import jinja2
+from fastapi import FastAPI
+
+from judgefuse import __version__
+from judgefuse.service.auth import Authenticator
+from judgefuse.service.errors import install_handlers
+from judgefuse.service.gateway import Gateway, PanelRuntime
+from judgefuse.service.metrics import ServiceMetrics
+from judgefuse.service.middleware import (
+    BodyLimitMiddleware,
+    FormAsJsonMiddleware,
+    TimingMiddleware,
+)
+from judgefuse.service.settings import Settings, load_settings
+from judgefuse.service.storage import Storage, open_storage
+
+__all__ = ["create_app"]
+
+log = logging.getLogger("judgefuse.service")
+
+
+async def _start_panels(
+    settings: Settings, environ: Mapping[str, str] | None
+) -> dict[str, PanelRuntime]:
+    from judgefuse.judges.panel import Panel, default_panel_path
+
+    paths: list[Path] = list(settings.panels) or [default_panel_path()]
+    runtimes: dict[str, PanelRuntime] = {}
+    try:
+        for path in paths:
+            panel = Panel.from_yaml(path, environ=environ)
+            if panel.name in runtimes:
+                raise ValueError(f"two panel files define panel {panel.name!r} ({path})")
+            if "/" in panel.name:
+                raise ValueError(f"panel name {panel.name!r} may not contain '/' ({path})")
+            await panel.start()
+            try:
+                runtimes[panel.name] = PanelRuntime(
+                    panel, fusion_method=settings.fusion_method, environ=environ
+                )
+            except BaseException:
+                await panel.aclose()
+                raise
+            log.info("panel %s started: %d judges, fusion %s", panel.name,
+                     len(panel.judges), runtimes[panel.name].default_method)
+    except BaseException:
+        for runtime in runtimes.values():
+            await runtime.aclose()
+            await runtime.panel.aclose()
+        raise
+    return runtimes
+
+
+def _storage_for(settings: Settings) -> Storage:
+    url = settings.storage_url
+    if url.startswith("sqlite:///") or "://" not in url:
+        from judgefuse.service.storage import SQLiteStorage
+
+        return SQLiteStorage(url.removeprefix("sqlite:///"), synchronous=settings.sqlite_synchronous)
+    return open_storage(url)
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    storage: Storage | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> FastAPI:
+    """The gateway app. ``environ`` is where panel API keys are read (default ``os.environ``)."""
+    settings = settings or load_settings()
+    metrics = ServiceMetrics()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if settings.open_mode:
+            log.warning(
+                "AUTHENTICATION IS OFF: %s; every request is tenant 'default'. Configure "
+                "JUDGEFUSE_API_KEYS (tenant -> sha256 of the key) before exposing this service.",
+                "auth_disabled is set" if settings.auth_disabled else "no API keys are configured",
+            )
+        owned = storage is None
+        store = storage if storage is not None else _storage_for(settings)
+        if owned:
+            await store.open()
+        runtimes: dict[str, PanelRuntime] = {}
+        gateway: Gateway | None = None
+        try:
+            runtimes = await _start_panels(settings, os.environ if environ is None else environ)
+            gateway = Gateway(settings, store, runtimes, metrics)
+            app.state.gateway = gateway
+            app.state.panels_started = {name: True for name in runtimes}
+            # startup allocated ~1e6 long-lived objects (sklearn/scipy/pydantic schemas):
+            # move them out of the collector's sight so full collections stay short
+            gc.collect()
+            gc.freeze()
+            yield
+        finally:
+            app.state.panels_started = {}
+            if gateway is not None:
+                await gateway.aclose()
+            for runtime in runtimes.values():
+                await runtime.aclose()
+                await runtime.panel.aclose()
+            if owned:
+                await store.close()
+
+    app = FastAPI(
+        title="judgefuse",
+        version=__version__,
+        description="Calibrated LLM-as-a-judge gateway",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.metrics = metrics
+    app.state.authenticator = Authenticator(settings.api_keys, open_mode=settings.open_mode)
+    app.state.templates = jinja2.Environment(
+        loader=jinja2.PackageLoader("judgefuse.service", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    app.state.panels_started = {}
+    install_handlers(app)
+    from judgefuse.service.routes import ROUTERS
+
+    for router in ROUTERS:
+        router.strict_content_type = False  # a body without content-type is read as JSON
+        app.include_router(router)
+    if settings.cors_origins:
+        from fastapi.middleware.cors import CORSMiddleware
+
+        app.add_middleware(
+            CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["GET", "POST"],
+            allow_headers=["Authorization", "X-API-Key", "Content-Type"],
+        )
+    app.add_middleware(FormAsJsonMiddleware)
+    app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(TimingMiddleware, metrics=metrics)
+    return app

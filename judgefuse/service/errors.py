@@ -1,0 +1,186 @@
+"""The service's errors and their mapping to JSON responses (the one place that decides statuses).
+
+Every error body has the same shape::
+
+    {"error": "what was wrong", "fields": [{"field": "body.answer_a", "problem": "..."}], ...}
+
+``fields`` is present when a request field is at fault. Error bodies never echo the offending
+input (it may be long, or a secret pasted into the wrong field).
+
+Hierarchy (raised by the gateway and routes, mapped here)::
+
+    ServiceError                 -> its .status
+    +-- FieldProblem (422)       a request field fails a limit checked against settings
+    +-- TooLarge (413)           body or batch too large
+    +-- NotFound (404)           unknown verdict / resource for this tenant
+    +-- Conflict (409)           an id already used for a different verdict
+    +-- QuorumLost (503)         fewer valid votes than the panel's quorum (reasons per judge)
+    +-- Unauthorized (401)
+    StorageUnavailable (503), VerdictNotFound (404), other StorageError (500)
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from judgefuse.judges.types import JudgeVote
+from judgefuse.service.storage import StorageError, StorageUnavailable, VerdictNotFound
+
+__all__ = [
+    "Conflict",
+    "FieldProblem",
+    "NotFound",
+    "QuorumLost",
+    "ServiceError",
+    "TooLarge",
+    "Unauthorized",
+    "error_body",
+    "install_handlers",
+]
+
+log = logging.getLogger("judgefuse.service")
+
+
+def error_body(error: str, fields: Sequence[tuple[str, str]] = (), **extra: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"error": error}
+    if fields:
+        body["fields"] = [{"field": f, "problem": p} for f, p in fields]
+    body.update(extra)
+    return body
+
+
+class ServiceError(Exception):
+    status = 500
+
+    def __init__(
+        self, message: str, *, fields: Sequence[tuple[str, str]] = (), **extra: Any
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.fields = list(fields)
+        self.extra = extra
+
+    def body(self) -> dict[str, Any]:
+        return error_body(self.message, self.fields, **self.extra)
+
+
+class FieldProblem(ServiceError):
+    status = 422
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"invalid request: {field}: {problem}", fields=[(field, problem)])
+
+
+class TooLarge(ServiceError):
+    status = 413
+
+
+class NotFound(ServiceError):
+    status = 404
+
+
+class Conflict(ServiceError):
+    status = 409
+
+
+class Unauthorized(ServiceError):
+    status = 401
+
+
+class QuorumLost(ServiceError):
+    """Too few valid votes: 503 with each failed judge's reason."""
+
+    status = 503
+
+    def __init__(self, panel: str, votes: Sequence[JudgeVote], quorum: int) -> None:
+        valid = sum(1 for v in votes if v.valid)
+        super().__init__(
+            f"quorum lost on panel {panel!r}: {valid} valid vote(s), the quorum is {quorum}",
+            panel=panel,
+            quorum=quorum,
+            valid_votes=valid,
+            failed_judges=[
+                {"judge": v.judge, "reason": v.error or "no usable vote"}
+                for v in votes if not v.valid
+            ],
+        )
+
+
+def _field_name(loc: Sequence[Any]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "body"
+
+
+def validation_fields(exc: RequestValidationError) -> list[tuple[str, str]]:
+    fields = []
+    for err in exc.errors():
+        loc = [p for p in err.get("loc", ()) if not (isinstance(p, str) and p.startswith("function-"))]
+        problem = str(err.get("msg", "invalid"))
+        if err.get("type") == "json_invalid":
+            problem = "the body is not valid JSON"
+        fields.append((_field_name(loc), problem))
+    return fields
+
+
+def install_handlers(app: FastAPI) -> None:
+    """Register the handlers on ``app``."""
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        fields = validation_fields(exc)
+        summary = "; ".join(f"{f}: {p}" for f, p in fields[:5])
+        return JSONResponse(error_body(f"invalid request: {summary}", fields), status_code=422)
+
+    @app.exception_handler(ServiceError)
+    async def _service(request: Request, exc: ServiceError) -> JSONResponse:
+        headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+        return JSONResponse(exc.body(), status_code=exc.status, headers=headers)
+
+    @app.exception_handler(VerdictNotFound)
+    async def _not_found(request: Request, exc: VerdictNotFound) -> JSONResponse:
+        return JSONResponse(
+            error_body(f"verdict {exc.verdict_id!r} not found", [("verdict_id", "unknown id")]),
+            status_code=404,
+        )
+
+    @app.exception_handler(StorageUnavailable)
+    async def _unavailable(request: Request, exc: StorageUnavailable) -> JSONResponse:
+        log.warning("storage unavailable: %s", exc)
+        return JSONResponse(
+            error_body("storage unavailable, retry later"), status_code=503,
+            headers={"Retry-After": "1"},
+        )
+
+    @app.exception_handler(StorageError)
+    async def _storage(request: Request, exc: StorageError) -> JSONResponse:
+        log.error("storage error: %s", exc)
+        return JSONResponse(error_body("storage error"), status_code=500)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        message = exc.detail if isinstance(exc.detail, str) else "error"
+        if exc.status_code == 404 and message == "Not Found":
+            message = f"no such endpoint: {request.method} {request.url.path}"
+        if exc.status_code == 405:
+            message = f"method {request.method} not allowed on {request.url.path}"
+        fields = [("body", message)] if exc.status_code == 413 else []
+        return JSONResponse(error_body(message, fields), status_code=exc.status_code,
+                            headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def _unhandled(request: Request, exc: Exception) -> JSONResponse:
+        log.error("unhandled error on %s %s: %s", request.method, request.url.path,
+                  type(exc).__name__, exc_info=exc)
+        return JSONResponse(error_body("internal error"), status_code=500)

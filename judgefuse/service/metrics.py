@@ -1,0 +1,116 @@
+"""Prometheus metrics, one registry per app (never the global default registry).
+
+Series (all prefixed ``judgefuse_``):
+
+* ``http_request_duration_seconds`` histogram {method, route, status}
+* ``judge_latency_seconds`` histogram {panel, judge}; ``judge_votes_total`` {panel, judge, outcome}
+  (``valid``/``invalid``); ``judge_errors_total`` {panel, judge}
+* ``verdicts_total`` {tenant, panel, method, route}; ``quorum_lost_total`` {panel};
+  ``gateway_overhead_seconds`` histogram (verdict time minus the slowest judge call)
+* ``labels_total`` {tenant, panel, status}; ``refits_total`` {tenant, panel, outcome}
+* ``calibration_ece``, ``calibration_th_score``, ``calibration_labels`` gauges
+  {tenant, panel, key}: refreshed from storage on every scrape of ``/metrics``.
+
+Counters are per process (a replica's own traffic); calibration gauges read shared storage.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from judgefuse.fusion.verdict import Verdict
+from judgefuse.judges.types import JudgeVote
+
+__all__ = ["ServiceMetrics"]
+
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
+OVERHEAD_BUCKETS = (0.0005, 0.001, 0.002, 0.003, 0.005, 0.01, 0.015, 0.025, 0.05, 0.1, 0.25, 1)
+
+
+class ServiceMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.http_latency = Histogram(
+            "judgefuse_http_request_duration_seconds", "HTTP request latency",
+            ("method", "route", "status"), registry=r, buckets=LATENCY_BUCKETS)
+        self.judge_latency = Histogram(
+            "judgefuse_judge_latency_seconds", "Latency of one judge's vote",
+            ("panel", "judge"), registry=r, buckets=LATENCY_BUCKETS)
+        self.judge_votes = Counter(
+            "judgefuse_judge_votes", "Votes per judge by outcome",
+            ("panel", "judge", "outcome"), registry=r)
+        self.judge_errors = Counter(
+            "judgefuse_judge_errors", "Invalid votes (errors, timeouts, unreadable output) per judge",
+            ("panel", "judge"), registry=r)
+        self.verdicts = Counter(
+            "judgefuse_verdicts", "Verdicts by route", ("tenant", "panel", "method", "route"),
+            registry=r)
+        self.quorum_lost = Counter(
+            "judgefuse_quorum_lost", "Requests refused for lack of quorum", ("panel",), registry=r)
+        self.overhead = Histogram(
+            "judgefuse_gateway_overhead_seconds",
+            "Verdict wall time minus the slowest judge call", registry=r, buckets=OVERHEAD_BUCKETS)
+        self.labels = Counter(
+            "judgefuse_labels", "Feedback labels by outcome", ("tenant", "panel", "status"),
+            registry=r)
+        self.refits = Counter(
+            "judgefuse_refits", "Learned-fusion refits by outcome", ("tenant", "panel", "outcome"),
+            registry=r)
+        self.cal_ece = Gauge(
+            "judgefuse_calibration_ece", "ECE per calibration key (all time)",
+            ("tenant", "panel", "key"), registry=r)
+        self.cal_th = Gauge(
+            "judgefuse_calibration_th_score", "TH-Score per calibration key (all time)",
+            ("tenant", "panel", "key"), registry=r)
+        self.cal_n = Gauge(
+            "judgefuse_calibration_labels", "Labelled items per calibration key",
+            ("tenant", "panel", "key"), registry=r)
+        # routing counts kept as plain numbers too, for the dashboard
+        self.route_counts: dict[tuple[str, str], dict[str, int]] = {}
+        self.judge_health: dict[tuple[str, str], dict[str, int]] = {}
+        self._judge_children: dict[tuple[str, str], tuple[Any, ...]] = {}
+
+    def observe_verdict(self, tenant: str, panel: str, verdict: Verdict) -> None:
+        route = verdict.route or "human_review"
+        self.verdicts.labels(tenant, panel, verdict.method, route).inc()
+        counts = self.route_counts.setdefault((tenant, panel), {"auto_accept": 0, "human_review": 0})
+        counts[route] = counts.get(route, 0) + 1
+
+    def observe_votes(self, panel: str, votes: Sequence[JudgeVote]) -> None:
+        for vote in votes:
+            children = self._judge_children.get((panel, vote.judge))
+            if children is None:
+                children = (
+                    self.judge_latency.labels(panel, vote.judge),
+                    self.judge_votes.labels(panel, vote.judge, "valid"),
+                    self.judge_votes.labels(panel, vote.judge, "invalid"),
+                    self.judge_errors.labels(panel, vote.judge),
+                )
+                self._judge_children[(panel, vote.judge)] = children
+            latency, valid, invalid, errors = children
+            latency.observe(vote.latency_s)
+            health = self.judge_health.setdefault((panel, vote.judge), {"valid": 0, "invalid": 0})
+            if vote.valid:
+                valid.inc()
+                health["valid"] += 1
+            else:
+                invalid.inc()
+                errors.inc()
+                health["invalid"] += 1
+
+    def set_calibration(self, tenant: str, panel: str, key: str, metrics: dict[str, Any]) -> None:
+        def value(x: Any) -> float:
+            return float("nan") if x is None else float(x)
+
+        self.cal_ece.labels(tenant, panel, key).set(value(metrics.get("ece")))
+        self.cal_th.labels(tenant, panel, key).set(value(metrics.get("th_score")))
+        n = metrics.get("n") or 0
+        self.cal_n.labels(tenant, panel, key).set(0 if math.isnan(float(n)) else float(n))
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,47 @@
+"""``GET /v1/calibration?panel=&window_hours=``: every metric per key, all time and the window."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+
+from judgefuse.service.calibration_store import calibration_report
+from judgefuse.service.deps import GatewayDep, SettingsDep, TenantDep
+
+router = APIRouter(prefix="/v1", tags=["calibration"])
+
+
+@router.get("/calibration")
+async def calibration(
+    tenant: TenantDep,
+    gateway: GatewayDep,
+    settings: SettingsDep,
+    panel: Annotated[str | None, Query(min_length=1, max_length=256)] = None,
+    window_hours: Annotated[int, Query(ge=0, le=24 * 366)] = 24,
+    eps: Annotated[float | None, Query()] = None,
+    n_bins: Annotated[int | None, Query(ge=1, le=1000)] = None,
+) -> dict[str, Any]:
+    """Keys: ``method:<name>:fused``, ``judge:<name>:<mode>``, ``mode:all:<mode>``.
+
+    ``window_hours`` 0 skips the window. Metrics are those of ``metrics_from_fields`` (n,
+    accuracy, ece, adaptive_ce, mce, brier, nll, ice, th_score, macroce, auroc, aurc) plus the
+    reliability bins; invalid votes and undecided verdicts are counted in ``abstained``.
+    """
+    from judgefuse.service.errors import FieldProblem
+
+    runtime = gateway.runtime(panel, field="query.panel")
+    eps = settings.th_eps if eps is None else eps
+    if eps not in (0.05, 0.1, 0.15):
+        raise FieldProblem("query.eps", "must be one of the tracked values 0.05, 0.1, 0.15")
+    n_bins = settings.calibration_bins if n_bins is None else n_bins
+    if 1000 % n_bins:
+        raise FieldProblem("query.n_bins", "must divide 1000")
+    keys = await calibration_report(
+        gateway.storage, tenant, runtime.name, window_hours=window_hours or None,
+        n_bins=n_bins, eps=eps, now=gateway.clock(),
+    )
+    return {
+        "panel": runtime.name, "window_hours": window_hours or None, "eps": eps,
+        "n_bins": n_bins, "keys": keys,
+    }

@@ -1,0 +1,80 @@
+"""``GET /dashboard``: server-rendered (Jinja2, autoescaped) calibration and routing overview.
+
+Shows, for the caller's tenant and every panel: each calibration key's reliability diagram
+(inline SVG from :func:`judgefuse.evaluation.svg.reliability_svg`), n, accuracy, ECE, TH-Score,
+Brier, the current threshold, this process's routing rates, and judge health (valid/invalid
+votes since start). Same authentication as the API. Never shows keys of any kind.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
+from markupsafe import Markup
+
+from judgefuse.evaluation.svg import reliability_svg
+from judgefuse.service.calibration_store import calibration_report
+from judgefuse.service.deps import GatewayDep, MetricsDep, TenantDep
+
+router = APIRouter(tags=["dashboard"])
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+@router.get("/dashboard", response_class=HTMLResponse, include_in_schema=False)
+async def dashboard(
+    request: Request, tenant: TenantDep, gateway: GatewayDep, metrics: MetricsDep
+) -> HTMLResponse:
+    from judgefuse.calibration import ReliabilityBin
+
+    settings = gateway.settings
+    panels = []
+    for name, runtime in gateway.panels.items():
+        keys = await calibration_report(
+            gateway.storage, tenant, name, window_hours=24, n_bins=settings.calibration_bins,
+            eps=settings.th_eps, now=gateway.clock(),
+        )
+        rows = []
+        for entry in keys:
+            metrics_all = entry["all_time"]
+            svg = None
+            if metrics_all is not None:
+                bins = [
+                    ReliabilityBin(b["index"], b["lower"], b["upper"], b["centre"], b["count"],
+                                   float("nan") if b["accuracy"] is None else b["accuracy"],
+                                   float("nan") if b["mean_confidence"] is None
+                                   else b["mean_confidence"])
+                    for b in metrics_all["reliability"]
+                ]
+                # reliability_svg escapes every text it writes
+                svg = Markup(reliability_svg(bins, title=entry["key"]))  # noqa: S704
+            rows.append({"entry": entry, "m": metrics_all, "w": entry["window"], "svg": svg})
+        threshold = await gateway.threshold(tenant, name)
+        active_method, model_version = await gateway.active_method(tenant, runtime)
+        routes = metrics.route_counts.get((tenant, name), {"auto_accept": 0, "human_review": 0})
+        total = sum(routes.values())
+        health = [
+            {"judge": judge.name, **metrics.judge_health.get((name, judge.name),
+                                                             {"valid": 0, "invalid": 0})}
+            for judge in runtime.panel.judges
+        ]
+        panels.append({
+            "name": name, "rows": rows, "threshold": threshold, "active_method": active_method,
+            "model_version": model_version, "routes": routes, "routes_total": total,
+            "auto_rate": routes.get("auto_accept", 0) / total if total else None,
+            "health": health,
+        })
+    html = request.app.state.templates.get_template("dashboard.html.j2").render(
+        tenant=tenant, panels=panels, fmt=_fmt, eps=settings.th_eps,
+        generated=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(gateway.clock())),
+    )
+    return HTMLResponse(html)

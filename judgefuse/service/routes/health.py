@@ -1,0 +1,24 @@
+"""``GET /healthz`` (the process answers) and ``GET /readyz`` (storage answers, panels started)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/healthz")
+async def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@router.get("/readyz")
+async def readyz(request: Request) -> JSONResponse:
+    state = request.app.state
+    gateway = getattr(state, "gateway", None)
+    storage_ok = gateway is not None and await gateway.storage.ping()
+    panels = getattr(state, "panels_started", {})
+    ready = storage_ok and bool(panels) and all(panels.values())
+    body = {"status": "ready" if ready else "not ready", "storage": storage_ok, "panels": panels}
+    return JSONResponse(body, status_code=200 if ready else 503)

@@ -1,0 +1,23 @@
+"""``POST /v1/judge`` (one pair) and ``POST /v1/judge/batch`` (bounded; per-item status)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.responses import Response
+
+from judgefuse.service.deps import GatewayDep, TenantDep, json_response
+from judgefuse.service.schemas import BatchRequest, BatchResponse, JudgeRequest, VerdictOut
+
+router = APIRouter(prefix="/v1", tags=["judge"])
+
+
+@router.post("/judge", response_model=VerdictOut)
+async def judge(body: JudgeRequest, tenant: TenantDep, gateway: GatewayDep) -> Response:
+    """Judge one pair: every judge concurrently, fused, routed, stored."""
+    return json_response(await gateway.judge(tenant, body))
+
+
+@router.post("/judge/batch", response_model=BatchResponse)
+async def judge_batch(body: BatchRequest, tenant: TenantDep, gateway: GatewayDep) -> Response:
+    """Judge up to ``max_batch_items`` pairs concurrently; each result carries its own status."""
+    return json_response(await gateway.judge_batch(tenant, body.items))

@@ -1,0 +1,170 @@
+"""Request and response bodies of the HTTP API (pydantic; no FastAPI import, the gateway uses them).
+
+Length limits that depend on settings (question/answer length, batch size) are checked by the
+gateway against :class:`~judgefuse.service.settings.Settings` and reported as 422 / 413 naming
+the field; the static limits here are hard ceilings.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from judgefuse.fusion.verdict import Verdict
+from judgefuse.judges.types import JudgeVote, Letter
+
+Route = Literal["auto_accept", "human_review"]
+
+
+class JudgeRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+
+    question: str
+    answer_a: str
+    answer_b: str
+    id: str | None = Field(default=None, min_length=1, max_length=256, pattern=r"^[^\s/]+$")
+    label: Letter | None = None
+    """Ground truth known at request time: stored as feedback right away."""
+    category: str | None = Field(default=None, max_length=256)
+    panel: str | None = Field(default=None, min_length=1, max_length=256)
+    method: str | None = Field(default=None, min_length=1, max_length=256)
+    """A fusion method name; default: the panel's active method (learned once promoted)."""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class BatchRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+
+    items: list[JudgeRequest] = Field(min_length=1)
+
+
+class VoteOut(BaseModel):
+    """One judge's vote as returned: no raw provider text, no request details."""
+
+    judge: str
+    mode: str
+    choice: Letter | None
+    confidence: float | None
+    p_a: float | None
+    explanation: str = ""
+    error: str | None = None
+    latency_s: float = 0.0
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    notes: list[str] = Field(default_factory=list)
+
+    @classmethod
+    def of(cls, vote: JudgeVote) -> VoteOut:
+        # the vote is already validated: construct without validating again
+        return cls.model_construct(
+            judge=vote.judge, mode=vote.mode, choice=vote.choice, confidence=vote.confidence,
+            p_a=vote.p_a, explanation=vote.explanation, error=vote.error,
+            latency_s=vote.latency_s, calls=vote.calls, prompt_tokens=vote.prompt_tokens,
+            completion_tokens=vote.completion_tokens, cost_usd=vote.cost_usd, notes=vote.notes,
+        )
+
+
+class FailedJudge(BaseModel):
+    judge: str
+    reason: str
+
+
+class ThresholdUsed(BaseModel):
+    value: float | None
+    version: int | None
+    method: str | None = None
+    reason: str
+
+
+class LabelResult(BaseModel):
+    verdict_id: str
+    status: Literal["labelled", "relabelled", "unchanged"]
+    label: Letter
+    previous: Letter | None = None
+    keys_updated: list[str] = Field(default_factory=list)
+
+
+class VerdictOut(BaseModel):
+    id: str
+    panel: str
+    choice: Letter | None
+    confidence: float
+    p_a: float
+    route: Route
+    threshold: ThresholdUsed
+    method: str
+    model_version: str | None
+    degraded: bool
+    failed_judges: list[FailedJudge]
+    votes: list[VoteOut]
+    n_valid: int
+    n_invalid: int
+    tie_broken: bool = False
+    notes: list[str] = Field(default_factory=list)
+    timings: dict[str, float] = Field(default_factory=dict)
+    created_at: float
+    label: Letter | None = None
+    labelled_at: float | None = None
+    feedback: LabelResult | None = None
+    category: str | None = None
+
+    @classmethod
+    def of(
+        cls, verdict: Verdict, *, panel: str, threshold: ThresholdUsed, created_at: float,
+        label: Letter | None = None, labelled_at: float | None = None,
+        feedback: LabelResult | None = None, category: str | None = None,
+    ) -> VerdictOut:
+        return cls.model_construct(
+            id=verdict.id or "", panel=panel, choice=verdict.choice,
+            confidence=verdict.confidence, p_a=verdict.p_a,
+            route=verdict.route or "human_review", threshold=threshold, method=verdict.method,
+            model_version=verdict.model_version, degraded=verdict.degraded,
+            failed_judges=[
+                FailedJudge.model_construct(judge=v.judge, reason=v.error or "no usable vote")
+                for v in verdict.votes if not v.valid
+            ],
+            votes=[VoteOut.of(v) for v in verdict.votes], n_valid=verdict.n_valid,
+            n_invalid=verdict.n_invalid, tie_broken=verdict.tie_broken, notes=verdict.notes,
+            timings=verdict.timings, created_at=created_at, label=label,
+            labelled_at=labelled_at, feedback=feedback, category=category,
+        )
+
+
+class BatchResult(BaseModel):
+    index: int
+    status: int
+    verdict: VerdictOut | None = None
+    error: dict[str, Any] | None = None
+
+
+class BatchResponse(BaseModel):
+    results: list[BatchResult]
+    n_ok: int
+    n_failed: int
+
+
+class FeedbackRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+
+    verdict_id: str = Field(min_length=1, max_length=256)
+    label: Letter
+
+
+class TuneRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+
+    panel: str | None = Field(default=None, min_length=1, max_length=256)
+    target_precision: float = Field(gt=0.0, lt=1.0)
+    delta: float = Field(default=0.1, gt=0.0, lt=1.0)
+    min_count: int = Field(default=30, ge=1, le=1_000_000)
+    method: str | None = Field(default=None, min_length=1, max_length=256)
+    """Tune for this method's confidence (default: the panel's active method)."""
+
+
+class RefitRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+
+    panel: str | None = Field(default=None, min_length=1, max_length=256)

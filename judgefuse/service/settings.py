@@ -1,0 +1,205 @@
+"""The service's settings: one ``Settings(BaseSettings)``, validated when the app starts.
+
+Sources, highest priority first: keyword arguments, environment variables (prefix
+``JUDGEFUSE_``; dicts and lists as JSON, e.g. ``JUDGEFUSE_API_KEYS='{"tenant-a": "<sha256>"}'``),
+then an optional YAML file (``judgefuse serve --config FILE`` / :func:`load_settings`).
+
+Tenant API keys are stored as SHA-256 hex digests only (``python -c "import hashlib;
+print(hashlib.sha256(b'my-key').hexdigest())"``); the service never holds a plain key.
+With no key configured the service runs **open**: every request is tenant ``default`` and a
+warning is logged at start (the single-curl demo). ``auth_disabled=True`` forces that mode.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    YamlConfigSettingsSource,
+)
+
+__all__ = ["DEFAULT_TENANT", "Settings", "SettingsError", "load_settings"]
+
+DEFAULT_TENANT = "default"
+_TENANT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
+_SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+
+
+class SettingsError(ValueError):
+    """Settings that cannot be used (the message names the field)."""
+
+
+class Settings(BaseSettings):
+    """Everything the gateway reads at start; see the module docstring for the sources."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="JUDGEFUSE_", extra="forbid", hide_input_in_errors=True, validate_default=True
+    )
+
+    storage_url: str = "sqlite:///./judgefuse.sqlite3"
+    """``sqlite:///path`` (embedded default), ``redis://host:port/db`` (shared by replicas)."""
+    sqlite_synchronous: Literal["FULL", "NORMAL"] = "FULL"
+    """SQLite durability: FULL (default) survives power loss; NORMAL survives a process kill
+    and is much faster on slow disks (one fsync per checkpoint instead of per verdict)."""
+    panels: list[Path] = Field(default_factory=list)
+    """Panel YAML files; empty: judgefuse's packaged default panel (local SmolLM2)."""
+    default_panel: str | None = None
+    """The panel used when a request names none (default: the first panel)."""
+    fusion_method: str | None = None
+    """The voting method used until a learned model is promoted (default: each panel's own)."""
+
+    api_keys: dict[str, str] = Field(default_factory=dict)
+    """tenant -> SHA-256 hex digest of its API key."""
+    auth_disabled: bool = False
+    """Dev mode: no authentication, every request is tenant ``default``."""
+    cors_origins: list[str] = Field(default_factory=list)
+    """Origins allowed by CORS; empty (default): no CORS headers at all."""
+
+    max_body_bytes: int = Field(default=1 << 20, ge=1024)
+    max_text_chars: int = Field(default=100_000, ge=1)
+    """Longest question / answer accepted (characters)."""
+    max_batch_items: int = Field(default=64, ge=1, le=10_000)
+    store_items: bool = True
+    """Store question and answers with each verdict (False: only the verdict and votes)."""
+
+    refit_every_labels: int = Field(default=100, ge=0)
+    """Refit learned fusion in the background after this many new labels (0: only on request)."""
+    min_labels_for_refit: int = Field(default=50, ge=10)
+    refit_max_labels: int = Field(default=20_000, ge=10)
+    """Most recent labels a refit reads."""
+    refit_folds: int = Field(default=5, ge=2, le=20)
+
+    calibration_bins: int = Field(default=10, ge=1)
+    th_eps: float = 0.1
+    state_ttl_s: float = Field(default=2.0, ge=0.0)
+    """How long a replica trusts its cached threshold/model before re-reading storage."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=0, le=65535)
+    log_level: str = "info"
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        if settings_cls.model_config.get("yaml_file"):
+            sources.append(YamlConfigSettingsSource(settings_cls))
+        return tuple(sources)
+
+    @field_validator("api_keys")
+    @classmethod
+    def _check_keys(cls, value: dict[str, str]) -> dict[str, str]:
+        out = {}
+        for tenant, digest in value.items():
+            if not _TENANT_RE.match(tenant):
+                raise ValueError(
+                    f"tenant name {tenant!r} must be 1-128 letters, digits, '_', '.', '-'"
+                )
+            normal = digest.strip().lower()
+            if not _SHA256_RE.match(normal):
+                # never echo the value: it may be a plain key pasted by mistake
+                raise ValueError(
+                    f"the key of tenant {tenant!r} must be a SHA-256 hex digest (64 hex "
+                    "characters), not the key itself"
+                )
+            out[tenant] = normal
+        digests = list(out.values())
+        if len(set(digests)) != len(digests):
+            raise ValueError("two tenants share one API key digest")
+        return out
+
+    @field_validator("storage_url")
+    @classmethod
+    def _check_storage(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("storage_url is empty")
+        if "://" in value and not value.startswith(
+            ("sqlite:///", "redis://", "rediss://", "unix://")
+        ):
+            raise ValueError("storage_url must be sqlite:///path, redis://, rediss:// or unix://")
+        return value
+
+    @field_validator("panels")
+    @classmethod
+    def _check_panels(cls, value: list[Path]) -> list[Path]:
+        for path in value:
+            if not path.is_file():
+                raise ValueError(f"panel file {path} does not exist")
+        return value
+
+    @field_validator("th_eps")
+    @classmethod
+    def _check_eps(cls, value: float) -> float:
+        if value not in (0.05, 0.1, 0.15):
+            raise ValueError("th_eps must be one of the tracked values 0.05, 0.1, 0.15")
+        return value
+
+    @field_validator("calibration_bins")
+    @classmethod
+    def _check_bins(cls, value: int) -> int:
+        if 1000 % value:
+            raise ValueError("calibration_bins must divide 1000 (the accumulator's fine bins)")
+        return value
+
+    @field_validator("log_level")
+    @classmethod
+    def _check_level(cls, value: str) -> str:
+        if value.lower() not in ("critical", "error", "warning", "info", "debug"):
+            raise ValueError("log_level must be critical, error, warning, info or debug")
+        return value.lower()
+
+    @model_validator(mode="after")
+    def _check_all(self) -> Settings:
+        if self.fusion_method is not None:
+            from judgefuse.fusion import available_methods
+
+            base = self.fusion_method.partition("+")[0]
+            if base not in available_methods():
+                raise ValueError(
+                    f"fusion_method {self.fusion_method!r} is not a registered method "
+                    f"({', '.join(available_methods())})"
+                )
+        return self
+
+    @property
+    def open_mode(self) -> bool:
+        """True when requests are not authenticated (tenant ``default``)."""
+        return self.auth_disabled or not self.api_keys
+
+
+def load_settings(config_file: str | Path | None = None, **overrides: Any) -> Settings:
+    """Settings from keyword overrides, the environment and (optionally) a YAML file.
+
+    Raises :class:`SettingsError` naming the field (and the file) on a bad value.
+    """
+    from pydantic import ValidationError
+
+    cls: type[Settings] = Settings
+    if config_file is not None:
+        path = Path(config_file)
+        if not path.is_file():
+            raise SettingsError(f"config file {path} does not exist")
+        cls = type(
+            "FileSettings", (Settings,), {"model_config": {**Settings.model_config, "yaml_file": path}}
+        )
+    try:
+        return cls(**overrides)
+    except ValidationError as exc:
+        where = f"{config_file}: " if config_file is not None else ""
+        lines = [
+            f"{where}{'.'.join(str(p) for p in err['loc']) or '(settings)'}: {err['msg']}"
+            for err in exc.errors(include_url=False, include_input=False)
+        ]
+        raise SettingsError("invalid settings:\n" + "\n".join(lines)) from None

@@ -1,0 +1,182 @@
+"""Shared helpers for the app tests (no tests here): a scripted judge panel on the OpenAI stub,
+an app with its lifespan running, an httpx client over ASGI, and a real uvicorn server.
+
+``tests/judges/openai_stub.py`` is loaded by path (the suite runs with ``--import-mode=importlib``,
+test folders are not packages); its ``StubServer`` class is reused, not copied. Test modules
+load this file the same way (:func:`load_support`) and re-export the fixtures they use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import importlib.util
+import json
+import socket
+import sys
+import textwrap
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import httpx
+import pytest
+
+from judgefuse.service.app import create_app
+from judgefuse.service.settings import Settings
+from judgefuse.service.storage import Storage
+
+TESTS = Path(__file__).resolve().parents[1]
+PLANTED = "sk-test-PLANTED-KEY-123"
+PLANTED_ENV = "JF_TEST_PROVIDER_KEY"
+TENANT_KEYS = {"tenant-a": "key-for-tenant-a-0001", "tenant-b": "key-for-tenant-b-0002"}
+JUDGES = ("j1", "j2", "j3")
+
+
+def _load(name: str, path: Path) -> ModuleType:
+    loaded = sys.modules.get(name)
+    if loaded is not None:
+        return loaded
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise RuntimeError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+stub_module = _load("judgefuse_tests_openai_stub", TESTS / "judges" / "openai_stub.py")
+
+
+def load_support() -> ModuleType:
+    return _load("judgefuse_tests_app_support", Path(__file__))
+
+
+def sc_text(choice: str, confidence: int) -> str:
+    return json.dumps({
+        "selected_output": f"Output ({choice.lower()})",
+        "confidence_score": confidence,
+        "explanation": f"{choice} looks better",
+    })
+
+
+def auth(tenant: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {TENANT_KEYS[tenant]}"}
+
+
+@dataclass
+class Script:
+    """What each judge answers: a fixed (choice, confidence), an action, or a function of the
+    question text. Keyed by the wire model name (= judge name here)."""
+
+    fixed: dict[str, Any] = field(default_factory=dict)
+    by_question: Callable[[str, str], Any] | None = None
+
+    def set(self, judge: str, choice: str | None = None, confidence: int = 80, *,
+            action: Any = None) -> None:
+        self.fixed[judge] = action if action is not None else (choice, confidence)
+
+    def handler(self, body: dict[str, Any]) -> Any:
+        model = body.get("model", "")
+        text = " ".join(str(m.get("content", "")) for m in body.get("messages", []))
+        if self.by_question is not None:
+            result = self.by_question(model, text)
+            if result is not None:
+                return self._action(result)
+        return self._action(self.fixed.get(model, ("A", 80)))
+
+    def _action(self, value: Any) -> Any:
+        if isinstance(value, tuple):
+            choice, confidence = value
+            return stub_module.Reply(texts=sc_text(choice, confidence))
+        return value
+
+
+def panel_yaml(tmp_path: Path, url: str, *, judges: tuple[str, ...] = JUDGES, quorum: int = 2,
+               name: str = "main", fusion: str = "majority", timeout_s: float = 3.0) -> Path:
+    entries = "".join(textwrap.dedent(f"""\
+          - name: {j}
+            model: openai/{j}
+            backend: direct
+            api_base: {url}
+            api_key_env: {PLANTED_ENV}
+            mode: sc
+            timeout_s: {timeout_s}
+            retries: {{attempts: 1, base_delay_s: 0, max_delay_s: 0}}
+        """) for j in judges)
+    text = f"name: {name}\nfusion: {fusion}\nquorum: {quorum}\ndeadline_s: 10\njudges:\n" + textwrap.indent(entries, "  ")
+    path = tmp_path / f"panel-{name}.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def make_settings(tmp_path: Path, panels: list[Path], **overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "storage_url": f"sqlite:///{tmp_path / 'unused.sqlite3'}",
+        "panels": panels,
+        "api_keys": {t: hashlib.sha256(k.encode()).hexdigest() for t, k in TENANT_KEYS.items()},
+        "refit_every_labels": 0,
+        "state_ttl_s": 0.0,
+    }
+    values.update(overrides)
+    return Settings(**values)
+
+
+@contextlib.asynccontextmanager
+async def running_app(settings: Settings, storage: Storage | None = None,
+                      environ: dict[str, str] | None = None) -> AsyncIterator[tuple[Any, httpx.AsyncClient]]:
+    """The app with its lifespan running and an httpx client over ASGI."""
+    env = {PLANTED_ENV: PLANTED} if environ is None else environ
+    app = create_app(settings, storage=storage, environ=env)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+            yield app, client
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.asynccontextmanager
+async def uvicorn_server(app: Any) -> AsyncIterator[str]:
+    """Serve ``app`` with uvicorn on a free loopback port (in this event loop)."""
+    import uvicorn
+
+    port = free_port()
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    for _ in range(500):
+        if server.started:
+            break
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.01)
+    else:
+        raise RuntimeError("uvicorn did not start")
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, timeout=10)
+
+
+# ------------------------------------------------------------------------------- fixtures
+@pytest.fixture
+async def stub() -> AsyncIterator[tuple[Any, Script]]:
+    """A running stub OpenAI server scripted per judge; (server, script)."""
+    server = await stub_module.StubServer().start()
+    script = Script()
+    server.handler = script.handler
+    server.require_key = PLANTED
+    try:
+        yield server, script
+    finally:
+        await server.stop()
