@@ -1,0 +1,194 @@
+"""Two gateway replicas sharing one real Redis (DESIGN.md "Scale", deploy/README.md "Scaling").
+
+Two ``judgefuse serve`` processes on different ports, the same ``redis://`` storage URL and the
+same panel, Redis started with the compose file's flags (AOF everysec, noeviction), a small
+``JUDGEFUSE_STATE_TTL_S``. The test proves, and prints the numbers quoted in deploy/README.md:
+
+* verdicts judged on replica 1 and labelled through replica 2 are each counted once in replica
+  1's ``GET /v1/calibration`` (and both replicas report the same counts);
+* the same label of one verdict sent concurrently to both replicas (twice each) counts once:
+  one ``labelled``, the rest ``unchanged``; opposite labels sent concurrently to the two
+  replicas end as one label counted once (one ``labelled``, one ``relabelled``);
+* the stored accumulators equal a recount from the stored labelled records;
+* a threshold tuned through replica 2 routes replica 1's verdicts within the state TTL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import aiohttp
+
+
+def _crash_support() -> ModuleType:
+    name = "judgefuse_tests_crash_support"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("test_crash.py"))
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+C = _crash_support()
+STATE_TTL_S = 1.0
+N_CROSS = 60  # judged on replica 1, labelled on replica 2
+N_SAME = 30  # the same label sent twice to each replica at once
+N_OPPOSITE = 20  # label A to replica 1 and B to replica 2 at once
+
+
+async def _json(session: aiohttp.ClientSession, method: str, url: str, body: Any = None, **kwargs: Any) -> Any:
+    async with session.request(method, url, json=body, **kwargs) as r:
+        data = await r.json(content_type=None)
+        assert r.status == 200, (method, url, r.status, data)
+        return data
+
+
+async def test_two_replicas_share_labels_calibration_and_thresholds(tmp_path):
+    from judgefuse.service.storage.redis import RedisStorage
+
+    redis, port = await C.start_redis(
+        tmp_path / "redis",
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "everysec",
+        "--maxmemory-policy",
+        "noeviction",
+    )
+    stub, stub_url = await C.start_stub(tmp_path, delay_s=0.01)
+    with C.killing(redis, stub) as procs:
+        storage_url = f"redis://127.0.0.1:{port}/0"
+        panel = C.write_panel(tmp_path, stub_url)
+        started = await asyncio.gather(
+            *(
+                C.start_gateway(tmp_path, f"replica-{i}", storage_url, panel, JUDGEFUSE_STATE_TTL_S=str(STATE_TTL_S))
+                for i in (1, 2)
+            ),
+            return_exceptions=True,
+        )
+        procs.extend(g for g in started if isinstance(g, C.Gateway))
+        for g in started:
+            if isinstance(g, BaseException):
+                raise g
+        one, two = started
+        assert one.url != two.url
+        sem = asyncio.Semaphore(12)
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
+
+            async def judge(base: str, i: int, tag: str) -> dict[str, Any]:
+                async with sem:
+                    return await _json(
+                        session,
+                        "POST",
+                        f"{base}/v1/judge",
+                        {
+                            "question": f"{tag} question {i}",
+                            "answer_a": f"a{i}",
+                            "answer_b": f"b{i}",
+                        },
+                    )
+
+            async def label(base: str, vid: str, letter: str) -> str:
+                async with sem:
+                    data = await _json(session, "POST", f"{base}/v1/feedback", {"verdict_id": vid, "label": letter})
+                return data["status"]
+
+            async def calibration(base: str) -> dict[str, int]:
+                body = await _json(session, "GET", f"{base}/v1/calibration", params={"window_hours": "0"})
+                return {e["key"]: e["all_time"]["n"] for e in body["keys"] if e["all_time"] is not None}
+
+            # -- 1. judged on replica 1, labelled (with the verdict's own choice) on replica 2
+            verdicts = await asyncio.gather(*(judge(one.url, i, "cross") for i in range(N_CROSS)))
+            assert all(v["route"] == "human_review" and v["threshold"]["version"] is None for v in verdicts)
+            statuses = await asyncio.gather(*(label(two.url, v["id"], v["choice"]) for v in verdicts))
+            assert statuses == ["labelled"] * N_CROSS
+            n_one = await calibration(one.url)
+            assert n_one["method:majority:fused"] == N_CROSS, n_one
+            assert n_one["judge:j1:sc"] == n_one["judge:j2:sc"] == N_CROSS, n_one
+            assert await calibration(two.url) == n_one
+            seen = await _json(session, "GET", f"{one.url}/v1/verdicts/{verdicts[0]['id']}")
+            assert seen["label"] == verdicts[0]["choice"]
+
+            # -- 2. the same label, twice to each replica at once: counted once
+            same = await asyncio.gather(*(judge(one.url, i, "same") for i in range(N_SAME)))
+            outcomes = await asyncio.gather(
+                *(
+                    asyncio.gather(*(label(base, v["id"], "A") for base in (one.url, two.url, one.url, two.url)))
+                    for v in same
+                )
+            )
+            for result in outcomes:
+                assert Counter(result) == {"labelled": 1, "unchanged": 3}, result
+            n_after_same = await calibration(one.url)
+            assert n_after_same["method:majority:fused"] == N_CROSS + N_SAME, n_after_same
+
+            # -- 3. opposite labels at once on the two replicas: one label, counted once
+            opposite = await asyncio.gather(*(judge(two.url, i, "opposite") for i in range(N_OPPOSITE)))
+            outcomes = await asyncio.gather(
+                *(asyncio.gather(label(one.url, v["id"], "A"), label(two.url, v["id"], "B")) for v in opposite)
+            )
+            for result in outcomes:
+                assert sorted(result) == ["labelled", "relabelled"], result
+            n_labelled = N_CROSS + N_SAME + N_OPPOSITE
+            n_final = await calibration(one.url)
+            assert n_final["method:majority:fused"] == n_labelled, n_final
+            assert await calibration(two.url) == n_final
+            storage = RedisStorage(storage_url)
+            await storage.open()
+            try:
+                counted = await C.recount(storage)
+            finally:
+                await storage.close()
+            assert counted.labelled_records == n_labelled
+            assert not counted.mismatches, counted.mismatches[:10]
+
+            # -- 4. a threshold tuned through replica 2 routes replica 1's verdicts within the TTL
+            await judge(one.url, 0, "warm")  # replica 1 has read (and cached) "no threshold"
+            tuned = await _json(
+                session,
+                "POST",
+                f"{two.url}/v1/thresholds/tune",
+                {"target_precision": 0.5, "delta": 0.1, "min_count": 10},
+            )
+            tuned_at = time.monotonic()
+            assert tuned["stored"] is True and tuned["threshold"] is not None, tuned
+            version, value = tuned["version"], tuned["threshold"]
+            lag = None
+            polls = 0
+            while time.monotonic() - tuned_at <= STATE_TTL_S + 0.05:
+                polls += 1
+                v = await judge(one.url, polls, "poll")
+                if v["threshold"]["version"] == version:
+                    lag = time.monotonic() - tuned_at
+                    break
+                assert v["threshold"]["version"] is None and v["route"] == "human_review", v
+                await asyncio.sleep(0.1)
+            await asyncio.sleep(max(0.0, tuned_at + STATE_TTL_S + 0.05 - time.monotonic()))
+            after = await judge(one.url, 0, "after-ttl")  # the TTL has passed: must use it
+            assert after["threshold"]["version"] == version, after["threshold"]
+            assert after["threshold"]["value"] == value
+            assert after["route"] == ("auto_accept" if after["confidence"] >= value else "human_review")
+            listed = await _json(session, "GET", f"{one.url}/v1/thresholds")
+            assert listed["current"]["version"] == version
+
+    line = (
+        f"two gateway processes sharing one Redis (AOF everysec) on this machine: {N_CROSS} verdicts "
+        f"judged on replica 1 and labelled on replica 2 all counted once in replica 1's calibration "
+        f"(n={n_one['method:majority:fused']}); {N_SAME} verdicts each labelled 4 times at once "
+        f"(twice per replica) counted once each; {N_OPPOSITE} verdicts labelled A on one replica and B "
+        f"on the other at once ended with one label each; accumulators equal a recount of the "
+        f"{counted.labelled_records} labelled records ({counted.fields} integer fields, "
+        f"{len(counted.mismatches)} mismatches); a threshold tuned on replica 2 (version {version}, "
+        f"{value:.4f}) routed replica 1's verdicts after {lag if lag is None else round(lag, 2)} s "
+        f"(state TTL {STATE_TTL_S} s)"
+    )
+    print(line)
