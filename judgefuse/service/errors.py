@@ -176,6 +176,15 @@ def install_handlers(app: FastAPI) -> None:
         if exc.status_code == 405:
             message = f"method {request.method} not allowed on {request.url.path}"
         fields = [("body", message)] if exc.status_code == 413 else []
+        if exc.status_code == 400 and message == "There was an error parsing the body":
+            # FastAPI's answer when json.loads fails other than JSONDecodeError (RecursionError on
+            # deeply nested arrays, ...): say what was wrong, in the usual shape
+            return JSONResponse(
+                error_body("invalid request: body: the body could not be parsed as JSON "
+                           "(nested too deeply?)",
+                           [("body", "could not be parsed as JSON (nested too deeply?)")]),
+                status_code=422,
+            )
         return JSONResponse(error_body(message, fields), status_code=exc.status_code,
                             headers=getattr(exc, "headers", None))
 

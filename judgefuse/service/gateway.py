@@ -17,18 +17,40 @@ no threshold tuned, or a "review everything" record, the verdict goes to ``human
 
 Thresholds and models are cached per (tenant, panel) for ``state_ttl_s`` (a write through this
 gateway updates its cache at once; other replicas see it within the TTL).
+
+Cascade panels (``cascade:`` in the panel YAML, :mod:`judgefuse.fusion.cascade`): a request
+that names no ``method`` walks the cascade (:func:`~judgefuse.fusion.cascade.run_cascade_async`):
+each stage asks only the judges it adds (concurrently, through the panel's own judges, within
+what is left of the panel's ``deadline_s`` for the whole walk), and accepts when its
+confidence clears its threshold. The cascade routes the verdict itself: a stage that accepts
+-> ``auto_accept`` under the cascade's guarantee (the stage thresholds were tuned offline with
+``judgefuse tune --cascade`` on labelled data, fixed-sequence Clopper-Pearson per stage, and
+pasted into the YAML); no stage accepts -> ``human_review`` (the last stage's verdict is the
+suggestion), or with ``cascade_fallback: panel`` the full panel decides at
+``cascade_panel_threshold``. The stored per-(tenant, panel) threshold is not used for cascade
+verdicts, and cascade thresholds are not re-tuned live from the store (``POST
+/v1/thresholds/tune`` on a cascade panel answers 422 unless it names a voting method). The
+response's ``cascade`` says which stage decided; its ``votes`` and ``cost`` are those of the
+judges consulted. Quorum: a cascade accepts on its stages' own votes; the request fails (503)
+only when no consulted judge gave a usable vote. A request naming a ``method`` bypasses the
+cascade: every judge, fused with that method, routed by the stored threshold.
+
+Cost: a verdict's ``cost`` (calls, tokens, USD) is the sum over its votes; /metrics and the
+dashboard carry the same per judge and per panel (:mod:`judgefuse.service.metrics`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from judgefuse.fusion.cascade import CascadeDecision, run_cascade_async
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote, Letter, PairwiseItem
 from judgefuse.service.calibration_store import label_increments
@@ -40,6 +62,8 @@ from judgefuse.service.routing import route_verdict
 from judgefuse.service.schemas import (
     BatchResponse,
     BatchResult,
+    CascadeOut,
+    CostOut,
     JudgeRequest,
     LabelResult,
     ThresholdUsed,
@@ -57,7 +81,11 @@ from judgefuse.service.storage import (
     VerdictRecord,
 )
 
-__all__ = ["Gateway", "PanelRuntime", "route_verdict"]
+if TYPE_CHECKING:
+    from judgefuse.judges.judge import Judge
+    from judgefuse.judges.panel import Panel
+
+__all__ = ["Gateway", "PanelRuntime", "judge_subset", "route_verdict"]
 
 log = logging.getLogger("judgefuse.service")
 
@@ -138,6 +166,8 @@ class Gateway:
 
     async def active_method(self, tenant: str, runtime: PanelRuntime) -> tuple[str, str | None]:
         """(method name, model version) new verdicts of (tenant, panel) get by default."""
+        if runtime.cascade is not None:
+            return "cascade", None
         model = await self.model(tenant, runtime.name)
         if model is not None:
             return "stacked", model[1].model_version
@@ -152,6 +182,12 @@ class Gateway:
                 raise FieldProblem(
                     f"{prefix}.{name}", f"too long: {len(value)} characters, at most {limit}"
                 )
+        for name in ("question", "answer_a", "answer_b", "id", "category", "panel", "method"):
+            value = getattr(request, name)
+            if value is not None and not _encodable(value):
+                raise FieldProblem(f"{prefix}.{name}", "not valid Unicode text (a lone surrogate?)")
+        if request.metadata and not _encodable(json.dumps(request.metadata, ensure_ascii=False)):
+            raise FieldProblem(f"{prefix}.metadata", "not valid Unicode text (a lone surrogate?)")
         if not request.question.strip() and not (request.answer_a.strip() or request.answer_b.strip()):
             raise FieldProblem(f"{prefix}.question", "question and both answers are empty")
 
@@ -184,24 +220,46 @@ class Gateway:
         if request.method is not None and request.method != "stacked":
             runtime.method(request.method, field=f"{prefix}.method")  # 422 before any judge call
         verdict_id = request.id or uuid.uuid4().hex
-        if request.id is not None and await self.storage.get_verdict(tenant, request.id) is not None:
-            raise Conflict(f"verdict id {request.id!r} is already used", fields=[(f"{prefix}.id", "already used")])
+        if request.id is not None:
+            existing = await self.storage.get_verdict(tenant, request.id)
+            if existing is not None:
+                return await self._replay(tenant, existing, request, runtime.name, prefix)
         item = PairwiseItem(
             id=verdict_id, question=request.question, answer_a=request.answer_a,
             answer_b=request.answer_b, category=request.category, metadata=request.metadata,
         )
-        votes = await runtime.panel.judge(item)
-        judged = time.perf_counter()
-        if not runtime.panel.quorum_met(votes):
-            self.metrics.quorum_lost.labels(runtime.name).inc()
-            self.metrics.observe_votes(runtime.name, votes)
-            raise QuorumLost(runtime.name, votes, runtime.panel.config.quorum_count())
-        verdict = await self._fuse(tenant, runtime, request, item, votes)
-        fused = time.perf_counter()
-        threshold = await self.threshold(tenant, runtime.name)
-        route, used = route_verdict(verdict, threshold, panel=runtime.name)
+        cascade_out: CascadeOut | None = None
+        cascade_stage: str | None = None
+        if runtime.cascade is not None and request.method is None:
+            decision, slowest = await self._walk_cascade(runtime, item)
+            votes = list(decision.verdict.votes)
+            judged = fused = time.perf_counter()
+            if not any(v.valid for v in votes):
+                self.metrics.quorum_lost.labels(runtime.name).inc()
+                self.metrics.observe_votes(runtime.name, votes)
+                raise QuorumLost(runtime.name, votes, 1)
+            verdict = decision.verdict
+            route, used = _cascade_route(runtime, decision)
+            stages = runtime.cascade.all_stages()
+            cascade_out = CascadeOut.of(
+                decision, stages=len(stages), names=[st.name for st in stages],
+                fallback=runtime.cascade.fallback,
+            )
+            cascade_stage = ("review" if decision.stage is None
+                             else f"{decision.stage + 1}:{stages[decision.stage].name}")
+        else:
+            votes = await runtime.panel.judge(item)
+            judged = time.perf_counter()
+            if not runtime.panel.quorum_met(votes):
+                self.metrics.quorum_lost.labels(runtime.name).inc()
+                self.metrics.observe_votes(runtime.name, votes)
+                raise QuorumLost(runtime.name, votes, runtime.panel.config.quorum_count())
+            verdict = await self._fuse(tenant, runtime, request, item, votes)
+            fused = time.perf_counter()
+            threshold = await self.threshold(tenant, runtime.name)
+            route, used = route_verdict(verdict, threshold, panel=runtime.name)
+            slowest = max((v.latency_s for v in votes), default=0.0)
         created_at = self.clock()
-        slowest = max((v.latency_s for v in votes), default=0.0)
         verdict = verdict.model_copy(update={
             "id": verdict_id, "route": route, "threshold": used.value,
             "degraded": any(not v.valid for v in votes),
@@ -229,12 +287,58 @@ class Gateway:
         verdict.timings["total_s"] = total
         verdict.timings["overhead_s"] = max(0.0, total - slowest)
         self.metrics.observe_votes(runtime.name, votes)
-        self.metrics.observe_verdict(tenant, runtime.name, verdict)
+        self.metrics.observe_verdict(tenant, runtime.name, verdict, cascade_stage)
         self.metrics.overhead.observe(verdict.timings["overhead_s"])
         return VerdictOut.of(
             verdict, panel=runtime.name, threshold=used, created_at=created_at, label=label,
             labelled_at=labelled_at, feedback=feedback, category=request.category,
+            cascade=cascade_out,
         )
+
+    async def _replay(
+        self, tenant: str, existing: VerdictRecord, request: JudgeRequest, panel: str, prefix: str
+    ) -> VerdictOut:
+        """A client retrying a request whose verdict was stored but not acknowledged (a timeout,
+        a crash between the save and the reply) gets the stored verdict, with its inline label
+        applied (idempotently), and no judge is called twice. The same id for a different
+        item, panel, or an item not stored (``store_items=False``) is a 409."""
+        item = existing.item
+        same = (
+            item is not None
+            and existing.panel == panel
+            and (item.question, item.answer_a, item.answer_b)
+            == (request.question, request.answer_a, request.answer_b)
+        )
+        if not same:
+            raise Conflict(f"verdict id {existing.id!r} is already used", fields=[(f"{prefix}.id", "already used")])
+        if request.label is not None:
+            await self._label(tenant, existing.id, request.label)
+        return await self.get_verdict(tenant, existing.id)
+
+    async def _walk_cascade(
+        self, runtime: PanelRuntime, item: PairwiseItem
+    ) -> tuple[CascadeDecision, float]:
+        """Run the panel's cascade live: each stage asks only the judges it adds, within what
+        is left of the panel deadline. Returns the decision and the judges' share of the wall
+        time (the sum over stages of the slowest vote drawn at that stage)."""
+        assert runtime.cascade is not None
+        panel = runtime.panel
+        judges = {judge.name: judge for judge in panel.judges}
+        deadline_s = panel.config.deadline_s
+        started = time.perf_counter()
+        waited = 0.0
+
+        async def fetch(names: Sequence[str]) -> list[JudgeVote]:
+            nonlocal waited
+            budget = None
+            if deadline_s is not None:
+                budget = max(0.0, deadline_s - (time.perf_counter() - started))
+            votes = await judge_subset(panel, [judges[name] for name in names], item, budget)
+            waited += max((v.latency_s for v in votes), default=0.0)
+            return votes
+
+        decision = await run_cascade_async(runtime.cascade, fetch)
+        return decision, waited
 
     async def judge_batch(self, tenant: str, requests: list[JudgeRequest]) -> BatchResponse:
         limit = self.settings.max_batch_items
@@ -263,9 +367,12 @@ class Gateway:
 
         results = await asyncio.gather(*(one(i, r) for i, r in enumerate(requests)))
         n_ok = sum(1 for r in results if r.status == 200)
-        return BatchResponse(results=list(results), n_ok=n_ok, n_failed=len(results) - n_ok)
+        cost = CostOut.total(r.verdict.cost for r in results if r.verdict is not None)
+        return BatchResponse(results=list(results), n_ok=n_ok, n_failed=len(results) - n_ok,
+                             cost=cost)
 
     async def get_verdict(self, tenant: str, verdict_id: str) -> VerdictOut:
+        _check_verdict_id(tenant, verdict_id)
         record = await self.storage.get_verdict(tenant, verdict_id)
         if record is None:
             raise VerdictNotFound(tenant, verdict_id)
@@ -274,10 +381,16 @@ class Gateway:
             value=verdict.threshold, version=None,
             reason="as routed when the verdict was made",
         )
+        runtime = self.panels.get(record.panel)
+        cascade = runtime.cascade if runtime is not None else None
         return VerdictOut.of(
             verdict, panel=record.panel, threshold=used, created_at=record.created_at,
             label=record.label, labelled_at=record.labelled_at,
             category=record.item.category if record.item else None,
+            cascade=CascadeOut.of_stored(
+                verdict, fallback=cascade.fallback if cascade is not None else None,
+                stages=len(cascade.all_stages()) if cascade is not None else None,
+            ),
         )
 
     # ------------------------------------------------------------------ labels
@@ -290,6 +403,7 @@ class Gateway:
         return outcome
 
     async def feedback(self, tenant: str, verdict_id: str, label: Letter) -> LabelResult:
+        _check_verdict_id(tenant, verdict_id)
         return _label_result(await self._label(tenant, verdict_id, label))
 
     # ------------------------------------------------------------------ thresholds
@@ -309,6 +423,13 @@ class Gateway:
                 runtime.method(method_name)
         else:
             method_name, model_version = await self.active_method(tenant, runtime)
+            if method_name == "cascade":
+                raise FieldProblem(
+                    "body.method",
+                    f"panel {runtime.name!r} serves a cascade: its stage thresholds are tuned "
+                    "offline ('judgefuse tune --cascade') and read from the panel YAML; name a "
+                    "voting method to tune the threshold of requests that bypass the cascade",
+                )
         records = await self.storage.iter_labelled(
             tenant, runtime.name, limit=self.settings.refit_max_labels
         )
@@ -334,6 +455,8 @@ class Gateway:
             how = f"every labelled verdict's votes re-fused with {method_name}"
             method = runtime.method(method_name)
             for r in records:
+                if r.verdict.method == "cascade":
+                    continue  # a cascade verdict holds only the votes of the judges it consulted
                 v = method(r.verdict.votes)
                 confidences.append(v.confidence)
                 correct.append(v.choice == r.label)
@@ -397,6 +520,75 @@ class Gateway:
 
     async def aclose(self) -> None:
         await self.scheduler.aclose()
+
+
+async def judge_subset(
+    panel: Panel, judges: Sequence[Judge], item: PairwiseItem, timeout_s: float | None
+) -> list[JudgeVote]:
+    """The votes of ``judges`` (a subset of ``panel``'s) on ``item``, asked concurrently, with
+    :meth:`Panel.judge`'s deadline rule: a judge still running after ``timeout_s`` is cancelled
+    and gives an invalid ``"deadline exceeded"`` vote; the finished votes are kept."""
+    started = time.perf_counter()
+    tasks = [asyncio.create_task(judge.vote(item), name=f"judge:{judge.name}") for judge in judges]
+    try:
+        done, pending = await asyncio.wait(tasks, timeout=timeout_s)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+    for task in pending:
+        task.cancel()
+    if pending:
+        await asyncio.gather(*pending, return_exceptions=True)
+    votes: list[JudgeVote] = []
+    for judge, task in zip(judges, tasks, strict=True):
+        if task in done:
+            votes.append(task.result())
+        else:
+            votes.append(JudgeVote.invalid(
+                judge.name, judge.config.mode,
+                f"deadline exceeded: the panel deadline of {panel.config.deadline_s:g}s passed",
+                latency_s=time.perf_counter() - started,
+            ))
+    return votes
+
+
+def _encodable(text: str) -> bool:
+    """True when ``text`` can be stored and returned as UTF-8 (JSON lets lone surrogates in)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _check_verdict_id(tenant: str, verdict_id: str) -> None:
+    """An id no verdict can have (empty, over 256 characters, not UTF-8) is simply not found."""
+    if not verdict_id or len(verdict_id) > 256 or not _encodable(verdict_id):
+        shown = verdict_id[:64].encode("utf-8", "replace").decode("utf-8")
+        raise VerdictNotFound(tenant, shown + ("..." if len(verdict_id) > 64 else ""))
+
+
+def _cascade_route(runtime: PanelRuntime, decision: CascadeDecision) -> tuple[str, ThresholdUsed]:
+    """The cascade routes its own verdict: accepted by a stage -> auto_accept, else review."""
+    assert runtime.cascade is not None
+    stages = runtime.cascade.all_stages()
+    verdict = decision.verdict
+    if decision.stage is not None:
+        stage = stages[decision.stage]
+        return "auto_accept", ThresholdUsed(
+            value=stage.threshold, version=None, method="cascade",
+            reason=f"cascade stage {decision.stage + 1}/{len(stages)} ({stage.name}) accepted: "
+                   f"confidence {verdict.confidence:.4f} >= its threshold "
+                   f"{stage.threshold:.4f} (panel file)",
+        )
+    return "human_review", ThresholdUsed(
+        value=None, version=None, method="cascade",
+        reason=f"cascade: none of the {len(stages)} stage(s) accepted"
+               + (" (the full panel included)" if runtime.cascade.fallback == "panel" else "")
+               + ": human review",
+    )
 
 
 def _label_result(outcome: LabelOutcome) -> LabelResult:

@@ -8,6 +8,13 @@ Series (all prefixed ``judgefuse_``):
 * ``verdicts_total`` {tenant, panel, method, route}; ``quorum_lost_total`` {panel};
   ``gateway_overhead_seconds`` histogram (verdict time minus the slowest judge call)
 * ``labels_total`` {tenant, panel, status}; ``refits_total`` {tenant, panel, outcome}
+* cost per judge: ``judge_calls_total`` {panel, judge}, ``judge_tokens_total``
+  {panel, judge, kind=prompt|completion}, ``judge_cost_usd_total`` {panel, judge} (every vote
+  drawn, including those of requests refused for lack of quorum)
+* cost per verdict: ``verdict_cost_usd`` histogram {tenant, panel} (``_sum`` = the panel's
+  money, ``_count`` = its verdicts), ``verdict_calls`` histogram {tenant, panel}
+* cascades: ``cascade_decisions_total`` {panel, stage} (stage = the accepting stage's 1-based
+  index and name, e.g. ``2:j2``, or ``review``)
 * ``calibration_ece``, ``calibration_th_score``, ``calibration_labels`` gauges
   {tenant, panel, key}: refreshed from storage on every scrape of ``/metrics``.
 
@@ -22,6 +29,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from judgefuse.fusion.cascade import vote_calls
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote
 
@@ -29,6 +37,12 @@ __all__ = ["ServiceMetrics"]
 
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 OVERHEAD_BUCKETS = (0.0005, 0.001, 0.002, 0.003, 0.005, 0.01, 0.015, 0.025, 0.05, 0.1, 0.25, 1)
+COST_BUCKETS = (0.0, 1e-6, 1e-5, 5e-5, 1e-4, 5e-4, 1e-3, 5e-3, 0.01, 0.05, 0.1, 0.5, 1.0)
+CALLS_BUCKETS = (0, 1, 2, 3, 4, 5, 8, 10, 15, 20, 30, 50, 100)
+
+
+def _zero_cost(count: str = "verdicts") -> dict[str, float]:
+    return {count: 0, "calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "usd": 0.0}
 
 
 class ServiceMetrics:
@@ -70,16 +84,58 @@ class ServiceMetrics:
         self.cal_n = Gauge(
             "judgefuse_calibration_labels", "Labelled items per calibration key",
             ("tenant", "panel", "key"), registry=r)
+        self.judge_calls = Counter(
+            "judgefuse_judge_calls", "Model calls per judge", ("panel", "judge"), registry=r)
+        self.judge_tokens = Counter(
+            "judgefuse_judge_tokens", "Tokens per judge, prompt or completion",
+            ("panel", "judge", "kind"), registry=r)
+        self.judge_cost = Counter(
+            "judgefuse_judge_cost_usd", "Money spent per judge (USD, litellm prices)",
+            ("panel", "judge"), registry=r)
+        self.verdict_cost = Histogram(
+            "judgefuse_verdict_cost_usd", "Money per verdict (USD): the sum over its votes",
+            ("tenant", "panel"), registry=r, buckets=COST_BUCKETS)
+        self.verdict_calls = Histogram(
+            "judgefuse_verdict_calls", "Model calls per verdict", ("tenant", "panel"),
+            registry=r, buckets=CALLS_BUCKETS)
+        self.cascade_decisions = Counter(
+            "judgefuse_cascade_decisions", "Cascade verdicts by deciding stage (or review)",
+            ("panel", "stage"), registry=r)
         # routing counts kept as plain numbers too, for the dashboard
         self.route_counts: dict[tuple[str, str], dict[str, int]] = {}
         self.judge_health: dict[tuple[str, str], dict[str, int]] = {}
         self._judge_children: dict[tuple[str, str], tuple[Any, ...]] = {}
+        self.judge_cost_totals: dict[tuple[str, str], dict[str, float]] = {}
+        """(panel, judge) -> votes, calls, prompt/completion tokens, usd (this process)."""
+        self.panel_cost_totals: dict[tuple[str, str], dict[str, float]] = {}
+        """(tenant, panel) -> verdicts, calls, prompt/completion tokens, usd (this process)."""
+        self.cascade_counts: dict[str, dict[str, int]] = {}
+        """panel -> deciding stage label ("1:j1", ..., "review") -> verdicts (this process)."""
 
-    def observe_verdict(self, tenant: str, panel: str, verdict: Verdict) -> None:
+    def observe_verdict(self, tenant: str, panel: str, verdict: Verdict,
+                        cascade_stage: str | None = None) -> None:
+        """Count a verdict, its route and its cost (the sum over its votes); ``cascade_stage``
+        labels a cascade verdict's deciding stage (``"2:j2"`` or ``"review"``)."""
         route = verdict.route or "human_review"
         self.verdicts.labels(tenant, panel, verdict.method, route).inc()
         counts = self.route_counts.setdefault((tenant, panel), {"auto_accept": 0, "human_review": 0})
         counts[route] = counts.get(route, 0) + 1
+        calls = sum(vote_calls(v) for v in verdict.votes)
+        prompt = sum(v.prompt_tokens for v in verdict.votes)
+        completion = sum(v.completion_tokens for v in verdict.votes)
+        usd = math.fsum(v.cost_usd for v in verdict.votes)
+        self.verdict_cost.labels(tenant, panel).observe(usd)
+        self.verdict_calls.labels(tenant, panel).observe(calls)
+        totals = self.panel_cost_totals.setdefault((tenant, panel), _zero_cost())
+        totals["verdicts"] += 1
+        totals["calls"] += calls
+        totals["prompt_tokens"] += prompt
+        totals["completion_tokens"] += completion
+        totals["usd"] += usd
+        if cascade_stage is not None:
+            self.cascade_decisions.labels(panel, cascade_stage).inc()
+            stages = self.cascade_counts.setdefault(panel, {})
+            stages[cascade_stage] = stages.get(cascade_stage, 0) + 1
 
     def observe_votes(self, panel: str, votes: Sequence[JudgeVote]) -> None:
         for vote in votes:
@@ -90,10 +146,25 @@ class ServiceMetrics:
                     self.judge_votes.labels(panel, vote.judge, "valid"),
                     self.judge_votes.labels(panel, vote.judge, "invalid"),
                     self.judge_errors.labels(panel, vote.judge),
+                    self.judge_calls.labels(panel, vote.judge),
+                    self.judge_tokens.labels(panel, vote.judge, "prompt"),
+                    self.judge_tokens.labels(panel, vote.judge, "completion"),
+                    self.judge_cost.labels(panel, vote.judge),
                 )
                 self._judge_children[(panel, vote.judge)] = children
-            latency, valid, invalid, errors = children
+            latency, valid, invalid, errors, calls, prompt, completion, cost = children
             latency.observe(vote.latency_s)
+            n_calls = vote_calls(vote)
+            calls.inc(n_calls)
+            prompt.inc(vote.prompt_tokens)
+            completion.inc(vote.completion_tokens)
+            cost.inc(vote.cost_usd)
+            totals = self.judge_cost_totals.setdefault((panel, vote.judge), _zero_cost("votes"))
+            totals["votes"] += 1
+            totals["calls"] += n_calls
+            totals["prompt_tokens"] += vote.prompt_tokens
+            totals["completion_tokens"] += vote.completion_tokens
+            totals["usd"] += vote.cost_usd
             health = self.judge_health.setdefault((panel, vote.judge), {"valid": 0, "invalid": 0})
             if vote.valid:
                 valid.inc()

@@ -1,11 +1,21 @@
-"""A started panel plus the fusion methods the gateway may use with it."""
+"""A started panel plus the fusion methods the gateway may use with it (and its cascade, if any).
+
+A panel whose YAML declares ``cascade:`` is served as a cascade by ``POST /v1/judge``
+(:meth:`judgefuse.service.gateway.Gateway.judge`). The stage thresholds are read from the YAML
+as they are: tune them offline with ``judgefuse tune --cascade J1,J2,...`` on labelled data
+(fixed-sequence Clopper-Pearson per stage) and paste the printed thresholds into the file.
+The fallback panel (``cascade_fallback: panel``) is fused with the panel's configured voting
+method (``settings.fusion_method`` or the file's ``fusion``).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from judgefuse.fusion import FusionMethod, available_methods, get_method, requires_fit
+from judgefuse.fusion.cascade import Cascade, cascade_from_config
 from judgefuse.judges.panel import Panel
 from judgefuse.service.errors import FieldProblem
 
@@ -39,6 +49,36 @@ class PanelRuntime:
                 f"panel {self.name!r}: 'stacked' cannot be the configured method (it is fitted "
                 "from labels and promoted automatically): configure a voting method"
             )
+        self.cascade: Cascade | None = self._cascade()
+
+    def _cascade(self) -> Cascade | None:
+        """The panel file's cascade, its stage methods checked now (a bad name fails startup)."""
+        cascade = cascade_from_config(self.panel.config)
+        if cascade is None:
+            return None
+        for index, stage in enumerate(cascade.stages):
+            if len(stage.judges) > 1:
+                self._voting(stage.method, f"cascade[{index}].method")
+        if cascade.fallback == "panel":
+            self._voting(self.default_method, "fusion (the cascade's fallback panel)")
+            cascade = replace(cascade, panel_method=self.default_method)
+        return cascade
+
+    def _voting(self, name: str, where: str) -> None:
+        if name == "fuser":
+            raise ValueError(
+                f"panel {self.name!r}: {where}: 'fuser' is not a voting method; a cascade stage "
+                "fuses with a voting method (majority, confidence_weighted, ...)"
+            )
+        try:
+            method = get_method(name)
+        except (KeyError, ValueError, TypeError) as exc:
+            raise ValueError(f"panel {self.name!r}: {where}: {exc}") from None
+        if requires_fit(method) or getattr(method, "requires_item", False):
+            raise ValueError(
+                f"panel {self.name!r}: {where}: {name!r} is not a voting method; a cascade "
+                "stage fuses with a voting method (majority, confidence_weighted, ...)"
+            )
 
     def method(self, name: str, *, field: str = "body.method") -> FusionMethod:
         """A ready voting method (or the fuser); FieldProblem for anything else."""
@@ -54,7 +94,10 @@ class PanelRuntime:
             raise FieldProblem(
                 field, f"unknown fusion method {name!r}; known: {', '.join(available_methods())}"
             )
-        method = get_method(name)
+        try:
+            method = get_method(name)
+        except (KeyError, ValueError, TypeError) as exc:  # e.g. "majority+" (no recalibrator)
+            raise FieldProblem(field, f"unknown fusion method {name!r}: {exc}") from None
         if requires_fit(method) or getattr(method, "requires_item", False):
             raise FieldProblem(
                 field,

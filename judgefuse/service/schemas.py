@@ -3,14 +3,25 @@
 Length limits that depend on settings (question/answer length, batch size) are checked by the
 gateway against :class:`~judgefuse.service.settings.Settings` and reported as 422 / 413 naming
 the field; the static limits here are hard ceilings.
+
+Cost (DESIGN.md "Cost accounting"): every vote carries its own ``calls``, ``prompt_tokens``,
+``completion_tokens`` and ``cost_usd``; a verdict's ``cost`` is their sum over the votes it drew
+(for a cascade: only the judges consulted), and a batch's ``cost`` the sum over its verdicts.
+Money comes from litellm's price table (:mod:`judgefuse.judges.transport.pricing`); a model not
+in it (a local server, a stub) costs 0 USD but its calls and tokens still count. The fuser
+model's own call (fusion ``fuser``) is not included: the fuser does not report its usage.
 """
 
 from __future__ import annotations
 
+import math
+import re
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from judgefuse.fusion.cascade import CascadeDecision, vote_calls
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote, Letter
 
@@ -67,6 +78,83 @@ class VoteOut(BaseModel):
         )
 
 
+class CostOut(BaseModel):
+    """What a verdict (or a batch) cost: model calls, tokens and money (USD)."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    usd: float = 0.0
+
+    @classmethod
+    def of_votes(cls, votes: Iterable[JudgeVote]) -> CostOut:
+        votes = list(votes)
+        return cls.model_construct(
+            calls=sum(vote_calls(v) for v in votes),
+            prompt_tokens=sum(v.prompt_tokens for v in votes),
+            completion_tokens=sum(v.completion_tokens for v in votes),
+            usd=math.fsum(v.cost_usd for v in votes),
+        )
+
+    @classmethod
+    def total(cls, costs: Iterable[CostOut]) -> CostOut:
+        costs = list(costs)
+        return cls.model_construct(
+            calls=sum(c.calls for c in costs),
+            prompt_tokens=sum(c.prompt_tokens for c in costs),
+            completion_tokens=sum(c.completion_tokens for c in costs),
+            usd=math.fsum(c.usd for c in costs),
+        )
+
+
+_CASCADE_VERSION = re.compile(r"^cascade:(\d+)/(\d+):(.*)$")
+
+
+class CascadeOut(BaseModel):
+    """Where a cascade panel decided. ``stage`` is 1-based (None: no stage accepted, human
+    review); the fallback panel, when configured, is the last stage (name ``"panel"``)."""
+
+    stage: int | None
+    name: str | None
+    accepted: bool
+    stages: int
+    """Stages in the cascade, the fallback panel included."""
+    stages_consulted: int
+    fallback: Literal["review", "panel"]
+    stage_threshold: float | None = None
+    """The accepting stage's threshold (from the panel YAML)."""
+
+    @classmethod
+    def of(cls, decision: CascadeDecision, *, stages: int, names: list[str],
+           fallback: Literal["review", "panel"]) -> CascadeOut:
+        stage = decision.stage
+        return cls.model_construct(
+            stage=None if stage is None else stage + 1,
+            name=None if stage is None else names[stage], accepted=stage is not None,
+            stages=stages, stages_consulted=decision.stages_consulted, fallback=fallback,
+            stage_threshold=decision.verdict.threshold,
+        )
+
+    @classmethod
+    def of_stored(cls, verdict: Verdict, *, fallback: Literal["review", "panel"] | None = None,
+                  stages: int | None = None) -> CascadeOut | None:
+        """Rebuilt from a stored cascade verdict (its ``model_version`` and notes); ``fallback``
+        and ``stages`` from the panel's current cascade when the caller knows it."""
+        if verdict.method != "cascade":
+            return None
+        consulted = sum(1 for note in verdict.notes if note.startswith("cascade: stage "))
+        match = _CASCADE_VERSION.match(verdict.model_version or "")
+        stage = name = None
+        if match is not None:
+            stage, name = int(match.group(1)), match.group(3)
+            stages = int(match.group(2))
+        return cls.model_construct(
+            stage=stage, name=name, accepted=stage is not None,
+            stages=stages if stages is not None else consulted, stages_consulted=consulted,
+            fallback=fallback or "review", stage_threshold=verdict.threshold if stage else None,
+        )
+
+
 class FailedJudge(BaseModel):
     judge: str
     reason: str
@@ -110,12 +198,17 @@ class VerdictOut(BaseModel):
     labelled_at: float | None = None
     feedback: LabelResult | None = None
     category: str | None = None
+    cost: CostOut = Field(default_factory=CostOut)
+    """Sum over ``votes`` (the judges this verdict consulted)."""
+    cascade: CascadeOut | None = None
+    """Set for a cascade panel's verdicts: which stage decided."""
 
     @classmethod
     def of(
         cls, verdict: Verdict, *, panel: str, threshold: ThresholdUsed, created_at: float,
         label: Letter | None = None, labelled_at: float | None = None,
         feedback: LabelResult | None = None, category: str | None = None,
+        cascade: CascadeOut | None = None,
     ) -> VerdictOut:
         return cls.model_construct(
             id=verdict.id or "", panel=panel, choice=verdict.choice,
@@ -130,6 +223,8 @@ class VerdictOut(BaseModel):
             n_invalid=verdict.n_invalid, tie_broken=verdict.tie_broken, notes=verdict.notes,
             timings=verdict.timings, created_at=created_at, label=label,
             labelled_at=labelled_at, feedback=feedback, category=category,
+            cost=CostOut.of_votes(verdict.votes),
+            cascade=cascade,
         )
 
 
@@ -144,6 +239,8 @@ class BatchResponse(BaseModel):
     results: list[BatchResult]
     n_ok: int
     n_failed: int
+    cost: CostOut = Field(default_factory=CostOut)
+    """Sum over the verdicts returned (failed items' judge calls are in /metrics only)."""
 
 
 class FeedbackRequest(BaseModel):
@@ -158,7 +255,9 @@ class TuneRequest(BaseModel):
 
     panel: str | None = Field(default=None, min_length=1, max_length=256)
     target_precision: float = Field(gt=0.0, lt=1.0)
-    delta: float = Field(default=0.1, gt=0.0, lt=1.0)
+    delta: float = Field(default=0.1, ge=1e-9, le=0.5)
+    """Allowed failure probability of the guarantee; below 1e-9 the exact binomial quantile is
+    numerically meaningless, above 0.5 the "guarantee" is a coin flip."""
     min_count: int = Field(default=30, ge=1, le=1_000_000)
     method: str | None = Field(default=None, min_length=1, max_length=256)
     """Tune for this method's confidence (default: the panel's active method)."""

@@ -156,14 +156,30 @@ async def test_batch_judges_each_item_and_names_bad_items(app_client):
     assert bad.status_code == 422 and bad.json()["fields"][0]["field"] == "body.items[1].answer_a"
 
 
-async def test_reused_id_is_409(app_client):
+async def test_reused_id_for_another_item_is_409(app_client):
     client, _ = app_client
     first = await client.post("/v1/judge", json={**PAIR, "id": "fixed-1"}, headers=S.auth("tenant-a"))
     assert first.status_code == 200
-    again = await client.post("/v1/judge", json={**PAIR, "id": "fixed-1"}, headers=S.auth("tenant-a"))
+    changed = {**PAIR, "id": "fixed-1", "answer_b": PAIR["answer_b"] + " (edited)"}
+    again = await client.post("/v1/judge", json=changed, headers=S.auth("tenant-a"))
     assert again.status_code == 409 and again.json()["fields"][0]["field"] == "body.id"
     other = await client.post("/v1/judge", json={**PAIR, "id": "fixed-1"}, headers=S.auth("tenant-b"))
     assert other.status_code == 200  # ids are per tenant
+
+
+async def test_a_retried_request_gets_the_stored_verdict_and_calls_no_judge(app_client):
+    """A client that lost the reply (timeout, gateway crash after the save) retries safely."""
+    client, script = app_client
+    judge_calls: list[str] = []
+    script.by_question = lambda model, text: judge_calls.append(model)  # count, answer as fixed
+    first = await client.post("/v1/judge", json={**PAIR, "id": "retry-1"}, headers=S.auth("tenant-a"))
+    assert first.status_code == 200 and judge_calls
+    calls = len(judge_calls)
+    again = await client.post("/v1/judge", json={**PAIR, "id": "retry-1", "label": "A"}, headers=S.auth("tenant-a"))
+    assert again.status_code == 200 and len(judge_calls) == calls
+    assert again.json()["id"] == "retry-1" and again.json()["choice"] == first.json()["choice"]
+    stored = await client.get("/v1/verdicts/retry-1", headers=S.auth("tenant-a"))
+    assert stored.json()["label"] == "A"  # the retry's inline label was applied
 
 
 async def test_unknown_endpoint_is_json_404(app_client):

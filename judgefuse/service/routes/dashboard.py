@@ -2,8 +2,10 @@
 
 Shows, for the caller's tenant and every panel: each calibration key's reliability diagram
 (inline SVG from :func:`judgefuse.evaluation.svg.reliability_svg`), n, accuracy, ECE, TH-Score,
-Brier, the current threshold, this process's routing rates, and judge health (valid/invalid
-votes since start). Same authentication as the API. Never shows keys of any kind.
+Brier, the current threshold, this process's routing rates, judge health (valid/invalid
+votes since start), cost (calls, tokens, USD) per judge and per panel since start, and a
+cascade panel's stages with the verdicts each decided. Same authentication as the API. Never
+shows keys of any kind.
 """
 
 from __future__ import annotations
@@ -20,6 +22,11 @@ from judgefuse.service.calibration_store import calibration_report
 from judgefuse.service.deps import GatewayDep, MetricsDep, TenantDep
 
 router = APIRouter(tags=["dashboard"])
+
+
+def _usd(value: float) -> str:
+    """Money to 6 significant digits (judge calls cost fractions of a cent)."""
+    return f"${value:.6g}" if value else "$0"
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
@@ -67,14 +74,38 @@ async def dashboard(
                                                              {"valid": 0, "invalid": 0})}
             for judge in runtime.panel.judges
         ]
+        judge_cost = [
+            {"judge": judge.name, "model": judge.config.model,
+             **metrics.judge_cost_totals.get((name, judge.name), {
+                 "votes": 0, "calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "usd": 0.0})}
+            for judge in runtime.panel.judges
+        ]
+        panel_cost = dict(metrics.panel_cost_totals.get((tenant, name), {
+            "verdicts": 0, "calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "usd": 0.0}))
+        n_verdicts = panel_cost["verdicts"]
+        panel_cost["usd_per_verdict"] = panel_cost["usd"] / n_verdicts if n_verdicts else None
+        panel_cost["calls_per_verdict"] = panel_cost["calls"] / n_verdicts if n_verdicts else None
+        cascade = None
+        if runtime.cascade is not None:
+            decided = metrics.cascade_counts.get(name, {})
+            stages = runtime.cascade.all_stages()
+            cascade = {
+                "fallback": runtime.cascade.fallback,
+                "stages": [
+                    {"index": i + 1, "name": st.name, "judges": ", ".join(st.judges),
+                     "threshold": st.threshold, "decided": decided.get(f"{i + 1}:{st.name}", 0)}
+                    for i, st in enumerate(stages)
+                ],
+                "review": decided.get("review", 0),
+            }
         panels.append({
             "name": name, "rows": rows, "threshold": threshold, "active_method": active_method,
             "model_version": model_version, "routes": routes, "routes_total": total,
             "auto_rate": routes.get("auto_accept", 0) / total if total else None,
-            "health": health,
+            "health": health, "judge_cost": judge_cost, "cost": panel_cost, "cascade": cascade,
         })
     html = request.app.state.templates.get_template("dashboard.html.j2").render(
-        tenant=tenant, panels=panels, fmt=_fmt, eps=settings.th_eps,
+        tenant=tenant, panels=panels, fmt=_fmt, usd=_usd, eps=settings.th_eps,
         generated=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(gateway.clock())),
     )
     return HTMLResponse(html)

@@ -13,7 +13,9 @@ router = APIRouter(prefix="/v1", tags=["judge"])
 
 @router.post("/judge", response_model=VerdictOut)
 async def judge(body: JudgeRequest, tenant: TenantDep, gateway: GatewayDep) -> Response:
-    """Judge one pair: every judge concurrently, fused, routed, stored."""
+    """Judge one pair: every judge concurrently (a cascade panel: stage by stage, cheapest first),
+    fused, routed, stored. The response carries ``cost`` (calls, tokens, USD) and, for a
+    cascade, the deciding ``cascade`` stage."""
     return json_response(await gateway.judge(tenant, body))
 
 
