@@ -11,6 +11,7 @@ A panel file::
         model: openai/gpt-4o-mini          # a litellm model string
         api_key_env: OPENAI_API_KEY        # the NAME of an env var; the key never goes in YAML
         mode: sc                           # sc | mp | logprob
+        circuit: {failure_threshold: 5, cooldown_s: 30}   # optional; on by default
       - name: local-logprob
         model: openai/smollm2
         mode: logprob
@@ -63,6 +64,7 @@ from judgefuse.judges.local.config import LocalModelConfig
 
 __all__ = [
     "CascadeStageConfig",
+    "CircuitConfig",
     "JudgeConfig",
     "PanelConfig",
     "PanelConfigError",
@@ -92,6 +94,26 @@ class RetryConfig(BaseModel):
     max_delay_s: float = Field(default=20.0, ge=0.0)
 
 
+class CircuitConfig(BaseModel):
+    """The judge's circuit breaker (see :mod:`judgefuse.judges.circuit`): after
+    ``failure_threshold`` consecutive failed votes the judge is cooled down for ``cooldown_s``
+    (votes fail fast, no provider call), then probed; each failed probe doubles the cooldown,
+    up to ``max_cooldown_s``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    failure_threshold: int = Field(default=5, ge=1)
+    cooldown_s: float = Field(default=30.0, gt=0.0, allow_inf_nan=False)
+    max_cooldown_s: float = Field(default=300.0, gt=0.0, allow_inf_nan=False)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> CircuitConfig:
+        if self.max_cooldown_s < self.cooldown_s:
+            raise ValueError(f"max_cooldown_s ({self.max_cooldown_s:g}) must be >= cooldown_s ({self.cooldown_s:g})")
+        return self
+
+
 class JudgeConfig(BaseModel):
     """One judge: which model, through which backend, elicited how."""
 
@@ -119,6 +141,8 @@ class JudgeConfig(BaseModel):
     max_concurrency: int = Field(default=8, ge=1)
     """Calls in flight to this judge at once (MP samples count one each)."""
     retries: RetryConfig = Field(default_factory=RetryConfig)
+    circuit: CircuitConfig = Field(default_factory=CircuitConfig)
+    """Cool down a judge that keeps failing (on by default; ``circuit: {enabled: false}``)."""
     position_swap: bool = False
     fallback_mode: FallbackMode = "sc"
     """Logprob mode, when the provider cannot return logprobs: judge in this mode instead

@@ -16,6 +16,7 @@ kept as a :class:`pydantic.SecretStr`; it is never part of a repr, a vote or an 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import os
 import time
 from collections.abc import Mapping
@@ -24,11 +25,12 @@ from typing import Self
 
 from pydantic import SecretStr
 
+from judgefuse.judges.circuit import CircuitBreaker, Outcome
 from judgefuse.judges.config import JudgeConfig, PanelConfigError
 from judgefuse.judges.modes import elicit
 from judgefuse.judges.registry import build_client
 from judgefuse.judges.transport.cache import ResponseCache, with_cache
-from judgefuse.judges.transport.errors import JudgeTimeout
+from judgefuse.judges.transport.errors import BadRequest, JudgeTimeout, TransportError
 from judgefuse.judges.transport.request import (
     ChatClient,
     ChatRequest,
@@ -38,7 +40,7 @@ from judgefuse.judges.transport.request import (
 from judgefuse.judges.transport.retry import with_retries
 from judgefuse.judges.types import JudgeVote, PairwiseItem
 
-__all__ = ["BoundedClient", "Judge", "read_api_key"]
+__all__ = ["BoundedClient", "Judge", "build_circuit", "read_api_key"]
 
 
 def read_api_key(config: JudgeConfig, environ: Mapping[str, str] | None = None) -> SecretStr | None:
@@ -69,6 +71,66 @@ class BoundedClient:
         await self.inner.aclose()
 
 
+def build_circuit(config: JudgeConfig) -> CircuitBreaker | None:
+    """The breaker ``config.circuit`` asks for (None when disabled)."""
+    circuit = config.circuit
+    if not circuit.enabled:
+        return None
+    return CircuitBreaker(
+        config.name,
+        failure_threshold=circuit.failure_threshold,
+        cooldown_s=circuit.cooldown_s,
+        max_cooldown_s=circuit.max_cooldown_s,
+    )
+
+
+class _VoteCalls:
+    """What the provider did during one vote: answers, and calls that failed after retries."""
+
+    __slots__ = ("answered", "failed", "timed_out")
+
+    def __init__(self) -> None:
+        self.answered = 0
+        self.failed = 0
+        self.timed_out = False
+
+    def outcome(self, vote: JudgeVote) -> Outcome:
+        if vote.valid:
+            return "success"
+        if self.timed_out:
+            return "failure"
+        if self.answered:
+            return "success"  # an unreadable judgment is the model's fault, not the provider's
+        return "failure" if self.failed else "neutral"
+
+
+_VOTE_CALLS: contextvars.ContextVar[_VoteCalls | None] = contextvars.ContextVar("judgefuse_vote_calls", default=None)
+
+
+class _OutcomeTap:
+    """A :class:`ChatClient` noting each call's final outcome in the current vote's record."""
+
+    def __init__(self, inner: ChatClient) -> None:
+        self.inner = inner
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        calls = _VOTE_CALLS.get()
+        try:
+            response = await self.inner.complete(request)
+        except BadRequest:
+            raise  # the request's fault (or an unsupported feature): says nothing of the provider
+        except TransportError:
+            if calls is not None:
+                calls.failed += 1
+            raise
+        if calls is not None:
+            calls.answered += 1
+        return response
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
 class Judge:
     """One panel member. Build with :meth:`from_config`; use ``async with`` or :meth:`aclose`.
 
@@ -77,6 +139,9 @@ class Judge:
     (or on first use), wrapped with retries and, when ``config.cache`` or ``cache`` is given, a
     response cache. A local judge's endpoint (``api_base``) is given by the panel that started
     its server.
+
+    ``circuit`` injects a breaker (tests: one with a fake clock); by default it is built from
+    ``config.circuit`` (None when disabled). It is kept across :meth:`aclose`/:meth:`start`.
     """
 
     def __init__(
@@ -86,8 +151,10 @@ class Judge:
         api_key: SecretStr | None = None,
         client: ChatClient | None = None,
         cache: ResponseCache | None = None,
+        circuit: CircuitBreaker | None = None,
     ) -> None:
         self.config = config
+        self.circuit = circuit if circuit is not None else build_circuit(config)
         self.backend = config.resolved_backend()
         self._api_key = api_key
         self._cache = cache
@@ -95,7 +162,7 @@ class Judge:
         self._client: ChatClient | None = None
         self._api_base = config.api_base
         if client is not None:
-            self._client = BoundedClient(client, self._semaphore)
+            self._client = _OutcomeTap(BoundedClient(client, self._semaphore))
 
     @classmethod
     def from_config(
@@ -142,6 +209,7 @@ class Judge:
             max_delay_s=retries.max_delay_s,
             deadline=self.config.timeout_s,
         )
+        client = _OutcomeTap(client)
         if self.config.cache or self._cache is not None:
             client = with_cache(client, self._cache)
         self._client = client
@@ -168,19 +236,41 @@ class Judge:
         return self._client
 
     async def vote(self, item: PairwiseItem) -> JudgeVote:
-        """This judge's vote on ``item``; failures and timeouts are invalid votes, never raised."""
+        """This judge's vote on ``item``; failures and timeouts are invalid votes, never raised.
+
+        With the circuit open the vote is invalid at once, without a provider call.
+        """
         client = await self._ready_client()
+        if self.circuit is None:
+            return await self._vote(client, item, _VoteCalls())
+        admission = self.circuit.admit()
+        if not admission.allowed:
+            return JudgeVote.invalid(self.name, self.config.mode, admission.reason, latency_s=0.0)
+        calls = _VoteCalls()
+        outcome: Outcome = "neutral"  # cancelled (panel deadline, client gone): no verdict on health
+        try:
+            vote = await self._vote(client, item, calls)
+            outcome = calls.outcome(vote)
+            return vote
+        finally:
+            self.circuit.report(admission, outcome)
+
+    async def _vote(self, client: ChatClient, item: PairwiseItem, calls: _VoteCalls) -> JudgeVote:
+        token = _VOTE_CALLS.set(calls)
         started = time.perf_counter()
         try:
             async with asyncio.timeout(self.config.timeout_s):
                 return await elicit(self.config, client, item, model=self.wire_model)
         except TimeoutError:
+            calls.timed_out = True
             return JudgeVote.invalid(
                 self.name,
                 self.config.mode,
                 f"timeout: no vote within {self.config.timeout_s:g}s",
                 latency_s=time.perf_counter() - started,
             )
+        finally:
+            _VOTE_CALLS.reset(token)
 
     async def chat(
         self, messages: list[Message], *, temperature: float | None = None, max_tokens: int | None = None

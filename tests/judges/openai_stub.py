@@ -8,7 +8,15 @@ Each POST to ``/v1/chat/completions`` takes the next scripted action from a queu
 * :class:`Status`  an error status with an OpenAI-shaped error body (and Retry-After);
 * :class:`Hang`    never answer (until the server stops), to drive client timeouts;
 * :class:`Close`   drop the connection without a response;
-* :class:`Garbage` a 200 whose body is not JSON.
+* :class:`Garbage` a 200 whose body is not JSON;
+* :class:`Truncated` a 200 announcing a full completion's length that sends part of it and
+                   then resets the connection.
+
+:class:`FaultPlan` is a ready ``handler``: per request it picks a fault (timeout/hang, 429
+with Retry-After, 500/502/503, connection reset, truncated body, garbage body) or a normal
+answer at configured rates, deterministically from a seed (each judge draws from its own
+seeded stream, so the n-th request of a judge gets the same fault in every run), and counts
+what it injected.
 
 Server-wide switches: ``reject_n`` (400 with ``param: "n"`` when ``n`` > 1, as providers
 without multi-choice support do) and ``require_key`` (401 unless the Bearer token matches;
@@ -26,9 +34,10 @@ import asyncio
 import contextlib
 import itertools
 import json
+import random
 import time
-from collections import deque
-from collections.abc import Callable
+from collections import Counter, deque
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,7 +78,111 @@ class Garbage:
     status: int = 200
 
 
-Action = Reply | Status | Hang | Close | Garbage
+@dataclass
+class Truncated:
+    """A 200 whose headers promise ``text``'s full completion but whose body stops part-way
+    (``fraction`` of it) before the connection is reset."""
+
+    texts: str = "A"
+    fraction: float = 0.5
+
+
+Action = Reply | Status | Hang | Close | Garbage | Truncated
+
+#: The fault kinds :class:`FaultPlan` knows, and what each one injects.
+FAULT_KINDS = ("timeout", "429", "500", "502", "503", "reset", "truncated", "garbage")
+
+
+@dataclass
+class FaultPlan:
+    """A ``StubServer.handler`` injecting faults at configured rates, reproducibly.
+
+    ``rates`` maps a fault kind (:data:`FAULT_KINDS`) to its probability per request (their sum
+    at most 1); ``per_key`` overrides the rates for one key (the judge: by default the request's
+    ``model``). What is not a fault is ``ok(body)`` (default: a plain ``Reply()``).
+    ``retry_after`` are the Retry-After values a 429 sends (picked from the same stream);
+    ``hang_s`` is how long a "timeout" hangs (longer than the client waits).
+
+    Determinism: each key draws from its own ``random.Random(f"{seed}:{key}")``, so the
+    sequence of faults one judge sees does not depend on how requests of different judges
+    interleave. ``injected[key][kind]`` counts what was sent ("ok" included); ``healed``
+    keys get ``ok`` only; :meth:`set_rates` changes a key's rates at run time; ``last_kind``
+    is the kind of the latest request.
+    """
+
+    rates: Mapping[str, float] = field(default_factory=dict)
+    seed: int = 0
+    per_key: dict[str, Mapping[str, float]] = field(default_factory=dict)
+    ok: Callable[[dict[str, Any]], Action] | None = None
+    retry_after: tuple[str | None, ...] = ("0",)
+    hang_s: float = 5.0
+    key: Callable[[dict[str, Any]], str] = field(default=lambda body: str(body.get("model", "")))
+    injected: dict[str, Counter[str]] = field(default_factory=dict)
+    healed: set[str] = field(default_factory=set)
+    last_kind: str = ""
+    """The kind the latest request got (for handlers that wrap the plan and log)."""
+    _streams: dict[str, random.Random] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self._check(self.rates)
+        for rates in self.per_key.values():
+            self._check(rates)
+
+    @staticmethod
+    def _check(rates: Mapping[str, float]) -> None:
+        unknown = set(rates) - set(FAULT_KINDS)
+        if unknown:
+            raise ValueError(f"unknown fault kinds {sorted(unknown)}; known: {FAULT_KINDS}")
+        if any(rate < 0 for rate in rates.values()) or sum(rates.values()) > 1 + 1e-9:
+            raise ValueError(f"fault rates must be >= 0 and sum to at most 1: {dict(rates)}")
+
+    def set_rates(self, key: str, rates: Mapping[str, float]) -> None:
+        self._check(rates)
+        self.per_key[key] = rates
+
+    def pick(self, key: str) -> str:
+        """The next kind for ``key`` ("ok" or a fault kind), from its seeded stream."""
+        stream = self._streams.get(key)
+        if stream is None:
+            stream = self._streams[key] = random.Random(f"{self.seed}:{key}")
+        draw = stream.random()
+        if key in self.healed:
+            return "ok"
+        rates = self.per_key.get(key, self.rates)
+        edge = 0.0
+        for kind in FAULT_KINDS:
+            edge += rates.get(kind, 0.0)
+            if draw < edge:
+                return kind
+        return "ok"
+
+    def __call__(self, body: dict[str, Any]) -> Action:
+        key = self.key(body)
+        kind = self.last_kind = self.pick(key)
+        self.injected.setdefault(key, Counter())[kind] += 1
+        good = self.ok(body) if self.ok is not None else Reply()
+        if kind == "ok":
+            return good
+        if kind == "timeout":
+            return Hang(self.hang_s)
+        if kind == "429":
+            after = self._streams[key].choice(self.retry_after)
+            return Status(429, "rate limited (injected)", retry_after=after)
+        if kind in ("500", "502", "503"):
+            return Status(int(kind), f"server error {kind} (injected)")
+        if kind == "reset":
+            return Close()
+        if kind == "truncated":
+            text = good.texts if isinstance(good, Reply) and isinstance(good.texts, str) else "A"
+            return Truncated(text)
+        return Garbage()
+
+    def totals(self) -> Counter[str]:
+        """Injected kinds summed over every key."""
+        total: Counter[str] = Counter()
+        for counts in self.injected.values():
+            total.update(counts)
+        return total
 
 
 @dataclass
@@ -151,9 +264,23 @@ class StubServer:
             return web.Response(status=200)
         if isinstance(action, Garbage):
             return web.Response(status=action.status, body=action.body, content_type="application/json")
+        if isinstance(action, Truncated):
+            return await self._truncated(request, action, body, n)
         if action.delay_s:
             await asyncio.sleep(action.delay_s)
         return web.Response(body=self._completion(action, body, n), content_type="application/json")
+
+    async def _truncated(
+        self, request: web.Request, action: Truncated, body: dict[str, Any], n: int
+    ) -> web.StreamResponse:
+        full = self._completion(Reply(texts=action.texts), body, n)
+        response = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
+        response.content_length = len(full)
+        await response.prepare(request)
+        await response.write(full[: max(1, int(len(full) * action.fraction))])
+        if request.transport is not None:
+            request.transport.abort()
+        return response
 
     def _completion(self, reply: Reply, body: dict[str, Any], n: int) -> bytes:
         texts = [reply.texts] if isinstance(reply.texts, str) else list(reply.texts)
