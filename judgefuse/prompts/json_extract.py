@@ -44,16 +44,53 @@ CHOICE_ALIASES = (
 )
 
 
+_NON_ALNUM_RE = re.compile(r"[^a-z0-9]")
+_KEY_CACHE: dict[str, str] = {}
+_KEY_CACHE_MAX = 4096  # judges use a handful of key spellings; a hostile reply cannot grow it
+
+
 def _key(name: Any) -> str:
-    return re.sub(r"[^a-z0-9]", "", name.casefold()) if isinstance(name, str) else ""
+    if not isinstance(name, str):
+        return ""
+    key = _KEY_CACHE.get(name)
+    if key is None:
+        key = _NON_ALNUM_RE.sub("", name.casefold())
+        if len(_KEY_CACHE) < _KEY_CACHE_MAX and len(name) <= 64:
+            _KEY_CACHE[name] = key
+    return key
+
+
+_KEYMAP_CACHE: dict[tuple[Any, ...], dict[str, Any]] = {}
+_KEYMAP_CACHE_MAX = 512
+
+
+def _keymap(obj: dict[Any, Any]) -> dict[str, Any]:
+    """Normalised key -> original key of ``obj`` (the last original key wins, as in a dict build).
+
+    A verdict object is searched for several keys; the map for one set of keys is kept (bounded:
+    small objects with short keys only), so a judge's usual reply shape is normalised once.
+    """
+    keys = tuple(obj)
+    keymap = _KEYMAP_CACHE.get(keys)
+    if keymap is None:
+        keymap = {}
+        cacheable = len(keys) <= 8 and len(_KEYMAP_CACHE) < _KEYMAP_CACHE_MAX
+        for k in keys:
+            keymap[_key(k)] = k
+            if cacheable and not (isinstance(k, str) and len(k) <= 64):
+                cacheable = False
+        if cacheable:
+            _KEYMAP_CACHE[keys] = keymap
+    return keymap
 
 
 def find_key(obj: dict[Any, Any], wanted: tuple[str, ...]) -> tuple[str, Any] | None:
     """``(original key, value)`` of the first of ``wanted`` (normalised keys) that ``obj`` has, or None."""
-    keyed = {_key(k): (k, v) for k, v in obj.items()}
+    keymap = _keymap(obj)
     for want in wanted:
-        if want in keyed:
-            return keyed[want]
+        if want in keymap:
+            original = keymap[want]
+            return original, obj[original]
     return None
 
 
@@ -80,8 +117,11 @@ def verdict_dicts(obj: Any, depth: int = 0) -> list[tuple[dict[Any, Any], bool]]
     return found
 
 
+_DECODER = json.JSONDecoder()  # stateless; building one costs more than a small decode
+
+
 def _strict_objects(text: str, notes: list[str]) -> list[tuple[int, int, Any]]:
-    decoder = json.JSONDecoder()
+    decoder = _DECODER
     out: list[tuple[int, int, Any]] = []
     pos = 0
     attempts = 0

@@ -55,8 +55,23 @@ def norm_text(value: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", value).split()).strip(STRIP_CHARS).casefold()
 
 
+_CHOICE_CACHE: dict[str, tuple[Letter | None, str | None, tuple[str, ...]]] = {}
+_CHOICE_CACHE_MAX = 1024  # judges repeat a few spellings ("Output (a)"); bounded against hostile input
+
+
 def normalise_choice(value: Any) -> tuple[Letter | None, str | None, tuple[str, ...]]:
     """Map a ``selected_output`` value to ``"A"``/``"B"``: ``(letter, error, notes)``."""
+    if type(value) is str and len(value) <= 64:
+        cached = _CHOICE_CACHE.get(value)
+        if cached is None:
+            cached = _normalise_choice(value)
+            if len(_CHOICE_CACHE) < _CHOICE_CACHE_MAX:
+                _CHOICE_CACHE[value] = cached
+        return cached
+    return _normalise_choice(value)
+
+
+def _normalise_choice(value: Any) -> tuple[Letter | None, str | None, tuple[str, ...]]:
     if not isinstance(value, str):
         if value is None:
             return None, "selected_output is null", ()

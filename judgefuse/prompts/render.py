@@ -13,6 +13,12 @@ text, opening or closing, ASCII or full-width ``<``: the ``<`` is replaced by ``
 The Jinja environment uses ``StrictUndefined`` (a missing variable fails loudly, as
 :class:`PromptRenderError`), no autoescaping (this is not HTML), and loads the templates from
 the package's own files.
+
+Speed (the gateway renders once per judge call): the environment does not re-check the template
+files (``auto_reload=False``; they ship with the package), the compiled templates are held in a
+dict, and :func:`render_messages` keeps a small LRU of rendered prompts keyed by (mode, question,
+answers, extras), so the judges of one panel that share a mode render an item once. Each call
+still returns fresh message dicts.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import json
 import math
 import re
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 import jinja2
@@ -74,6 +81,7 @@ def _make_env() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=False,
+        auto_reload=False,  # the templates ship with the package: no stat() per render
     )
     env.filters["data"] = _data_filter
     env.filters["data_json"] = _data_json_filter
@@ -81,11 +89,25 @@ def _make_env() -> jinja2.Environment:
 
 
 _ENV = _make_env()
+_TEMPLATES: dict[str, jinja2.Template] = {}
+
+RENDER_CACHE_SIZE = 128
+"""Rendered prompts kept by :func:`render_messages` (the judges of one panel reuse them)."""
+
+RENDER_CACHE_MAX_CHARS = 32_768
+"""Items whose texts total more than this are rendered every time (bounds the cache's memory)."""
+
+
+def _template(name: str) -> jinja2.Template:
+    template = _TEMPLATES.get(name)
+    if template is None:
+        template = _TEMPLATES[name] = _ENV.get_template(f"{name}.j2")
+    return template
 
 
 def _render_blocks(name: str, variables: dict[str, Any]) -> list[dict[str, str]]:
     try:
-        template = _ENV.get_template(f"{name}.j2")
+        template = _template(name)
         messages = []
         for role in ("system", "user"):
             block = template.blocks[role]
@@ -136,9 +158,27 @@ def render_messages(
         )
     _check_text(question=question, answer_a=answer_a, answer_b=answer_b)
     _check_extra(extra)
-    return _render_blocks(
-        mode, {"question": question, "answer_a": answer_a, "answer_b": answer_b, **extra}
+    extras = tuple(sorted(extra.items())) if extra else ()
+    size = len(question) + len(answer_a) + len(answer_b) + sum(len(v) for _, v in extras)
+    render = _render_cached if size <= RENDER_CACHE_MAX_CHARS else _render_uncached
+    return [{"role": role, "content": content} for role, content in render(mode, question, answer_a, answer_b, extras)]
+
+
+def _render_uncached(
+    mode: str, question: str, answer_a: str, answer_b: str, extras: tuple[tuple[str, str], ...]
+) -> tuple[tuple[str, str], ...]:
+    messages = _render_blocks(
+        mode, {"question": question, "answer_a": answer_a, "answer_b": answer_b, **dict(extras)}
     )
+    return tuple((m["role"], m["content"]) for m in messages)
+
+
+@lru_cache(maxsize=RENDER_CACHE_SIZE)
+def _render_cached(
+    mode: str, question: str, answer_a: str, answer_b: str, extras: tuple[tuple[str, str], ...]
+) -> tuple[tuple[str, str], ...]:
+    """The (role, content) pairs of one judge prompt; memoised (all arguments are str)."""
+    return _render_uncached(mode, question, answer_a, answer_b, extras)
 
 
 def _get(item: Any, *names: str) -> Any:

@@ -20,6 +20,7 @@ counts. Storage puts the increments in the hour bucket of the verdict's ``create
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -121,6 +122,33 @@ def metrics_json(fields: Mapping[str, Any], *, n_bins: int, eps: float) -> dict[
     out = {key: _clean(value) for key, value in metrics.items()}
     out["n"] = int(metrics["n"])
     out["reliability"] = [b.as_dict() for b in reliability]
+    return out
+
+
+async def calibration_history(
+    storage: Storage,
+    tenant: str,
+    storage_key: str,
+    *,
+    days: int,
+    now: float,
+    n_bins: int,
+    eps: float,
+) -> list[dict[str, Any]]:
+    """ECE and TH-Score of one calibration key per day (UTC) over the last ``days`` days,
+    oldest first, from the hour buckets: ``days`` reads of O(24 x fields) each, never a scan
+    of labels. Days without labels have n = 0 and null metrics."""
+    today = hour_of(now) // 24
+    out = []
+    for day in range(today - days + 1, today + 1):
+        fields = await storage.read_accumulator(tenant, storage_key, since_hour=day * 24, until_hour=(day + 1) * 24)
+        metrics = metrics_json(fields, n_bins=n_bins, eps=eps) if fields else None
+        out.append({
+            "day": time.strftime("%Y-%m-%d", time.gmtime(day * 86400)),
+            "n": metrics["n"] if metrics else 0,
+            "ece": metrics["ece"] if metrics else None,
+            "th_score": metrics["th_score"] if metrics else None,
+        })
     return out
 
 

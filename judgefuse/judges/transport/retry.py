@@ -1,4 +1,4 @@
-"""Retries with backoff (tenacity) around any :class:`~.request.ChatClient`.
+"""Retries with backoff (tenacity's policy, a hand-written loop) around any :class:`~.request.ChatClient`.
 
 Only :class:`~.errors.RetryableError` is retried. The wait before attempt k+1 is exponential
 with full jitter, ``uniform(0, min(max_delay_s, base_delay_s * 2**k))``, raised to the
@@ -6,15 +6,20 @@ server's Retry-After when a 429 sent one. With a ``deadline_s`` (a budget per ``
 call, from its start) no attempt is started that could not finish in time: each attempt's
 timeout is cut to the time left, and when the next wait would run past the deadline the last
 error is raised at once instead of sleeping.
+
+The loop is written out by hand rather than with tenacity's ``AsyncRetrying``: tenacity builds a
+retry state and an action chain on every call (~70 us per ``complete`` even when the first
+attempt succeeds), which is a noticeable share of the gateway's CPU per verdict. The policy is
+tenacity's, step for step: after a retryable error the wait is computed first (so the jitter
+draws are the same), then the stop rule sees it; a fatal error leaves at once.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import random
 import time
-
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type
 
 from judgefuse.judges.transport.errors import JudgeTimeout, RateLimited, RetryableError
 from judgefuse.judges.transport.request import ChatClient, ChatRequest, ChatResponse
@@ -50,40 +55,43 @@ class RetryingClient:
         self.deadline_s = deadline_s
         self._rng = rng or random.Random()
 
-    def _wait(self, state: RetryCallState) -> float:
-        backoff = self._rng.uniform(0.0, min(self.max_delay_s, self.base_delay_s * 2 ** (state.attempt_number - 1)))
-        error = state.outcome.exception() if state.outcome is not None else None
+    def _wait(self, attempt_number: int, error: BaseException) -> float:
+        """The pause after failed attempt ``attempt_number`` (1-based): full jitter, or Retry-After."""
+        backoff = self._rng.uniform(0.0, min(self.max_delay_s, self.base_delay_s * 2 ** (attempt_number - 1)))
         if isinstance(error, RateLimited) and error.retry_after_s is not None:
             return max(backoff, error.retry_after_s)
         return backoff
 
-    def _stop(self, state: RetryCallState) -> bool:
-        if state.attempt_number >= self.attempts:
+    def _stop(self, attempt_number: int, elapsed_s: float, upcoming_sleep: float) -> bool:
+        """No attempt after ``attempt_number``: out of attempts, or the next could not finish in time."""
+        if attempt_number >= self.attempts:
             return True
         if self.deadline_s is None:
             return False
-        return state.seconds_since_start + state.upcoming_sleep + _MIN_ATTEMPT_S >= self.deadline_s
+        return elapsed_s + upcoming_sleep + _MIN_ATTEMPT_S >= self.deadline_s
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         """``inner.complete(request)``, retried; raises the last error when retries run out."""
         started = time.monotonic()
-        retrying = AsyncRetrying(
-            retry=retry_if_exception_type(RetryableError),
-            wait=self._wait,
-            stop=self._stop,
-            reraise=True,
-        )
-        async for attempt in retrying:
-            with attempt:
+        deadline_s = self.deadline_s
+        attempt_number = 0
+        while True:
+            attempt_number += 1
+            try:
                 attempt_request = request
-                if self.deadline_s is not None:
-                    left = self.deadline_s - (time.monotonic() - started)
+                if deadline_s is not None:
+                    left = deadline_s - (time.monotonic() - started)
                     if left <= 0:
-                        raise JudgeTimeout(f"deadline of {self.deadline_s:g}s passed before an attempt")
+                        raise JudgeTimeout(f"deadline of {deadline_s:g}s passed before an attempt")
                     if left < request.timeout_s:
                         attempt_request = dataclasses.replace(request, timeout_s=left)
                 return await self.inner.complete(attempt_request)
-        raise AssertionError("unreachable: tenacity either returns or raises")  # pragma: no cover
+            except RetryableError as error:
+                elapsed = time.monotonic() - started
+                sleep = self._wait(attempt_number, error)
+                if self._stop(attempt_number, elapsed, sleep):
+                    raise
+            await asyncio.sleep(sleep)
 
     async def aclose(self) -> None:
         """Close the wrapped client."""

@@ -2,7 +2,8 @@
 
 Shows, for the caller's tenant and every panel: each calibration key's reliability diagram
 (inline SVG from :func:`judgefuse.evaluation.svg.reliability_svg`), n, accuracy, ECE, TH-Score,
-Brier, the current threshold, this process's routing rates, judge health (valid/invalid
+Brier, TH-Score and ECE per day over the last two weeks for each fusion method (from the hour
+buckets), the current threshold, this process's routing rates, judge health (valid/invalid
 votes since start), cost (calls, tokens, USD) per judge and per panel since start, and a
 cascade panel's stages with the verdicts each decided. Same authentication as the API. Never
 shows keys of any kind.
@@ -18,10 +19,42 @@ from fastapi.responses import HTMLResponse
 from markupsafe import Markup
 
 from judgefuse.evaluation.svg import reliability_svg
-from judgefuse.service.calibration_store import calibration_report
+from judgefuse.service.calibration_store import calibration_history, calibration_report
 from judgefuse.service.deps import GatewayDep, MetricsDep, TenantDep
 
 router = APIRouter(tags=["dashboard"])
+HISTORY_DAYS = 14
+"""Days of "TH-Score and ECE over time" shown for each fusion method's verdicts."""
+
+
+def _history_svg(history: list[dict[str, Any]], *, width: int = 420, height: int = 90) -> str:
+    """Two polylines over the days: TH-Score (blue, its own scale) and ECE (red, 0..max).
+
+    Only days with labels are drawn; every number the chart shows is also in the table beside
+    it, so the chart carries no text but its title.
+    """
+    days = [(i, h) for i, h in enumerate(history) if h["n"]]
+    if not days:
+        return ""
+    step = width / max(len(history) - 1, 1)
+
+    def line(metric: str, colour: str) -> str:
+        values = [(i, h[metric]) for i, h in days if h[metric] is not None]
+        if not values:
+            return ""
+        low = min(0.0, *(v for _, v in values))
+        high = max(1e-9, *(v for _, v in values))
+        points = " ".join(
+            f"{i * step:.1f},{height - 5 - (v - low) / (high - low) * (height - 10):.1f}" for i, v in values
+        )
+        return (f'<polyline class="{metric}" fill="none" stroke="{colour}" stroke-width="2" points="{points}"/>'
+                + "".join(f'<circle cx="{p.split(",")[0]}" cy="{p.split(",")[1]}" r="2.5" fill="{colour}"/>'
+                          for p in points.split()))
+
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img"'
+            f' aria-label="TH-Score and ECE per day"><title>TH-Score (blue) and ECE (red) per day</title>'
+            f'<rect width="{width}" height="{height}" fill="#fafafa" stroke="#ddd"/>'
+            f'{line("th_score", "#3b6fb6")}{line("ece", "#c0392b")}</svg>')
 
 
 def _usd(value: float) -> str:
@@ -64,7 +97,15 @@ async def dashboard(
                 ]
                 # reliability_svg escapes every text it writes
                 svg = Markup(reliability_svg(bins, title=entry["key"]))  # noqa: S704
-            rows.append({"entry": entry, "m": metrics_all, "w": entry["window"], "svg": svg})
+            history = None
+            if entry["kind"] == "method" and entry["storage_key"] is not None:
+                history = await calibration_history(
+                    gateway.storage, tenant, entry["storage_key"], days=HISTORY_DAYS,
+                    now=gateway.clock(), n_bins=settings.calibration_bins, eps=settings.th_eps,
+                )
+            rows.append({"entry": entry, "m": metrics_all, "w": entry["window"], "svg": svg,
+                         "history": history,
+                         "history_svg": Markup(_history_svg(history)) if history else None})  # noqa: S704
         threshold = await gateway.threshold(tenant, name)
         active_method, model_version = await gateway.active_method(tenant, runtime)
         routes = metrics.route_counts.get((tenant, name), {"auto_accept": 0, "human_review": 0})

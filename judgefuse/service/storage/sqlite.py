@@ -25,6 +25,20 @@ order; ``body`` is the record's JSON.
 the accumulators (``value`` has no declared type, so integers stay exact 64-bit integers and
 floats stay floats; an integer sum that would leave int64, which SQLite would silently turn
 into a REAL, is refused as :class:`AccumulatorOverflow` and the label rolled back); ``thresholds`` and ``models`` hold (tenant, panel, version, created_at, body).
+
+Accumulator read cache
+----------------------
+A window read sums every hour bucket in the window (24 h of a busy accumulator is tens of
+thousands of rows, tens of ms). :meth:`SQLiteStorage.read_accumulator` keeps its recent answers
+(all time and windows; a bounded LRU) and reuses one only while it is provably still exact:
+
+* ``PRAGMA data_version`` of this connection has not moved, i.e. no *other* connection (another
+  process or handle on the file) has committed anything since the answer was read; and
+* this handle has not itself labelled anything under that (tenant, key) since (``set_label``
+  drops the cached answers of the keys it wrote, on the worker thread, after its transaction).
+
+The version is read before the rows, so a cached answer is never older than the version it is
+filed under. A reused answer is a fresh copy of exactly what the query returned.
 """
 
 from __future__ import annotations
@@ -33,6 +47,7 @@ import asyncio
 import json
 import sqlite3
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -125,6 +140,9 @@ CREATE TABLE IF NOT EXISTS models (
 );
 """
 
+_ACC_CACHE_SIZE = 128
+"""Accumulator answers kept per handle (see "Accumulator read cache" above)."""
+
 _CORRUPT_MARKERS = ("not a database", "malformed", "corrupt")
 _UNAVAILABLE_MARKERS = ("locked", "busy", "unable to open", "disk i/o", "readonly", "read-only")
 
@@ -162,6 +180,10 @@ class SQLiteStorage(Storage):
         self.busy_timeout_s = busy_timeout_s
         self._executor: ThreadPoolExecutor | None = None
         self._conn: sqlite3.Connection | None = None
+        # (tenant, key, low, high) -> (data_version, answer); touched only on the worker thread
+        self._acc_cache: OrderedDict[tuple[str, str, int | None, int | None], tuple[int, dict[str, Number]]] = (
+            OrderedDict()
+        )
 
     # -- plumbing ------------------------------------------------------------------------------
     async def _run(self, what: str, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -263,6 +285,7 @@ class SQLiteStorage(Storage):
             return
 
         def shut() -> None:
+            self._acc_cache.clear()
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
@@ -356,6 +379,7 @@ class SQLiteStorage(Storage):
                 (label, when, new.model_dump_json(), tenant, verdict_id),
             )
             hour = hour_of(record.created_at)
+            touched.update(net)
             for key, fields in net.items():
                 for field, delta in fields.items():
                     total = conn.execute(
@@ -372,6 +396,8 @@ class SQLiteStorage(Storage):
                     ).fetchone()[0]
                     _check_overflow(key, field, delta, total)
                     _check_overflow(key, field, delta, bucket)
+                    written.append((key, field, delta, total))
+            written_hour.append(hour)
             return LabelOutcome(
                 status="labelled" if record.label is None else "relabelled",
                 label=label,
@@ -380,7 +406,62 @@ class SQLiteStorage(Storage):
                 applied=net,
             )
 
-        return await self._run("set_label", lambda c: self._write(c, txn))
+        touched: set[str] = set()
+        written: list[tuple[str, str, Number, Number]] = []  # (key, field, delta, new total)
+        written_hour: list[int] = []
+
+        def write(conn: sqlite3.Connection) -> LabelOutcome:
+            try:
+                outcome = self._write(conn, txn)
+            except BaseException:  # rolled back; drop the cached answers of the keys it touched
+                if touched:
+                    self._drop_cached(tenant, touched)
+                raise
+            if written:
+                self._update_cached(tenant, written_hour[0], written)
+            return outcome
+
+        return await self._run("set_label", write)
+
+    def _drop_cached(self, tenant: str, keys: set[str]) -> None:
+        for entry in [e for e in self._acc_cache if e[0] == tenant and e[1] in keys]:
+            del self._acc_cache[entry]
+
+    def _update_cached(
+        self, tenant: str, hour: int, written: list[tuple[str, str, Number, Number]]
+    ) -> None:
+        """Bring the cached answers up to date after this handle committed ``written``.
+
+        All-time answers take the stored totals (``RETURNING value``: exactly what a read would
+        return). A window containing ``hour`` adds the deltas when they and the cached sums are
+        all integers (exact, as SQL's integer ``SUM``); otherwise (a float, where summation order
+        could change the last bit, or a sum past int64, where SQL's ``SUM`` raises) the answer is
+        dropped and the next read queries again.
+        """
+        by_key: dict[str, list[tuple[str, Number, Number]]] = {}
+        for key, field, delta, total in written:
+            by_key.setdefault(key, []).append((field, delta, total))
+        cache = self._acc_cache
+        for entry in [e for e in cache if e[0] == tenant and e[1] in by_key]:
+            _, key, low, high = entry
+            answer = cache[entry][1]
+            rows = by_key[key]
+            if low is None and high is None:
+                for field, _delta, total in rows:
+                    answer[field] = total
+                continue
+            if (low is not None and hour < low) or (high is not None and hour >= high):
+                continue
+            sums: list[tuple[str, int]] = []
+            for field, delta, _total in rows:
+                old = answer.get(field, 0)
+                new_sum = old + delta if type(old) is int and type(delta) is int else None
+                if new_sum is None or not -INT64_MAX - 1 <= new_sum <= INT64_MAX:
+                    del cache[entry]
+                    break
+                sums.append((field, new_sum))
+            else:
+                answer.update(sums)
 
     # -- accumulators --------------------------------------------------------------------------
     async def read_accumulator(
@@ -394,7 +475,20 @@ class SQLiteStorage(Storage):
         check_tenant(tenant)
         check_name("accumulator key", key)
 
+        entry = (
+            tenant,
+            key,
+            None if since_hour is None else int(since_hour),
+            None if until_hour is None else int(until_hour),
+        )
+
         def read(conn: sqlite3.Connection) -> dict[str, Number]:
+            cache = self._acc_cache
+            version = conn.execute("PRAGMA data_version").fetchone()[0]
+            hit = cache.get(entry)
+            if hit is not None and hit[0] == version:
+                cache.move_to_end(entry)
+                return dict(hit[1])
             if since_hour is None and until_hour is None:
                 rows = conn.execute(
                     "SELECT field, value FROM acc_total WHERE tenant = ? AND key = ?",
@@ -408,7 +502,12 @@ class SQLiteStorage(Storage):
                     "AND hour >= ? AND hour < ? GROUP BY field",
                     (tenant, key, low, high),
                 ).fetchall()
-            return {field: value for field, value in rows}
+            answer = {field: value for field, value in rows}
+            cache[entry] = (version, answer)
+            cache.move_to_end(entry)
+            while len(cache) > _ACC_CACHE_SIZE:
+                cache.popitem(last=False)
+            return dict(answer)
 
         return await self._run("read_accumulator", read)
 
@@ -416,9 +515,16 @@ class SQLiteStorage(Storage):
         check_tenant(tenant)
 
         def read(conn: sqlite3.Connection) -> list[str]:
+            # A skip scan over the (tenant, key, field) index: one seek per distinct key instead
+            # of a pass over every field row. Keys with the prefix are contiguous from the first
+            # key >= prefix (BINARY order), so the walk stops at the first key without it.
             rows = conn.execute(
-                "SELECT DISTINCT key FROM acc_total WHERE tenant = ? AND substr(key, 1, ?) = ? "
-                "ORDER BY key",
+                "WITH RECURSIVE k(key) AS ("
+                " SELECT MIN(key) FROM acc_total WHERE tenant = ?1 AND key >= ?3"
+                " UNION ALL"
+                " SELECT (SELECT MIN(key) FROM acc_total WHERE tenant = ?1 AND key > k.key)"
+                " FROM k WHERE k.key IS NOT NULL AND substr(k.key, 1, ?2) = ?3"
+                ") SELECT key FROM k WHERE key IS NOT NULL AND substr(key, 1, ?2) = ?3",
                 (tenant, len(prefix), prefix),
             ).fetchall()
             return [row[0] for row in rows]
