@@ -20,6 +20,7 @@ import jinja2
 from fastapi import FastAPI
 
 from judgefuse import __version__
+from judgefuse.judges.transport.cache import RedisResponseCache, ResponseCache
 from judgefuse.service.auth import Authenticator
 from judgefuse.service.errors import install_handlers
 from judgefuse.service.gateway import Gateway, PanelRuntime
@@ -38,7 +39,7 @@ log = logging.getLogger("judgefuse.service")
 
 
 async def _start_panels(
-    settings: Settings, environ: Mapping[str, str] | None
+    settings: Settings, environ: Mapping[str, str] | None, cache: ResponseCache | None = None
 ) -> dict[str, PanelRuntime]:
     from judgefuse.judges.panel import Panel, default_panel_path
 
@@ -46,7 +47,7 @@ async def _start_panels(
     runtimes: dict[str, PanelRuntime] = {}
     try:
         for path in paths:
-            panel = Panel.from_yaml(path, environ=environ)
+            panel = Panel.from_yaml(path, environ=environ, cache=cache)
             if panel.name in runtimes:
                 raise ValueError(f"two panel files define panel {panel.name!r} ({path})")
             if "/" in panel.name:
@@ -102,8 +103,15 @@ def create_app(
             await store.open()
         runtimes: dict[str, PanelRuntime] = {}
         gateway: Gateway | None = None
+        cache_client = None
         try:
-            runtimes = await _start_panels(settings, os.environ if environ is None else environ)
+            cache = None
+            if settings.response_cache_url:
+                import redis.asyncio as aioredis
+
+                cache_client = aioredis.Redis.from_url(settings.response_cache_url)
+                cache = RedisResponseCache(cache_client, ttl_s=settings.response_cache_ttl_s, fail_open=True)
+            runtimes = await _start_panels(settings, os.environ if environ is None else environ, cache)
             gateway = Gateway(settings, store, runtimes, metrics)
             app.state.gateway = gateway
             app.state.panels_started = {name: True for name in runtimes}
@@ -119,6 +127,8 @@ def create_app(
             for runtime in runtimes.values():
                 await runtime.aclose()
                 await runtime.panel.aclose()
+            if cache_client is not None:
+                await cache_client.aclose()
             if owned:
                 await store.close()
 

@@ -77,6 +77,12 @@ class Settings(BaseSettings):
 
     calibration_bins: int = Field(default=10, ge=1)
     th_eps: float = 0.1
+    response_cache_url: str | None = None
+    """``redis://...``: every judge's responses cached in Redis, shared by all replicas (keys
+    include model, prompt, parameters and the MP sample index, so samples never collapse). A
+    Redis outage makes the cache miss, never fails a judge. None (default): judges with
+    ``cache: true`` in their panel entry use an in-process LRU."""
+    response_cache_ttl_s: float = Field(default=7 * 24 * 3600, gt=0)
     state_ttl_s: float = Field(default=2.0, ge=0.0)
     """How long a replica trusts its cached threshold/model before re-reading storage."""
 

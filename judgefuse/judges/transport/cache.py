@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -24,6 +25,9 @@ if TYPE_CHECKING:
     from redis.asyncio import Redis
 
 __all__ = ["CachingClient", "LRUResponseCache", "RedisResponseCache", "ResponseCache", "cache_key", "with_cache"]
+
+
+log = logging.getLogger("judgefuse.cache")
 
 
 def cache_key(request: ChatRequest) -> str:
@@ -118,20 +122,44 @@ class RedisResponseCache:
     cache outage should fail the call); the client's lifecycle belongs to the caller.
     """
 
-    def __init__(self, client: Redis, *, ttl_s: float | None = 7 * 24 * 3600, prefix: str = "judgefuse:resp:") -> None:
+    def __init__(
+        self,
+        client: Redis,
+        *,
+        ttl_s: float | None = 7 * 24 * 3600,
+        prefix: str = "judgefuse:resp:",
+        fail_open: bool = False,
+    ) -> None:
         if ttl_s is not None and ttl_s <= 0:
             raise ValueError(f"ttl_s must be > 0 or None, got {ttl_s}")
         self.client = client
         self.ttl_s = ttl_s
         self.prefix = prefix
+        self.fail_open = fail_open
+        """True: a Redis error is a miss (get) or a skipped write (set), logged, never a failed
+        judge call. The gateway sets it: a cache outage must cost money, not verdicts."""
+        self.errors = 0
 
     async def get(self, key: str) -> ChatResponse | None:
-        raw = await self.client.get(self.prefix + key)
+        try:
+            raw = await self.client.get(self.prefix + key)
+        except Exception as exc:  # redis errors: connection, timeout, response
+            self._failed("get", exc)
+            return None
         return None if raw is None else _decode(raw)
 
     async def set(self, key: str, response: ChatResponse) -> None:
         px = None if self.ttl_s is None else max(1, int(self.ttl_s * 1000))
-        await self.client.set(self.prefix + key, _encode(response), px=px)
+        try:
+            await self.client.set(self.prefix + key, _encode(response), px=px)
+        except Exception as exc:
+            self._failed("set", exc)
+
+    def _failed(self, operation: str, exc: Exception) -> None:
+        if not self.fail_open:
+            raise exc
+        self.errors += 1
+        log.warning("response cache %s failed (%s): treated as a miss", operation, type(exc).__name__)
 
 
 class CachingClient:
