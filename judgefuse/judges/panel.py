@@ -122,10 +122,18 @@ class Panel:
     # ------------------------------------------------------------------ judging
     async def judge(self, item: PairwiseItem) -> list[JudgeVote]:
         """Every judge's vote on ``item`` (config order), within the panel deadline."""
+        return await self.judge_with(self.judges, item, timeout_s=self.config.deadline_s)
+
+    async def judge_with(
+        self, judges: Sequence[Judge], item: PairwiseItem, *, timeout_s: float | None
+    ) -> list[JudgeVote]:
+        """The votes of ``judges`` (this panel's, e.g. one cascade stage's) on ``item``, asked
+        concurrently. A judge still running after ``timeout_s`` is cancelled and gives an invalid
+        ``"deadline exceeded"`` vote; the votes that finished are kept."""
         started = time.perf_counter()
-        tasks = [asyncio.create_task(judge.vote(item), name=f"judge:{judge.name}") for judge in self.judges]
+        tasks = [asyncio.create_task(judge.vote(item), name=f"judge:{judge.name}") for judge in judges]
         try:
-            done, pending = await asyncio.wait(tasks, timeout=self.config.deadline_s)
+            done, pending = await asyncio.wait(tasks, timeout=timeout_s)
         except BaseException:
             for task in tasks:
                 task.cancel()
@@ -136,7 +144,7 @@ class Panel:
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
         votes: list[JudgeVote] = []
-        for judge, task in zip(self.judges, tasks, strict=True):
+        for judge, task in zip(judges, tasks, strict=True):
             if task in done:
                 votes.append(task.result())  # a programming error inside a judge surfaces here
             else:

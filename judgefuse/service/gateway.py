@@ -82,10 +82,9 @@ from judgefuse.service.storage import (
 )
 
 if TYPE_CHECKING:
-    from judgefuse.judges.judge import Judge
-    from judgefuse.judges.panel import Panel
+    pass
 
-__all__ = ["Gateway", "PanelRuntime", "judge_subset", "route_verdict"]
+__all__ = ["Gateway", "PanelRuntime", "route_verdict"]
 
 log = logging.getLogger("judgefuse.service")
 
@@ -333,7 +332,7 @@ class Gateway:
             budget = None
             if deadline_s is not None:
                 budget = max(0.0, deadline_s - (time.perf_counter() - started))
-            votes = await judge_subset(panel, [judges[name] for name in names], item, budget)
+            votes = await panel.judge_with([judges[name] for name in names], item, timeout_s=budget)
             waited += max((v.latency_s for v in votes), default=0.0)
             return votes
 
@@ -520,38 +519,6 @@ class Gateway:
 
     async def aclose(self) -> None:
         await self.scheduler.aclose()
-
-
-async def judge_subset(
-    panel: Panel, judges: Sequence[Judge], item: PairwiseItem, timeout_s: float | None
-) -> list[JudgeVote]:
-    """The votes of ``judges`` (a subset of ``panel``'s) on ``item``, asked concurrently, with
-    :meth:`Panel.judge`'s deadline rule: a judge still running after ``timeout_s`` is cancelled
-    and gives an invalid ``"deadline exceeded"`` vote; the finished votes are kept."""
-    started = time.perf_counter()
-    tasks = [asyncio.create_task(judge.vote(item), name=f"judge:{judge.name}") for judge in judges]
-    try:
-        done, pending = await asyncio.wait(tasks, timeout=timeout_s)
-    except BaseException:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
-    for task in pending:
-        task.cancel()
-    if pending:
-        await asyncio.gather(*pending, return_exceptions=True)
-    votes: list[JudgeVote] = []
-    for judge, task in zip(judges, tasks, strict=True):
-        if task in done:
-            votes.append(task.result())
-        else:
-            votes.append(JudgeVote.invalid(
-                judge.name, judge.config.mode,
-                f"deadline exceeded: the panel deadline of {panel.config.deadline_s:g}s passed",
-                latency_s=time.perf_counter() - started,
-            ))
-    return votes
 
 
 def _encodable(text: str) -> bool:
