@@ -15,25 +15,9 @@ for the verdict's method (and, for a learned method, the same model version). Ot
 no threshold tuned, or a "review everything" record, the verdict goes to ``human_review`` and
 ``threshold.reason`` says why.
 
-Thresholds and models are cached per (tenant, panel) for ``state_ttl_s`` (a write through this
-gateway updates its cache at once; other replicas see it within the TTL).
-
-Cascade panels (``cascade:`` in the panel YAML, :mod:`judgefuse.fusion.cascade`): a request
-that names no ``method`` walks the cascade (:func:`~judgefuse.fusion.cascade.run_cascade_async`):
-each stage asks only the judges it adds (concurrently, through the panel's own judges, within
-what is left of the panel's ``deadline_s`` for the whole walk), and accepts when its
-confidence clears its threshold. The cascade routes the verdict itself: a stage that accepts
--> ``auto_accept`` under the cascade's guarantee (the stage thresholds were tuned offline with
-``judgefuse tune --cascade`` on labelled data, fixed-sequence Clopper-Pearson per stage, and
-pasted into the YAML); no stage accepts -> ``human_review`` (the last stage's verdict is the
-suggestion), or with ``cascade_fallback: panel`` the full panel decides at
-``cascade_panel_threshold``. The stored per-(tenant, panel) threshold is not used for cascade
-verdicts, and cascade thresholds are not re-tuned live from the store (``POST
-/v1/thresholds/tune`` on a cascade panel answers 422 unless it names a voting method). The
-response's ``cascade`` says which stage decided; its ``votes`` and ``cost`` are those of the
-judges consulted. Quorum: a cascade accepts on its stages' own votes; the request fails (503)
-only when no consulted judge gave a usable vote. A request naming a ``method`` bypasses the
-cascade: every judge, fused with that method, routed by the stored threshold.
+Thresholds and models are cached per (tenant, panel) for ``state_ttl_s``
+(:mod:`judgefuse.service.state_cache`). Cascade panels walk their cascade instead of the whole
+panel and route their own verdicts (:mod:`judgefuse.service.cascade_serving`).
 
 Cost: a verdict's ``cost`` (calls, tokens, USD) is the sum over its votes; /metrics and the
 dashboard carry the same per judge and per panel (:mod:`judgefuse.service.metrics`).
@@ -42,22 +26,26 @@ dashboard carry the same per judge and per panel (:mod:`judgefuse.service.metric
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 import uuid
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from judgefuse.fusion.cascade import CascadeDecision, run_cascade_async
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote, Letter, PairwiseItem
 from judgefuse.service.calibration_store import label_increments
+from judgefuse.service.cascade_serving import (
+    cascade_route,
+    live_cascade_out,
+    stored_cascade_out,
+    walk_cascade,
+)
 from judgefuse.service.errors import Conflict, FieldProblem, QuorumLost, TooLarge
 from judgefuse.service.metrics import ServiceMetrics
 from judgefuse.service.panels import PanelRuntime
-from judgefuse.service.refit import RefitOutcome, RefitScheduler, refit, restore_stacked
+from judgefuse.service.refit import RefitOutcome, RefitScheduler, refit
+from judgefuse.service.request_checks import check_request, check_verdict_id
 from judgefuse.service.routing import route_verdict
 from judgefuse.service.schemas import (
     BatchResponse,
@@ -71,6 +59,7 @@ from judgefuse.service.schemas import (
     VerdictOut,
 )
 from judgefuse.service.settings import Settings
+from judgefuse.service.state_cache import StateCache
 from judgefuse.service.storage import (
     LabelOutcome,
     ModelRecord,
@@ -80,6 +69,7 @@ from judgefuse.service.storage import (
     VerdictNotFound,
     VerdictRecord,
 )
+from judgefuse.service.tuning_data import tuning_data
 
 if TYPE_CHECKING:
     pass
@@ -87,12 +77,6 @@ if TYPE_CHECKING:
 __all__ = ["Gateway", "PanelRuntime", "route_verdict"]
 
 log = logging.getLogger("judgefuse.service")
-
-
-@dataclass
-class _Cached:
-    value: Any
-    at: float
 
 
 class Gateway:
@@ -117,9 +101,7 @@ class Gateway:
             raise ValueError(
                 f"default_panel {self.default_panel!r} is not one of the panels: {', '.join(panels)}"
             )
-        self._thresholds: dict[tuple[str, str], _Cached] = {}
-        self._models: dict[tuple[str, str], _Cached] = {}
-        self._restored: dict[tuple[str, str, int], Any] = {}
+        self.state = StateCache(settings, storage)
         self.scheduler = RefitScheduler(settings.refit_every_labels, self._background_refit)
 
     # ------------------------------------------------------------------ panels and state
@@ -130,38 +112,12 @@ class Gateway:
             raise FieldProblem(field, f"unknown panel {name!r}; panels: {', '.join(self.panels)}")
         return runtime
 
-    def _fresh(self, cache: dict[tuple[str, str], _Cached], key: tuple[str, str]) -> _Cached | None:
-        entry = cache.get(key)
-        if entry is not None and time.monotonic() - entry.at <= self.settings.state_ttl_s:
-            return entry
-        return None
-
     async def threshold(self, tenant: str, panel: str) -> ThresholdRecord | None:
-        key = (tenant, panel)
-        entry = self._fresh(self._thresholds, key)
-        if entry is None:
-            entry = _Cached(await self.storage.get_threshold(tenant, panel), time.monotonic())
-            self._thresholds[key] = entry
-        return entry.value
+        return await self.state.threshold(tenant, panel)
 
     async def model(self, tenant: str, panel: str) -> tuple[ModelRecord, Any] | None:
         """The promoted stacked model of (tenant, panel), restored, or None."""
-        key = (tenant, panel)
-        entry = self._fresh(self._models, key)
-        if entry is None:
-            record = await self.storage.get_model(tenant, panel)
-            value = None
-            if record is not None and record.version is not None:
-                rkey = (tenant, panel, record.version)
-                restored = self._restored.get(rkey)
-                if restored is None:
-                    restored = restore_stacked(record.params)
-                    self._restored = {k: v for k, v in self._restored.items() if k[:2] != key}
-                    self._restored[rkey] = restored
-                value = (record, restored)
-            entry = _Cached(value, time.monotonic())
-            self._models[key] = entry
-        return entry.value
+        return await self.state.model(tenant, panel)
 
     async def active_method(self, tenant: str, runtime: PanelRuntime) -> tuple[str, str | None]:
         """(method name, model version) new verdicts of (tenant, panel) get by default."""
@@ -174,21 +130,7 @@ class Gateway:
 
     # ------------------------------------------------------------------ judging
     def check_limits(self, request: JudgeRequest, prefix: str = "body") -> None:
-        limit = self.settings.max_text_chars
-        for name in ("question", "answer_a", "answer_b"):
-            value = getattr(request, name)
-            if len(value) > limit:
-                raise FieldProblem(
-                    f"{prefix}.{name}", f"too long: {len(value)} characters, at most {limit}"
-                )
-        for name in ("question", "answer_a", "answer_b", "id", "category", "panel", "method"):
-            value = getattr(request, name)
-            if value is not None and not _encodable(value):
-                raise FieldProblem(f"{prefix}.{name}", "not valid Unicode text (a lone surrogate?)")
-        if request.metadata and not _encodable(json.dumps(request.metadata, ensure_ascii=False)):
-            raise FieldProblem(f"{prefix}.metadata", "not valid Unicode text (a lone surrogate?)")
-        if not request.question.strip() and not (request.answer_a.strip() or request.answer_b.strip()):
-            raise FieldProblem(f"{prefix}.question", "question and both answers are empty")
+        check_request(request, self.settings.max_text_chars, prefix)
 
     async def _fuse(
         self, tenant: str, runtime: PanelRuntime, request: JudgeRequest, item: PairwiseItem,
@@ -230,7 +172,7 @@ class Gateway:
         cascade_out: CascadeOut | None = None
         cascade_stage: str | None = None
         if runtime.cascade is not None and request.method is None:
-            decision, slowest = await self._walk_cascade(runtime, item)
+            decision, slowest = await walk_cascade(runtime, item)
             votes = list(decision.verdict.votes)
             judged = fused = time.perf_counter()
             if not any(v.valid for v in votes):
@@ -238,14 +180,8 @@ class Gateway:
                 self.metrics.observe_votes(runtime.name, votes)
                 raise QuorumLost(runtime.name, votes, 1)
             verdict = decision.verdict
-            route, used = _cascade_route(runtime, decision)
-            stages = runtime.cascade.all_stages()
-            cascade_out = CascadeOut.of(
-                decision, stages=len(stages), names=[st.name for st in stages],
-                fallback=runtime.cascade.fallback,
-            )
-            cascade_stage = ("review" if decision.stage is None
-                             else f"{decision.stage + 1}:{stages[decision.stage].name}")
+            route, used = cascade_route(runtime, decision)
+            cascade_out, cascade_stage = live_cascade_out(runtime, decision)
         else:
             votes = await runtime.panel.judge(item)
             judged = time.perf_counter()
@@ -314,31 +250,6 @@ class Gateway:
             await self._label(tenant, existing.id, request.label)
         return await self.get_verdict(tenant, existing.id)
 
-    async def _walk_cascade(
-        self, runtime: PanelRuntime, item: PairwiseItem
-    ) -> tuple[CascadeDecision, float]:
-        """Run the panel's cascade live: each stage asks only the judges it adds, within what
-        is left of the panel deadline. Returns the decision and the judges' share of the wall
-        time (the sum over stages of the slowest vote drawn at that stage)."""
-        assert runtime.cascade is not None
-        panel = runtime.panel
-        judges = {judge.name: judge for judge in panel.judges}
-        deadline_s = panel.config.deadline_s
-        started = time.perf_counter()
-        waited = 0.0
-
-        async def fetch(names: Sequence[str]) -> list[JudgeVote]:
-            nonlocal waited
-            budget = None
-            if deadline_s is not None:
-                budget = max(0.0, deadline_s - (time.perf_counter() - started))
-            votes = await panel.judge_with([judges[name] for name in names], item, timeout_s=budget)
-            waited += max((v.latency_s for v in votes), default=0.0)
-            return votes
-
-        decision = await run_cascade_async(runtime.cascade, fetch)
-        return decision, waited
-
     async def judge_batch(self, tenant: str, requests: list[JudgeRequest]) -> BatchResponse:
         limit = self.settings.max_batch_items
         if len(requests) > limit:
@@ -371,7 +282,7 @@ class Gateway:
                              cost=cost)
 
     async def get_verdict(self, tenant: str, verdict_id: str) -> VerdictOut:
-        _check_verdict_id(tenant, verdict_id)
+        check_verdict_id(tenant, verdict_id)
         record = await self.storage.get_verdict(tenant, verdict_id)
         if record is None:
             raise VerdictNotFound(tenant, verdict_id)
@@ -380,16 +291,11 @@ class Gateway:
             value=verdict.threshold, version=None,
             reason="as routed when the verdict was made",
         )
-        runtime = self.panels.get(record.panel)
-        cascade = runtime.cascade if runtime is not None else None
         return VerdictOut.of(
             verdict, panel=record.panel, threshold=used, created_at=record.created_at,
             label=record.label, labelled_at=record.labelled_at,
             category=record.item.category if record.item else None,
-            cascade=CascadeOut.of_stored(
-                verdict, fallback=cascade.fallback if cascade is not None else None,
-                stages=len(cascade.all_stages()) if cascade is not None else None,
-            ),
+            cascade=stored_cascade_out(verdict, self.panels.get(record.panel)),
         )
 
     # ------------------------------------------------------------------ labels
@@ -402,7 +308,7 @@ class Gateway:
         return outcome
 
     async def feedback(self, tenant: str, verdict_id: str, label: Letter) -> LabelResult:
-        _check_verdict_id(tenant, verdict_id)
+        check_verdict_id(tenant, verdict_id)
         return _label_result(await self._label(tenant, verdict_id, label))
 
     # ------------------------------------------------------------------ thresholds
@@ -432,33 +338,7 @@ class Gateway:
         records = await self.storage.iter_labelled(
             tenant, runtime.name, limit=self.settings.refit_max_labels
         )
-        confidences: list[float] = []
-        correct: list[bool] = []
-        how: str
-        if method_name == "stacked":
-            # only verdicts this very model made: their labels were never in its training set
-            how = f"verdicts made by stacked model {model_version} (held out from its fit)"
-            for r in records:
-                v = r.verdict
-                if v.method == "stacked" and v.model_version == model_version:
-                    confidences.append(v.confidence if v.choice else 0.5)
-                    correct.append(v.choice == r.label)
-        elif method_name == "fuser":
-            how = "verdicts made by the fuser"
-            for r in records:
-                if r.verdict.method == "fuser":
-                    confidences.append(r.verdict.confidence)
-                    correct.append(r.verdict.choice == r.label)
-        else:
-            # a voting method is a pure function of the stored votes: re-fuse every record
-            how = f"every labelled verdict's votes re-fused with {method_name}"
-            method = runtime.method(method_name)
-            for r in records:
-                if r.verdict.method == "cascade":
-                    continue  # a cascade verdict holds only the votes of the judges it consulted
-                v = method(r.verdict.votes)
-                confidences.append(v.confidence)
-                correct.append(v.choice == r.label)
+        how, confidences, correct = tuning_data(records, runtime, method_name, model_version)
         base: dict[str, Any] = {
             "panel": runtime.name, "method": method_name, "model_version": model_version,
             "n_labels": len(confidences), "data": how,
@@ -493,7 +373,7 @@ class Gateway:
         )
         version = await self.storage.put_threshold(tenant, runtime.name, record)
         stored = await self.storage.get_threshold(tenant, runtime.name, version=version)
-        self._thresholds[(tenant, runtime.name)] = _Cached(stored, time.monotonic())
+        self.state.store_threshold(tenant, runtime.name, stored)
         return {**base, "stored": True, "threshold": report.threshold, "version": version,
                 "review_everything": report.threshold is None, "reason": report.reason,
                 "report": report.as_dict()}
@@ -510,7 +390,7 @@ class Gateway:
         )
         self.metrics.refits.labels(tenant, runtime.name, outcome.status).inc()
         if outcome.status == "promoted":
-            self._models.pop((tenant, runtime.name), None)
+            self.state.drop_model(tenant, runtime.name)
         log.info("refit %s/%s: %s (%s)", tenant, runtime.name, outcome.status, outcome.reason)
         return outcome
 
@@ -519,43 +399,6 @@ class Gateway:
 
     async def aclose(self) -> None:
         await self.scheduler.aclose()
-
-
-def _encodable(text: str) -> bool:
-    """True when ``text`` can be stored and returned as UTF-8 (JSON lets lone surrogates in)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _check_verdict_id(tenant: str, verdict_id: str) -> None:
-    """An id no verdict can have (empty, over 256 characters, not UTF-8) is simply not found."""
-    if not verdict_id or len(verdict_id) > 256 or not _encodable(verdict_id):
-        shown = verdict_id[:64].encode("utf-8", "replace").decode("utf-8")
-        raise VerdictNotFound(tenant, shown + ("..." if len(verdict_id) > 64 else ""))
-
-
-def _cascade_route(runtime: PanelRuntime, decision: CascadeDecision) -> tuple[str, ThresholdUsed]:
-    """The cascade routes its own verdict: accepted by a stage -> auto_accept, else review."""
-    assert runtime.cascade is not None
-    stages = runtime.cascade.all_stages()
-    verdict = decision.verdict
-    if decision.stage is not None:
-        stage = stages[decision.stage]
-        return "auto_accept", ThresholdUsed(
-            value=stage.threshold, version=None, method="cascade",
-            reason=f"cascade stage {decision.stage + 1}/{len(stages)} ({stage.name}) accepted: "
-                   f"confidence {verdict.confidence:.4f} >= its threshold "
-                   f"{stage.threshold:.4f} (panel file)",
-        )
-    return "human_review", ThresholdUsed(
-        value=None, version=None, method="cascade",
-        reason=f"cascade: none of the {len(stages)} stage(s) accepted"
-               + (" (the full panel included)" if runtime.cascade.fallback == "panel" else "")
-               + ": human review",
-    )
 
 
 def _label_result(outcome: LabelOutcome) -> LabelResult:

@@ -15,39 +15,23 @@ Durability and concurrency
 * A cancelled awaiting task does not cancel the work already handed to the thread: the
   transaction either commits or rolls back as a whole.
 
-Schema (created on open)
-------------------------
-``verdicts(tenant, id, panel, created_at, label, labelled_at, body)`` with primary key
-(tenant, id) and partial indexes over labelled rows on (tenant, created_at, id) and (tenant,
-panel, created_at, id), so ``iter_labelled`` and ``count_labelled`` scan only labelled rows, in
-order; ``body`` is the record's JSON.
-``acc_total(tenant, key, field, value)`` and ``acc_hour(tenant, key, hour, field, value)`` hold
-the accumulators (``value`` has no declared type, so integers stay exact 64-bit integers and
-floats stay floats; an integer sum that would leave int64, which SQLite would silently turn
-into a REAL, is refused as :class:`AccumulatorOverflow` and the label rolled back); ``thresholds`` and ``models`` hold (tenant, panel, version, created_at, body).
+Layout
+------
+This module is the connection, its worker thread, transactions and error mapping, and the
+verdict and label queries. The rest, one job each:
 
-Accumulator read cache
-----------------------
-A window read sums every hour bucket in the window (24 h of a busy accumulator is tens of
-thousands of rows, tens of ms). :meth:`SQLiteStorage.read_accumulator` keeps its recent answers
-(all time and windows; a bounded LRU) and reuses one only while it is provably still exact:
-
-* ``PRAGMA data_version`` of this connection has not moved, i.e. no *other* connection (another
-  process or handle on the file) has committed anything since the answer was read; and
-* this handle has not itself labelled anything under that (tenant, key) since (``set_label``
-  drops the cached answers of the keys it wrote, on the worker thread, after its transaction).
-
-The version is read before the rows, so a cached answer is never older than the version it is
-filed under. A reused answer is a fresh copy of exactly what the query returned.
+* :mod:`~judgefuse.service.storage.sqlite_schema`: the tables and creating them on open;
+* :mod:`~judgefuse.service.storage.sqlite_accumulators`: the accumulator statements;
+* :mod:`~judgefuse.service.storage.sqlite_cache`: the accumulator read cache (answers reused
+  while ``PRAGMA data_version`` proves them exact);
+* :mod:`~judgefuse.service.storage.sqlite_versioned`: thresholds and models.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import sqlite3
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -57,8 +41,6 @@ from pydantic import ValidationError
 
 from judgefuse.judges.types import Letter
 from judgefuse.service.storage.base import (
-    INT64_MAX,
-    AccumulatorOverflow,
     IncrementsFn,
     Number,
     Storage,
@@ -82,66 +64,24 @@ from judgefuse.service.storage.records import (
     ThresholdRecord,
     VerdictRecord,
 )
+from judgefuse.service.storage.sqlite_accumulators import (
+    accumulator_keys,
+    add_increments,
+    sum_accumulator,
+)
+from judgefuse.service.storage.sqlite_cache import AccumulatorCache, Written
+from judgefuse.service.storage.sqlite_schema import SCHEMA_VERSION, create_schema
+from judgefuse.service.storage.sqlite_versioned import (
+    V,
+    insert_next_version,
+    parse_versioned,
+    select_history,
+    select_version,
+)
 
 T = TypeVar("T")
-V = TypeVar("V", ThresholdRecord, ModelRecord)
 
-SCHEMA_VERSION = 1
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (
-    name TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS verdicts (
-    tenant TEXT NOT NULL,
-    id TEXT NOT NULL,
-    panel TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    label TEXT,
-    labelled_at REAL,
-    body TEXT NOT NULL,
-    PRIMARY KEY (tenant, id)
-);
-CREATE INDEX IF NOT EXISTS verdicts_panel_labelled
-    ON verdicts (tenant, panel, created_at, id) WHERE label IS NOT NULL;
-CREATE INDEX IF NOT EXISTS verdicts_labelled
-    ON verdicts (tenant, created_at, id) WHERE label IS NOT NULL;
-CREATE TABLE IF NOT EXISTS acc_total (
-    tenant TEXT NOT NULL,
-    key TEXT NOT NULL,
-    field TEXT NOT NULL,
-    value NOT NULL,
-    PRIMARY KEY (tenant, key, field)
-);
-CREATE TABLE IF NOT EXISTS acc_hour (
-    tenant TEXT NOT NULL,
-    key TEXT NOT NULL,
-    hour INTEGER NOT NULL,
-    field TEXT NOT NULL,
-    value NOT NULL,
-    PRIMARY KEY (tenant, key, hour, field)
-);
-CREATE TABLE IF NOT EXISTS thresholds (
-    tenant TEXT NOT NULL,
-    panel TEXT NOT NULL,
-    version INTEGER NOT NULL,
-    created_at REAL NOT NULL,
-    body TEXT NOT NULL,
-    PRIMARY KEY (tenant, panel, version)
-);
-CREATE TABLE IF NOT EXISTS models (
-    tenant TEXT NOT NULL,
-    panel TEXT NOT NULL,
-    version INTEGER NOT NULL,
-    created_at REAL NOT NULL,
-    body TEXT NOT NULL,
-    PRIMARY KEY (tenant, panel, version)
-);
-"""
-
-_ACC_CACHE_SIZE = 128
-"""Accumulator answers kept per handle (see "Accumulator read cache" above)."""
+__all__ = ["SCHEMA_VERSION", "SQLiteStorage"]
 
 _CORRUPT_MARKERS = ("not a database", "malformed", "corrupt")
 _UNAVAILABLE_MARKERS = ("locked", "busy", "unable to open", "disk i/o", "readonly", "read-only")
@@ -154,13 +94,6 @@ def _map_sqlite_error(exc: sqlite3.Error, what: str) -> StorageError:
     if isinstance(exc, sqlite3.OperationalError) and any(m in text for m in _UNAVAILABLE_MARKERS):
         return StorageUnavailable(f"sqlite: {what}: {exc}")
     return StorageError(f"sqlite: {what}: {type(exc).__name__}: {exc}")
-
-
-def _check_overflow(key: str, field: str, delta: Number, result: Number) -> None:
-    """SQLite turns an overflowing integer sum into a REAL: refuse it (the caller rolls back)."""
-    limit = float(INT64_MAX) if isinstance(delta, int) else 1e300
-    if abs(result) >= limit:
-        raise AccumulatorOverflow(f"accumulator {key!r} field {field!r} would overflow")
 
 
 class SQLiteStorage(Storage):
@@ -180,10 +113,8 @@ class SQLiteStorage(Storage):
         self.busy_timeout_s = busy_timeout_s
         self._executor: ThreadPoolExecutor | None = None
         self._conn: sqlite3.Connection | None = None
-        # (tenant, key, low, high) -> (data_version, answer); touched only on the worker thread
-        self._acc_cache: OrderedDict[tuple[str, str, int | None, int | None], tuple[int, dict[str, Number]]] = (
-            OrderedDict()
-        )
+        # touched only on the worker thread
+        self._acc_cache = AccumulatorCache()
 
     # -- plumbing ------------------------------------------------------------------------------
     async def _run(self, what: str, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -235,28 +166,7 @@ class SQLiteStorage(Storage):
                     raise StorageError(f"sqlite: could not switch {self.path} to WAL ({mode})")
                 conn.execute(f"PRAGMA synchronous = {self.synchronous}")
                 conn.execute("PRAGMA foreign_keys = ON")
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    # not executescript: it would commit; the schema goes in as one transaction
-                    for statement in _SCHEMA.split(";"):
-                        if statement.strip():
-                            conn.execute(statement)
-                    row = conn.execute("SELECT value FROM meta WHERE name = 'schema'").fetchone()
-                    if row is None:
-                        conn.execute(
-                            "INSERT INTO meta (name, value) VALUES ('schema', ?)",
-                            (str(SCHEMA_VERSION),),
-                        )
-                    elif int(row[0]) > SCHEMA_VERSION:
-                        raise StorageError(
-                            f"sqlite: {self.path} has schema {row[0]}, newer than this code "
-                            f"({SCHEMA_VERSION})"
-                        )
-                    conn.execute("COMMIT")
-                except BaseException:
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
-                    raise
+                create_schema(conn, self.path)
             except BaseException:
                 conn.close()
                 raise
@@ -380,23 +290,7 @@ class SQLiteStorage(Storage):
             )
             hour = hour_of(record.created_at)
             touched.update(net)
-            for key, fields in net.items():
-                for field, delta in fields.items():
-                    total = conn.execute(
-                        "INSERT INTO acc_total (tenant, key, field, value) VALUES (?, ?, ?, ?) "
-                        "ON CONFLICT (tenant, key, field) "
-                        "DO UPDATE SET value = value + excluded.value RETURNING value",
-                        (tenant, key, field, delta),
-                    ).fetchone()[0]
-                    bucket = conn.execute(
-                        "INSERT INTO acc_hour (tenant, key, hour, field, value) "
-                        "VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant, key, hour, field) "
-                        "DO UPDATE SET value = value + excluded.value RETURNING value",
-                        (tenant, key, hour, field, delta),
-                    ).fetchone()[0]
-                    _check_overflow(key, field, delta, total)
-                    _check_overflow(key, field, delta, bucket)
-                    written.append((key, field, delta, total))
+            add_increments(conn, tenant, hour, net, written)
             written_hour.append(hour)
             return LabelOutcome(
                 status="labelled" if record.label is None else "relabelled",
@@ -407,7 +301,7 @@ class SQLiteStorage(Storage):
             )
 
         touched: set[str] = set()
-        written: list[tuple[str, str, Number, Number]] = []  # (key, field, delta, new total)
+        written: Written = []  # (key, field, delta, new total)
         written_hour: list[int] = []
 
         def write(conn: sqlite3.Connection) -> LabelOutcome:
@@ -415,53 +309,13 @@ class SQLiteStorage(Storage):
                 outcome = self._write(conn, txn)
             except BaseException:  # rolled back; drop the cached answers of the keys it touched
                 if touched:
-                    self._drop_cached(tenant, touched)
+                    self._acc_cache.drop(tenant, touched)
                 raise
             if written:
-                self._update_cached(tenant, written_hour[0], written)
+                self._acc_cache.update(tenant, written_hour[0], written)
             return outcome
 
         return await self._run("set_label", write)
-
-    def _drop_cached(self, tenant: str, keys: set[str]) -> None:
-        for entry in [e for e in self._acc_cache if e[0] == tenant and e[1] in keys]:
-            del self._acc_cache[entry]
-
-    def _update_cached(
-        self, tenant: str, hour: int, written: list[tuple[str, str, Number, Number]]
-    ) -> None:
-        """Bring the cached answers up to date after this handle committed ``written``.
-
-        All-time answers take the stored totals (``RETURNING value``: exactly what a read would
-        return). A window containing ``hour`` adds the deltas when they and the cached sums are
-        all integers (exact, as SQL's integer ``SUM``); otherwise (a float, where summation order
-        could change the last bit, or a sum past int64, where SQL's ``SUM`` raises) the answer is
-        dropped and the next read queries again.
-        """
-        by_key: dict[str, list[tuple[str, Number, Number]]] = {}
-        for key, field, delta, total in written:
-            by_key.setdefault(key, []).append((field, delta, total))
-        cache = self._acc_cache
-        for entry in [e for e in cache if e[0] == tenant and e[1] in by_key]:
-            _, key, low, high = entry
-            answer = cache[entry][1]
-            rows = by_key[key]
-            if low is None and high is None:
-                for field, _delta, total in rows:
-                    answer[field] = total
-                continue
-            if (low is not None and hour < low) or (high is not None and hour >= high):
-                continue
-            sums: list[tuple[str, int]] = []
-            for field, delta, _total in rows:
-                old = answer.get(field, 0)
-                new_sum = old + delta if type(old) is int and type(delta) is int else None
-                if new_sum is None or not -INT64_MAX - 1 <= new_sum <= INT64_MAX:
-                    del cache[entry]
-                    break
-                sums.append((field, new_sum))
-            else:
-                answer.update(sums)
 
     # -- accumulators --------------------------------------------------------------------------
     async def read_accumulator(
@@ -483,31 +337,12 @@ class SQLiteStorage(Storage):
         )
 
         def read(conn: sqlite3.Connection) -> dict[str, Number]:
-            cache = self._acc_cache
             version = conn.execute("PRAGMA data_version").fetchone()[0]
-            hit = cache.get(entry)
-            if hit is not None and hit[0] == version:
-                cache.move_to_end(entry)
-                return dict(hit[1])
-            if since_hour is None and until_hour is None:
-                rows = conn.execute(
-                    "SELECT field, value FROM acc_total WHERE tenant = ? AND key = ?",
-                    (tenant, key),
-                ).fetchall()
-            else:
-                low = -(2**62) if since_hour is None else int(since_hour)
-                high = 2**62 if until_hour is None else int(until_hour)
-                rows = conn.execute(
-                    "SELECT field, SUM(value) FROM acc_hour WHERE tenant = ? AND key = ? "
-                    "AND hour >= ? AND hour < ? GROUP BY field",
-                    (tenant, key, low, high),
-                ).fetchall()
-            answer = {field: value for field, value in rows}
-            cache[entry] = (version, answer)
-            cache.move_to_end(entry)
-            while len(cache) > _ACC_CACHE_SIZE:
-                cache.popitem(last=False)
-            return dict(answer)
+            hit = self._acc_cache.get(entry, version)
+            if hit is not None:
+                return hit
+            answer = sum_accumulator(conn, tenant, key, since_hour, until_hour)
+            return self._acc_cache.put(entry, version, answer)
 
         return await self._run("read_accumulator", read)
 
@@ -515,19 +350,7 @@ class SQLiteStorage(Storage):
         check_tenant(tenant)
 
         def read(conn: sqlite3.Connection) -> list[str]:
-            # A skip scan over the (tenant, key, field) index: one seek per distinct key instead
-            # of a pass over every field row. Keys with the prefix are contiguous from the first
-            # key >= prefix (BINARY order), so the walk stops at the first key without it.
-            rows = conn.execute(
-                "WITH RECURSIVE k(key) AS ("
-                " SELECT MIN(key) FROM acc_total WHERE tenant = ?1 AND key >= ?3"
-                " UNION ALL"
-                " SELECT (SELECT MIN(key) FROM acc_total WHERE tenant = ?1 AND key > k.key)"
-                " FROM k WHERE k.key IS NOT NULL AND substr(k.key, 1, ?2) = ?3"
-                ") SELECT key FROM k WHERE key IS NOT NULL AND substr(key, 1, ?2) = ?3",
-                (tenant, len(prefix), prefix),
-            ).fetchall()
-            return [row[0] for row in rows]
+            return accumulator_keys(conn, tenant, prefix)
 
         keys = await self._run("list_accumulators", read)
         return sorted(keys)  # Python's code-point order, the same as Redis's byte order for UTF-8
@@ -539,63 +362,27 @@ class SQLiteStorage(Storage):
         body = record.model_dump_json(exclude={"version"})
 
         def txn(conn: sqlite3.Connection) -> int:
-            row = conn.execute(
-                f"SELECT COALESCE(MAX(version), 0) FROM {table} WHERE tenant = ? AND panel = ?",
-                (tenant, panel),
-            ).fetchone()
-            version = int(row[0]) + 1
-            conn.execute(
-                f"INSERT INTO {table} (tenant, panel, version, created_at, body) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (tenant, panel, version, record.created_at, body),
-            )
-            return version
+            return insert_next_version(conn, table, tenant, panel, record.created_at, body)
 
         return await self._run(f"put {table}", lambda c: self._write(c, txn))
-
-    @staticmethod
-    def _parse_versioned(model_cls: type[V], version: int, body: str) -> V:
-        try:
-            data: Any = json.loads(body)
-            data["version"] = version
-            return model_cls.model_validate(data)
-        except (ValueError, TypeError) as exc:  # ValidationError is a ValueError
-            raise StorageCorrupt(f"sqlite: stored {model_cls.__name__} is invalid") from exc
 
     async def _get_versioned(
         self, table: str, cls: type[V], tenant: str, panel: str, version: int | None
     ) -> V | None:
         check_tenant(tenant)
         check_name("panel", panel)
-
-        def read(conn: sqlite3.Connection) -> tuple[int, str] | None:
-            if version is None:
-                sql = (
-                    f"SELECT version, body FROM {table} WHERE tenant = ? AND panel = ? "
-                    "ORDER BY version DESC LIMIT 1"
-                )
-                return conn.execute(sql, (tenant, panel)).fetchone()
-            sql = (
-                f"SELECT version, body FROM {table} "
-                "WHERE tenant = ? AND panel = ? AND version = ?"
-            )
-            return conn.execute(sql, (tenant, panel, int(version))).fetchone()
-
-        row = await self._run(f"get {table}", read)
-        return None if row is None else self._parse_versioned(cls, int(row[0]), row[1])
+        row = await self._run(
+            f"get {table}", lambda c: select_version(c, table, tenant, panel, version)
+        )
+        return None if row is None else parse_versioned(cls, int(row[0]), row[1])
 
     async def _history(self, table: str, cls: type[V], tenant: str, panel: str) -> list[V]:
         check_tenant(tenant)
         check_name("panel", panel)
         rows = await self._run(
-            f"{table} history",
-            lambda c: c.execute(
-                f"SELECT version, body FROM {table} WHERE tenant = ? AND panel = ? "
-                "ORDER BY version",
-                (tenant, panel),
-            ).fetchall(),
+            f"{table} history", lambda c: select_history(c, table, tenant, panel)
         )
-        return [self._parse_versioned(cls, int(v), body) for v, body in rows]
+        return [parse_versioned(cls, int(v), body) for v, body in rows]
 
     async def put_threshold(self, tenant: str, panel: str, record: ThresholdRecord) -> int:
         return await self._put_versioned("thresholds", tenant, panel, record)

@@ -1,0 +1,105 @@
+"""The SQLite backend's schema: the tables, their indexes, and creating them on open.
+
+``verdicts(tenant, id, panel, created_at, label, labelled_at, body)`` with primary key
+(tenant, id) and partial indexes over labelled rows on (tenant, created_at, id) and (tenant,
+panel, created_at, id), so ``iter_labelled`` and ``count_labelled`` scan only labelled rows, in
+order; ``body`` is the record's JSON.
+``acc_total(tenant, key, field, value)`` and ``acc_hour(tenant, key, hour, field, value)`` hold
+the accumulators (``value`` has no declared type, so integers stay exact 64-bit integers and
+floats stay floats; an integer sum that would leave int64, which SQLite would silently turn
+into a REAL, is refused as :class:`AccumulatorOverflow` and the label rolled back); ``thresholds`` and ``models`` hold (tenant, panel, version, created_at, body).
+``meta(name, value)`` records the schema version, so an older build refuses a newer file.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from judgefuse.service.storage.base import StorageError
+
+__all__ = ["SCHEMA", "SCHEMA_VERSION", "create_schema"]
+
+SCHEMA_VERSION = 1
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (
+    name TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS verdicts (
+    tenant TEXT NOT NULL,
+    id TEXT NOT NULL,
+    panel TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    label TEXT,
+    labelled_at REAL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (tenant, id)
+);
+CREATE INDEX IF NOT EXISTS verdicts_panel_labelled
+    ON verdicts (tenant, panel, created_at, id) WHERE label IS NOT NULL;
+CREATE INDEX IF NOT EXISTS verdicts_labelled
+    ON verdicts (tenant, created_at, id) WHERE label IS NOT NULL;
+CREATE TABLE IF NOT EXISTS acc_total (
+    tenant TEXT NOT NULL,
+    key TEXT NOT NULL,
+    field TEXT NOT NULL,
+    value NOT NULL,
+    PRIMARY KEY (tenant, key, field)
+);
+CREATE TABLE IF NOT EXISTS acc_hour (
+    tenant TEXT NOT NULL,
+    key TEXT NOT NULL,
+    hour INTEGER NOT NULL,
+    field TEXT NOT NULL,
+    value NOT NULL,
+    PRIMARY KEY (tenant, key, hour, field)
+);
+CREATE TABLE IF NOT EXISTS thresholds (
+    tenant TEXT NOT NULL,
+    panel TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    created_at REAL NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (tenant, panel, version)
+);
+CREATE TABLE IF NOT EXISTS models (
+    tenant TEXT NOT NULL,
+    panel TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    created_at REAL NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (tenant, panel, version)
+);
+"""
+
+
+def create_schema(conn: sqlite3.Connection, path: Path) -> None:
+    """Create the tables (if missing) and stamp or check the schema version, in one transaction.
+
+    A file whose schema is newer than this code raises :class:`StorageError` and is left as it
+    was (the transaction rolls back).
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        # not executescript: it would commit; the schema goes in as one transaction
+        for statement in SCHEMA.split(";"):
+            if statement.strip():
+                conn.execute(statement)
+        row = conn.execute("SELECT value FROM meta WHERE name = 'schema'").fetchone()
+        if row is None:
+            conn.execute(
+                "INSERT INTO meta (name, value) VALUES ('schema', ?)",
+                (str(SCHEMA_VERSION),),
+            )
+        elif int(row[0]) > SCHEMA_VERSION:
+            raise StorageError(
+                f"sqlite: {path} has schema {row[0]}, newer than this code "
+                f"({SCHEMA_VERSION})"
+            )
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
