@@ -1,0 +1,90 @@
+"""Plumbing every elicitation mode shares: request building, call counting, error text.
+
+Split from :mod:`judgefuse.judges.modes` so the MP sampler (:mod:`.mp_sampling`) and the
+position swap (:mod:`.position_swap`) can use it without importing the modes module (which
+imports them).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from judgefuse.judges.config import JudgeConfig
+from judgefuse.judges.transport.errors import TransportError
+from judgefuse.judges.transport.request import (
+    ChatClient,
+    ChatRequest,
+    ChatResponse,
+    Message,
+)
+from judgefuse.judges.types import JudgeVote, PairwiseItem
+from judgefuse.prompts import render_messages
+
+__all__ = ["ModeFunction", "describe_error"]
+
+
+class ModeFunction(Protocol):
+    def __call__(
+        self, config: JudgeConfig, client: ChatClient, item: PairwiseItem, *, model: str | None = None
+    ) -> Awaitable[JudgeVote]: ...
+
+
+def describe_error(exc: BaseException) -> str:
+    """``"RateLimited: HTTP 429: ..."``: the class and the (already redacted) message."""
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+@dataclass
+class _Tally:
+    """Calls, tokens and cost of one vote (a failed call counts as a call)."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def add(self, response: ChatResponse) -> None:
+        self.calls += 1
+        self.prompt_tokens += response.prompt_tokens
+        self.completion_tokens += response.completion_tokens
+        self.cost_usd += response.cost_usd
+
+    def add_vote(self, vote: JudgeVote) -> None:
+        self.calls += vote.calls
+        self.prompt_tokens += vote.prompt_tokens
+        self.completion_tokens += vote.completion_tokens
+        self.cost_usd += vote.cost_usd
+
+    def fields(self, started: float) -> dict[str, Any]:
+        return {
+            "calls": self.calls,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cost_usd": self.cost_usd,
+            "latency_s": time.perf_counter() - started,
+        }
+
+
+async def _call(client: ChatClient, request: ChatRequest, tally: _Tally) -> ChatResponse:
+    """``client.complete``; counts the call whether it succeeds or raises a TransportError."""
+    try:
+        response = await client.complete(request)
+    except TransportError:
+        tally.calls += 1
+        raise
+    tally.add(response)
+    return response
+
+
+def _messages(mode: str, item: PairwiseItem) -> list[Message]:
+    return render_messages(mode, question=item.question, answer_a=item.answer_a, answer_b=item.answer_b)
+
+
+def _request(config: JudgeConfig, model: str | None, messages: list[Message], **fields: Any) -> ChatRequest:
+    fields.setdefault("temperature", config.temperature)
+    fields.setdefault("max_tokens", config.max_tokens)
+    return ChatRequest(model=model or config.model, messages=messages, timeout_s=config.timeout_s, **fields)
