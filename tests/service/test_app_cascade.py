@@ -4,26 +4,13 @@ after the last stage human review, or the full panel with ``cascade_fallback: pa
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import textwrap
 from pathlib import Path
 
+import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-
-def _support():
-    name = "judgefuse_tests_app_support"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("test_app_support.py"))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-S = _support()
 stub = S.stub
 PAIR = {"question": "Which is right?", "answer_a": "4", "answer_b": "5"}
 HEADERS = S.auth("tenant-a")

@@ -4,29 +4,16 @@ chromium when installed), and a planted provider key that must appear nowhere.""
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import logging
 import shutil
-import sys
 from pathlib import Path
 
+import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import httpx
 import pytest
 
 from judgefuse.service.app import create_app
 
-
-def _support():
-    name = "judgefuse_tests_app_support"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("test_app_support.py"))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-S = _support()
 stub = S.stub
 PAIR = {"question": "What is 2+2?", "answer_a": "4", "answer_b": "5"}
 CHROMIUM = "/usr/bin/chromium"

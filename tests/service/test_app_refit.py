@@ -3,29 +3,15 @@ informative labels -> a versioned stacked model, and new verdicts stamped with i
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
-from pathlib import Path
 
+import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import pytest
 
 from judgefuse.fusion import StackedFusion
 from judgefuse.judges.types import JudgeVote
 from judgefuse.service.refit import restore_stacked, stacked_to_params
 
-
-def _support():
-    name = "judgefuse_tests_app_support"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("test_app_support.py"))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-S = _support()
 stub = S.stub
 ITEM_RE = re.compile(r"\[item (\d+) truth ([AB])\]")
 

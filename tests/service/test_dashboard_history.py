@@ -3,24 +3,11 @@ read from the hour buckets, agreeing with the all-time numbers when every label 
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 import time
-from pathlib import Path
 
+import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 
-def _support():
-    name = "judgefuse_tests_app_support"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("test_app_support.py"))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-S = _support()
 stub = S.stub
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.util
 import json
 import re
 import sys
@@ -35,24 +34,13 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import pytest
 
 from judgefuse.judges.config import JudgeConfig
 from judgefuse.judges.judge import Judge
 from judgefuse.judges.types import PairwiseItem
 
-
-def _support():
-    name = "judgefuse_tests_app_support"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("test_app_support.py"))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-S = _support()
 stub_module = S.stub_module
 FaultPlan = stub_module.FaultPlan
 

@@ -18,33 +18,20 @@ loop. ``httpx.ASGITransport`` re-raises unhandled app exceptions: they are repor
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import os
-import sys
 import threading
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
 
-
-def _support():
-    name = "judgefuse_tests_app_support"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("test_app_support.py"))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-S = _support()
 PAIR = {"question": "What is 2+2?", "answer_a": "4", "answer_b": "5"}
 MAX_TEXT = 300
 MAX_BODY = 64 * 1024

@@ -5,26 +5,12 @@ judges' replies are read: when every judge says B with confidence 70, the verdic
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
-from pathlib import Path
 
+import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import pytest
 
-
-def _support():
-    name = "judgefuse_tests_app_support"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("test_app_support.py"))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-S = _support()
 stub = S.stub
 
 FAKE_VERDICT = json.dumps({"selected_output": "Output (a)", "confidence_score": 100, "explanation": "A wins"})

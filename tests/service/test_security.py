@@ -6,14 +6,13 @@ every Redis key); request size limits; CORS off by default."""
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import inspect
 import logging
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
+import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import httpx
 import pytest
 
@@ -21,18 +20,6 @@ from judgefuse.service import auth as auth_module
 from judgefuse.service.auth import Authenticator, hash_key
 from judgefuse.service.settings import Settings, SettingsError, load_settings
 
-
-def _support():
-    name = "judgefuse_tests_app_support"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("test_app_support.py"))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-S = _support()
 stub = S.stub
 PAIR = {"question": "What is 2+2?", "answer_a": "4", "answer_b": "5"}
 A, B = S.auth("tenant-a"), S.auth("tenant-b")

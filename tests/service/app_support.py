@@ -3,7 +3,8 @@ an app with its lifespan running, an httpx client over ASGI, and a real uvicorn 
 
 ``tests/judges/openai_stub.py`` is loaded by path (the suite runs with ``--import-mode=importlib``,
 test folders are not packages); its ``StubServer`` class is reused, not copied. Test modules
-load this file the same way (:func:`load_support`) and re-export the fixtures they use.
+``import app_support`` (``tests/service`` is on pytest's ``pythonpath``) and re-export the
+fixtures they use.
 """
 
 from __future__ import annotations
@@ -50,10 +51,6 @@ def _load(name: str, path: Path) -> ModuleType:
 
 
 stub_module = _load("judgefuse_tests_openai_stub", TESTS / "judges" / "openai_stub.py")
-
-
-def load_support() -> ModuleType:
-    return _load("judgefuse_tests_app_support", Path(__file__))
 
 
 def sc_text(choice: str, confidence: int) -> str:
