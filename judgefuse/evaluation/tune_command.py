@@ -40,7 +40,8 @@ from judgefuse.evaluation.scoring import (
     score_verdicts,
 )
 from judgefuse.fusion import cross_fit_predict, get_method, requires_fit
-from judgefuse.fusion.cascade import Cascade, CascadeReport, CascadeStage, tune_cascade
+from judgefuse.fusion.cascade import Cascade, CascadeStage
+from judgefuse.fusion.cascade_tuning import CascadeReport, tune_cascade
 from judgefuse.judges.types import JudgedItem
 
 DEFAULT_METHOD = "majority"
@@ -100,8 +101,9 @@ def add_commands(subcommands: argparse._SubParsersAction) -> None:
         help="cascade: after the last stage, human review (default) or the full panel (majority of every judge, tuned too)",
     )
     tune.add_argument(
-        "--delta-split", choices=("per_stage", "bonferroni"), default="per_stage",
-        help="cascade: delta per stage (default) or delta / stages (a 1 - delta guarantee for the union)",
+        "--delta-split", choices=("bonferroni", "per_stage"), default="bonferroni",
+        help="cascade: delta / stages (default: a 1 - delta guarantee for the whole cascade) or "
+        "per_stage (delta per stage: more coverage, but the whole cascade is NOT guaranteed at 1 - delta)",
     )
     tune.add_argument("--folds", type=int, default=5, help="cross-fitting folds for learned methods (default 5)")
     tune.add_argument("--seed", type=int, default=0)
@@ -222,7 +224,7 @@ def tune_cascade_items(
     delta: float = 0.1,
     min_count: int = 30,
     fallback: str = "review",
-    delta_split: str = "per_stage",
+    delta_split: str = "bonferroni",
 ) -> CascadeReport:
     """Parse ``spec`` and tune the cascade on the labelled ``items``."""
     labelled = [judged for judged in items if judged.item.label is not None]
@@ -257,8 +259,7 @@ def cascade_table(report: CascadeReport, *, title: str) -> Table:
     n_judges = len(report.cascade.judges)
     accepted = "-" if math.isnan(ev.accuracy_accepted) else f"{100 * ev.accuracy_accepted:.2f}%"
     table.caption = (
-        f"guarantee per stage: precision >= {report.target:g} w.p. >= {1 - report.stages[0].delta:g} "
-        f"(Clopper-Pearson, fixed-sequence, min {report.min_count}); "
+        f"guarantee: {report.guarantee} (Clopper-Pearson, fixed-sequence, min {report.min_count}); "
         f"coverage {100 * ev.coverage:.1f}% ({round(ev.coverage * ev.n)} of {ev.n} auto-accepted), "
         f"precision of accepted {accepted}, ECE {100 * ev.ece:.2f}%, "
         f"calls/item {ev.calls_per_item:.3f} (full panel: {n_judges}); fallback: {report.cascade.fallback}"

@@ -22,9 +22,8 @@ verdict's calls/tokens/cost are those of the judges consulted). :class:`CascadeD
 the stage index, calls, tokens and cost. **Calls**: a vote's ``calls``; a recorded vote
 (``mode="recorded"``, no calls recorded) counts as one call.
 
-Tuning and evaluation (:func:`tune_cascade`, :func:`evaluate_cascade`, :class:`CascadeReport`)
-live in :mod:`judgefuse.fusion.cascade_tuning` and are re-exported here (lazily, see
-:func:`__getattr__`, because that module imports this one).
+Tuning and evaluation (``tune_cascade``, ``evaluate_cascade``, ``CascadeReport``) live in
+:mod:`judgefuse.fusion.cascade_tuning`, which imports this module (never the other way round).
 """
 
 from __future__ import annotations
@@ -33,40 +32,32 @@ import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from judgefuse.fusion.registry import FusionMethod, get_method, requires_fit
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.config import PanelConfig
 from judgefuse.judges.types import JudgeVote
 
-if TYPE_CHECKING:  # the runtime import is lazy: see __getattr__ at the end
-    from judgefuse.fusion.cascade_tuning import (
-        CascadeEvaluation,
-        CascadeReport,
-        StageReport,
-        evaluate_cascade,
-        tune_cascade,
-    )
-
 __all__ = [
     "Cascade",
     "CascadeDecision",
-    "CascadeEvaluation",
-    "CascadeReport",
+    "CascadeRun",
     "CascadeStage",
-    "StageReport",
+    "DeltaSplit",
     "cascade_from_config",
-    "evaluate_cascade",
     "run_cascade",
     "run_cascade_async",
     "run_cascade_detailed",
-    "tune_cascade",
     "vote_calls",
 ]
 
 Fallback = Literal["review", "panel"]
-DeltaSplit = Literal["per_stage", "bonferroni"]
+DeltaSplit = Literal["bonferroni", "per_stage"]
+"""How cascade tuning spends ``delta`` (:mod:`judgefuse.fusion.cascade_tuning`): ``bonferroni``
+(the default: ``delta / stages`` per stage, a 1 - delta guarantee for the whole cascade) or
+``per_stage`` (``delta`` per stage: each stage's guarantee only; the whole cascade's holds at
+just 1 - stages x delta)."""
 
 
 def vote_calls(vote: JudgeVote) -> int:
@@ -217,8 +208,9 @@ def _fmt(x: float | None) -> str:
     return "none" if x is None else f"{x:.4g}"
 
 
-class _Run:
-    """The state of one item's walk down the cascade (shared by the sync and async runners)."""
+class CascadeRun:
+    """The state of one item's walk down the cascade (shared by the sync and async runners,
+    and by tuning, which scores one stage at a time)."""
 
     def __init__(self, cascade: Cascade) -> None:
         self.cascade = cascade
@@ -291,7 +283,7 @@ class _Run:
 def run_cascade_detailed(cascade: Cascade, votes: Sequence[JudgeVote] | Mapping[str, JudgeVote]) -> CascadeDecision:
     """Replay the cascade over already-drawn votes (only the judges a reached stage names count)."""
     available = list(votes.values()) if isinstance(votes, Mapping) else list(votes)
-    run = _Run(cascade)
+    run = CascadeRun(cascade)
     verdict: Verdict | None = None
     for index, stage in enumerate(run.stages):
         run.add(available, run.missing(stage))
@@ -311,7 +303,7 @@ async def run_cascade_async(
     cascade: Cascade, fetch: Callable[[Sequence[str]], Awaitable[Sequence[JudgeVote]]]
 ) -> CascadeDecision:
     """Live: ``fetch(names)`` draws the votes of the judges a stage adds (concurrently, say)."""
-    run = _Run(cascade)
+    run = CascadeRun(cascade)
     verdict: Verdict | None = None
     for index, stage in enumerate(run.stages):
         wanted = run.missing(stage)
@@ -323,20 +315,3 @@ async def run_cascade_async(
     assert verdict is not None
     return run.finish(verdict, len(run.stages) - 1, False)
 
-
-# ---------------------------------------------------------------- re-exports
-
-_TUNING_NAMES = frozenset({"CascadeEvaluation", "CascadeReport", "StageReport", "evaluate_cascade", "tune_cascade"})
-
-
-def __getattr__(name: str) -> Any:
-    """The tuning names, from :mod:`judgefuse.fusion.cascade_tuning` on first use.
-
-    Lazy so that either module may be imported first: a top-level import here would hit a
-    partly initialised ``cascade_tuning`` whenever that module is the one imported first.
-    """
-    if name in _TUNING_NAMES:
-        from judgefuse.fusion import cascade_tuning
-
-        return getattr(cascade_tuning, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

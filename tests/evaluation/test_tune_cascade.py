@@ -13,7 +13,8 @@ import pytest
 from judgefuse.calibration.thresholds import tune_threshold
 from judgefuse.evaluation import tune_command
 from judgefuse.evaluation.loaders import load
-from judgefuse.fusion.cascade import Cascade, CascadeStage, evaluate_cascade, tune_cascade
+from judgefuse.fusion.cascade import Cascade, CascadeStage
+from judgefuse.fusion.cascade_tuning import evaluate_cascade, tune_cascade
 
 ORDER = ("gpt-3.5-turbo", "mistral-7b-instruct", "gpt-4-turbo")
 SPEC = ",".join(ORDER)
@@ -54,11 +55,15 @@ def test_cli_json_first_stage_is_the_plain_threshold(toe, toe_dir: Path, tmp_pat
     data = json.loads(out.read_text())
     assert data["kind"] == "cascade" and data["fallback"] == "panel"
     assert [s["name"] for s in data["stages"]] == [*ORDER, "panel"]
-    # stage 1 sees every item: its threshold is tune_threshold on gpt-3.5-turbo alone
+    # stage 1 sees every item: its threshold is tune_threshold on gpt-3.5-turbo alone, at the
+    # default (Bonferroni) share of delta: 0.1 over 4 stages (3 judges + the fallback panel)
+    assert data["delta_split"] == "bonferroni" and data["guarantee"].startswith("whole cascade")
+    assert [s["delta"] for s in data["stages"]] == pytest.approx([0.1 / 4] * 4)
+    assert "whole cascade" in " ".join(printed.split())
     j = [v.judge for v in toe[0].votes].index("gpt-3.5-turbo")
     c = np.array([it.votes[j].confidence for it in toe])
     z = np.array([it.votes[j].choice == it.item.label for it in toe])
-    direct = tune_threshold(c, z, target_precision=0.8, delta=0.1)
+    direct = tune_threshold(c, z, target_precision=0.8, delta=0.1 / 4)
     first = data["stages"][0]
     assert first["threshold"] == pytest.approx(direct.threshold) and first["n_reached"] == 500
     assert first["n_accepted"] == direct.n_accepted
@@ -75,7 +80,7 @@ def test_cli_refuses_unknown_judges(toe_dir: Path) -> None:
         _run(["tune", "--cascade", "gpt-3.5-turbo,nobody", str(toe_dir)])
 
 
-def _failure_rate(toe, *, target: float, delta: float, delta_split: str, splits: int = 50, seed: int = 0):
+def _failure_rate(toe, *, target: float, delta: float, delta_split: str | None, splits: int = 50, seed: int = 0):
     rng = random.Random(seed)
     cascade = Cascade(tuple(CascadeStage((name,)) for name in ORDER))
     failures, coverages, calls = 0, [], []
@@ -84,7 +89,8 @@ def _failure_rate(toe, *, target: float, delta: float, delta_split: str, splits:
         rng.shuffle(index)
         cal = [toe[i] for i in index[: len(toe) // 2]]
         test = [toe[i] for i in index[len(toe) // 2 :]]
-        report = tune_cascade(cal, cascade, target_precision=target, delta=delta, delta_split=delta_split)  # type: ignore[arg-type]
+        split = {} if delta_split is None else {"delta_split": delta_split}
+        report = tune_cascade(cal, cascade, target_precision=target, delta=delta, **split)  # type: ignore[arg-type]
         ev = evaluate_cascade(test, report.cascade)
         failures += ev.coverage > 0 and ev.accuracy_accepted < target
         coverages.append(ev.coverage)
@@ -95,9 +101,10 @@ def _failure_rate(toe, *, target: float, delta: float, delta_split: str, splits:
 @pytest.mark.slow
 def test_guarantee_holds_on_held_out_splits(toe) -> None:
     """50 random 50/50 splits: held-out precision of the accepted set below target at most
-    delta (+ slack for held-out noise) of the time with the Bonferroni split (a 1 - delta
-    guarantee for the union); per-stage deltas stay within the union bound S * delta."""
-    rate, coverage, calls = _failure_rate(toe, target=0.8, delta=0.1, delta_split="bonferroni")
+    delta (+ slack for held-out noise) of the time with the DEFAULT split (Bonferroni: a
+    1 - delta guarantee for the whole cascade); per-stage deltas stay within the union bound
+    S * delta."""
+    rate, coverage, calls = _failure_rate(toe, target=0.8, delta=0.1, delta_split=None)
     assert rate <= 0.1 + 0.05, rate
     assert coverage > 0.3 and calls < 2.6  # it does accept a real share, with fewer calls than the panel
     rate, coverage, calls = _failure_rate(toe, target=0.8, delta=0.1, delta_split="per_stage")

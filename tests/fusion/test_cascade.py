@@ -7,13 +7,12 @@ import pytest
 from judgefuse.fusion.cascade import (
     Cascade,
     CascadeStage,
-    evaluate_cascade,
     run_cascade,
     run_cascade_async,
     run_cascade_detailed,
-    tune_cascade,
     vote_calls,
 )
+from judgefuse.fusion.cascade_tuning import evaluate_cascade, tune_cascade
 from judgefuse.judges.types import JudgedItem, JudgeVote, PairwiseItem
 
 CHEAP, MID, BIG = "cheap", "mid", "big"
@@ -158,6 +157,13 @@ def test_tune_cascade_on_synthetic_stages() -> None:
     assert again == ev
     bonf = tune_cascade(items, three_stage(None, None, None), target_precision=0.9, delta=0.1, delta_split="bonferroni")
     assert [s.delta for s in bonf.stages] == pytest.approx([0.1 / 3] * 3)
+    # the default keeps the whole-cascade guarantee the report prints
+    assert [s.delta for s in report.stages] == pytest.approx([0.1 / 3] * 3)
+    assert report.delta_split == "bonferroni" and report.guarantee.startswith("whole cascade")
+    assert report.as_dict()["guarantee"] == report.guarantee
+    per = tune_cascade(items, three_stage(None, None, None), target_precision=0.9, delta=0.1, delta_split="per_stage")
+    assert [s.delta for s in per.stages] == pytest.approx([0.1] * 3)
+    assert "NOT guaranteed" in per.guarantee and "0.7" in per.guarantee  # 1 - 3 x 0.1
 
 
 def test_panel_yaml_cascade(tmp_path) -> None:
