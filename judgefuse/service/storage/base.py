@@ -18,6 +18,16 @@ What is stored
   total and per-hour buckets, so a window read is O(buckets x fields), never O(labels). A label's
   increments go to the hour bucket of the *verdict's* ``created_at`` (``hour_of``), so a relabel
   subtracts from and adds to the same bucket.
+* **Traffic counters**: ``save_verdict`` may carry increments (same shape as a label's) that
+  are applied, in the same atomic step as the insert and only when the record is new, to the
+  running total and the hour bucket of ``created_at``: the per-stratum verdict counts N_s the
+  population estimates need (DESIGN.md "The review loop").
+* **The review queue** per (tenant, panel): a new record whose ``review`` stamp says
+  ``queued`` enters it in the same atomic step as the insert, ordered by its random ``rank``.
+  :meth:`Storage.lease_review` leases the lowest-ranked free items to one annotator (atomic:
+  two annotators never hold the same item; an expired lease frees the item);
+  :meth:`Storage.set_label` removes the item and ends any lease (the label wins, whoever holds
+  the lease); :meth:`Storage.release_review` gives a skipped item back.
 * **Thresholds** and **fusion models**, versioned per (tenant, panel): each put gets the next
   version atomically; reads return the latest, a given version, or the history.
 
@@ -44,6 +54,8 @@ from judgefuse.judges.types import Letter
 from judgefuse.service.storage.records import (
     LabelOutcome,
     ModelRecord,
+    ReviewLease,
+    StratumCounts,
     ThresholdRecord,
     VerdictRecord,
 )
@@ -202,13 +214,20 @@ class Storage(abc.ABC):
 
     # -- verdicts ------------------------------------------------------------------------------
     @abc.abstractmethod
-    async def save_verdict(self, tenant: str, record: VerdictRecord) -> None:
-        """Store a new verdict record (unlabelled).
+    async def save_verdict(
+        self,
+        tenant: str,
+        record: VerdictRecord,
+        increments: Mapping[str, Mapping[str, Number]] | None = None,
+    ) -> None:
+        """Store a new verdict record (unlabelled), enqueue it for review if its stamp says so,
+        and apply ``increments`` (accumulator key -> field -> delta) to the running totals and
+        the hour bucket of ``record.created_at``: all in one atomic step.
 
-        Saving the identical record again is a no-op (a retried request); a different record
-        under an id the tenant already used raises :class:`VerdictExists`. ``record.tenant``
-        must equal ``tenant`` and ``record.label`` must be ``None`` (labels go through
-        :meth:`set_label`), else ``ValueError``.
+        Saving the identical record again is a no-op (a retried request: no second enqueue, no
+        second increment); a different record under an id the tenant already used raises
+        :class:`VerdictExists`. ``record.tenant`` must equal ``tenant`` and ``record.label``
+        must be ``None`` (labels go through :meth:`set_label`), else ``ValueError``.
         """
 
     @abc.abstractmethod
@@ -232,8 +251,44 @@ class Storage(abc.ABC):
         for the new label and (when relabelling) for the old one, whose result is subtracted;
         a backend may call it again when it retries (Redis) or on its worker thread (SQLite).
         The same label again writes nothing.
+        A first label also takes the verdict out of the review queue and ends any lease on it,
+        in the same atomic step (the label wins, whoever held the lease).
         Raises :class:`VerdictNotFound` for an unknown id. ``labelled_at`` defaults to now.
         """
+
+    # -- review queue --------------------------------------------------------------------------
+    @abc.abstractmethod
+    async def lease_review(
+        self,
+        tenant: str,
+        panel: str,
+        *,
+        n: int,
+        annotator: str,
+        lease_s: float,
+        now: float | None = None,
+    ) -> list[ReviewLease]:
+        """Lease up to ``n`` free queued items of (tenant, panel) to ``annotator`` until
+        ``now + lease_s``, lowest ``review.rank`` first (random order). Free: unlabelled and
+        with no live lease (an expired lease frees the item, whoever held it). Atomic across
+        concurrent callers and replicas: no item is ever leased to two annotators at once.
+        ``n`` must be >= 1 and ``lease_s`` > 0 (else ``ValueError``). ``now`` defaults to the
+        wall clock.
+        """
+
+    @abc.abstractmethod
+    async def release_review(
+        self, tenant: str, verdict_id: str, annotator: str, *, now: float | None = None
+    ) -> bool:
+        """End ``annotator``'s live lease on the item (a skip: it returns to the queue at its
+        rank). False when the annotator holds no live lease on it (nothing is written)."""
+
+    @abc.abstractmethod
+    async def review_stats(
+        self, tenant: str, panel: str, *, now: float | None = None
+    ) -> dict[str, StratumCounts]:
+        """Counts per stratum (``review``, ``audit``, ``none``; all three always present) of
+        (tenant, panel). Cost independent of the number of verdicts (counters, not scans)."""
 
     # -- accumulators --------------------------------------------------------------------------
     @abc.abstractmethod
