@@ -18,6 +18,16 @@ What is stored
   total and per-hour buckets, so a window read is O(buckets x fields), never O(labels). A label's
   increments go to the hour bucket of the *verdict's* ``created_at`` (``hour_of``), so a relabel
   subtracts from and adds to the same bucket.
+* **Traffic counters**: ``save_verdict`` may carry increments (same shape as a label's) that
+  are applied, in the same atomic step as the insert and only when the record is new, to the
+  running total and the hour bucket of ``created_at``: the per-stratum verdict counts N_s the
+  population estimates need (DESIGN.md "The review loop").
+* **The review queue** per (tenant, panel): a new record whose ``review`` stamp says
+  ``queued`` enters it in the same atomic step as the insert, ordered by its random ``rank``.
+  :meth:`Storage.lease_review` leases the lowest-ranked free items to one annotator (atomic:
+  two annotators never hold the same item; an expired lease frees the item);
+  :meth:`Storage.set_label` removes the item and ends any lease (the label wins, whoever holds
+  the lease); :meth:`Storage.release_review` gives a skipped item back.
 * **Thresholds** and **fusion models**, versioned per (tenant, panel): each put gets the next
   version atomically; reads return the latest, a given version, or the history.
 
@@ -36,6 +46,7 @@ import abc
 import math
 import numbers
 import re
+import time
 from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Self
@@ -44,6 +55,9 @@ from judgefuse.judges.types import Letter
 from judgefuse.service.storage.records import (
     LabelOutcome,
     ModelRecord,
+    ReviewLease,
+    Stratum,
+    StratumCounts,
     ThresholdRecord,
     VerdictRecord,
 )
@@ -147,6 +161,12 @@ def _checked(increments: Mapping[str, Mapping[str, Number]], sign: int) -> Incre
     return out
 
 
+def checked_increments(increments: Mapping[str, Mapping[str, Number]] | None) -> Increments:
+    """``save_verdict``'s traffic increments, validated (names, finite values, int64) before
+    anything is written; ``None`` is no increments."""
+    return {} if increments is None else _checked(increments, 1)
+
+
 def net_increments(
     record: VerdictRecord, new_label: Letter, increments: IncrementsFn
 ) -> Increments:
@@ -202,13 +222,20 @@ class Storage(abc.ABC):
 
     # -- verdicts ------------------------------------------------------------------------------
     @abc.abstractmethod
-    async def save_verdict(self, tenant: str, record: VerdictRecord) -> None:
-        """Store a new verdict record (unlabelled).
+    async def save_verdict(
+        self,
+        tenant: str,
+        record: VerdictRecord,
+        increments: Mapping[str, Mapping[str, Number]] | None = None,
+    ) -> None:
+        """Store a new verdict record (unlabelled), enqueue it for review if its stamp says so,
+        and apply ``increments`` (accumulator key -> field -> delta) to the running totals and
+        the hour bucket of ``record.created_at``: all in one atomic step.
 
-        Saving the identical record again is a no-op (a retried request); a different record
-        under an id the tenant already used raises :class:`VerdictExists`. ``record.tenant``
-        must equal ``tenant`` and ``record.label`` must be ``None`` (labels go through
-        :meth:`set_label`), else ``ValueError``.
+        Saving the identical record again is a no-op (a retried request: no second enqueue, no
+        second increment); a different record under an id the tenant already used raises
+        :class:`VerdictExists`. ``record.tenant`` must equal ``tenant`` and ``record.label``
+        must be ``None`` (labels go through :meth:`set_label`), else ``ValueError``.
         """
 
     @abc.abstractmethod
@@ -232,8 +259,50 @@ class Storage(abc.ABC):
         for the new label and (when relabelling) for the old one, whose result is subtracted;
         a backend may call it again when it retries (Redis) or on its worker thread (SQLite).
         The same label again writes nothing.
+        A first label also takes the verdict out of the review queue and ends any lease on it,
+        in the same atomic step (the label wins, whoever held the lease).
         Raises :class:`VerdictNotFound` for an unknown id. ``labelled_at`` defaults to now.
         """
+
+    # -- review queue --------------------------------------------------------------------------
+    @abc.abstractmethod
+    async def lease_review(
+        self,
+        tenant: str,
+        panel: str,
+        *,
+        n: int,
+        annotator: str,
+        lease_s: float,
+        now: float | None = None,
+    ) -> list[ReviewLease]:
+        """Lease up to ``n`` free queued items of (tenant, panel) to ``annotator`` until
+        ``now + lease_s``, lowest ``review.rank`` first (random order). Free: unlabelled and
+        with no live lease (an expired lease frees the item, whoever held it). Atomic across
+        concurrent callers and replicas: no item is ever leased to two annotators at once.
+        ``n`` must be >= 1 and ``lease_s`` > 0 (else ``ValueError``). ``now`` defaults to the
+        wall clock.
+        """
+
+    @abc.abstractmethod
+    async def release_review(
+        self, tenant: str, verdict_id: str, annotator: str, *, now: float | None = None
+    ) -> bool:
+        """End ``annotator``'s live lease on the item (a skip: it returns to the queue at its
+        rank). False when the annotator holds no live lease on it (nothing is written)."""
+
+    @abc.abstractmethod
+    async def review_stats(
+        self, tenant: str, panel: str, *, now: float | None = None
+    ) -> dict[str, StratumCounts]:
+        """Counts per stratum (``review``, ``audit``, ``none``; all three always present) of
+        (tenant, panel). Cost independent of the number of verdicts (counters, not scans; the
+        live leases are counted in an index, O(live leases) at most).
+
+        Only records saved with a ``review`` stamp are counted: a record without one (from
+        before the review loop) is never routed, queued or counted, also when labelled.
+        ``labelled`` counts first labels (a relabel changes no count). ``now`` (default: the
+        wall clock) decides which leases are live."""
 
     # -- accumulators --------------------------------------------------------------------------
     @abc.abstractmethod
@@ -311,6 +380,55 @@ def check_versioned(panel: str, record: ThresholdRecord | ModelRecord) -> None:
     check_name("panel", panel)
     if record.panel != panel:
         raise ValueError(f"record.panel {record.panel!r} does not match panel {panel!r}")
+
+
+STRATA: tuple[Stratum, ...] = ("review", "audit", "none")
+"""Every stratum, in the order ``review_stats`` reports them."""
+
+
+def check_lease(n: int, annotator: str, lease_s: float) -> tuple[int, float]:
+    """``lease_review``'s arguments, checked: ``n`` a positive integer, ``annotator`` a name,
+    ``lease_s`` finite and positive. Returns them as plain (int, float)."""
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
+        raise ValueError(f"n must be an integer >= 1, got {n!r}")
+    check_name("annotator", annotator)
+    if isinstance(lease_s, bool) or not isinstance(lease_s, numbers.Real):
+        raise ValueError(f"lease_s must be a number of seconds, got {lease_s!r}")
+    if not math.isfinite(lease_s) or lease_s <= 0:
+        raise ValueError(f"lease_s must be finite and > 0, got {lease_s!r}")
+    return int(n), float(lease_s)
+
+
+def clock(now: float | None) -> float:
+    """``now`` as float epoch seconds, the wall clock when ``None``."""
+    if now is None:
+        return time.time()
+    value = float(now)
+    if not math.isfinite(value):
+        raise ValueError(f"now must be finite epoch seconds, got {now!r}")
+    return value
+
+
+def stats_from_counters(
+    counters: Mapping[str, int], live_leases: Mapping[str, int]
+) -> dict[str, StratumCounts]:
+    """``review_stats``' answer from the stored counters and the live-lease counts.
+
+    ``counters`` holds ``routed:<stratum>``, ``inqueue:<stratum>`` (queued and unlabelled, leased
+    or not) and ``labelled:<stratum>``; ``live_leases`` stratum -> leases not yet expired.
+    Every stratum is present; ``queued`` is the items in the queue that no live lease holds.
+    """
+    out: dict[str, StratumCounts] = {}
+    for stratum in STRATA:
+        leased = int(live_leases.get(stratum, 0))
+        inqueue = int(counters.get(f"inqueue:{stratum}", 0))
+        out[stratum] = StratumCounts(
+            routed=int(counters.get(f"routed:{stratum}", 0)),
+            queued=inqueue - leased,
+            leased=leased,
+            labelled=int(counters.get(f"labelled:{stratum}", 0)),
+        )
+    return out
 
 
 def check_limit(limit: int | None) -> None:

@@ -15,6 +15,42 @@ from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import Letter, PairwiseItem
 
 LabelStatus = Literal["labelled", "relabelled", "unchanged"]
+Stratum = Literal["review", "audit", "none"]
+"""A verdict's review stratum (DESIGN.md "The review loop"), fixed when the verdict is decided:
+``review`` (routed to human review, inclusion probability 1), ``audit`` (auto-accepted and drawn
+for audit with probability ``audit_rate``), ``none`` (auto-accepted, not drawn: never queued, so
+a label for it is "unsolicited" and stays out of the population estimates)."""
+
+
+class ReviewStamp(BaseModel):
+    """How a verdict entered the review queue (or did not), stamped at decision time and never
+    rewritten: a later change of the panel's ``audit_rate`` does not touch stored stamps, so
+    every label's inclusion probability is the one that was in force when it was sampled.
+
+    ``rank`` is a uniform draw that orders the queue: annotators lease the lowest ranks first,
+    so the queue is served in random order and the labelled part of each stratum is a random
+    sample of it (the population estimators rely on that; "hardest first" would bias them).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    stratum: Stratum
+    inclusion_probability: float = Field(ge=0.0, le=1.0)
+    """1 for ``review``; the audit rate in force for ``audit``; 0 for ``none``."""
+    reason: str = Field(min_length=1, max_length=64)
+    """Why it was queued: ``below_threshold``, ``no_threshold``, ``degraded``, ``undecided``,
+    ``audit``, ``review_everything``, ``method_mismatch`` ...; ``auto_accept`` for ``none``."""
+    audit_rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    """The panel's audit rate in force at decision time (also for ``review`` and ``none``)."""
+    draw: float | None = Field(default=None, ge=0.0, lt=1.0)
+    """The uniform draw compared with ``audit_rate`` (auto-accepted verdicts only)."""
+    rank: float = Field(default=0.0, ge=0.0, lt=1.0)
+    """Queue order key, uniform in [0, 1), drawn at decision time."""
+
+    @property
+    def queued(self) -> bool:
+        """Whether the verdict entered the review queue (``review`` and ``audit``)."""
+        return self.stratum != "none"
 
 
 class VerdictRecord(BaseModel):
@@ -35,6 +71,11 @@ class VerdictRecord(BaseModel):
     item: PairwiseItem | None = None
     label: Letter | None = None
     labelled_at: float | None = None
+    review: ReviewStamp | None = None
+    """The review stratum stamped at decision time (``None``: a record from before the review
+    loop; readers treat a ``human_review`` route as ``review`` and anything else as ``none``)."""
+    threshold_version: int | None = None
+    """The version of the threshold record that routed this verdict (None: no threshold)."""
 
     @field_validator("created_at")
     @classmethod
@@ -98,3 +139,29 @@ class ModelRecord(BaseModel):
     """The fusion's parameters, whatever JSON its owner writes (storage never reads it)."""
     metrics: dict[str, float] = Field(default_factory=dict)
     """Held-out metrics that justified promoting it (optional)."""
+
+
+class ReviewLease(BaseModel):
+    """One queued verdict leased to one annotator until ``lease_expires_at`` (epoch seconds)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    record: VerdictRecord
+    annotator: str = Field(min_length=1, max_length=256)
+    lease_expires_at: float
+
+
+class StratumCounts(BaseModel):
+    """Review-queue counts of one stratum of one (tenant, panel), all time.
+
+    ``routed``: verdicts stamped with the stratum; ``queued``: waiting in the queue (unlabelled,
+    no live lease); ``leased``: under a live lease; ``labelled``: carrying a label (for
+    ``none`` these are the unsolicited labels).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    routed: int = Field(default=0, ge=0)
+    queued: int = Field(default=0, ge=0)
+    leased: int = Field(default=0, ge=0)
+    labelled: int = Field(default=0, ge=0)
