@@ -257,6 +257,10 @@ class PanelConfig(BaseModel):
     quorum: int | float = 1
     """Minimum valid votes: an int count (>= 1), or a fraction in (0, 1] of the judges."""
     deadline_s: float | None = Field(default=None, gt=0.0)
+    promote_on: Literal["both", "brier", "review_load"] = "both"
+    """When the service promotes a refitted learned-fusion model (with the threshold tuned for
+    it): ``both`` (default) needs a cross-fitted Brier no worse than the voting method's AND a
+    review load at the target precision no higher; ``brier`` or ``review_load`` weigh one."""
     cascade: list[CascadeStageConfig] | None = None
     """Optional cascade (cheapest stage first; see :mod:`judgefuse.fusion.cascade`)."""
     cascade_fallback: Literal["review", "panel"] = "review"

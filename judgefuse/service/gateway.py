@@ -43,8 +43,9 @@ from judgefuse.service.cascade_serving import (
 )
 from judgefuse.service.errors import Conflict, FieldProblem, QuorumLost, TooLarge
 from judgefuse.service.metrics import ServiceMetrics
+from judgefuse.service.pairing import routing_threshold
 from judgefuse.service.panels import PanelRuntime
-from judgefuse.service.refit import RefitOutcome, RefitScheduler, refit
+from judgefuse.service.refit import PromotionTarget, RefitOutcome, RefitScheduler, refit
 from judgefuse.service.request_checks import check_request, check_verdict_id
 from judgefuse.service.routing import route_verdict
 from judgefuse.service.schemas import (
@@ -114,6 +115,13 @@ class Gateway:
 
     async def threshold(self, tenant: str, panel: str) -> ThresholdRecord | None:
         return await self.state.threshold(tenant, panel)
+
+    async def routing_threshold(self, tenant: str, panel: str, verdict: Verdict) -> ThresholdRecord | None:
+        """The threshold record that routes ``verdict``: the latest one when it applies, else
+        the one promoted with the verdict's model (:mod:`judgefuse.service.pairing`)."""
+        latest = await self.threshold(tenant, panel)
+        model = await self.model(tenant, panel) if verdict.model_version is not None else None
+        return routing_threshold(latest, model[0] if model is not None else None, verdict)
 
     async def model(self, tenant: str, panel: str) -> tuple[ModelRecord, Any] | None:
         """The promoted stacked model of (tenant, panel), restored, or None."""
@@ -191,7 +199,7 @@ class Gateway:
                 raise QuorumLost(runtime.name, votes, runtime.panel.config.quorum_count())
             verdict = await self._fuse(tenant, runtime, request, item, votes)
             fused = time.perf_counter()
-            threshold = await self.threshold(tenant, runtime.name)
+            threshold = await self.routing_threshold(tenant, runtime.name, verdict)
             route, used = route_verdict(verdict, threshold, panel=runtime.name)
             slowest = max((v.latency_s for v in votes), default=0.0)
         created_at = self.clock()
@@ -380,17 +388,41 @@ class Gateway:
 
     # ------------------------------------------------------------------ refit
     async def refit(self, tenant: str, panel: str | None) -> RefitOutcome:
+        """Refit learned fusion; a promotion stores the model with a threshold tuned for it at
+        the target of the panel's latest threshold (so routing goes on: see
+        :mod:`judgefuse.service.refit`). A cascade panel is refused: its verdicts hold only
+        the votes of the stages they reached, and a model fitted on such partial vote sets
+        would be scored on full ones."""
         runtime = self.runtime(panel)
+        if runtime.cascade is not None:
+            active, version = await self.active_method(tenant, runtime)
+            outcome = RefitOutcome(
+                status="skipped", panel=runtime.name, n_labels=0, active_method=active,
+                model_version=version,
+                reason=(f"panel {runtime.name!r} serves a cascade: its verdicts hold only the votes "
+                        "of the stages each item reached, so learned fusion is not fitted on them "
+                        "(tune the stage thresholds offline: 'judgefuse tune --cascade')"),
+            )
+            self.metrics.refits.labels(tenant, runtime.name, outcome.status).inc()
+            return outcome
+        latest = await self.storage.get_threshold(tenant, runtime.name)
         outcome, _fitted = await refit(
             self.storage, tenant, runtime.name, voting_method=runtime.default_method
             if runtime.default_method != "fuser" else "majority",
             min_labels=self.settings.min_labels_for_refit,
             max_labels=self.settings.refit_max_labels, n_folds=self.settings.refit_folds,
-            now=self.clock,
+            now=self.clock, target=PromotionTarget.of(latest),
+            promote_on=runtime.panel.config.promote_on,
         )
         self.metrics.refits.labels(tenant, runtime.name, outcome.status).inc()
         if outcome.status == "promoted":
             self.state.drop_model(tenant, runtime.name)
+            if outcome.threshold_version is not None:
+                self.state.store_threshold(
+                    tenant, runtime.name,
+                    await self.storage.get_threshold(tenant, runtime.name,
+                                                     version=outcome.threshold_version),
+                )
         log.info("refit %s/%s: %s (%s)", tenant, runtime.name, outcome.status, outcome.reason)
         return outcome
 

@@ -6,10 +6,20 @@
 2. cross-fitted stacked verdicts (:func:`~judgefuse.fusion.cross_fit_predict`, stratified
    folds) and the voting method's verdicts on the same labels; Brier of each (an undecided
    verdict counts as confidence 0.5, wrong);
-3. **promote** only when the stacked Brier <= the voting Brier: fit on every label, serialise
-   (:func:`stacked_to_params`), check the round trip reproduces the fitted model's P(A) on
-   the training votes, store a :class:`ModelRecord` (versioned). Otherwise nothing is stored
-   and the response says why.
+3. with a **target** (the target precision and delta of the panel's latest tuned threshold):
+   tune the candidate's auto-accept threshold on the same labels from its **cross-fitted**
+   confidences (no label scores a model that saw it), and the voting method's the same way;
+   each one's review load at the target is 1 - its coverage (1 when no threshold qualifies);
+4. **promote** per the panel's ``promote_on``: ``both`` (default) needs stacked Brier <= the
+   voting Brier AND review load <= the voting method's; ``brier`` or ``review_load`` weigh one.
+   With a target, a candidate for which no threshold qualifies is never promoted (it could
+   only send everything to review): the current model and threshold keep serving. To promote:
+   fit on every label, serialise (:func:`stacked_to_params`), check the round trip reproduces
+   the fitted model's P(A) on the training votes, store the tuned threshold (a new threshold
+   version naming the new model version) and then the :class:`ModelRecord` with that
+   threshold embedded: one record holds the pair, so a reader never gets the model without
+   its threshold (:mod:`judgefuse.service.pairing`). Otherwise nothing is stored and the
+   outcome says why, with both methods' Brier and review load.
 
 ``StackedFusion`` has no to_dict/from_dict, so the (de)serialisation lives here: it uses the
 public attributes (judges, signal_keys, feature_names, coefficients, model_version, C,
@@ -29,16 +39,20 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
+from judgefuse.calibration import ThresholdReport, tune_threshold
 from judgefuse.fusion import NotEnoughLabels, StackedFusion, cross_fit_predict, get_method
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote
-from judgefuse.service.storage import ModelRecord, Storage
+from judgefuse.service.storage import ModelRecord, Storage, ThresholdRecord
 
 __all__ = [
+    "PromoteOn",
+    "PromotionTarget",
+    "promotion_problems",
     "RefitOutcome",
     "RefitScheduler",
     "refit",
@@ -49,6 +63,27 @@ __all__ = [
 log = logging.getLogger("judgefuse.service.refit")
 
 PARAMS_FORMAT = "judgefuse.stacked/1"
+
+PromoteOn = Literal["both", "brier", "review_load"]
+
+
+@dataclass(frozen=True)
+class PromotionTarget:
+    """What a promoted model's threshold must guarantee (from the panel's latest tuned one)."""
+
+    target_precision: float
+    delta: float
+    min_count: int = 30
+
+    @classmethod
+    def of(cls, record: ThresholdRecord | None) -> PromotionTarget | None:
+        """The target of a tuned threshold record; None when there is none to keep."""
+        if record is None or record.target_precision is None or record.delta is None:
+            return None
+        report = record.details.get("report") or {}
+        min_count = report.get("min_count") if isinstance(report, dict) else None
+        return cls(record.target_precision, record.delta,
+                   int(min_count) if isinstance(min_count, int) and min_count >= 1 else 30)
 
 
 def stacked_to_params(model: StackedFusion) -> dict[str, Any]:
@@ -125,25 +160,84 @@ class RefitOutcome:
     model_version: str | None = None
     version: int | None = None
     metrics: dict[str, float] | None = None
+    threshold: float | None = None
+    """The threshold promoted with the model (None: none paired)."""
+    threshold_version: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "status": self.status, "reason": self.reason, "panel": self.panel,
             "n_labels": self.n_labels, "active_method": self.active_method,
             "model_version": self.model_version, "version": self.version,
-            "metrics": self.metrics,
+            "metrics": self.metrics, "threshold": self.threshold,
+            "threshold_version": self.threshold_version,
         }
 
 
+def _tune_for(
+    verdicts: Sequence[Verdict], labels: Sequence[str], target: PromotionTarget
+) -> ThresholdReport:
+    """The threshold tuned for these (cross-fitted or re-fused) verdicts on their labels."""
+    confidence = [v.confidence if v.choice is not None else 0.5 for v in verdicts]
+    correct = [v.choice is not None and v.choice == y for v, y in zip(verdicts, labels, strict=True)]
+    return tune_threshold(confidence, correct, target_precision=target.target_precision,
+                          delta=target.delta, min_count=target.min_count)
+
+
+def _review_load(report: ThresholdReport) -> float:
+    """Share sent to review at the target: everything when no threshold qualifies."""
+    return 1.0 if report.threshold is None else 1.0 - report.coverage
+
+
+def promotion_problems(
+    metrics: dict[str, float], candidate: ThresholdReport | None, *, voting: str,
+    target: PromotionTarget | None, promote_on: PromoteOn,
+) -> list[str]:
+    """Why a candidate must not be promoted (empty: promote). Pure: the rule of the module
+    docstring over the cross-fitted ``metrics`` (Brier and, with a target, review loads) and
+    the candidate's tuned threshold report."""
+    problems: list[str] = []
+    if target is not None:
+        if candidate is None or candidate.threshold is None:
+            reason = candidate.reason if candidate is not None else "not tuned"
+            problems.append(
+                f"no threshold of the candidate meets precision {target.target_precision:g} "
+                f"at delta {target.delta:g} ({reason}): the current model and threshold keep serving"
+            )
+        elif promote_on in ("both", "review_load") and (
+            metrics["stacked_review_load"] > metrics["baseline_review_load"]
+        ):
+            problems.append(
+                f"review load at the target {metrics['stacked_review_load']:.3f} is higher than "
+                f"{voting}'s {metrics['baseline_review_load']:.3f}"
+            )
+    if promote_on in ("both", "brier") and metrics["stacked_brier"] > metrics["baseline_brier"]:
+        problems.append(
+            f"cross-fitted stacked Brier {metrics['stacked_brier']:.4f} is worse than "
+            f"{voting}'s {metrics['baseline_brier']:.4f}"
+        )
+    return problems
+
+
+@dataclass
+class _Evaluation:
+    fitted: StackedFusion | None
+    metrics: dict[str, float]
+    why_not: str | None
+    threshold: ThresholdReport | None = None
+
+
 def _evaluate(
-    batches: list[list[JudgeVote]], labels: list[str], voting: str, n_folds: int
-) -> tuple[StackedFusion | None, dict[str, float], str | None]:
-    """CPU part (worker thread): cross-fit both, fit the final model if it wins."""
+    batches: list[list[JudgeVote]], labels: list[str], voting: str, n_folds: int,
+    target: PromotionTarget | None = None, promote_on: PromoteOn = "both",
+) -> _Evaluation:
+    """CPU part (worker thread): cross-fit both, tune both at the target, fit the final model
+    if the candidate wins by the ``promote_on`` rule (module docstring)."""
     voting_verdicts = [get_method(voting)(b) for b in batches]
     try:
         stacked_verdicts = cross_fit_predict(StackedFusion, batches, labels, n_folds=n_folds)
     except NotEnoughLabels as exc:
-        return None, {}, f"cannot cross-fit stacked fusion: {exc}"
+        return _Evaluation(None, {}, f"cannot cross-fit stacked fusion: {exc}")
     metrics = {
         "stacked_brier": brier_of(stacked_verdicts, labels),
         "stacked_accuracy": accuracy_of(stacked_verdicts, labels),
@@ -152,16 +246,22 @@ def _evaluate(
         "n_labels": float(len(labels)),
         "n_folds": float(n_folds),
     }
-    if metrics["stacked_brier"] > metrics["baseline_brier"]:
-        return None, metrics, (
-            f"cross-fitted stacked Brier {metrics['stacked_brier']:.4f} is worse than "
-            f"{voting}'s {metrics['baseline_brier']:.4f}: not promoted"
-        )
+    candidate: ThresholdReport | None = None
+    if target is not None:
+        candidate = _tune_for(stacked_verdicts, labels, target)
+        baseline = _tune_for(voting_verdicts, labels, target)
+        metrics["stacked_review_load"] = _review_load(candidate)
+        metrics["baseline_review_load"] = _review_load(baseline)
+        metrics["target_precision"] = target.target_precision
+        metrics["delta"] = target.delta
+    problems = promotion_problems(metrics, candidate, voting=voting, target=target, promote_on=promote_on)
+    if problems:
+        return _Evaluation(None, metrics, "; ".join(problems) + ": not promoted", candidate)
     final = StackedFusion().fit(batches, labels)  # type: ignore[arg-type]
     restored = restore_stacked(stacked_to_params(final))
     if not np.allclose(restored.predict_p_a(batches), final.predict_p_a(batches), atol=1e-9):
-        return None, metrics, "internal error: the serialised model does not reproduce the fit"
-    return final, metrics, None
+        return _Evaluation(None, metrics, "internal error: the serialised model does not reproduce the fit")
+    return _Evaluation(final, metrics, None, candidate)
 
 
 async def refit(
@@ -174,8 +274,12 @@ async def refit(
     max_labels: int,
     n_folds: int,
     now: Callable[[], float] = time.time,
+    target: PromotionTarget | None = None,
+    promote_on: PromoteOn = "both",
 ) -> tuple[RefitOutcome, StackedFusion | None]:
-    """Refit the stacked model of (tenant, panel); see the module docstring."""
+    """Refit the stacked model of (tenant, panel); see the module docstring. ``target``: what
+    the promoted model's threshold must meet (None: promote on the Brier rule alone and pair
+    no threshold: nothing was ever tuned for this panel)."""
     records = await storage.iter_labelled(tenant, panel, limit=max_labels)
     n = len(records)
     current = await storage.get_model(tenant, panel)
@@ -193,9 +297,10 @@ async def refit(
     records.reverse()  # oldest first: deterministic folds for the same data
     batches = [list(r.verdict.votes) for r in records]
     labels = [str(r.label) for r in records]
-    fitted, metrics, why_not = await asyncio.to_thread(
-        _evaluate, batches, labels, voting_method, n_folds
+    evaluation = await asyncio.to_thread(
+        _evaluate, batches, labels, voting_method, n_folds, target, promote_on
     )
+    fitted, metrics, why_not = evaluation.fitted, evaluation.metrics, evaluation.why_not
     if fitted is None:
         return RefitOutcome(
             status="kept", panel=panel, n_labels=n, active_method=current_method,
@@ -203,19 +308,50 @@ async def refit(
             version=current.version if current else None,
             reason=why_not or "not promoted", metrics=metrics or None,
         ), None
+    paired = None
+    if target is not None and evaluation.threshold is not None:
+        paired = await _store_paired_threshold(
+            storage, tenant, panel, evaluation.threshold, target, fitted.model_version, n, now()
+        )
     record = ModelRecord(
         panel=panel, created_at=now(), method="stacked", params=stacked_to_params(fitted),
-        metrics={k: v for k, v in metrics.items() if math.isfinite(v)},
+        metrics={k: v for k, v in metrics.items() if math.isfinite(v)}, threshold=paired,
     )
     version = await storage.put_model(tenant, panel, record)
+    why = f"cross-fitted stacked Brier {metrics['stacked_brier']:.4f} vs {voting_method}'s {metrics['baseline_brier']:.4f}"
+    if paired is not None:
+        why += (f"; review load at precision {target.target_precision:g} "  # type: ignore[union-attr]
+                f"{metrics['stacked_review_load']:.3f} vs {metrics['baseline_review_load']:.3f}; "
+                f"promoted with threshold {paired.threshold:.4g} (threshold version {paired.version})")
     return RefitOutcome(
         status="promoted", panel=panel, n_labels=n, active_method="stacked",
         model_version=fitted.model_version, version=version, metrics=metrics,
-        reason=(
-            f"cross-fitted stacked Brier {metrics['stacked_brier']:.4f} <= {voting_method}'s "
-            f"{metrics['baseline_brier']:.4f} on {n} labels: promoted as version {version}"
-        ),
+        threshold_version=paired.version if paired is not None else None,
+        threshold=paired.threshold if paired is not None else None,
+        reason=f"{why} on {n} labels: promoted as version {version}",
     ), fitted
+
+
+async def _store_paired_threshold(
+    storage: Storage, tenant: str, panel: str, report: ThresholdReport,
+    target: PromotionTarget, model_version: str, n_labels: int, created_at: float,
+) -> ThresholdRecord:
+    """Store the candidate's threshold as a new version naming its model (so it applies only to
+    that model's verdicts), before the model: until the model is stored it routes nothing."""
+    assert report.threshold is not None
+    record = ThresholdRecord(
+        panel=panel, threshold=report.threshold, created_at=created_at, method="stacked",
+        target_precision=target.target_precision, delta=target.delta, coverage=report.coverage,
+        n_labels=report.n,
+        details={
+            "report": report.as_dict(), "model_version": model_version, "paired": True,
+            "data": f"cross-fitted confidences of stacked model {model_version} on {n_labels} labels",
+        },
+    )
+    version = await storage.put_threshold(tenant, panel, record)
+    stored = await storage.get_threshold(tenant, panel, version=version)
+    assert stored is not None
+    return stored
 
 
 class RefitScheduler:

@@ -88,7 +88,14 @@ async def test_refit_with_enough_labels_promotes_a_versioned_model_that_stamps_v
                                  headers=headers)).json()
         assert new["method"] == "stacked" and new["model_version"] == model_version
         assert new["choice"] == "A"  # j1 (trusted) says the truth, A; j2/j3 are wrong on item 100
-        assert new["route"] == "human_review" and "retune" in new["threshold"]["reason"]
+        # the model was promoted with a threshold tuned for it (at the target of the majority
+        # threshold above), so its verdicts keep routing: no "retune" dead end
+        assert body["threshold_version"] == tuned.json()["version"] + 1 and body["threshold"] is not None
+        assert body["metrics"]["stacked_review_load"] <= body["metrics"]["baseline_review_load"]
+        assert new["threshold"]["version"] == body["threshold_version"], new["threshold"]
+        assert new["threshold"]["value"] == pytest.approx(body["threshold"])
+        assert "retune" not in new["threshold"]["reason"]
+        assert new["route"] == ("auto_accept" if new["confidence"] >= body["threshold"] else "human_review")
         stored = (await client.get(f"/v1/verdicts/{new['id']}", headers=headers)).json()
         assert stored["method"] == "stacked" and stored["model_version"] == model_version
 

@@ -139,6 +139,12 @@ class ModelRecord(BaseModel):
     """The fusion's parameters, whatever JSON its owner writes (storage never reads it)."""
     metrics: dict[str, float] = Field(default_factory=dict)
     """Held-out metrics that justified promoting it (optional)."""
+    threshold: ThresholdRecord | None = None
+    """The auto-accept threshold promoted together with this model (DESIGN.md "Learning keeps
+    routing"): tuned for it on the same labels from cross-fitted confidences, stored first as
+    its own threshold version and embedded here, so the pair is one record and a replica that
+    reads the model has its threshold too. None: no target precision was ever set for the
+    panel (nothing to keep routing), or a record from before pairing."""
 
 
 class ReviewLease(BaseModel):

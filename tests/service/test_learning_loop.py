@@ -1,0 +1,154 @@
+"""The learning loop keeps routing (issue "A learning loop that keeps routing"): a refit is
+promoted together with a threshold tuned for it, so auto-accept survives every promotion; a
+candidate with no qualifying threshold is not promoted; a cascade panel is not refitted."""
+
+from __future__ import annotations
+
+import re
+
+import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
+import pytest
+from test_app_cascade import cascade_yaml
+
+stub = S.stub
+ITEM_RE = re.compile(r"\[item (\d+) truth ([AB])\]")
+HEADERS = S.auth("tenant-a")
+
+
+def skilled(model: str, text: str):
+    """j1 right 90% of the time (confident), j2 and j3 wrong together on 40% of items."""
+    match = ITEM_RE.search(text)
+    if match is None:
+        return None
+    i, truth = int(match.group(1)), match.group(2)
+    wrong = "B" if truth == "A" else "A"
+    if model == "j1":
+        return (wrong, 60) if i % 10 == 3 else (truth, 90)
+    if i % 5 in (0, 1):
+        return (wrong, 90)
+    return (truth, 70)
+
+
+def item(i: int, *, label: bool = True) -> dict:
+    truth = "A" if (i * 7) % 3 else "B"
+    body = {"question": f"Which is better? [item {i} truth {truth}]", "answer_a": "one",
+            "answer_b": "two", "id": f"it-{i}"}
+    if label:
+        body["label"] = truth
+    return body
+
+
+async def _judge_range(client, start: int, stop: int) -> list[dict]:
+    out = []
+    for first in range(start, stop, 32):
+        batch = {"items": [item(i) for i in range(first, min(first + 32, stop))]}
+        r = await client.post("/v1/judge/batch", json=batch, headers=HEADERS)
+        assert r.status_code == 200 and r.json()["n_failed"] == 0, r.text
+        out += [res["verdict"] for res in r.json()["results"]]
+    return out
+
+
+async def test_promotions_keep_auto_accept_on_and_pair_model_with_threshold(storage, stub, tmp_path):
+    server, script = stub
+    script.by_question = skilled
+    settings = S.make_settings(tmp_path, [S.panel_yaml(tmp_path, server.url)], min_labels_for_refit=40)
+    async with S.running_app(settings, storage) as (_app, client):
+        await _judge_range(client, 0, 60)
+        tuned = (await client.post("/v1/thresholds/tune", json={"target_precision": 0.8, "min_count": 10},
+                                   headers=HEADERS)).json()
+        assert tuned["stored"] and tuned["method"] == "majority", tuned
+        pairs = {(None, tuned["version"])}  # (model version, threshold version) allowed to route
+        promotions = 0
+        start = 60
+        for _round in range(4):
+            outcome = (await client.post("/v1/fusion/refit", json={}, headers=HEADERS)).json()
+            if outcome["status"] == "promoted":
+                promotions += 1
+                assert outcome["threshold_version"] is not None, outcome
+                pairs.add((outcome["model_version"], outcome["threshold_version"]))
+                record = (await client.get("/v1/fusion/models", headers=HEADERS)).json()["history"][-1]
+                assert record["threshold"]["version"] == outcome["threshold_version"]
+                assert record["threshold"]["details"]["model_version"] == outcome["model_version"]
+            verdicts = await _judge_range(client, start, start + 40)
+            start += 40
+            for v in verdicts:
+                assert "retune" not in v["threshold"]["reason"], v["threshold"]
+                assert (v["model_version"], v["threshold"]["version"]) in pairs, (v["model_version"], v["threshold"])
+            accepted = sum(v["route"] == "auto_accept" for v in verdicts)
+            assert accepted > 0, f"round {_round}: auto-accept fell to 0"
+        assert promotions >= 3
+
+
+async def test_a_candidate_with_no_qualifying_threshold_is_not_promoted(stub, tmp_path):
+    server, script = stub
+    script.by_question = skilled
+    settings = S.make_settings(tmp_path, [S.panel_yaml(tmp_path, server.url)], min_labels_for_refit=40,
+                               storage_url=f"sqlite:///{tmp_path / 'db.sqlite3'}")
+    async with S.running_app(settings) as (_app, client):
+        await _judge_range(client, 0, 60)
+        # 60 labels can never certify precision 0.999 at delta 0.1
+        await client.post("/v1/thresholds/tune", json={"target_precision": 0.999, "min_count": 10},
+                          headers=HEADERS)
+        outcome = (await client.post("/v1/fusion/refit", json={}, headers=HEADERS)).json()
+        assert outcome["status"] == "kept", outcome
+        assert "no threshold of the candidate meets precision 0.999" in outcome["reason"]
+        assert outcome["metrics"]["stacked_review_load"] == 1.0
+        models = (await client.get("/v1/fusion/models", headers=HEADERS)).json()
+        assert models["history"] == [] and models["active_method"] == "majority"
+
+
+def _report(threshold, coverage=0.5):
+    from judgefuse.calibration import tune_threshold
+
+    # a real report (all fields), then the two numbers the rule reads
+    report = tune_threshold([0.9] * 40, [True] * 40, target_precision=0.5, delta=0.1, min_count=10)
+    object.__setattr__(report, "threshold", threshold)
+    object.__setattr__(report, "coverage", coverage)
+    return report
+
+
+@pytest.mark.parametrize(
+    ("promote_on", "brier", "load", "has_threshold", "expected"),
+    [
+        ("both", (0.10, 0.20), (0.3, 0.5), True, []),
+        ("both", (0.25, 0.20), (0.3, 0.5), True, ["Brier"]),
+        ("both", (0.10, 0.20), (0.6, 0.5), True, ["review load"]),
+        ("both", (0.25, 0.20), (0.6, 0.5), True, ["review load", "Brier"]),
+        ("brier", (0.10, 0.20), (0.6, 0.5), True, []),      # trades review load for Brier
+        ("review_load", (0.25, 0.20), (0.3, 0.5), True, []),  # trades Brier for review load
+        ("review_load", (0.10, 0.20), (1.0, 0.5), False, ["no threshold"]),
+        ("brier", (0.10, 0.20), (1.0, 0.5), False, ["no threshold"]),  # never without a threshold
+    ],
+)
+def test_promotion_rule(promote_on, brier, load, has_threshold, expected):
+    from judgefuse.service.refit import PromotionTarget, promotion_problems
+
+    metrics = {"stacked_brier": brier[0], "baseline_brier": brier[1],
+               "stacked_review_load": load[0], "baseline_review_load": load[1]}
+    candidate = _report(0.8 if has_threshold else None, coverage=1 - load[0])
+    problems = promotion_problems(metrics, candidate, voting="majority",
+                                  target=PromotionTarget(0.8, 0.1), promote_on=promote_on)
+    assert len(problems) == len(expected), problems
+    for problem, word in zip(problems, expected, strict=True):
+        assert word in problem
+    # without a target (no threshold ever tuned) only the Brier rule can refuse
+    alone = promotion_problems(metrics, None, voting="majority", target=None, promote_on=promote_on)
+    assert alone == ([p for p in problems if "Brier" in p] if promote_on != "review_load" else [])
+
+
+async def test_a_cascade_panel_is_not_refitted(stub, tmp_path):
+    server, _script = stub
+    settings = S.make_settings(tmp_path, [cascade_yaml(tmp_path, server.url)], min_labels_for_refit=10)
+    async with S.running_app(settings) as (_app, client):
+        outcome = (await client.post("/v1/fusion/refit", json={}, headers=HEADERS)).json()
+        assert outcome["status"] == "skipped" and "serves a cascade" in outcome["reason"], outcome
+        assert outcome["active_method"] == "cascade"
+
+
+@pytest.mark.parametrize("value", ["sometimes", 3])
+def test_promote_on_is_validated(tmp_path, value):
+    from judgefuse.judges.config import PanelConfigError, parse_panel_config
+
+    with pytest.raises(PanelConfigError, match="promote_on"):
+        parse_panel_config({"name": "p", "promote_on": value,
+                            "judges": [{"name": "j", "model": "openai/x", "api_base": "http://127.0.0.1:9/v1"}]})
