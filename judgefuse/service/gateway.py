@@ -103,7 +103,12 @@ class Gateway:
                 f"default_panel {self.default_panel!r} is not one of the panels: {', '.join(panels)}"
             )
         self.state = StateCache(settings, storage)
-        self.scheduler = RefitScheduler(settings.refit_every_labels, self._background_refit)
+        self.replica_id = uuid.uuid4().hex
+        """This gateway's name in cluster-wide leases (one refit at a time across replicas)."""
+        self.scheduler = RefitScheduler(
+            settings.refit_every_labels, self._background_refit, storage=storage,
+            owner=self.replica_id, clock=clock,
+        )
 
     # ------------------------------------------------------------------ panels and state
     def runtime(self, name: str | None, *, field: str = "body.panel") -> PanelRuntime:

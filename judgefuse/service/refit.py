@@ -355,33 +355,74 @@ async def _store_paired_threshold(
 
 
 class RefitScheduler:
-    """Background refits every ``every`` new labels per (tenant, panel); one at a time each.
+    """Background refits every ``every`` labels of a (tenant, panel): one per round, one at a
+    time, across every replica that shares the storage.
 
-    A refit runs as an ``asyncio`` task whose CPU work is in a thread: a request never waits
-    for it. Counting is per process (with several replicas each may refit; promotion is still
-    guarded by the held-out comparison and storage versions every model).
+    Counting is shared through storage: a replica's own labels are only a hint to look (every
+    ``check_every`` local labels, default ``every // 4``, it reads the panel's labelled count
+    from storage); the count's round is ``count // every``. To refit a round a replica must
+    take, in this order, the panel's running lease ``refit/{panel}`` (``lease_s``: one refit at
+    a time; renewed by no one, so a crashed replica's lease frees itself) and the round's
+    marker ``refit/{panel}/round/{r}`` (held ``marker_ttl_s``: a round is refit once however many
+    replicas saw it cross). Losing either means someone else has it: nothing to do. A check
+    that loses the running lease leaves the round unmarked, so a later check retries it.
+    Model and threshold versions come from storage's atomic counters, so they strictly increase
+    whichever replica promotes; every replica serves a promotion within ``state_ttl_s`` (the
+    state cache's freshness, :mod:`judgefuse.service.state_cache`).
+
+    ``runs`` lists the (tenant, panel, round) this replica refit (tests, logs).
     """
 
-    def __init__(self, every: int, run: Callable[[str, str], Any]) -> None:
+    def __init__(
+        self, every: int, run: Callable[[str, str], Any], *, storage: Storage, owner: str,
+        check_every: int | None = None, lease_s: float = 900.0,
+        marker_ttl_s: float = 30 * 86400.0, clock: Callable[[], float] = time.time,
+    ) -> None:
         self.every = every
+        self.check_every = max(1, check_every if check_every is not None else every // 4)
+        self.storage = storage
+        self.owner = owner
+        self.lease_s = lease_s
+        self.marker_ttl_s = marker_ttl_s
+        self.clock = clock
         self._run = run
         self._since: dict[tuple[str, str], int] = {}
         self._tasks: dict[tuple[str, str], asyncio.Task[Any]] = {}
+        self.runs: list[tuple[str, str, int]] = []
 
     def note_label(self, tenant: str, panel: str) -> None:
         if self.every <= 0:
             return
         key = (tenant, panel)
         self._since[key] = self._since.get(key, 0) + 1
-        if self._since[key] >= self.every and key not in self._tasks:
+        if self._since[key] >= self.check_every and key not in self._tasks:
             self._since[key] = 0
             task = asyncio.create_task(self._guarded(tenant, panel), name=f"refit:{tenant}:{panel}")
             self._tasks[key] = task
             task.add_done_callback(lambda _t, k=key: self._tasks.pop(k, None))
 
+    async def _check(self, tenant: str, panel: str) -> None:
+        """Refit the current round if no replica has (the class docstring)."""
+        round_ = await self.storage.count_labelled(tenant, panel) // self.every
+        if round_ < 1:
+            return
+        running = f"refit/{panel}"
+        if not await self.storage.acquire_lease(tenant, running, self.owner, ttl_s=self.lease_s,
+                                                now=self.clock()):
+            return
+        try:
+            marker = f"refit/{panel}/round/{round_}"
+            if not await self.storage.acquire_lease(tenant, marker, self.owner,
+                                                    ttl_s=self.marker_ttl_s, now=self.clock()):
+                return
+            self.runs.append((tenant, panel, round_))
+            await self._run(tenant, panel)
+        finally:
+            await self.storage.release_lease(tenant, running, self.owner)
+
     async def _guarded(self, tenant: str, panel: str) -> None:
         try:
-            await self._run(tenant, panel)
+            await self._check(tenant, panel)
         except Exception as exc:  # a background refit must never take the service down
             log.error("background refit of %s/%s failed: %s", tenant, panel, type(exc).__name__,
                       exc_info=exc)

@@ -4,6 +4,7 @@ candidate with no qualifying threshold is not promoted; a cascade panel is not r
 
 from __future__ import annotations
 
+import asyncio
 import re
 
 import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
@@ -152,3 +153,52 @@ def test_promote_on_is_validated(tmp_path, value):
     with pytest.raises(PanelConfigError, match="promote_on"):
         parse_panel_config({"name": "p", "promote_on": value,
                             "judges": [{"name": "j", "model": "openai/x", "api_base": "http://127.0.0.1:9/v1"}]})
+
+
+async def test_two_replicas_on_one_redis_refit_once_per_round_and_serve_the_same_version(
+    stub, tmp_path, redis_url
+):
+    """Two gateways share one Redis; labels arrive at both. Label counting is shared through
+    storage, each round is refit by one replica only, versions strictly increase, and both
+    replicas serve the promoted model within the state TTL."""
+    from judgefuse.service.storage import RedisStorage
+
+    server, script = stub
+    script.by_question = skilled
+    flush = RedisStorage(redis_url)
+    await flush.open()
+    await flush.client.flushdb()
+    await flush.close()
+    settings = S.make_settings(tmp_path, [S.panel_yaml(tmp_path, server.url)], storage_url=redis_url,
+                               min_labels_for_refit=40, refit_every_labels=40, state_ttl_s=0.3)
+    async with S.running_app(settings) as (app_a, a), S.running_app(settings) as (app_b, b):
+        clients = (a, b)
+        sent = 0
+        for batch_no in range(8):  # 8 x 30 = 240 labels: rounds 1..6
+            client = clients[batch_no % 2]
+            batch = {"items": [item(i) for i in range(sent, sent + 30)]}
+            r = await client.post("/v1/judge/batch", json=batch, headers=HEADERS)
+            assert r.status_code == 200 and r.json()["n_failed"] == 0, r.text
+            sent += 30
+            if batch_no == 1:
+                await app_a.state.gateway.scheduler.idle()
+                await app_b.state.gateway.scheduler.idle()
+                # round 1 was promoted on Brier alone (no target yet); from now on a target exists
+                tuned = (await a.post("/v1/thresholds/tune", headers=HEADERS, json={
+                    "target_precision": 0.8, "min_count": 10, "method": "majority"})).json()
+                assert tuned["stored"], tuned
+        for app in (app_a, app_b):
+            await app.state.gateway.scheduler.idle()
+        runs = app_a.state.gateway.scheduler.runs + app_b.state.gateway.scheduler.runs
+        rounds = [r for _tenant, _panel, r in runs]
+        assert len(rounds) == len(set(rounds)), f"a round was refit twice: {runs}"
+        assert len(rounds) >= 3, runs
+        history = (await a.get("/v1/fusion/models", headers=HEADERS)).json()["history"]
+        assert [m["version"] for m in history] == list(range(1, len(history) + 1))
+        assert 2 <= len(history) <= len(rounds)
+        latest = history[-1]["params"]["model_version"]
+        await asyncio.sleep(0.35)  # the state TTL: both replicas re-read the promoted pair
+        for client in clients:
+            new = (await client.post("/v1/judge", json=item(1000 + len(rounds), label=False),
+                                     headers=HEADERS)).json()
+            assert new["model_version"] == latest and "retune" not in new["threshold"]["reason"]

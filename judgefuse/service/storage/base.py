@@ -304,6 +304,21 @@ class Storage(abc.ABC):
         ``labelled`` counts first labels (a relabel changes no count). ``now`` (default: the
         wall clock) decides which leases are live."""
 
+    # -- named leases (one job at a time across replicas) --------------------------------------
+    @abc.abstractmethod
+    async def acquire_lease(
+        self, tenant: str, name: str, owner: str, *, ttl_s: float, now: float | None = None
+    ) -> bool:
+        """Hold the named lease of ``tenant`` until ``now + ttl_s``: True when it was free,
+        expired, or already ``owner``'s (then renewed); False while another owner holds it
+        (nothing is written). Atomic across concurrent callers and replicas. Times are the
+        caller's clock (``now`` defaults to the wall clock), so replicas need synced clocks.
+        ``ttl_s`` must be > 0 (else ``ValueError``)."""
+
+    @abc.abstractmethod
+    async def release_lease(self, tenant: str, name: str, owner: str) -> bool:
+        """Free the named lease if ``owner`` holds it (True); otherwise write nothing (False)."""
+
     # -- accumulators --------------------------------------------------------------------------
     @abc.abstractmethod
     async def read_accumulator(
@@ -429,6 +444,16 @@ def stats_from_counters(
             labelled=int(counters.get(f"labelled:{stratum}", 0)),
         )
     return out
+
+
+def check_named_lease(name: str, owner: str, ttl_s: float) -> float:
+    """``acquire_lease``'s preconditions, shared by the backends; the ttl as a float."""
+    check_name("lease name", name)
+    check_name("lease owner", owner)
+    ttl = float(ttl_s)
+    if not math.isfinite(ttl) or ttl <= 0:
+        raise ValueError(f"ttl_s must be a positive number of seconds, got {ttl_s!r}")
+    return ttl
 
 
 def check_limit(limit: int | None) -> None:

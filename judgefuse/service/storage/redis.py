@@ -99,6 +99,7 @@ from judgefuse.service.storage.base import (
     check_lease,
     check_limit,
     check_name,
+    check_named_lease,
     check_tenant,
     check_verdict_record,
     check_versioned,
@@ -265,6 +266,21 @@ redis.call('HDEL', KEYS[2], ARGV[1])
 return 1
 """
 
+_ACQUIRE_LUA = """
+local holder = redis.call('HGET', KEYS[1], 'owner')
+local expires = tonumber(redis.call('HGET', KEYS[1], 'expires_at') or '0')
+if holder and holder ~= ARGV[1] and expires > tonumber(ARGV[2]) then return 0 end
+redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'expires_at', ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return 1
+"""
+
+_RELEASE_NAMED_LUA = """
+if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+return 1
+"""
+
 _PUT_VERSIONED_LUA = """
 local v = redis.call('INCR', KEYS[1])
 redis.call('HSET', KEYS[2], v, ARGV[1])
@@ -396,6 +412,8 @@ class RedisStorage(Storage):
         self._put_script = client.register_script(_PUT_VERSIONED_LUA)
         self._lease_script = client.register_script(_LEASE_LUA)
         self._release_script = client.register_script(_RELEASE_LUA)
+        self._acquire_named_script = client.register_script(_ACQUIRE_LUA)
+        self._release_named_script = client.register_script(_RELEASE_NAMED_LUA)
 
     async def close(self) -> None:
         client, self._client = self._client, None
@@ -637,6 +655,30 @@ class RedisStorage(Storage):
                 raw, live_review, live_audit = await pipe.execute()
         counters = {field: int(value) for field, value in raw.items()}
         return stats_from_counters(counters, {"review": live_review, "audit": live_audit})
+
+    # -- named leases ----------------------------------------------------------------------------
+    async def acquire_lease(
+        self, tenant: str, name: str, owner: str, *, ttl_s: float, now: float | None = None
+    ) -> bool:
+        check_tenant(tenant)
+        ttl = check_named_lease(name, owner, ttl_s)
+        at = clock(now)
+        # the key also expires on the server (an hour after the lease) so dead leases vanish
+        keep_ms = int((ttl + 3600) * 1000)
+        with self._errors("acquire_lease"):
+            result = await self._acquire_named_script(
+                keys=[self._k(tenant, "lease", name)],
+                args=[owner, repr(at), repr(at + ttl), str(keep_ms)],
+            )
+        return int(result) == 1
+
+    async def release_lease(self, tenant: str, name: str, owner: str) -> bool:
+        check_tenant(tenant)
+        check_name("lease name", name)
+        check_name("lease owner", owner)
+        with self._errors("release_lease"):
+            result = await self._release_named_script(keys=[self._k(tenant, "lease", name)], args=[owner])
+        return int(result) == 1
 
     # -- accumulators --------------------------------------------------------------------------
     async def read_accumulator(

@@ -55,6 +55,7 @@ from judgefuse.service.storage.base import (
     check_lease,
     check_limit,
     check_name,
+    check_named_lease,
     check_tenant,
     check_verdict_record,
     check_versioned,
@@ -426,6 +427,44 @@ class SQLiteStorage(Storage):
                 conn.execute("COMMIT")
 
         return await self._run("review_stats", read)
+
+    # -- named leases ----------------------------------------------------------------------------
+    async def acquire_lease(
+        self, tenant: str, name: str, owner: str, *, ttl_s: float, now: float | None = None
+    ) -> bool:
+        check_tenant(tenant)
+        ttl = check_named_lease(name, owner, ttl_s)
+        at = clock(now)
+
+        def txn(conn: sqlite3.Connection) -> bool:
+            row = conn.execute(
+                "SELECT owner, expires_at FROM leases WHERE tenant = ? AND name = ?", (tenant, name)
+            ).fetchone()
+            if row is not None and row[0] != owner and row[1] > at:
+                return False
+            conn.execute(
+                "INSERT INTO leases (tenant, name, owner, expires_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (tenant, name) DO UPDATE SET owner = excluded.owner, "
+                "expires_at = excluded.expires_at",
+                (tenant, name, owner, at + ttl),
+            )
+            return True
+
+        return await self._run("acquire_lease", lambda c: self._write(c, txn))
+
+    async def release_lease(self, tenant: str, name: str, owner: str) -> bool:
+        check_tenant(tenant)
+        check_name("lease name", name)
+        check_name("lease owner", owner)
+
+        def txn(conn: sqlite3.Connection) -> bool:
+            cursor = conn.execute(
+                "DELETE FROM leases WHERE tenant = ? AND name = ? AND owner = ?",
+                (tenant, name, owner),
+            )
+            return cursor.rowcount == 1
+
+        return await self._run("release_lease", lambda c: self._write(c, txn))
 
     # -- accumulators --------------------------------------------------------------------------
     async def read_accumulator(

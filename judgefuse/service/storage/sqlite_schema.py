@@ -18,6 +18,10 @@ counting live leases; and ``review_counts(tenant, panel, stratum, routed, inqueu
 the counters ``review_stats`` reads, updated in the same transactions as the verdict writes.
 A version-1 file is migrated on open (the new tables are created, the version stamped 2, in
 one transaction); its records carry no review stamp, so none of them is ever queued.
+
+Version 3 adds ``leases(tenant, name, owner, expires_at)``: named leases that let one replica
+at a time run a job such as a refit (``Storage.acquire_lease``); older files gain the table on
+open, as above.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from judgefuse.service.storage.base import StorageError
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "create_schema"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -95,6 +99,13 @@ CREATE INDEX IF NOT EXISTS review_queue_rank
     ON review_queue (tenant, panel, rank, id);
 CREATE INDEX IF NOT EXISTS review_queue_leases
     ON review_queue (tenant, panel, lease_expires_at) WHERE lease_expires_at IS NOT NULL;
+CREATE TABLE IF NOT EXISTS leases (
+    tenant TEXT NOT NULL,
+    name TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    expires_at REAL NOT NULL,
+    PRIMARY KEY (tenant, name)
+);
 CREATE TABLE IF NOT EXISTS review_counts (
     tenant TEXT NOT NULL,
     panel TEXT NOT NULL,
@@ -131,7 +142,7 @@ def create_schema(conn: sqlite3.Connection, path: Path) -> None:
                 f"({SCHEMA_VERSION})"
             )
         elif int(row[0]) < SCHEMA_VERSION:
-            # 1 -> 2 only adds tables (created above): stamp the new version
+            # 1 -> 2 -> 3 only add tables (created above): stamp the new version
             conn.execute(
                 "UPDATE meta SET value = ? WHERE name = 'schema'", (str(SCHEMA_VERSION),)
             )
