@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote, Letter, PairwiseItem
+from judgefuse.service.admission import Admission
 from judgefuse.service.calibration_store import label_increments
 from judgefuse.service.cascade_serving import (
     cascade_route,
@@ -102,6 +103,7 @@ class Gateway:
                 f"default_panel {self.default_panel!r} is not one of the panels: {', '.join(panels)}"
             )
         self.state = StateCache(settings, storage)
+        self.admission = Admission.from_settings(settings, self.metrics)
         self.scheduler = RefitScheduler(settings.refit_every_labels, self._background_refit)
 
     # ------------------------------------------------------------------ panels and state
@@ -154,6 +156,11 @@ class Gateway:
         return method(votes)
 
     async def judge(self, tenant: str, request: JudgeRequest, *, prefix: str = "body") -> VerdictOut:
+        """One verdict, admitted first: over an in-flight limit, 429 before any judge call."""
+        with self.admission.admit(tenant):
+            return await self._judge(tenant, request, prefix=prefix)
+
+    async def _judge(self, tenant: str, request: JudgeRequest, *, prefix: str) -> VerdictOut:
         """One verdict: fan-out, quorum, fuse, route, store (and the inline label)."""
         started = time.perf_counter()
         self.check_limits(request, prefix)
@@ -172,7 +179,7 @@ class Gateway:
         cascade_out: CascadeOut | None = None
         cascade_stage: str | None = None
         if runtime.cascade is not None and request.method is None:
-            decision, slowest = await walk_cascade(runtime, item)
+            decision, slowest = await walk_cascade(runtime, item, tenant=tenant)
             votes = list(decision.verdict.votes)
             judged = fused = time.perf_counter()
             if not any(v.valid for v in votes):
@@ -183,7 +190,7 @@ class Gateway:
             route, used = cascade_route(runtime, decision)
             cascade_out, cascade_stage = live_cascade_out(runtime, decision)
         else:
-            votes = await runtime.panel.judge(item)
+            votes = await runtime.panel.judge(item, tenant=tenant)
             judged = time.perf_counter()
             if not runtime.panel.quorum_met(votes):
                 self.metrics.quorum_lost.labels(runtime.name).inc()
