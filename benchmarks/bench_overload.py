@@ -1,6 +1,6 @@
 """Overload on loopback: one tenant's burst against a healthy panel must not take other tenants down.
 
-Usage: ``python benchmarks/bench_overload.py [--burst 100] [--latency-ms 500] [--per-tenant 32]``
+Usage: ``python benchmarks/bench_overload.py [--burst 100] [--latency-ms 500] [--per-tenant 32] [--tenant-cap 6]``
 
 Three processes: the scripted OpenAI stub (``tests/judges/openai_stub.py``; every reply an SC JSON
 verdict after ``--latency-ms``), the gateway as users run it (``judgefuse serve``: SQLite, two
@@ -150,6 +150,12 @@ async def scenario(url: str, burst: int, b_after_s: float, latency_s: float) -> 
     b_errors = b.errors()
     print(f"tenant B during the burst: {b.status} in {b.seconds:.2f} s (judge latency {latency_s:.2f} s, "
           f"margin {b.seconds - latency_s:+.2f} s){'; errors: ' + str(b_errors) if b_errors else ''}")
+    if b.status == 200:
+        timings = b.body.get("timings", {})
+        votes = [v.get("latency_s", 0.0) for v in b.body.get("votes", [])]
+        print(f"  B inside the gateway: judges {timings.get('judges_s', float('nan')):.2f} s (votes "
+              f"{', '.join(f'{v:.2f}' for v in votes)} s), total {timings.get('total_s', float('nan')):.2f} s; "
+              f"the rest of its {b.seconds:.2f} s is HTTP and the event loop busy with A's burst")
     a_errors = after.errors()
     print(f"tenant A after the burst: {after.status} in {after.seconds:.2f} s"
           f"{'; errors: ' + str(a_errors) if a_errors else ''}")
@@ -163,6 +169,8 @@ def main() -> None:
     parser.add_argument("--per-tenant", type=int, default=32, help="max_inflight_per_tenant")
     parser.add_argument("--total", type=int, default=256, help="max_inflight_total")
     parser.add_argument("--deadline-s", type=float, default=10, help="the panel's deadline_s")
+    parser.add_argument("--tenant-cap", type=int, default=None,
+                        help="each judge's max_concurrency_per_tenant (default: unset, all 8 slots)")
     parser.add_argument("--serve-stub", nargs=2, metavar=("PORT", "LATENCY_MS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_stub:
@@ -184,6 +192,7 @@ def main() -> None:
         entries = "".join(
             f"  - name: judge{i}\n    model: openai/judge{i}\n    backend: direct\n    api_base: {stub_url}\n"
             f"    mode: sc\n    timeout_s: 3\n    max_concurrency: 8\n"
+            + (f"    max_concurrency_per_tenant: {args.tenant_cap}\n" if args.tenant_cap else "")
             for i in range(3)
         )
         panel.write_text(f"name: bench\nfusion: majority\nquorum: 2\ndeadline_s: {args.deadline_s:g}\n"
@@ -207,7 +216,7 @@ def main() -> None:
         procs.append(gateway)
         url = f"http://127.0.0.1:{gw_port}"
         print(f"stub {stub_url} ({args.latency_ms:.0f} ms per reply), gateway {url}: 3 SC judges "
-              f"(timeout_s 3, max_concurrency 8), panel deadline_s {args.deadline_s:g}, "
+              f"(timeout_s 3, max_concurrency 8, per tenant {args.tenant_cap or 8}), panel deadline_s {args.deadline_s:g}, "
               f"max_inflight_per_tenant {args.per_tenant}, max_inflight_total {args.total}, {os.cpu_count()} CPUs")
 
         async def run() -> None:

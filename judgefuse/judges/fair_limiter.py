@@ -3,8 +3,14 @@
 A plain ``asyncio.Semaphore`` serves waiters first come, first served: a tenant that queues 300
 calls in front of a judge makes every other tenant wait behind all 300. Here each tenant has its
 own queue, and a freed slot goes to the waiting tenant that holds the fewest slots right now
-(ties: the tenant whose last slot was granted longest ago, i.e. round-robin). So a tenant arriving during another's
-burst waits at most for the next slot to free (one provider call), never behind the burst.
+(ties: the tenant whose last slot was granted longest ago, i.e. round-robin). So a tenant
+arriving during another's burst waits at most for the next slot to free (one provider call),
+never behind the burst.
+
+That wait for the next free slot is the price of never leaving a slot idle. ``per_tenant`` trades
+some of one tenant's throughput for a shorter wait: a named tenant may hold at most that many
+slots, so ``capacity - per_tenant`` stay free for others while one tenant bursts alone (the
+anonymous tenant ``None`` may use them all).
 
 Within one tenant, calls are served in arrival order. A waiter that is cancelled leaves its
 queue; if a slot was already handed to it, the slot is passed on, never lost.
@@ -25,12 +31,16 @@ __all__ = ["FairLimiter"]
 
 
 class FairLimiter:
-    """At most ``capacity`` holders at once; freed slots go to waiting tenants fairly."""
+    """At most ``capacity`` holders at once (``per_tenant`` per named tenant); freed slots go to
+    waiting tenants fairly."""
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, *, per_tenant: int | None = None) -> None:
         if capacity < 1:
             raise ValueError(f"capacity must be >= 1, got {capacity}")
+        if per_tenant is not None and not 1 <= per_tenant <= capacity:
+            raise ValueError(f"per_tenant must be between 1 and capacity ({capacity}), got {per_tenant}")
         self.capacity = capacity
+        self.per_tenant = per_tenant
         self._in_use = 0
         self._held: dict[Hashable, int] = {}
         self._waiting: dict[Hashable, deque[asyncio.Future[None]]] = {}
@@ -69,7 +79,7 @@ class FairLimiter:
 
     async def acquire(self, tenant: Hashable = None) -> None:
         """Wait for a slot (at once when one is free and nobody waits)."""
-        if self._in_use < self.capacity and not self._waiting:
+        if self._in_use < self.capacity and not self._waiting and self._may_take(tenant):
             self._take(tenant)
             return
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -110,9 +120,16 @@ class FairLimiter:
         """Fewest slots held first, then the tenant served longest ago (never: first)."""
         return self._held.get(tenant, 0), self._granted_at.get(tenant, 0)
 
+    def _may_take(self, tenant: Hashable) -> bool:
+        """Below the per-tenant cap (the anonymous tenant has none)."""
+        return self.per_tenant is None or tenant is None or self._held.get(tenant, 0) < self.per_tenant
+
     def _wake(self) -> None:
         while self._in_use < self.capacity and self._waiting:
-            tenant = min(self._waiting, key=self._priority)
+            eligible = [t for t in self._waiting if self._may_take(t)]
+            if not eligible:
+                return
+            tenant = min(eligible, key=self._priority)
             queue = self._waiting[tenant]
             future = queue.popleft()
             if not queue:

@@ -187,7 +187,7 @@ class Judge:
         self.backend = config.resolved_backend()
         self._api_key = api_key
         self._cache = cache
-        self.limiter = FairLimiter(config.max_concurrency)
+        self.limiter = FairLimiter(config.max_concurrency, per_tenant=config.max_concurrency_per_tenant)
         """The fair concurrency cap (``max_concurrency`` calls at once, shared between tenants)."""
         self._client: ChatClient | None = None
         self._api_base = config.api_base

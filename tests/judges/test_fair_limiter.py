@@ -133,3 +133,34 @@ async def test_release_without_a_slot_is_an_error():
     limiter = FairLimiter(1)
     with pytest.raises(RuntimeError, match="release without a slot"):
         limiter.release("A")
+
+
+async def test_a_per_tenant_cap_keeps_slots_free_for_other_tenants():
+    limiter = FairLimiter(3, per_tenant=2)
+    rec = Recorder(limiter)
+    for i in range(5):
+        rec.start("A", f"a{i}")
+    await settle()
+    assert rec.order == ["a0", "a1"] and limiter.in_use == 2  # one slot left idle for others
+    rec.start("B", "b0")
+    await settle()
+    assert rec.order[-1] == "b0"  # at once, no slot had to free
+    await rec.finish("a0")
+    assert rec.order[-1] == "a2" and limiter.held("A") == 2
+    for label in ("b0", "a1", "a2"):
+        await rec.finish(label)
+    assert rec.order == ["a0", "a1", "b0", "a2", "a3", "a4"]
+
+
+async def test_the_anonymous_tenant_is_not_held_to_the_per_tenant_cap():
+    limiter = FairLimiter(3, per_tenant=1)
+    rec = Recorder(limiter)
+    for i in range(3):
+        rec.start(None, f"c{i}")
+    await settle()
+    assert rec.order == ["c0", "c1", "c2"]
+
+
+def test_per_tenant_must_fit_the_capacity():
+    with pytest.raises(ValueError, match="per_tenant must be between 1 and capacity"):
+        FairLimiter(2, per_tenant=3)

@@ -8,8 +8,10 @@ import asyncio
 import json
 import time
 
+import pytest
+
 from judgefuse.judges.circuit import CircuitBreaker
-from judgefuse.judges.config import JudgeConfig, parse_panel_config
+from judgefuse.judges.config import JudgeConfig, PanelConfigError, parse_panel_config
 from judgefuse.judges.judge import Judge
 from judgefuse.judges.panel import Panel
 from judgefuse.judges.types import PairwiseItem
@@ -112,3 +114,22 @@ async def test_a_tenant_is_served_at_the_next_free_slot_during_another_tenants_b
         votes_a = await asyncio.gather(*burst)
     assert latency_b < 0.2 + 0.2 + 0.15  # the next free slot (<= one call) + its own call + margin
     assert all(v.valid for v in votes_a)
+
+
+async def test_with_a_per_tenant_cap_another_tenant_does_not_wait_for_a_slot(openai_stub, stub_actions):
+    openai_stub.default = stub_actions.Reply(texts=GOOD, delay_s=0.3)
+    async with slot_judge(openai_stub.url, cap=3, timeout_s=2.0, max_concurrency_per_tenant=2) as judge:
+        burst = [asyncio.create_task(judge.vote(ITEM, tenant="A")) for _ in range(8)]
+        await asyncio.sleep(0.1)
+        assert judge.limiter.held("A") == 2 and judge.limiter.in_use == 2
+        started = time.perf_counter()
+        vote_b = await judge.vote(ITEM, tenant="B")
+        latency_b = time.perf_counter() - started
+        votes_a = await asyncio.gather(*burst)
+    assert vote_b.valid and latency_b < 0.3 + 0.15
+    assert all(v.valid for v in votes_a)
+
+
+def test_the_per_tenant_cap_must_fit_max_concurrency():
+    with pytest.raises(PanelConfigError, match=r"judges\[0\].*max_concurrency_per_tenant \(9\) must be <= max_concurrency \(8\)"):
+        parse_panel_config({"judges": [{"name": "j", "model": "m", "max_concurrency_per_tenant": 9}]})
