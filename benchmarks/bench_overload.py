@@ -216,7 +216,8 @@ def main() -> None:
         procs.append(gateway)
         url = f"http://127.0.0.1:{gw_port}"
         print(f"stub {stub_url} ({args.latency_ms:.0f} ms per reply), gateway {url}: 3 SC judges "
-              f"(timeout_s 3, max_concurrency 8, per tenant {args.tenant_cap or 8}), panel deadline_s {args.deadline_s:g}, "
+              f"(timeout_s 3, max_concurrency 8, per tenant {args.tenant_cap or 8}), "
+              f"panel deadline_s {args.deadline_s:g}, "
               f"max_inflight_per_tenant {args.per_tenant}, max_inflight_total {args.total}, {os.cpu_count()} CPUs")
 
         async def run() -> None:

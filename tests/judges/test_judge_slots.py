@@ -131,5 +131,6 @@ async def test_with_a_per_tenant_cap_another_tenant_does_not_wait_for_a_slot(ope
 
 
 def test_the_per_tenant_cap_must_fit_max_concurrency():
-    with pytest.raises(PanelConfigError, match=r"judges\[0\].*max_concurrency_per_tenant \(9\) must be <= max_concurrency \(8\)"):
+    expected = r"judges\[0\].*max_concurrency_per_tenant \(9\) must be <= max_concurrency \(8\)"
+    with pytest.raises(PanelConfigError, match=expected):
         parse_panel_config({"judges": [{"name": "j", "model": "m", "max_concurrency_per_tenant": 9}]})
