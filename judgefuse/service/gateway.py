@@ -152,7 +152,7 @@ class Gateway:
             name = runtime.default_method
         method = runtime.method(name)
         if name == "fuser":
-            return await method.afuse(item, votes)  # type: ignore[attr-defined]
+            return await method.afuse(item, votes, tenant=tenant)  # type: ignore[attr-defined]
         return method(votes)
 
     async def judge(self, tenant: str, request: JudgeRequest, *, prefix: str = "body") -> VerdictOut:
