@@ -100,8 +100,9 @@ class LLMFuser:
             update={"method": self.name, "notes": [note, *verdict.notes], "timings": {**verdict.timings, **timings}}
         )
 
-    async def afuse(self, item: PairwiseItem, votes: Sequence[JudgeVote]) -> Verdict:
-        """One fuser call over ``item`` and ``votes``; never raises on model failures."""
+    async def afuse(self, item: PairwiseItem, votes: Sequence[JudgeVote], *, tenant: str | None = None) -> Verdict:
+        """One fuser call over ``item`` and ``votes``; never raises on model failures. ``tenant``
+        (None: anonymous) shares the fuser model's concurrency slots fairly, as for judges."""
         votes = list(votes)
         n_valid = sum(1 for vote in votes if vote.valid)
         fallback = self.fallback_name
@@ -113,7 +114,7 @@ class LLMFuser:
             return self._fallback_verdict(votes, f"fuser not called: {exc}; fell back to {fallback}", {})
         started = time.perf_counter()
         try:
-            response = await self.judge.chat(messages)
+            response = await self.judge.chat(messages, tenant=tenant)
         except TransportError as exc:
             timings = {"fuser_s": time.perf_counter() - started}
             note = f"fuser call failed: {describe_error(exc)}; fell back to {fallback}"

@@ -16,13 +16,16 @@ States::
 
 What counts (the judge classifies each vote, see :meth:`~judgefuse.judges.judge.Judge.vote`):
 
-* *failure*: the provider did not answer usefully: a transport failure after retries (429,
-  5xx, timeouts, resets, unreadable bodies, 401/403) or the vote's own timeout;
+* *failure*: the provider did not answer usefully: a transport failure of a call that reached
+  it (429, 5xx, timeouts, resets, unreadable bodies, 401/403), or the vote's own timeout firing
+  while a call was in flight at the provider;
 * *success*: a valid vote, or any vote where the provider did answer (an unparseable judgment is
   the model's problem, not the provider's: it never opens the circuit);
 * *neutral*: no verdict on the provider's health (a 4xx the request itself caused, a vote
-  cancelled by the panel deadline): nothing changes, and a neutral probe frees the probe slot
-  so the next vote probes again.
+  cancelled by the panel deadline, a vote whose timeout fired while its calls were still queued
+  for the judge's concurrency slots): nothing changes, and a neutral probe frees the probe slot
+  so the next vote probes again. Local queueing never counts: a vote's timeout only starts
+  when its first call gets a slot (:mod:`judgefuse.judges.judge`).
 
 Results of votes admitted before the last state change (a *generation*) are ignored: when 50
 concurrent votes to a dead judge fail, the circuit opens once, and the stragglers that fail

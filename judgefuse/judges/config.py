@@ -139,7 +139,12 @@ class JudgeConfig(BaseModel):
     timeout_s: float = Field(default=60.0, gt=0.0)
     """The budget of one vote, retries included (both orders run concurrently with position_swap)."""
     max_concurrency: int = Field(default=8, ge=1)
-    """Calls in flight to this judge at once (MP samples count one each)."""
+    """Calls in flight to this judge at once (MP samples count one each), shared fairly between
+    tenants (:mod:`judgefuse.judges.fair_limiter`)."""
+    max_concurrency_per_tenant: int | None = Field(default=None, ge=1)
+    """Calls one tenant may have in flight to this judge (None: all ``max_concurrency``). Below
+    ``max_concurrency`` it keeps slots free for other tenants during one tenant's burst, so they
+    do not wait for a slot to free; offline callers (no tenant) may use every slot."""
     retries: RetryConfig = Field(default_factory=RetryConfig)
     circuit: CircuitConfig = Field(default_factory=CircuitConfig)
     """Cool down a judge that keeps failing (on by default; ``circuit: {enabled: false}``)."""
@@ -193,6 +198,11 @@ class JudgeConfig(BaseModel):
                 raise ValueError("set either local (a server the panel starts) or api_base, not both")
             if self.use_n is None:
                 self.use_n = False
+        if self.max_concurrency_per_tenant is not None and self.max_concurrency_per_tenant > self.max_concurrency:
+            raise ValueError(
+                f"max_concurrency_per_tenant ({self.max_concurrency_per_tenant}) must be <= max_concurrency "
+                f"({self.max_concurrency})"
+            )
         if self.backend == "direct" and self.api_base is None and self.local is None:
             raise ValueError("backend 'direct' needs api_base (or local)")
         return self

@@ -1,13 +1,25 @@
-"""A judge: a :class:`JudgeConfig`, its client stack, a concurrency cap and a time bound.
+"""A judge: a :class:`JudgeConfig`, its client stack, a fair concurrency cap and a time bound.
 
 The client stack, outermost first::
 
-    CachingClient (optional)  ->  RetryingClient (deadline = timeout_s)  ->  bounded  ->  backend
+    CachingClient (optional)  ->  RetryingClient (deadline = timeout_s)  ->  BoundedClient  ->  backend
 
-The concurrency cap (``max_concurrency``, an ``asyncio.Semaphore``) sits under the retries, so a
-call waiting out a backoff does not hold a slot, and above the backend, so it bounds calls (an MP
-vote's samples count one each), not votes. :meth:`Judge.vote` is bounded by ``timeout_s`` as a
-whole (``asyncio.timeout``): past it the vote is invalid with error ``"timeout: ..."``.
+The concurrency cap (``max_concurrency``, a :class:`~judgefuse.judges.fair_limiter.FairLimiter`)
+sits under the retries, so a call waiting out a backoff does not hold a slot, and above the
+backend, so it bounds calls (an MP vote's samples count one each), not votes. Slots are shared
+fairly between tenants (``Judge.vote(item, tenant=...)``): one tenant's burst queues behind
+itself, not in front of others.
+
+**Queued time is not judge time.** :meth:`Judge.vote` is bounded by ``timeout_s``, counted from
+the moment the vote's first provider call got its slot (``asyncio.timeout`` rescheduled then),
+and so is the retries' deadline: past it the vote is invalid with error ``"timeout: ..."``. The
+wait for a slot is bounded by the caller's deadline (the panel's ``deadline_s``, which cancels
+the vote).
+
+**The circuit breaker hears only what the provider did** (see :meth:`_VoteCalls.outcome`): a
+transport failure of an attempt that reached the provider, or the vote's timeout cutting a call
+in flight, is a failure; a vote cancelled by the caller's deadline, or timed out while its
+remaining calls were still queued for a slot, is neutral.
 
 The API key is read from the environment variable ``api_key_env`` when the judge is built and
 kept as a :class:`pydantic.SecretStr`; it is never part of a repr, a vote or an error.
@@ -27,6 +39,7 @@ from pydantic import SecretStr
 
 from judgefuse.judges.circuit import CircuitBreaker, Outcome
 from judgefuse.judges.config import JudgeConfig, PanelConfigError
+from judgefuse.judges.fair_limiter import FairLimiter
 from judgefuse.judges.modes import elicit
 from judgefuse.judges.registry import build_client
 from judgefuse.judges.transport.cache import ResponseCache, with_cache
@@ -56,16 +69,79 @@ def read_api_key(config: JudgeConfig, environ: Mapping[str, str] | None = None) 
     return SecretStr(value)
 
 
-class BoundedClient:
-    """A :class:`ChatClient` that lets at most ``semaphore``'s value calls through at once."""
+class _VoteCalls:
+    """One vote (or one plain call) as the provider saw it: whose it is, when its provider clock
+    started, and what the provider did. Shared through :data:`_VOTE_CALLS` with the calls the
+    vote makes (MP samples and position-swap orders run in child tasks: the same record)."""
 
-    def __init__(self, inner: ChatClient, semaphore: asyncio.Semaphore) -> None:
+    __slots__ = ("answered", "cut_in_flight", "failed", "started_at", "tenant", "timeout", "timeout_s")
+
+    def __init__(self, tenant: str | None = None, timeout_s: float | None = None) -> None:
+        self.tenant = tenant
+        self.timeout_s = timeout_s
+        self.timeout: asyncio.Timeout | None = None
+        self.started_at: float | None = None
+        """``time.monotonic()`` when the first call got its slot (None: none has yet)."""
+        self.answered = 0
+        self.failed = 0
+        self.cut_in_flight = 0
+        """Calls that held a slot when they were cancelled (by the vote's timeout or the caller)."""
+
+    def call_started(self) -> None:
+        """A call got its slot: the first one starts the vote's clock."""
+        if self.started_at is not None:
+            return
+        self.started_at = time.monotonic()
+        if self.timeout is not None and self.timeout_s is not None:
+            self.timeout.reschedule(asyncio.get_running_loop().time() + self.timeout_s)
+
+    def outcome(self, vote: JudgeVote, *, timed_out: bool) -> Outcome:
+        if vote.valid:
+            return "success"
+        if timed_out and self.cut_in_flight:
+            return "failure"  # the provider held a call past the vote's timeout
+        if self.answered:
+            return "success"  # an unreadable judgment is the model's fault, not the provider's
+        return "failure" if self.failed else "neutral"  # neutral: timed out while still queued
+
+
+_VOTE_CALLS: contextvars.ContextVar[_VoteCalls | None] = contextvars.ContextVar("judgefuse_vote_calls", default=None)
+
+
+def _provider_clock_start() -> float | None:
+    """Where the current vote's deadline is counted from (the retry layer's ``deadline_start``)."""
+    calls = _VOTE_CALLS.get()
+    return None if calls is None else calls.started_at
+
+
+class BoundedClient:
+    """A :class:`ChatClient` that lets at most ``limiter.capacity`` calls through at once, shared
+    fairly between the tenants of the current votes, and notes in the vote's record what each
+    call that reached the provider did."""
+
+    def __init__(self, inner: ChatClient, limiter: FairLimiter) -> None:
         self.inner = inner
-        self.semaphore = semaphore
+        self.limiter = limiter
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
-        async with self.semaphore:
-            return await self.inner.complete(request)
+        calls = _VOTE_CALLS.get()
+        if calls is None:
+            async with self.limiter.slot(None):
+                return await self.inner.complete(request)
+        async with self.limiter.slot(calls.tenant):
+            calls.call_started()
+            try:
+                response = await self.inner.complete(request)
+            except BadRequest:
+                raise  # the request's fault (or an unsupported feature): says nothing of the provider
+            except TransportError:
+                calls.failed += 1
+                raise
+            except asyncio.CancelledError:
+                calls.cut_in_flight += 1
+                raise
+            calls.answered += 1
+            return response
 
     async def aclose(self) -> None:
         await self.inner.aclose()
@@ -82,53 +158,6 @@ def build_circuit(config: JudgeConfig) -> CircuitBreaker | None:
         cooldown_s=circuit.cooldown_s,
         max_cooldown_s=circuit.max_cooldown_s,
     )
-
-
-class _VoteCalls:
-    """What the provider did during one vote: answers, and calls that failed after retries."""
-
-    __slots__ = ("answered", "failed", "timed_out")
-
-    def __init__(self) -> None:
-        self.answered = 0
-        self.failed = 0
-        self.timed_out = False
-
-    def outcome(self, vote: JudgeVote) -> Outcome:
-        if vote.valid:
-            return "success"
-        if self.timed_out:
-            return "failure"
-        if self.answered:
-            return "success"  # an unreadable judgment is the model's fault, not the provider's
-        return "failure" if self.failed else "neutral"
-
-
-_VOTE_CALLS: contextvars.ContextVar[_VoteCalls | None] = contextvars.ContextVar("judgefuse_vote_calls", default=None)
-
-
-class _OutcomeTap:
-    """A :class:`ChatClient` noting each call's final outcome in the current vote's record."""
-
-    def __init__(self, inner: ChatClient) -> None:
-        self.inner = inner
-
-    async def complete(self, request: ChatRequest) -> ChatResponse:
-        calls = _VOTE_CALLS.get()
-        try:
-            response = await self.inner.complete(request)
-        except BadRequest:
-            raise  # the request's fault (or an unsupported feature): says nothing of the provider
-        except TransportError:
-            if calls is not None:
-                calls.failed += 1
-            raise
-        if calls is not None:
-            calls.answered += 1
-        return response
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
 
 class Judge:
@@ -158,11 +187,12 @@ class Judge:
         self.backend = config.resolved_backend()
         self._api_key = api_key
         self._cache = cache
-        self._semaphore = asyncio.Semaphore(config.max_concurrency)
+        self.limiter = FairLimiter(config.max_concurrency, per_tenant=config.max_concurrency_per_tenant)
+        """The fair concurrency cap (``max_concurrency`` calls at once, shared between tenants)."""
         self._client: ChatClient | None = None
         self._api_base = config.api_base
         if client is not None:
-            self._client = _OutcomeTap(BoundedClient(client, self._semaphore))
+            self._client = BoundedClient(client, self.limiter)
 
     @classmethod
     def from_config(
@@ -203,13 +233,13 @@ class Judge:
         base = build_client(self.backend, self.config, api_base=self._api_base, api_key=self._api_key)
         retries = self.config.retries
         client: ChatClient = with_retries(
-            BoundedClient(base, self._semaphore),
+            BoundedClient(base, self.limiter),
             attempts=retries.attempts,
             base_delay_s=retries.base_delay_s,
             max_delay_s=retries.max_delay_s,
             deadline=self.config.timeout_s,
+            deadline_start=_provider_clock_start,
         )
-        client = _OutcomeTap(client)
         if self.config.cache or self._cache is not None:
             client = with_cache(client, self._cache)
         self._client = client
@@ -235,47 +265,58 @@ class Judge:
         assert self._client is not None
         return self._client
 
-    async def vote(self, item: PairwiseItem) -> JudgeVote:
+    async def vote(self, item: PairwiseItem, *, tenant: str | None = None) -> JudgeVote:
         """This judge's vote on ``item``; failures and timeouts are invalid votes, never raised.
 
-        With the circuit open the vote is invalid at once, without a provider call.
+        ``tenant`` is whose request this is: the judge's concurrency slots are shared fairly
+        between tenants (None: the one anonymous tenant). With the circuit open the vote is
+        invalid at once, without a provider call.
         """
         client = await self._ready_client()
+        calls = _VoteCalls(tenant, self.config.timeout_s)
         if self.circuit is None:
-            return await self._vote(client, item, _VoteCalls())
+            vote, _ = await self._vote(client, item, calls)
+            return vote
         admission = self.circuit.admit()
         if not admission.allowed:
             return JudgeVote.invalid(self.name, self.config.mode, admission.reason, latency_s=0.0)
-        calls = _VoteCalls()
         outcome: Outcome = "neutral"  # cancelled (panel deadline, client gone): no verdict on health
         try:
-            vote = await self._vote(client, item, calls)
-            outcome = calls.outcome(vote)
+            vote, timed_out = await self._vote(client, item, calls)
+            outcome = calls.outcome(vote, timed_out=timed_out)
             return vote
         finally:
             self.circuit.report(admission, outcome)
 
-    async def _vote(self, client: ChatClient, item: PairwiseItem, calls: _VoteCalls) -> JudgeVote:
+    async def _vote(self, client: ChatClient, item: PairwiseItem, calls: _VoteCalls) -> tuple[JudgeVote, bool]:
+        """(the vote, whether its timeout fired); the timeout starts with the first provider call."""
         token = _VOTE_CALLS.set(calls)
         started = time.perf_counter()
         try:
-            async with asyncio.timeout(self.config.timeout_s):
-                return await elicit(self.config, client, item, model=self.wire_model)
+            async with asyncio.timeout(None) as timeout:  # scheduled by the first call's slot
+                calls.timeout = timeout
+                return await elicit(self.config, client, item, model=self.wire_model), False
         except TimeoutError:
-            calls.timed_out = True
-            return JudgeVote.invalid(
+            vote = JudgeVote.invalid(
                 self.name,
                 self.config.mode,
                 f"timeout: no vote within {self.config.timeout_s:g}s",
                 latency_s=time.perf_counter() - started,
             )
+            return vote, True
         finally:
             _VOTE_CALLS.reset(token)
 
     async def chat(
-        self, messages: list[Message], *, temperature: float | None = None, max_tokens: int | None = None
+        self,
+        messages: list[Message],
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        tenant: str | None = None,
     ) -> ChatResponse:
-        """One plain call through this judge's stack (the fuser uses it); raises TransportError."""
+        """One plain call through this judge's stack (the fuser uses it); raises TransportError.
+        ``timeout_s`` counts from the moment the call gets its slot, as for a vote."""
         client = await self._ready_client()
         request = ChatRequest(
             model=self.wire_model,
@@ -284,8 +325,12 @@ class Judge:
             max_tokens=self.config.max_tokens if max_tokens is None else max_tokens,
             timeout_s=self.config.timeout_s,
         )
+        token = _VOTE_CALLS.set(calls := _VoteCalls(tenant, self.config.timeout_s))
         try:
-            async with asyncio.timeout(self.config.timeout_s):
+            async with asyncio.timeout(None) as timeout:  # scheduled when the call gets its slot
+                calls.timeout = timeout
                 return await client.complete(request)
         except TimeoutError as exc:
             raise JudgeTimeout(f"{self.name!r}: no answer within {self.config.timeout_s:g}s") from exc
+        finally:
+            _VOTE_CALLS.reset(token)

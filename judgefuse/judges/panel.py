@@ -120,18 +120,23 @@ class Panel:
         await self.aclose()
 
     # ------------------------------------------------------------------ judging
-    async def judge(self, item: PairwiseItem) -> list[JudgeVote]:
+    async def judge(self, item: PairwiseItem, *, tenant: str | None = None) -> list[JudgeVote]:
         """Every judge's vote on ``item`` (config order), within the panel deadline."""
-        return await self.judge_with(self.judges, item, timeout_s=self.config.deadline_s)
+        return await self.judge_with(self.judges, item, timeout_s=self.config.deadline_s, tenant=tenant)
 
     async def judge_with(
-        self, judges: Sequence[Judge], item: PairwiseItem, *, timeout_s: float | None
+        self, judges: Sequence[Judge], item: PairwiseItem, *, timeout_s: float | None, tenant: str | None = None
     ) -> list[JudgeVote]:
         """The votes of ``judges`` (this panel's, e.g. one cascade stage's) on ``item``, asked
         concurrently. A judge still running after ``timeout_s`` is cancelled and gives an invalid
-        ``"deadline exceeded"`` vote; the votes that finished are kept."""
+        ``"deadline exceeded"`` vote; the votes that finished are kept. ``timeout_s`` also bounds
+        the wait for a judge's concurrency slot (a judge's own ``timeout_s`` starts only once its
+        call has one). ``tenant`` (None: anonymous) is whose request this is: each judge shares
+        its slots fairly between tenants."""
         started = time.perf_counter()
-        tasks = [asyncio.create_task(judge.vote(item), name=f"judge:{judge.name}") for judge in judges]
+        tasks = [
+            asyncio.create_task(judge.vote(item, tenant=tenant), name=f"judge:{judge.name}") for judge in judges
+        ]
         try:
             done, pending = await asyncio.wait(tasks, timeout=timeout_s)
         except BaseException:

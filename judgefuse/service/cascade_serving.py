@@ -35,10 +35,13 @@ from judgefuse.service.schemas import CascadeOut, ThresholdUsed
 __all__ = ["cascade_route", "live_cascade_out", "stored_cascade_out", "walk_cascade"]
 
 
-async def walk_cascade(runtime: PanelRuntime, item: PairwiseItem) -> tuple[CascadeDecision, float]:
+async def walk_cascade(
+    runtime: PanelRuntime, item: PairwiseItem, *, tenant: str | None = None
+) -> tuple[CascadeDecision, float]:
     """Run the panel's cascade live: each stage asks only the judges it adds, within what
-    is left of the panel deadline. Returns the decision and the judges' share of the wall
-    time (the sum over stages of the slowest vote drawn at that stage)."""
+    is left of the panel deadline (``tenant``: whose request, for the judges' fair share).
+    Returns the decision and the judges' share of the wall time (the sum over stages of the
+    slowest vote drawn at that stage)."""
     assert runtime.cascade is not None
     panel = runtime.panel
     judges = {judge.name: judge for judge in panel.judges}
@@ -51,7 +54,7 @@ async def walk_cascade(runtime: PanelRuntime, item: PairwiseItem) -> tuple[Casca
         budget = None
         if deadline_s is not None:
             budget = max(0.0, deadline_s - (time.perf_counter() - started))
-        votes = await panel.judge_with([judges[name] for name in names], item, timeout_s=budget)
+        votes = await panel.judge_with([judges[name] for name in names], item, timeout_s=budget, tenant=tenant)
         waited += max((v.latency_s for v in votes), default=0.0)
         return votes
 

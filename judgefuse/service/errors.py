@@ -15,6 +15,7 @@ Hierarchy (raised by the gateway and routes, mapped here)::
     +-- NotFound (404)           unknown verdict / resource for this tenant
     +-- Conflict (409)           an id already used for a different verdict
     +-- QuorumLost (503)         fewer valid votes than the panel's quorum (reasons per judge)
+    +-- Overloaded (429)         an in-flight limit is full; ``Retry-After`` says when to retry
     +-- Unauthorized (401)
     StorageUnavailable (503), VerdictNotFound (404), other StorageError (500)
 """
@@ -37,6 +38,7 @@ __all__ = [
     "Conflict",
     "FieldProblem",
     "NotFound",
+    "Overloaded",
     "QuorumLost",
     "ServiceError",
     "TooLarge",
@@ -70,6 +72,10 @@ class ServiceError(Exception):
     def body(self) -> dict[str, Any]:
         return error_body(self.message, self.fields, **self.extra)
 
+    def headers(self) -> dict[str, str] | None:
+        """Response headers this error needs (None: none)."""
+        return None
+
 
 class FieldProblem(ServiceError):
     status = 422
@@ -92,6 +98,31 @@ class Conflict(ServiceError):
 
 class Unauthorized(ServiceError):
     status = 401
+
+    def headers(self) -> dict[str, str] | None:
+        return {"WWW-Authenticate": "Bearer"}
+
+
+class Overloaded(ServiceError):
+    """429 before any judge call: ``limit`` (the setting's name) is full; retry after
+    ``retry_after_s`` (also sent as ``Retry-After``)."""
+
+    status = 429
+
+    def __init__(self, limit: str, value: int, retry_after_s: int, *, tenant: str | None = None) -> None:
+        who = f"tenant {tenant!r} has" if limit == "max_inflight_per_tenant" and tenant else "the gateway has"
+        super().__init__(
+            f"overloaded: {who} {value} requests in flight, the limit {limit}={value}; "
+            f"retry after {retry_after_s}s",
+            limit=limit,
+            max_inflight=value,
+            retry_after_s=retry_after_s,
+        )
+        self.limit = limit
+        self.retry_after_s = retry_after_s
+
+    def headers(self) -> dict[str, str] | None:
+        return {"Retry-After": str(self.retry_after_s)}
 
 
 class QuorumLost(ServiceError):
@@ -145,8 +176,7 @@ def install_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(ServiceError)
     async def _service(request: Request, exc: ServiceError) -> JSONResponse:
-        headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
-        return JSONResponse(exc.body(), status_code=exc.status, headers=headers)
+        return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers())
 
     @app.exception_handler(VerdictNotFound)
     async def _not_found(request: Request, exc: VerdictNotFound) -> JSONResponse:

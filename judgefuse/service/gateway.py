@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote, Letter, PairwiseItem
+from judgefuse.service.admission import Admission
 from judgefuse.service.calibration_store import label_increments
 from judgefuse.service.cascade_serving import (
     cascade_route,
@@ -103,6 +104,7 @@ class Gateway:
                 f"default_panel {self.default_panel!r} is not one of the panels: {', '.join(panels)}"
             )
         self.state = StateCache(settings, storage)
+        self.admission = Admission.from_settings(settings, self.metrics)
         self.replica_id = uuid.uuid4().hex
         """This gateway's name in cluster-wide leases (one refit at a time across replicas)."""
         self.scheduler = RefitScheduler(
@@ -163,10 +165,15 @@ class Gateway:
             name = runtime.default_method
         method = runtime.method(name)
         if name == "fuser":
-            return await method.afuse(item, votes)  # type: ignore[attr-defined]
+            return await method.afuse(item, votes, tenant=tenant)  # type: ignore[attr-defined]
         return method(votes)
 
     async def judge(self, tenant: str, request: JudgeRequest, *, prefix: str = "body") -> VerdictOut:
+        """One verdict, admitted first: over an in-flight limit, 429 before any judge call."""
+        with self.admission.admit(tenant):
+            return await self._judge(tenant, request, prefix=prefix)
+
+    async def _judge(self, tenant: str, request: JudgeRequest, *, prefix: str) -> VerdictOut:
         """One verdict: fan-out, quorum, fuse, route, store (and the inline label)."""
         started = time.perf_counter()
         self.check_limits(request, prefix)
@@ -185,7 +192,7 @@ class Gateway:
         cascade_out: CascadeOut | None = None
         cascade_stage: str | None = None
         if runtime.cascade is not None and request.method is None:
-            decision, slowest = await walk_cascade(runtime, item)
+            decision, slowest = await walk_cascade(runtime, item, tenant=tenant)
             votes = list(decision.verdict.votes)
             judged = fused = time.perf_counter()
             if not any(v.valid for v in votes):
@@ -196,7 +203,7 @@ class Gateway:
             route, used = cascade_route(runtime, decision)
             cascade_out, cascade_stage = live_cascade_out(runtime, decision)
         else:
-            votes = await runtime.panel.judge(item)
+            votes = await runtime.panel.judge(item, tenant=tenant)
             judged = time.perf_counter()
             if not runtime.panel.quorum_met(votes):
                 self.metrics.quorum_lost.labels(runtime.name).inc()

@@ -15,6 +15,10 @@ Series (all prefixed ``judgefuse_``):
   money, ``_count`` = its verdicts), ``verdict_calls`` histogram {tenant, panel}
 * cascades: ``cascade_decisions_total`` {panel, stage} (stage = the accepting stage's 1-based
   index and name, e.g. ``2:j2``, or ``review``)
+* admission: ``admission_rejected_total`` {tenant, limit} (429s before any judge call),
+  ``requests_inflight`` {tenant}; circuit breakers (refreshed on scrape):
+  ``circuit_opened`` {panel, judge} (times opened, this process), ``circuit_open`` {panel, judge}
+  (1 while open or half-open)
 * ``calibration_ece``, ``calibration_th_score``, ``calibration_labels`` gauges
   {tenant, panel, key}: refreshed from storage on every scrape of ``/metrics``.
 
@@ -24,7 +28,7 @@ Counters are per process (a replica's own traffic); calibration gauges read shar
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -101,6 +105,18 @@ class ServiceMetrics:
         self.cascade_decisions = Counter(
             "judgefuse_cascade_decisions", "Cascade verdicts by deciding stage (or review)",
             ("panel", "stage"), registry=r)
+        self.admission_rejected = Counter(
+            "judgefuse_admission_rejected", "Requests refused with 429 before any judge call, by limit",
+            ("tenant", "limit"), registry=r)
+        self.requests_inflight = Gauge(
+            "judgefuse_requests_inflight", "Judge requests admitted and not yet answered",
+            ("tenant",), registry=r)
+        self.circuit_opened = Gauge(
+            "judgefuse_circuit_opened", "Times a judge's circuit breaker has opened (this process)",
+            ("panel", "judge"), registry=r)
+        self.circuit_open = Gauge(
+            "judgefuse_circuit_open", "1 while a judge's circuit is open or half-open",
+            ("panel", "judge"), registry=r)
         # routing counts kept as plain numbers too, for the dashboard
         self.route_counts: dict[tuple[str, str], dict[str, int]] = {}
         self.judge_health: dict[tuple[str, str], dict[str, int]] = {}
@@ -173,6 +189,14 @@ class ServiceMetrics:
                 invalid.inc()
                 errors.inc()
                 health["invalid"] += 1
+
+    def set_circuits(self, judges: Iterable[tuple[str, str, Any]]) -> None:
+        """Refresh the circuit gauges from (panel, judge name, breaker or None) triples."""
+        for panel, judge, breaker in judges:
+            if breaker is None:
+                continue
+            self.circuit_opened.labels(panel, judge).set(breaker.times_opened)
+            self.circuit_open.labels(panel, judge).set(0 if breaker.state == "closed" else 1)
 
     def set_calibration(self, tenant: str, panel: str, key: str, metrics: dict[str, Any]) -> None:
         def value(x: Any) -> float:

@@ -65,6 +65,13 @@ class Settings(BaseSettings):
     max_text_chars: int = Field(default=100_000, ge=1)
     """Longest question / answer accepted (characters)."""
     max_batch_items: int = Field(default=64, ge=1, le=10_000)
+    max_inflight_per_tenant: int = Field(default=256, ge=1)
+    """Judge requests one tenant may have in flight at once (each batch item counts one);
+    beyond it ``/v1/judge`` answers 429 with ``Retry-After`` before any judge call
+    (:mod:`judgefuse.service.admission`). Keeps one tenant's burst from filling the queue at
+    the judges that every tenant shares."""
+    max_inflight_total: int = Field(default=1024, ge=1)
+    """Judge requests this replica takes on at once, every tenant together (429 beyond)."""
     store_items: bool = True
     """Store question and answers with each verdict (False: only the verdict and votes)."""
 

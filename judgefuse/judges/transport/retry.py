@@ -5,7 +5,9 @@ with full jitter, ``uniform(0, min(max_delay_s, base_delay_s * 2**k))``, raised 
 server's Retry-After when a 429 sent one. With a ``deadline_s`` (a budget per ``complete``
 call, from its start) no attempt is started that could not finish in time: each attempt's
 timeout is cut to the time left, and when the next wait would run past the deadline the last
-error is raised at once instead of sleeping.
+error is raised at once instead of sleeping. ``deadline_start`` moves where that budget is
+counted from: a judge passes the moment its vote's first call got a concurrency slot, so time
+queued for a slot is not spent from the deadline.
 
 The loop is written out by hand rather than with tenacity's ``AsyncRetrying``: tenacity builds a
 retry state and an action chain on every call (~70 us per ``complete`` even when the first
@@ -20,6 +22,7 @@ import asyncio
 import dataclasses
 import random
 import time
+from collections.abc import Callable
 
 from judgefuse.judges.transport.errors import JudgeTimeout, RateLimited, RetryableError
 from judgefuse.judges.transport.request import ChatClient, ChatRequest, ChatResponse
@@ -41,6 +44,7 @@ class RetryingClient:
         max_delay_s: float,
         deadline_s: float | None,
         rng: random.Random | None = None,
+        deadline_start: Callable[[], float | None] | None = None,
     ) -> None:
         if attempts < 1:
             raise ValueError(f"attempts must be >= 1, got {attempts}")
@@ -53,6 +57,7 @@ class RetryingClient:
         self.base_delay_s = base_delay_s
         self.max_delay_s = max_delay_s
         self.deadline_s = deadline_s
+        self.deadline_start = deadline_start
         self._rng = rng or random.Random()
 
     def _wait(self, attempt_number: int, error: BaseException) -> float:
@@ -70,6 +75,11 @@ class RetryingClient:
             return False
         return elapsed_s + upcoming_sleep + _MIN_ATTEMPT_S >= self.deadline_s
 
+    def _elapsed(self, called_at: float) -> float:
+        """Seconds spent from the deadline: since ``deadline_start()``, else since ``called_at``."""
+        origin = self.deadline_start() if self.deadline_start is not None else None
+        return time.monotonic() - (called_at if origin is None else origin)
+
     async def complete(self, request: ChatRequest) -> ChatResponse:
         """``inner.complete(request)``, retried; raises the last error when retries run out."""
         started = time.monotonic()
@@ -80,14 +90,14 @@ class RetryingClient:
             try:
                 attempt_request = request
                 if deadline_s is not None:
-                    left = deadline_s - (time.monotonic() - started)
+                    left = deadline_s - self._elapsed(started)
                     if left <= 0:
                         raise JudgeTimeout(f"deadline of {deadline_s:g}s passed before an attempt")
                     if left < request.timeout_s:
                         attempt_request = dataclasses.replace(request, timeout_s=left)
                 return await self.inner.complete(attempt_request)
             except RetryableError as error:
-                elapsed = time.monotonic() - started
+                elapsed = self._elapsed(started)
                 sleep = self._wait(attempt_number, error)
                 if self._stop(attempt_number, elapsed, sleep):
                     raise
@@ -106,11 +116,14 @@ def with_retries(
     max_delay_s: float = 20.0,
     deadline: float | None = None,
     rng: random.Random | None = None,
+    deadline_start: Callable[[], float | None] | None = None,
 ) -> RetryingClient:
     """Wrap ``client`` so :class:`RetryableError` is retried (see the module docstring).
 
-    ``deadline`` is the budget in seconds for one ``complete`` call, retries included.
+    ``deadline`` is the budget in seconds for one ``complete`` call, retries included;
+    ``deadline_start`` returns the ``time.monotonic()`` it is counted from (None: from the call).
     """
     return RetryingClient(
-        client, attempts=attempts, base_delay_s=base_delay_s, max_delay_s=max_delay_s, deadline_s=deadline, rng=rng
+        client, attempts=attempts, base_delay_s=base_delay_s, max_delay_s=max_delay_s, deadline_s=deadline,
+        rng=rng, deadline_start=deadline_start,
     )

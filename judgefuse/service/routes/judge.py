@@ -21,5 +21,13 @@ async def judge(body: JudgeRequest, tenant: TenantDep, gateway: GatewayDep) -> R
 
 @router.post("/judge/batch", response_model=BatchResponse)
 async def judge_batch(body: BatchRequest, tenant: TenantDep, gateway: GatewayDep) -> Response:
-    """Judge up to ``max_batch_items`` pairs concurrently; each result carries its own status."""
-    return json_response(await gateway.judge_batch(tenant, body.items))
+    """Judge up to ``max_batch_items`` pairs concurrently; each result carries its own status.
+    Items refused by admission control have status 429 and ``retry_after_s`` in their error;
+    the answer then carries ``Retry-After`` (the longest of theirs)."""
+    batch = await gateway.judge_batch(tenant, body.items)
+    response = json_response(batch)
+    waits = [int(r.error["retry_after_s"]) for r in batch.results
+             if r.status == 429 and r.error and r.error.get("retry_after_s") is not None]
+    if waits:
+        response.headers["Retry-After"] = str(max(waits))
+    return response

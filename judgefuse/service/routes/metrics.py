@@ -1,4 +1,5 @@
-"""``GET /metrics``: Prometheus text; calibration gauges are refreshed from storage on scrape."""
+"""``GET /metrics``: Prometheus text; calibration gauges are refreshed from storage and circuit
+gauges from the judges on scrape."""
 
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ log = logging.getLogger("judgefuse.service")
 @router.get("/metrics", include_in_schema=False)
 async def metrics(request: Request, gateway: GatewayDep, registry: MetricsDep) -> Response:
     settings = gateway.settings
+    registry.set_circuits(
+        (name, judge.name, judge.circuit) for name, runtime in gateway.panels.items() for judge in runtime.panel.judges
+    )
     try:
         for tenant in request.app.state.authenticator.tenants:
             for raw in await gateway.storage.list_accumulators(tenant):
