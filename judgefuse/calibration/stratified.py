@@ -69,7 +69,7 @@ __all__ = [
     "precision_estimate",
 ]
 
-BOOTSTRAP_REPLICATES = 400
+BOOTSTRAP_REPLICATES = 300
 # TH-Score lies between all-tail-wrong (exp(-1/2) - 1) * 100 and all-tail-right (exp(1/2) - 1) * 100
 TH_RANGE = ((math.exp(-0.5) - 1.0) * 100.0, (math.exp(0.5) - 1.0) * 100.0)
 _DEFAULT_ACCUMULATOR = CalibrationAccumulator()
@@ -149,7 +149,10 @@ def _parse(strata: Sequence[StratumData], acc: CalibrationAccumulator, eps: floa
                 or s.population < 0:
             raise ValueError(f"stratum {s.name!r}: population must be an integer >= 0, "
                              f"got {s.population!r}")
-        n_f, k_f, qc_f = acc._bins(s.fields)  # same package: the accumulator's own validated read
+        try:
+            n_f, k_f, qc_f = acc._bins(s.fields)  # same package: the accumulator's validated read
+        except ValueError as exc:
+            raise ValueError(f"stratum {s.name!r}: {exc}") from None
         labels = int(n_f.sum())
         if labels > s.population:
             raise ValueError(f"stratum {s.name!r}: {labels} labelled verdicts but population "
@@ -261,7 +264,7 @@ def _predictive_draws(
         return np.broadcast_to(counts.astype(np.float64), (replicates, counts.size))
     gammas = rng.standard_gamma(np.broadcast_to(counts + prior, (replicates, counts.size)))
     shares = gammas / gammas.sum(axis=1, keepdims=True)
-    return counts + rng.multinomial(remainder, shares).astype(np.float64)
+    return counts + rng.multinomial(remainder, shares)
 
 
 def _split_prior(group_counts: np.ndarray, mass: float) -> np.ndarray:
