@@ -27,7 +27,7 @@ meets it vacuously; target rate >= 1 - delta), with the share of streams that go
 and the mean share auto-accepted after it.
 
 Run (< 2 minutes on one core): ``PYTHONPATH=. python benchmarks/bench_review_sim.py [streams]``
-from the repository root, data from ``../shared/data`` (or ``JUDGEFUSE_DATA``).
+from the repository root, data from ``../shared/data`` (or ``JUDGEFUSE_SHARED_DATA``).
 :func:`simulate` is the importable core (the service's HTTP benchmark reuses it).
 The table printed by this file is in the docstring of :func:`main` once recorded.
 """
@@ -228,7 +228,7 @@ def simulate(
 
 # ---------------------------------------------------------------- data
 def data_dir() -> Path:
-    env = os.environ.get("JUDGEFUSE_DATA")
+    env = os.environ.get("JUDGEFUSE_SHARED_DATA")
     if env:
         return Path(env)
     return Path(__file__).resolve().parents[1].parent / "shared" / "data"
