@@ -155,12 +155,12 @@ def _problems(kind: str, target: float, label_share: float, reps: int,
 
 
 @pytest.mark.parametrize(("kind", "target", "label_share"),
-                         [("smooth", 0.88, 1.0), ("smooth", 0.9, 0.7), ("bad top", 0.86, 1.0)])
+                         [("smooth", 0.88, 1.0), ("smooth", 0.9, 0.7), ("bad top", 0.84, 1.0)])
 def test_guarantee_holds_on_stratified_windows(kind: str, target: float, label_share: float) -> None:
     """Realised precision >= target in >= 1 - delta of resampled problems (delta 0.1).
 
     The targets sit where the process's precision curve crosses them (smooth: 0.88 at tau
-    0.75, 0.90 at 0.825; bad top: the curve peaks at 0.868 and falls to 0.80 at the top), so
+    0.75, 0.90 at 0.825; bad top: the curve peaks at 0.868 and falls to 0.80 at the top, 0.84 at tau 0.95), so
     a wrong threshold is possible. The assertion allows for simulation noise (2.5 sd at 200
     problems: +0.053).
     """
