@@ -268,7 +268,7 @@ def load_judgebench_fused(directory: Path) -> dict[str, tuple[np.ndarray, np.nda
     return out
 
 
-def time_estimates(n_labels: int = 1_000_000, repeats: int = 20) -> float:
+def time_estimates(n_labels: int = 1_000_000, repeats: int = 50) -> float:
     """Best time of :func:`population_estimates` + :func:`precision_estimate` on 1M labels' fields.
 
     Two strata (review 60%, auto 40% of the labels), continuous confidences so that every fine

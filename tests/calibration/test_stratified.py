@@ -220,3 +220,12 @@ def test_ece_brier_th_intervals_cover_in_a_small_simulation() -> None:
     # 80 windows: sd ~0.025; accuracy's own coverage test is the one above
     assert rates["accuracy"] >= 0.87
     assert min(rates.values()) >= 0.78
+
+
+def test_fields_stored_as_strings_read_the_same() -> None:
+    """Redis hands counters back as strings: the estimates must not change."""
+    stream = _stream(6)
+    strata = [_stratum(name, *v) for name, v in stream.items()]
+    as_text = [StratumData(s.name, s.population, {k: str(v) for k, v in s.fields.items()})
+               for s in strata]
+    assert population_estimates(as_text) == population_estimates(strata)
