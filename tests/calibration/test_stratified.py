@@ -229,3 +229,26 @@ def test_fields_stored_as_strings_read_the_same() -> None:
     as_text = [StratumData(s.name, s.population, {k: str(v) for k, v in s.fields.items()})
                for s in strata]
     assert population_estimates(as_text) == population_estimates(strata)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [({"n_bins": 7}, "must divide"), ({"eps": 0.2}, "not tracked"), ({"level": 1.0}, "level")],
+)
+def test_bad_options_are_refused(kwargs: dict, message: str) -> None:
+    strata = [_stratum(name, *v) for name, v in _stream(7).items()]
+    with pytest.raises(ValueError, match=message):
+        population_estimates(strata, **kwargs)
+
+
+def test_intervals_do_not_depend_on_how_many_labels_stand_behind_an_exact_stratum() -> None:
+    """Doubling a fully labelled stratum's labels and population changes no estimate; the
+    interval of a sampled stratum narrows as its labels grow (finite-population form)."""
+    rng = np.random.default_rng(8)
+    c = rng.uniform(0.6, 1.0, 400)
+    z = (rng.uniform(size=400) < c).astype(float)
+    few = precision_estimate([_stratum("auto@0.1", 400, c[:20], z[:20])])
+    many = precision_estimate([_stratum("auto@0.1", 400, c[:200], z[:200])])
+    all_ = precision_estimate([_stratum("auto@0.1", 400, c, z)])
+    assert (few.upper - few.lower) > (many.upper - many.lower) > (all_.upper - all_.lower) == 0.0
+    assert all_.estimate == pytest.approx(z.mean(), abs=1e-12)

@@ -181,3 +181,11 @@ def test_a_comfortably_met_target_is_certified() -> None:
     print(f"flat 0.98, target 0.9: threshold found in {found:.2f}, violation rate {rate:.3f}")
     assert found >= 0.75
     assert rate == 0.0
+
+
+def test_a_stratum_without_verdicts_carries_no_weight() -> None:
+    acc, err = np.array([[40, 3]]), np.array([[2, 0]])
+    with_empty = stratified_precision_lower_bound(
+        np.c_[acc, [[0]]], np.c_[err, [[0]]], [100, 10, 0], [500, 90, 0], delta=0.1)
+    without = stratified_precision_lower_bound(acc, err, [100, 10], [500, 90], delta=0.1)
+    assert with_empty[0] == pytest.approx(without[0], abs=1e-15)
