@@ -106,6 +106,12 @@ def _read_bins(fields: Mapping[str, Any], acc: CalibrationAccumulator,
 
 
 def parse_strata(strata: Sequence[StratumData], acc: CalibrationAccumulator, eps: float) -> list[ParsedStratum]:
+    """Validate the strata and read their records; strata with no verdicts are dropped here.
+
+    Raises ``ValueError`` naming the stratum for a duplicate name, a negative or non-integer
+    population, unknown or impossible fields, or more labels than verdicts; and for an
+    ``eps`` the accumulator does not track.
+    """
     code = next((f"th{round(e * 1000):03d}" for e in acc.th_eps if abs(e - float(eps)) < 1e-12), None)
     if code is None:
         raise ValueError(f"eps={eps} is not tracked by the accumulator; tracked: {acc.th_eps}")
@@ -131,7 +137,7 @@ def parse_strata(strata: Sequence[StratumData], acc: CalibrationAccumulator, eps
         get = s.fields.get
         th = tuple(int(get(code + suffix, 0)) for suffix in ("hn", "hk", "ln", "lk"))
         out.append(ParsedStratum(s.name, int(s.population), n_f, k_f, qc_f,
-                            int(get("sb", 0)) / FIXED_POINT_SCALE, th))  # type: ignore[arg-type]
+                                 int(get("sb", 0)) / FIXED_POINT_SCALE, th))  # type: ignore[arg-type]
     return out
 
 
