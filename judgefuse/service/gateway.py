@@ -29,7 +29,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from judgefuse.fusion.verdict import Verdict
@@ -41,7 +41,8 @@ from judgefuse.service.cascade_serving import (
     stored_cascade_out,
     walk_cascade,
 )
-from judgefuse.service.errors import Conflict, FieldProblem, QuorumLost, TooLarge
+from judgefuse.service.batch_items import batch_item_problems
+from judgefuse.service.errors import Conflict, FieldProblem, QuorumLost, ServiceError, TooLarge
 from judgefuse.service.metrics import ServiceMetrics
 from judgefuse.service.panels import PanelRuntime
 from judgefuse.service.refit import RefitOutcome, RefitScheduler, refit
@@ -52,6 +53,7 @@ from judgefuse.service.schemas import (
     BatchResult,
     CascadeOut,
     CostOut,
+    InvalidItem,
     JudgeRequest,
     LabelResult,
     ThresholdUsed,
@@ -59,11 +61,14 @@ from judgefuse.service.schemas import (
     VerdictOut,
 )
 from judgefuse.service.settings import Settings
+from judgefuse.service.single_flight import SingleFlight, join_or_judge
 from judgefuse.service.state_cache import StateCache
 from judgefuse.service.storage import (
     LabelOutcome,
     ModelRecord,
     Storage,
+    StorageError,
+    StorageUnavailable,
     ThresholdRecord,
     VerdictExists,
     VerdictNotFound,
@@ -103,6 +108,8 @@ class Gateway:
             )
         self.state = StateCache(settings, storage)
         self.scheduler = RefitScheduler(settings.refit_every_labels, self._background_refit)
+        self.single_flight: SingleFlight[VerdictOut] = SingleFlight(
+            storage, ttl_s=settings.single_flight_claim_s)
 
     # ------------------------------------------------------------------ panels and state
     def runtime(self, name: str | None, *, field: str = "body.panel") -> PanelRuntime:
@@ -130,7 +137,9 @@ class Gateway:
 
     # ------------------------------------------------------------------ judging
     def check_limits(self, request: JudgeRequest, prefix: str = "body") -> None:
-        check_request(request, self.settings.max_text_chars, prefix)
+        check_request(request, self.settings.max_text_chars, prefix,
+                      max_metadata_depth=self.settings.max_metadata_depth,
+                      max_metadata_bytes=self.settings.max_metadata_bytes)
 
     async def _fuse(
         self, tenant: str, runtime: PanelRuntime, request: JudgeRequest, item: PairwiseItem,
@@ -154,6 +163,12 @@ class Gateway:
         return method(votes)
 
     async def judge(self, tenant: str, request: JudgeRequest, *, prefix: str = "body") -> VerdictOut:
+        """One verdict; a request with an ``id`` already in flight joins it (single_flight)."""
+        if request.id is None:
+            return await self._judge_once(tenant, request, prefix=prefix)
+        return await join_or_judge(self, tenant, request, prefix, self._judge_once)
+
+    async def _judge_once(self, tenant: str, request: JudgeRequest, *, prefix: str = "body") -> VerdictOut:
         """One verdict: fan-out, quorum, fuse, route, store (and the inline label)."""
         started = time.perf_counter()
         self.check_limits(request, prefix)
@@ -250,30 +265,32 @@ class Gateway:
             await self._label(tenant, existing.id, request.label)
         return await self.get_verdict(tenant, existing.id)
 
-    async def judge_batch(self, tenant: str, requests: list[JudgeRequest]) -> BatchResponse:
+    async def judge_batch(
+        self, tenant: str, requests: Sequence[JudgeRequest | InvalidItem]
+    ) -> BatchResponse:
+        """Each item answers for itself: a malformed item is its own 4xx in ``results`` (found
+        before any judge call, see :func:`batch_item_problems`); only a batch over the size
+        limit is refused whole."""
         limit = self.settings.max_batch_items
         if len(requests) > limit:
             raise TooLarge(
                 f"batch of {len(requests)} items; at most {limit} per request",
                 fields=[("body.items", f"at most {limit} items")],
             )
-        ids = [r.id for r in requests if r.id is not None]
-        if len(ids) != len(set(ids)):
-            raise FieldProblem("body.items", "two items share an id")
-        for i, request in enumerate(requests):  # refuse a malformed batch before calling judges
-            self.check_limits(request, f"body.items[{i}]")
-            runtime = self.runtime(request.panel, field=f"body.items[{i}].panel")
-            if request.method is not None and request.method != "stacked":
-                runtime.method(request.method, field=f"body.items[{i}].method")
+        problems = batch_item_problems(self, requests)
 
-        async def one(i: int, request: JudgeRequest) -> BatchResult:
-            from judgefuse.service.errors import ServiceError
-
+        async def one(i: int, request: JudgeRequest | InvalidItem) -> BatchResult:
             try:
+                if isinstance(request, InvalidItem) or i in problems:
+                    raise problems[i]
                 verdict = await self.judge(tenant, request, prefix=f"body.items[{i}]")
                 return BatchResult(index=i, status=200, verdict=verdict)
             except ServiceError as exc:
                 return BatchResult(index=i, status=exc.status, error=exc.body())
+            except StorageError as exc:  # this item's verdict, not the batch, failed to store
+                log.error("batch item %d: storage error: %s", i, type(exc).__name__)
+                status = 503 if isinstance(exc, StorageUnavailable) else 500
+                return BatchResult(index=i, status=status, error={"error": "storage error"})
 
         results = await asyncio.gather(*(one(i, r) for i, r in enumerate(requests)))
         n_ok = sum(1 for r in results if r.status == 200)

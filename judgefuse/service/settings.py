@@ -65,6 +65,13 @@ class Settings(BaseSettings):
     max_text_chars: int = Field(default=100_000, ge=1)
     """Longest question / answer accepted (characters)."""
     max_batch_items: int = Field(default=64, ge=1, le=10_000)
+    max_metadata_depth: int = Field(default=32, ge=1, le=200)
+    """Deepest nesting of a request's ``metadata`` (the object itself is depth 1)."""
+    max_metadata_bytes: int = Field(default=64 * 1024, ge=2)
+    """Largest ``metadata`` accepted, as compact UTF-8 JSON."""
+    single_flight_claim_s: float = Field(default=10.0, gt=0.0, le=3600.0)
+    """Lease on an id being judged (renewed while judging): how long replicas wait for a
+    replica that died mid-request before judging the id themselves."""
     store_items: bool = True
     """Store question and answers with each verdict (False: only the verdict and votes)."""
 
