@@ -140,7 +140,8 @@ def create_app(
     )
     app.state.settings = settings
     app.state.metrics = metrics
-    app.state.authenticator = Authenticator(settings.api_keys, open_mode=settings.open_mode)
+    app.state.authenticator = Authenticator(settings.api_keys, open_mode=settings.open_mode,
+                                            metrics_digest=settings.metrics_token)
     app.state.templates = jinja2.Environment(
         loader=jinja2.PackageLoader("judgefuse.service", "templates"),
         autoescape=True,

@@ -192,7 +192,7 @@ class Gateway:
             judged = fused = time.perf_counter()
             if not any(v.valid for v in votes):
                 self.metrics.quorum_lost.labels(runtime.name).inc()
-                self.metrics.observe_votes(runtime.name, votes)
+                self.metrics.observe_votes(runtime.name, votes, tenant=tenant)
                 raise QuorumLost(runtime.name, votes, 1)
             verdict = decision.verdict
             route, used = cascade_route(runtime, decision)
@@ -202,7 +202,7 @@ class Gateway:
             judged = time.perf_counter()
             if not runtime.panel.quorum_met(votes):
                 self.metrics.quorum_lost.labels(runtime.name).inc()
-                self.metrics.observe_votes(runtime.name, votes)
+                self.metrics.observe_votes(runtime.name, votes, tenant=tenant)
                 raise QuorumLost(runtime.name, votes, runtime.panel.config.quorum_count())
             verdict = await self._fuse(tenant, runtime, request, item, votes)
             fused = time.perf_counter()
@@ -236,7 +236,7 @@ class Gateway:
         verdict.timings["store_s"] = time.perf_counter() - storing
         verdict.timings["total_s"] = total
         verdict.timings["overhead_s"] = max(0.0, total - slowest)
-        self.metrics.observe_votes(runtime.name, votes)
+        self.metrics.observe_votes(runtime.name, votes, tenant=tenant)
         self.metrics.observe_verdict(tenant, runtime.name, verdict, cascade_stage)
         self.metrics.overhead.observe(verdict.timings["overhead_s"])
         return VerdictOut.of(

@@ -56,6 +56,10 @@ class Settings(BaseSettings):
 
     api_keys: dict[str, str] = Field(default_factory=dict)
     """tenant -> SHA-256 hex digest of its API key."""
+    metrics_token: str | None = None
+    """SHA-256 hex digest of the operator's token for ``GET /metrics`` across every tenant and the
+    dashboard's cross-tenant tables. With tenant keys configured, ``/metrics`` needs this token
+    (every series) or a tenant key (that tenant's series only); no key is a 401."""
     auth_disabled: bool = False
     """Dev mode: no authentication, every request is tenant ``default``."""
     cors_origins: list[str] = Field(default_factory=list)
@@ -133,6 +137,17 @@ class Settings(BaseSettings):
             raise ValueError("two tenants share one API key digest")
         return out
 
+    @field_validator("metrics_token")
+    @classmethod
+    def _check_metrics_token(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        normal = value.strip().lower()
+        if not _SHA256_RE.match(normal):
+            raise ValueError("metrics_token must be a SHA-256 hex digest (64 hex characters), "
+                             "not the token itself")
+        return normal
+
     @field_validator("storage_url")
     @classmethod
     def _check_storage(cls, value: str) -> str:
@@ -184,6 +199,12 @@ class Settings(BaseSettings):
                     f"fusion_method {self.fusion_method!r} is not a registered method "
                     f"({', '.join(available_methods())})"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _check_token_is_no_tenant_key(self) -> Settings:
+        if self.metrics_token is not None and self.metrics_token in self.api_keys.values():
+            raise ValueError("metrics_token must differ from every tenant's API key")
         return self
 
     @property
