@@ -191,6 +191,9 @@ def install_handlers(app: FastAPI) -> None:
         if exc.status_code == 405:
             message = f"method {request.method} not allowed on {request.url.path}"
         fields = [("body", message)] if exc.status_code == 413 else []
+        if exc.status_code == 408:  # the body-read deadline (middleware): the connection ends
+            return JSONResponse(error_body(message, [("body", "not received in time")]),
+                                status_code=408, headers={"Connection": "close"})
         if exc.status_code == 400 and message == "There was an error parsing the body":
             # FastAPI's answer when json.loads fails other than JSONDecodeError (RecursionError on
             # deeply nested arrays, UnicodeDecodeError, ...; the cause is chained): say what was

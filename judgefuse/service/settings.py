@@ -66,6 +66,11 @@ class Settings(BaseSettings):
     """Origins allowed by CORS; empty (default): no CORS headers at all."""
 
     max_body_bytes: int = Field(default=1 << 20, ge=1024)
+    header_timeout_s: float = Field(default=10.0, gt=0.0, le=600.0)
+    """A connection whose request headers are not complete this long after it opened (or after
+    the previous response) is closed (slow-header clients hold no connection for long)."""
+    body_timeout_s: float = Field(default=30.0, gt=0.0, le=3600.0)
+    """A request body not fully received this long after the headers is answered 408."""
     max_text_chars: int = Field(default=100_000, ge=1)
     """Longest question / answer accepted (characters)."""
     max_batch_items: int = Field(default=64, ge=1, le=10_000)
