@@ -89,8 +89,9 @@ class BodyLimitMiddleware:
             else:
                 if deadline is None:
                     deadline = loop.time() + self.timeout_s
-                try:
-                    message = await asyncio.wait_for(receive(), max(0.0, deadline - loop.time()))
+                try:  # timeout_at, not wait_for: no task per message (~25 vs ~130 us here)
+                    async with asyncio.timeout_at(deadline):
+                        message = await receive()
                 except TimeoutError:
                     raise _BodyTimeout(self.timeout_s) from None
             if message["type"] == "http.request":

@@ -203,3 +203,22 @@ async def test_docs_are_served_from_packaged_files(stub, tmp_path):
         assert (await client.get("/docs/static/swagger-ui.css")).status_code == 200
         assert (await client.get("/docs/oauth2-redirect")).status_code == 200
         assert (await client.get("/redoc")).status_code == 404
+
+
+async def test_an_unhandled_error_says_the_connection_closes(stub, tmp_path):
+    """The server drops the connection after an unhandled error: the 500 says so (a route that
+    raises is added to the real app for this test; no route of the product raises)."""
+    server, _script = stub
+    settings = S.make_settings(tmp_path, [S.panel_yaml(tmp_path, server.url)])
+    app = create_app(settings, environ={S.PLANTED_ENV: S.PLANTED})
+
+    @app.get("/test-only-boom")
+    async def boom() -> None:
+        raise RuntimeError("boom")
+
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            r = await client.get("/test-only-boom")
+    assert r.status_code == 500 and r.headers["connection"] == "close"
+    assert r.json() == {"error": "internal error"}
