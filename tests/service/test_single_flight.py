@@ -166,3 +166,38 @@ def test_single_flight_refuses_meaningless_timings(kwargs):
 
     with pytest.raises(ValueError, match="single flight"):
         SingleFlight(SQLiteStorage(":memory:"), **kwargs)
+
+
+async def test_a_cancelled_leader_hands_the_flight_to_a_waiting_joiner(tmp_path):
+    from judgefuse.service.single_flight import SingleFlight
+    from judgefuse.service.storage import SQLiteStorage
+
+    async with SQLiteStorage(tmp_path / "sf.db") as storage:
+        flights: SingleFlight[str] = SingleFlight(storage)
+        ran: list[str] = []
+
+        async def work(name: str) -> str:
+            ran.append(name)
+            await asyncio.sleep(0.2)
+            return name
+
+        leader = asyncio.create_task(flights.run("t", "id", "same", lambda: work("leader")))
+        await asyncio.sleep(0.02)
+        joiner = asyncio.create_task(flights.run("t", "id", "same", lambda: work("joiner")))
+        await asyncio.sleep(0.02)
+        leader.cancel()
+        assert await joiner == ("joiner", True)  # it led the retry itself
+        assert leader.cancelled() and ran == ["leader", "joiner"]
+        assert flights.in_flight() == 0
+
+        async def fails() -> str:
+            await asyncio.sleep(0.05)
+            raise RuntimeError("judges down")
+
+        first = asyncio.create_task(flights.run("t", "id2", "same", fails))
+        await asyncio.sleep(0.01)
+        with pytest.raises(RuntimeError, match="judges down"):
+            await flights.run("t", "id2", "same", lambda: work("never"))
+        with pytest.raises(RuntimeError):
+            await first
+        assert "never" not in ran
