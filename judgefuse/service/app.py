@@ -22,12 +22,14 @@ from fastapi import FastAPI
 from judgefuse import __version__
 from judgefuse.judges.transport.cache import RedisResponseCache, ResponseCache
 from judgefuse.service.auth import Authenticator
+from judgefuse.service.docs import install_docs
 from judgefuse.service.errors import install_handlers
 from judgefuse.service.gateway import Gateway, PanelRuntime
 from judgefuse.service.metrics import ServiceMetrics
 from judgefuse.service.middleware import (
     BodyLimitMiddleware,
     FormAsJsonMiddleware,
+    QueryKeyMiddleware,
     TimingMiddleware,
 )
 from judgefuse.service.settings import Settings, load_settings
@@ -133,10 +135,14 @@ def create_app(
         version=__version__,
         description="Calibrated LLM-as-a-judge gateway",
         lifespan=lifespan,
+        docs_url=None,  # served from packaged files by install_docs (no CDN)
+        redoc_url=None,
     )
+    install_docs(app, title="judgefuse")
     app.state.settings = settings
     app.state.metrics = metrics
-    app.state.authenticator = Authenticator(settings.api_keys, open_mode=settings.open_mode)
+    app.state.authenticator = Authenticator(settings.api_keys, open_mode=settings.open_mode,
+                                            metrics_digest=settings.metrics_token)
     app.state.templates = jinja2.Environment(
         loader=jinja2.PackageLoader("judgefuse.service", "templates"),
         autoescape=True,
@@ -157,6 +163,8 @@ def create_app(
             allow_headers=["Authorization", "X-API-Key", "Content-Type"],
         )
     app.add_middleware(FormAsJsonMiddleware)
-    app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes,
+                       body_timeout_s=settings.body_timeout_s)
+    app.add_middleware(QueryKeyMiddleware)
     app.add_middleware(TimingMiddleware, metrics=metrics)
     return app

@@ -13,14 +13,14 @@ from fastapi import Depends, Request
 from fastapi.responses import Response
 from pydantic import BaseModel
 
-from judgefuse.service.auth import Authenticator
+from judgefuse.service.auth import Authenticator, Caller
 from judgefuse.service.gateway import Gateway
 from judgefuse.service.metrics import ServiceMetrics
 from judgefuse.service.settings import Settings
 from judgefuse.service.storage import Storage
 
 __all__ = [
-    "GatewayDep", "MetricsDep", "SettingsDep", "StorageDep", "TenantDep", "json_response",
+    "CallerDep", "GatewayDep", "MetricsDep", "SettingsDep", "StorageDep", "TenantDep", "json_response",
 ]
 
 
@@ -50,6 +50,14 @@ async def get_tenant(request: Request) -> str:
     return authenticator.tenant_for(headers.get("authorization"), headers.get("x-api-key"))
 
 
+async def get_caller(request: Request) -> Caller:
+    """The operator (metrics token) or a tenant (its API key); else 401. For the views that
+    differ between the two (``/metrics``, the dashboard)."""
+    authenticator: Authenticator = request.app.state.authenticator
+    headers = request.headers
+    return authenticator.caller(headers.get("authorization"), headers.get("x-api-key"))
+
+
 def json_response(model: BaseModel, status_code: int = 200) -> Response:
     """Serialise a response model once (the route keeps ``response_model`` for the docs;
     returning a Response skips FastAPI's re-validation of the returned object)."""
@@ -61,3 +69,4 @@ GatewayDep = Annotated[Gateway, Depends(get_gateway)]
 StorageDep = Annotated[Storage, Depends(get_storage)]
 MetricsDep = Annotated[ServiceMetrics, Depends(get_metrics)]
 TenantDep = Annotated[str, Depends(get_tenant)]
+CallerDep = Annotated[Caller, Depends(get_caller)]

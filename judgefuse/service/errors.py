@@ -11,6 +11,7 @@ Hierarchy (raised by the gateway and routes, mapped here)::
 
     ServiceError                 -> its .status
     +-- FieldProblem (422)       a request field fails a limit checked against settings
+    +-- InvalidFields (422)      several fields at once (a batch item failing the schema)
     +-- TooLarge (413)           body or batch too large
     +-- NotFound (404)           unknown verdict / resource for this tenant
     +-- Conflict (409)           an id already used for a different verdict
@@ -37,6 +38,7 @@ from judgefuse.service.storage import StorageError, StorageUnavailable, VerdictN
 __all__ = [
     "Conflict",
     "FieldProblem",
+    "InvalidFields",
     "NotFound",
     "Overloaded",
     "QuorumLost",
@@ -82,6 +84,19 @@ class FieldProblem(ServiceError):
 
     def __init__(self, field: str, problem: str) -> None:
         super().__init__(f"invalid request: {field}: {problem}", fields=[(field, problem)])
+
+
+class InvalidFields(ServiceError):
+    """422 naming several fields at once (a batch item that failed schema validation)."""
+
+    status = 422
+
+    @classmethod
+    def of_pydantic(cls, prefix: str, errors: Sequence[dict[str, Any]]) -> InvalidFields:
+        fields = [(_field_name([prefix, *e.get("loc", ())]), str(e.get("msg", "invalid")))
+                  for e in errors] or [(prefix, "invalid")]
+        summary = "; ".join(f"{f}: {p}" for f, p in fields[:5])
+        return cls(f"invalid request: {summary}", fields=fields)
 
 
 class TooLarge(ServiceError):
@@ -206,9 +221,20 @@ def install_handlers(app: FastAPI) -> None:
         if exc.status_code == 405:
             message = f"method {request.method} not allowed on {request.url.path}"
         fields = [("body", message)] if exc.status_code == 413 else []
+        if exc.status_code == 408:  # the body-read deadline (middleware): the connection ends
+            return JSONResponse(error_body(message, [("body", "not received in time")]),
+                                status_code=408, headers={"Connection": "close"})
         if exc.status_code == 400 and message == "There was an error parsing the body":
             # FastAPI's answer when json.loads fails other than JSONDecodeError (RecursionError on
-            # deeply nested arrays, ...): say what was wrong, in the usual shape
+            # deeply nested arrays, UnicodeDecodeError, ...; the cause is chained): say what was
+            # wrong, in the usual shape
+            if isinstance(exc.__cause__, UnicodeDecodeError):
+                return JSONResponse(
+                    error_body("invalid request: body: the body is not valid UTF-8 "
+                               f"(bad byte at offset {exc.__cause__.start})",
+                               [("body", "not valid UTF-8")]),
+                    status_code=400,
+                )
             return JSONResponse(
                 error_body("invalid request: body: the body could not be parsed as JSON "
                            "(nested too deeply?)",
@@ -222,4 +248,6 @@ def install_handlers(app: FastAPI) -> None:
     async def _unhandled(request: Request, exc: Exception) -> JSONResponse:
         log.error("unhandled error on %s %s: %s", request.method, request.url.path,
                   type(exc).__name__, exc_info=exc)
-        return JSONResponse(error_body("internal error"), status_code=500)
+        # the server drops the connection after an unhandled error: say so to the client
+        return JSONResponse(error_body("internal error"), status_code=500,
+                            headers={"Connection": "close"})

@@ -29,7 +29,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from judgefuse.fusion.verdict import Verdict
@@ -42,7 +42,8 @@ from judgefuse.service.cascade_serving import (
     stored_cascade_out,
     walk_cascade,
 )
-from judgefuse.service.errors import Conflict, FieldProblem, QuorumLost, TooLarge
+from judgefuse.service.batch_items import batch_item_problems
+from judgefuse.service.errors import Conflict, FieldProblem, QuorumLost, ServiceError, TooLarge
 from judgefuse.service.metrics import ServiceMetrics
 from judgefuse.service.pairing import routing_threshold
 from judgefuse.service.panels import PanelRuntime
@@ -54,6 +55,7 @@ from judgefuse.service.schemas import (
     BatchResult,
     CascadeOut,
     CostOut,
+    InvalidItem,
     JudgeRequest,
     LabelResult,
     ThresholdUsed,
@@ -61,11 +63,14 @@ from judgefuse.service.schemas import (
     VerdictOut,
 )
 from judgefuse.service.settings import Settings
+from judgefuse.service.single_flight import SingleFlight, join_or_judge
 from judgefuse.service.state_cache import StateCache
 from judgefuse.service.storage import (
     LabelOutcome,
     ModelRecord,
     Storage,
+    StorageError,
+    StorageUnavailable,
     ThresholdRecord,
     VerdictExists,
     VerdictNotFound,
@@ -111,6 +116,8 @@ class Gateway:
             settings.refit_every_labels, self._background_refit, storage=storage,
             owner=self.replica_id, clock=clock,
         )
+        self.single_flight: SingleFlight[VerdictOut] = SingleFlight(
+            storage, ttl_s=settings.single_flight_claim_s)
 
     # ------------------------------------------------------------------ panels and state
     def runtime(self, name: str | None, *, field: str = "body.panel") -> PanelRuntime:
@@ -145,7 +152,9 @@ class Gateway:
 
     # ------------------------------------------------------------------ judging
     def check_limits(self, request: JudgeRequest, prefix: str = "body") -> None:
-        check_request(request, self.settings.max_text_chars, prefix)
+        check_request(request, self.settings.max_text_chars, prefix,
+                      max_metadata_depth=self.settings.max_metadata_depth,
+                      max_metadata_bytes=self.settings.max_metadata_bytes)
 
     async def _fuse(
         self, tenant: str, runtime: PanelRuntime, request: JudgeRequest, item: PairwiseItem,
@@ -169,11 +178,14 @@ class Gateway:
         return method(votes)
 
     async def judge(self, tenant: str, request: JudgeRequest, *, prefix: str = "body") -> VerdictOut:
-        """One verdict, admitted first: over an in-flight limit, 429 before any judge call."""
+        """One verdict, admitted first (over an in-flight limit: 429 before any judge call);
+        a request with an ``id`` already in flight then joins it (single_flight)."""
         with self.admission.admit(tenant):
-            return await self._judge(tenant, request, prefix=prefix)
+            if request.id is None:
+                return await self._judge_once(tenant, request, prefix=prefix)
+            return await join_or_judge(self, tenant, request, prefix, self._judge_once)
 
-    async def _judge(self, tenant: str, request: JudgeRequest, *, prefix: str) -> VerdictOut:
+    async def _judge_once(self, tenant: str, request: JudgeRequest, *, prefix: str = "body") -> VerdictOut:
         """One verdict: fan-out, quorum, fuse, route, store (and the inline label)."""
         started = time.perf_counter()
         self.check_limits(request, prefix)
@@ -197,7 +209,7 @@ class Gateway:
             judged = fused = time.perf_counter()
             if not any(v.valid for v in votes):
                 self.metrics.quorum_lost.labels(runtime.name).inc()
-                self.metrics.observe_votes(runtime.name, votes)
+                self.metrics.observe_votes(runtime.name, votes, tenant=tenant)
                 raise QuorumLost(runtime.name, votes, 1)
             verdict = decision.verdict
             route, used = cascade_route(runtime, decision)
@@ -207,7 +219,7 @@ class Gateway:
             judged = time.perf_counter()
             if not runtime.panel.quorum_met(votes):
                 self.metrics.quorum_lost.labels(runtime.name).inc()
-                self.metrics.observe_votes(runtime.name, votes)
+                self.metrics.observe_votes(runtime.name, votes, tenant=tenant)
                 raise QuorumLost(runtime.name, votes, runtime.panel.config.quorum_count())
             verdict = await self._fuse(tenant, runtime, request, item, votes)
             fused = time.perf_counter()
@@ -241,7 +253,7 @@ class Gateway:
         verdict.timings["store_s"] = time.perf_counter() - storing
         verdict.timings["total_s"] = total
         verdict.timings["overhead_s"] = max(0.0, total - slowest)
-        self.metrics.observe_votes(runtime.name, votes)
+        self.metrics.observe_votes(runtime.name, votes, tenant=tenant)
         self.metrics.observe_verdict(tenant, runtime.name, verdict, cascade_stage)
         self.metrics.overhead.observe(verdict.timings["overhead_s"])
         return VerdictOut.of(
@@ -270,30 +282,32 @@ class Gateway:
             await self._label(tenant, existing.id, request.label)
         return await self.get_verdict(tenant, existing.id)
 
-    async def judge_batch(self, tenant: str, requests: list[JudgeRequest]) -> BatchResponse:
+    async def judge_batch(
+        self, tenant: str, requests: Sequence[JudgeRequest | InvalidItem]
+    ) -> BatchResponse:
+        """Each item answers for itself: a malformed item is its own 4xx in ``results`` (found
+        before any judge call, see :func:`batch_item_problems`); only a batch over the size
+        limit is refused whole."""
         limit = self.settings.max_batch_items
         if len(requests) > limit:
             raise TooLarge(
                 f"batch of {len(requests)} items; at most {limit} per request",
                 fields=[("body.items", f"at most {limit} items")],
             )
-        ids = [r.id for r in requests if r.id is not None]
-        if len(ids) != len(set(ids)):
-            raise FieldProblem("body.items", "two items share an id")
-        for i, request in enumerate(requests):  # refuse a malformed batch before calling judges
-            self.check_limits(request, f"body.items[{i}]")
-            runtime = self.runtime(request.panel, field=f"body.items[{i}].panel")
-            if request.method is not None and request.method != "stacked":
-                runtime.method(request.method, field=f"body.items[{i}].method")
+        problems = batch_item_problems(self, requests)
 
-        async def one(i: int, request: JudgeRequest) -> BatchResult:
-            from judgefuse.service.errors import ServiceError
-
+        async def one(i: int, request: JudgeRequest | InvalidItem) -> BatchResult:
             try:
+                if isinstance(request, InvalidItem) or i in problems:
+                    raise problems[i]
                 verdict = await self.judge(tenant, request, prefix=f"body.items[{i}]")
                 return BatchResult(index=i, status=200, verdict=verdict)
             except ServiceError as exc:
                 return BatchResult(index=i, status=exc.status, error=exc.body())
+            except StorageError as exc:  # this item's verdict, not the batch, failed to store
+                log.error("batch item %d: storage error: %s", i, type(exc).__name__)
+                status = 503 if isinstance(exc, StorageUnavailable) else 500
+                return BatchResult(index=i, status=status, error={"error": "storage error"})
 
         results = await asyncio.gather(*(one(i, r) for i, r in enumerate(requests)))
         n_ok = sum(1 for r in results if r.status == 200)

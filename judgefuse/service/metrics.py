@@ -23,6 +23,13 @@ Series (all prefixed ``judgefuse_``):
   {tenant, panel, key}: refreshed from storage on every scrape of ``/metrics``.
 
 Counters are per process (a replica's own traffic); calibration gauges read shared storage.
+
+Who sees what (``GET /metrics``, see :mod:`judgefuse.service.auth`): the operator's metrics
+token reads every series; a tenant key reads :meth:`ServiceMetrics.render_for_tenant`, only the
+series labelled with its own tenant (verdicts, labels, refits, cost per verdict, calibration).
+Series without a tenant label (judges, HTTP latency, overhead, cascades) sum every tenant's
+traffic and are the operator's only; the dashboard shows a tenant its own judge figures from
+the per-tenant tallies kept here (``tenant_judge_*``, ``tenant_cascade_counts``).
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.metrics_core import Metric
 
 from judgefuse.fusion.cascade import vote_calls
 from judgefuse.fusion.verdict import Verdict
@@ -127,6 +135,12 @@ class ServiceMetrics:
         """(tenant, panel) -> verdicts, calls, prompt/completion tokens, usd (this process)."""
         self.cascade_counts: dict[str, dict[str, int]] = {}
         """panel -> deciding stage label ("1:j1", ..., "review") -> verdicts (this process)."""
+        self.tenant_judge_health: dict[tuple[str, str, str], dict[str, int]] = {}
+        """(tenant, panel, judge) -> valid/invalid votes drawn for that tenant (this process)."""
+        self.tenant_judge_cost: dict[tuple[str, str, str], dict[str, float]] = {}
+        """(tenant, panel, judge) -> votes, calls, tokens, usd for that tenant (this process)."""
+        self.tenant_cascade_counts: dict[tuple[str, str], dict[str, int]] = {}
+        """(tenant, panel) -> deciding stage label -> verdicts (this process)."""
 
     def observe_verdict(self, tenant: str, panel: str, verdict: Verdict,
                         cascade_stage: str | None = None) -> None:
@@ -150,10 +164,12 @@ class ServiceMetrics:
         totals["usd"] += usd
         if cascade_stage is not None:
             self.cascade_decisions.labels(panel, cascade_stage).inc()
-            stages = self.cascade_counts.setdefault(panel, {})
-            stages[cascade_stage] = stages.get(cascade_stage, 0) + 1
+            for stages in (self.cascade_counts.setdefault(panel, {}),
+                           self.tenant_cascade_counts.setdefault((tenant, panel), {})):
+                stages[cascade_stage] = stages.get(cascade_stage, 0) + 1
 
-    def observe_votes(self, panel: str, votes: Sequence[JudgeVote]) -> None:
+    def observe_votes(self, panel: str, votes: Sequence[JudgeVote], *, tenant: str | None = None) -> None:
+        """Count each vote per judge; with ``tenant``, also in that tenant's own tallies."""
         for vote in votes:
             children = self._judge_children.get((panel, vote.judge))
             if children is None:
@@ -181,6 +197,16 @@ class ServiceMetrics:
             totals["prompt_tokens"] += vote.prompt_tokens
             totals["completion_tokens"] += vote.completion_tokens
             totals["usd"] += vote.cost_usd
+            if tenant is not None:
+                own = self.tenant_judge_cost.setdefault((tenant, panel, vote.judge), _zero_cost("votes"))
+                own["votes"] += 1
+                own["calls"] += n_calls
+                own["prompt_tokens"] += vote.prompt_tokens
+                own["completion_tokens"] += vote.completion_tokens
+                own["usd"] += vote.cost_usd
+                own_health = self.tenant_judge_health.setdefault(
+                    (tenant, panel, vote.judge), {"valid": 0, "invalid": 0})
+                own_health["valid" if vote.valid else "invalid"] += 1
             health = self.judge_health.setdefault((panel, vote.judge), {"valid": 0, "invalid": 0})
             if vote.valid:
                 valid.inc()
@@ -208,4 +234,26 @@ class ServiceMetrics:
         self.cal_n.labels(tenant, panel, key).set(0 if math.isnan(float(n)) else float(n))
 
     def render(self) -> bytes:
+        """Every series (the operator's view)."""
         return generate_latest(self.registry)
+
+    def render_for_tenant(self, tenant: str) -> bytes:
+        """Only the samples labelled ``tenant=<tenant>`` (a tenant's view)."""
+        return generate_latest(_TenantSeries(self.registry, tenant))  # type: ignore[arg-type]
+
+
+class _TenantSeries:
+    """A collector over ``registry`` that keeps one tenant's samples (families left empty are
+    dropped), so a tenant's scrape names no other tenant and no cross-tenant total."""
+
+    def __init__(self, registry: CollectorRegistry, tenant: str) -> None:
+        self.registry = registry
+        self.tenant = tenant
+
+    def collect(self) -> Any:
+        for family in self.registry.collect():
+            samples = [s for s in family.samples if s.labels.get("tenant") == self.tenant]
+            if samples:
+                kept = Metric(family.name, family.documentation, family.type, family.unit)
+                kept.samples = samples
+                yield kept

@@ -17,9 +17,16 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+)
 
 from judgefuse.fusion.cascade import CascadeDecision, vote_calls
 from judgefuse.fusion.verdict import Verdict
@@ -44,10 +51,28 @@ class JudgeRequest(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
+class InvalidItem(BaseModel):
+    """A batch item that failed validation: answered as its own 422 in ``results``, never the
+    whole batch's (pydantic's error dicts, input removed)."""
+
+    errors: list[dict[str, Any]]
+
+
+def _keep_invalid_item(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    try:
+        return handler(value)
+    except ValidationError as exc:
+        return InvalidItem(errors=[
+            {"loc": list(e.get("loc", ())), "msg": e.get("msg", "invalid"), "type": e.get("type")}
+            for e in exc.errors(include_url=False, include_input=False, include_context=False)
+        ])
+
+
 class BatchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
-    items: list[JudgeRequest] = Field(min_length=1)
+    items: list[Annotated[JudgeRequest, WrapValidator(_keep_invalid_item)]] = Field(min_length=1)
+    """Documented as JudgeRequest; an item that is not one arrives as :class:`InvalidItem`."""
 
 
 class VoteOut(BaseModel):

@@ -11,13 +11,17 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["add_commands", "run_serve"]
+if TYPE_CHECKING:  # the CLI imports this module: uvicorn (the service extra) only when serving
+    import uvicorn
+
+    from judgefuse.service.settings import Settings
+
+__all__ = ["add_commands", "run_serve", "uvicorn_config"]
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
     from judgefuse.service.app import create_app
     from judgefuse.service.settings import SettingsError, load_settings
 
@@ -38,12 +42,45 @@ def run_serve(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    import uvicorn
+
     app = create_app(settings)
-    uvicorn.run(
-        app, host=settings.host, port=settings.port, log_level=settings.log_level,
-        access_log=args.access_log, proxy_headers=False, server_header=False,
-    )
+    uvicorn.Server(uvicorn_config(app, settings, access_log=args.access_log)).run()
     return 0
+
+
+def uvicorn_config(app: Any, settings: Settings, *, access_log: bool = False,
+                   **overrides: Any) -> uvicorn.Config:
+    """The server configuration ``judgefuse serve`` runs with (tests start the same):
+
+    * header and body deadlines (:func:`~judgefuse.service.server_timeouts.with_deadlines`) on
+      uvicorn's own HTTP protocol, so slow clients cannot hold connections;
+    * idle keep-alive connections closed after 5 s (uvicorn's default, stated);
+    * the access log (``--access-log``) with credential query parameters masked
+      (:class:`~judgefuse.service.query_secrets.RedactQuerySecrets`; such requests are also
+      refused with 400 by the app).
+    """
+    import uvicorn
+    from uvicorn.config import HTTP_PROTOCOLS
+    from uvicorn.importer import import_from_string
+
+    from judgefuse.service.query_secrets import RedactQuerySecrets
+    from judgefuse.service.server_timeouts import with_deadlines
+
+    base = import_from_string(HTTP_PROTOCOLS["auto"])
+    values: dict[str, Any] = {
+        "host": settings.host, "port": settings.port, "log_level": settings.log_level,
+        "access_log": access_log, "proxy_headers": False, "server_header": False,
+        "timeout_keep_alive": 5,
+        "http": with_deadlines(base, header_timeout_s=settings.header_timeout_s,
+                               body_timeout_s=settings.body_timeout_s),
+    }
+    values.update(overrides)
+    config = uvicorn.Config(app, **values)  # configures logging: add the filter after it
+    access = logging.getLogger("uvicorn.access")
+    if not any(isinstance(f, RedactQuerySecrets) for f in access.filters):
+        access.addFilter(RedactQuerySecrets())
+    return config
 
 
 def add_commands(subcommands: argparse._SubParsersAction) -> None:

@@ -56,12 +56,21 @@ class Settings(BaseSettings):
 
     api_keys: dict[str, str] = Field(default_factory=dict)
     """tenant -> SHA-256 hex digest of its API key."""
+    metrics_token: str | None = None
+    """SHA-256 hex digest of the operator's token for ``GET /metrics`` across every tenant and the
+    dashboard's cross-tenant tables. With tenant keys configured, ``/metrics`` needs this token
+    (every series) or a tenant key (that tenant's series only); no key is a 401."""
     auth_disabled: bool = False
     """Dev mode: no authentication, every request is tenant ``default``."""
     cors_origins: list[str] = Field(default_factory=list)
     """Origins allowed by CORS; empty (default): no CORS headers at all."""
 
     max_body_bytes: int = Field(default=1 << 20, ge=1024)
+    header_timeout_s: float = Field(default=10.0, gt=0.0, le=600.0)
+    """A connection whose request headers are not complete this long after it opened (or after
+    the previous response) is closed (slow-header clients hold no connection for long)."""
+    body_timeout_s: float = Field(default=30.0, gt=0.0, le=3600.0)
+    """A request body not fully received this long after the headers is answered 408."""
     max_text_chars: int = Field(default=100_000, ge=1)
     """Longest question / answer accepted (characters)."""
     max_batch_items: int = Field(default=64, ge=1, le=10_000)
@@ -72,6 +81,13 @@ class Settings(BaseSettings):
     the judges that every tenant shares."""
     max_inflight_total: int = Field(default=1024, ge=1)
     """Judge requests this replica takes on at once, every tenant together (429 beyond)."""
+    max_metadata_depth: int = Field(default=32, ge=1, le=200)
+    """Deepest nesting of a request's ``metadata`` (the object itself is depth 1)."""
+    max_metadata_bytes: int = Field(default=64 * 1024, ge=2)
+    """Largest ``metadata`` accepted, as compact UTF-8 JSON."""
+    single_flight_claim_s: float = Field(default=10.0, gt=0.0, le=3600.0)
+    """Lease on an id being judged (renewed while judging): how long replicas wait for a
+    replica that died mid-request before judging the id themselves."""
     store_items: bool = True
     """Store question and answers with each verdict (False: only the verdict and votes)."""
 
@@ -133,6 +149,17 @@ class Settings(BaseSettings):
             raise ValueError("two tenants share one API key digest")
         return out
 
+    @field_validator("metrics_token")
+    @classmethod
+    def _check_metrics_token(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        normal = value.strip().lower()
+        if not _SHA256_RE.match(normal):
+            raise ValueError("metrics_token must be a SHA-256 hex digest (64 hex characters), "
+                             "not the token itself")
+        return normal
+
     @field_validator("storage_url")
     @classmethod
     def _check_storage(cls, value: str) -> str:
@@ -184,6 +211,12 @@ class Settings(BaseSettings):
                     f"fusion_method {self.fusion_method!r} is not a registered method "
                     f"({', '.join(available_methods())})"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _check_token_is_no_tenant_key(self) -> Settings:
+        if self.metrics_token is not None and self.metrics_token in self.api_keys.values():
+            raise ValueError("metrics_token must differ from every tenant's API key")
         return self
 
     @property

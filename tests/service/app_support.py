@@ -34,6 +34,8 @@ TESTS = Path(__file__).resolve().parents[1]
 PLANTED = "sk-test-PLANTED-KEY-123"
 PLANTED_ENV = "JF_TEST_PROVIDER_KEY"
 TENANT_KEYS = {"tenant-a": "key-for-tenant-a-0001", "tenant-b": "key-for-tenant-b-0002"}
+METRICS_TOKEN = "operator-metrics-token-0003"
+"""The operator's token: every tenant's /metrics series and the cross-tenant dashboard."""
 JUDGES = ("j1", "j2", "j3")
 
 
@@ -63,6 +65,11 @@ def sc_text(choice: str, confidence: int) -> str:
 
 def auth(tenant: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {TENANT_KEYS[tenant]}"}
+
+
+def admin() -> dict[str, str]:
+    """Headers carrying the metrics token (the operator)."""
+    return {"Authorization": f"Bearer {METRICS_TOKEN}"}
 
 
 @dataclass
@@ -116,6 +123,7 @@ def make_settings(tmp_path: Path, panels: list[Path], **overrides: Any) -> Setti
         "storage_url": f"sqlite:///{tmp_path / 'unused.sqlite3'}",
         "panels": panels,
         "api_keys": {t: hashlib.sha256(k.encode()).hexdigest() for t, k in TENANT_KEYS.items()},
+        "metrics_token": hashlib.sha256(METRICS_TOKEN.encode()).hexdigest(),
         "refit_every_labels": 0,
         "state_ttl_s": 0.0,
     }

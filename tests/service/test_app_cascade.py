@@ -109,7 +109,7 @@ async def test_uncertain_items_escalate_stage_by_stage(stub, tmp_path):
         assert third["route"] == "auto_accept" and third["cascade"]["stage"] == 3
         assert third["cost"]["calls"] == 3
 
-        text = (await client.get("/metrics")).text
+        text = (await client.get("/metrics", headers=S.admin())).text
         assert metric(text, "judgefuse_cascade_decisions_total", panel="casc", stage="2:j2") == 1
         assert metric(text, "judgefuse_cascade_decisions_total", panel="casc", stage="3:j3") == 1
         assert metric(text, "judgefuse_verdicts_total", tenant="tenant-a", panel="casc",
@@ -220,7 +220,7 @@ async def test_no_usable_vote_anywhere_is_quorum_lost(stub, tmp_path):
         r = await client.post("/v1/judge", json=PAIR, headers=HEADERS)
         assert r.status_code == 503
         assert [f["judge"] for f in r.json()["failed_judges"]] == ["j1", "j2", "j3"]
-        text = (await client.get("/metrics")).text
+        text = (await client.get("/metrics", headers=S.admin())).text
         assert metric(text, "judgefuse_quorum_lost_total", panel="casc") == 1
         assert metric(text, "judgefuse_judge_calls_total", panel="casc", judge="j3") == 1
 

@@ -116,7 +116,7 @@ async def test_metrics_carry_cost_per_judge_and_per_panel(stub, tmp_path):
     async with S.running_app(settings) as (_app, client):
         for _ in range(n):
             assert (await client.post("/v1/judge", json=PAIR, headers=HEADERS)).status_code == 200
-        text = (await client.get("/metrics")).text
+        text = (await client.get("/metrics", headers=S.admin())).text
 
     def judge(name: str, judge_name: str, **labels: str) -> float:
         return metric(text, name, panel="main", judge=judge_name, **labels)
@@ -147,7 +147,7 @@ async def test_quorum_lost_requests_still_count_their_calls(stub, tmp_path):
     settings = S.make_settings(tmp_path, [cost_panel(tmp_path, server.url)])
     async with S.running_app(settings) as (_app, client):
         assert (await client.post("/v1/judge", json=PAIR, headers=HEADERS)).status_code == 503
-        text = (await client.get("/metrics")).text
+        text = (await client.get("/metrics", headers=S.admin())).text
     assert metric(text, "judgefuse_judge_cost_usd_total", panel="main", judge="cheap") == pytest.approx(price("gpt-4o-mini"))
     assert metric(text, "judgefuse_judge_tokens_total", panel="main", judge="cheap", kind="prompt") == 100
 

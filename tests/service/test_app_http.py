@@ -77,7 +77,7 @@ async def test_real_http_flow_metrics_and_no_planted_key_anywhere(stub, tmp_path
                      "/dashboard", "/readyz", "/healthz"):
             r = await call("GET", path, headers=headers)
             assert r.status_code == 200, (path, r.text)
-        metrics = await call("GET", "/metrics")
+        metrics = await call("GET", "/metrics", headers=S.admin())
         assert metrics.status_code == 200
         assert metrics.headers["content-type"].startswith("text/plain")
         for series in EXPECTED_SERIES:

@@ -32,6 +32,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
 
+from judgefuse.service.request_checks import json_depth
+
 PAIR = {"question": "What is 2+2?", "answer_a": "4", "answer_b": "5"}
 MAX_TEXT = 300
 MAX_BODY = 64 * 1024
@@ -520,12 +522,71 @@ def test_bodies_json_cannot_parse_are_422_naming_the_body(app):
         assert r.status_code == 422 and r.json()["fields"][0]["field"] == "body", r.text
 
 
+# ------------------------------------------------------------ 4. deep and wide JSON in every field
+def _deep(depth: int, kind: str) -> bytes:
+    """``depth`` nested containers, written by hand (json.dumps recurses too deep past ~990)."""
+    if kind == "dict":
+        return b'{"k":' * (depth - 1) + b"{}" + b"}" * (depth - 1)
+    return b"[" * depth + b"]" * depth
+
+
+def _wide(width: int, kind: str) -> bytes:
+    if kind == "dict":
+        return json.dumps({f"k{i}": i for i in range(width)}).encode()
+    return json.dumps(list(range(width))).encode()
+
+
+JSON_VALUE = st.one_of(
+    st.builds(_deep, st.integers(1, 1200), st.sampled_from(["dict", "list"])),
+    st.builds(_deep, st.sampled_from([31, 32, 33, 64, 255, 256, 257, 990]), st.sampled_from(["dict", "list"])),
+    st.builds(_wide, st.integers(0, 12_000), st.sampled_from(["dict", "list"])),
+    st.recursive(JUNK, lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                               st.dictionaries(st.text(max_size=4), inner, max_size=4)),
+                 max_leaves=40).map(lambda v: json.dumps(v).encode()),
+)
+FIELDS_OF = {
+    "/v1/judge": ("JudgeRequest", {**PAIR}),
+    "/v1/judge/batch": ("JudgeRequest", {**PAIR}),
+    "/v1/feedback": ("FeedbackRequest", {"verdict_id": "x", "label": "A"}),
+    "/v1/thresholds/tune": ("TuneRequest", {"target_precision": 0.9}),
+    "/v1/fusion/refit": ("RefitRequest", {}),
+}
+
+
+def test_deep_and_wide_json_in_every_field(app):
+    """Any field of any body (a batch item's too) set to JSON nested up to 1,200 levels or
+    12,000 wide: never a 5xx, and a ``metadata`` deeper than the limit (32) is never judged."""
+    slots = [(path, field) for path, (component, _) in FIELDS_OF.items()
+             for field in app.openapi["components"]["schemas"][component]["properties"]]
+
+    @fuzz_settings(800 // PER_EXAMPLE)
+    @given(drawn=st.lists(st.tuples(st.sampled_from(slots), JSON_VALUE), min_size=PER_EXAMPLE,
+                          max_size=PER_EXAMPLE))
+    def run(drawn: list[tuple[tuple[str, str], bytes]]) -> None:
+        calls: list[Call] = []
+        for (path, field), raw in drawn:
+            base = {**FIELDS_OF[path][1], field: "@@VALUE@@"}
+            body = {"items": [base, PAIR]} if path == "/v1/judge/batch" else base
+            content = json.dumps(body).encode().replace(b'"@@VALUE@@"', raw)
+            calls.append(("POST", path, {"content": content,
+                                         "headers": {**S.auth("tenant-a"), "Content-Type": "application/json"}}))
+        for r, ((path, field), raw) in zip(check_many(app, "deep and wide", calls), drawn, strict=True):
+            if field != "metadata" or r.status_code != 200:
+                continue
+            judged = r.json()["results"][0]["status"] == 200 if path == "/v1/judge/batch" else True
+            if judged:  # then the metadata was within the limits
+                assert raw.count(b"{") + raw.count(b"[") < 900, raw[:100]
+                assert json_depth(json.loads(raw)) <= 32 and len(raw) <= 64 * 1024, raw[:100]
+
+    run()
+
+
 # --------------------------------------------------------------------------------- the total
 def test_zz_total_generated_requests():
     """Runs last (file order): at least 10,000 requests when the whole module ran."""
     if COLLECT:
         print("\nFOUND:\n" + "\n\n".join(FOUND.values()))
-    if len(SENT) < 12:
+    if len(SENT) < 13:
         pytest.skip(f"only part of the module ran: {dict(SENT)}")
     total = sum(SENT.values())
     print(f"\nfuzz: {total} requests; statuses {dict(sorted(STATUSES.items()))}; per test {dict(SENT)}")

@@ -7,6 +7,12 @@ buckets), the current threshold, this process's routing rates, judge health (val
 votes since start), cost (calls, tokens, USD) per judge and per panel since start, and a
 cascade panel's stages with the verdicts each decided. Same authentication as the API. Never
 shows keys of any kind.
+
+Who sees what: a tenant key shows that tenant's page, whose judge health, judge cost and cascade
+tables count only that tenant's requests. The operator's metrics token (``metrics_token``)
+shows the cross-tenant page instead (:func:`_admin_page`): judge health and cost summed over
+every tenant and verdicts, routes and cost per tenant. In open mode without a metrics token the
+one tenant (``default``) is all the traffic there is, and its page shows the process totals.
 """
 
 from __future__ import annotations
@@ -20,7 +26,10 @@ from markupsafe import Markup
 
 from judgefuse.evaluation.svg import reliability_svg
 from judgefuse.service.calibration_store import calibration_history, calibration_report
-from judgefuse.service.deps import GatewayDep, MetricsDep, TenantDep
+from judgefuse.service.auth import Caller
+from judgefuse.service.deps import CallerDep, GatewayDep, MetricsDep
+from judgefuse.service.gateway import Gateway
+from judgefuse.service.metrics import ServiceMetrics
 
 router = APIRouter(tags=["dashboard"])
 HISTORY_DAYS = 14
@@ -72,10 +81,67 @@ def _fmt(value: Any, digits: int = 3) -> str:
 
 @router.get("/dashboard", response_class=HTMLResponse, include_in_schema=False)
 async def dashboard(
-    request: Request, tenant: TenantDep, gateway: GatewayDep, metrics: MetricsDep
+    request: Request, caller: CallerDep, gateway: GatewayDep, metrics: MetricsDep
+) -> HTMLResponse:
+    if caller.tenant is None:
+        return _admin_page(request, gateway, metrics)
+    return await _tenant_page(request, caller, gateway, metrics)
+
+
+def _zero_judge() -> dict[str, float]:
+    return {"votes": 0, "calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "usd": 0.0}
+
+
+def _judge_tallies(
+    metrics: ServiceMetrics, tenant: str, panel: str, judge: str, process_totals: bool
+) -> tuple[dict[str, int], dict[str, float]]:
+    """(health, cost) of one judge: the tenant's own, or the whole process's."""
+    if process_totals:
+        health = metrics.judge_health.get((panel, judge))
+        cost = metrics.judge_cost_totals.get((panel, judge))
+    else:
+        health = metrics.tenant_judge_health.get((tenant, panel, judge))
+        cost = metrics.tenant_judge_cost.get((tenant, panel, judge))
+    return health or {"valid": 0, "invalid": 0}, cost or _zero_judge()
+
+
+def _admin_page(request: Request, gateway: Gateway, metrics: ServiceMetrics) -> HTMLResponse:
+    """Every tenant's traffic in this process: per panel, judge health and cost over all tenants,
+    cascade decisions, and verdicts / routes / cost per tenant."""
+    tenants = request.app.state.authenticator.tenants
+    panels = []
+    for name, runtime in gateway.panels.items():
+        judges = [
+            {"judge": judge.name, "model": judge.config.model,
+             **metrics.judge_health.get((name, judge.name), {"valid": 0, "invalid": 0}),
+             **metrics.judge_cost_totals.get((name, judge.name), _zero_judge())}
+            for judge in runtime.panel.judges
+        ]
+        per_tenant = []
+        for tenant in tenants:
+            cost = metrics.panel_cost_totals.get((tenant, name), {})
+            routes = metrics.route_counts.get((tenant, name), {})
+            per_tenant.append({
+                "tenant": tenant, "verdicts": cost.get("verdicts", 0), "calls": cost.get("calls", 0),
+                "usd": cost.get("usd", 0.0), "auto_accept": routes.get("auto_accept", 0),
+                "human_review": routes.get("human_review", 0),
+            })
+        panels.append({"name": name, "judges": judges, "tenants": per_tenant,
+                       "cascade": metrics.cascade_counts.get(name) if runtime.cascade else None})
+    html = request.app.state.templates.get_template("dashboard_admin.html.j2").render(
+        panels=panels, usd=_usd,
+        generated=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(gateway.clock())),
+    )
+    return HTMLResponse(html)
+
+
+async def _tenant_page(
+    request: Request, caller: Caller, gateway: Gateway, metrics: ServiceMetrics
 ) -> HTMLResponse:
     from judgefuse.calibration import ReliabilityBin
 
+    tenant = caller.tenant or ""
+    process_totals = caller.admin  # open mode: the one tenant is all the traffic
     settings = gateway.settings
     panels = []
     for name, runtime in gateway.panels.items():
@@ -110,15 +176,11 @@ async def dashboard(
         active_method, model_version = await gateway.active_method(tenant, runtime)
         routes = metrics.route_counts.get((tenant, name), {"auto_accept": 0, "human_review": 0})
         total = sum(routes.values())
-        health = [
-            {"judge": judge.name, **metrics.judge_health.get((name, judge.name),
-                                                             {"valid": 0, "invalid": 0})}
-            for judge in runtime.panel.judges
-        ]
+        tallies = {judge.name: _judge_tallies(metrics, tenant, name, judge.name, process_totals)
+                   for judge in runtime.panel.judges}
+        health = [{"judge": judge.name, **tallies[judge.name][0]} for judge in runtime.panel.judges]
         judge_cost = [
-            {"judge": judge.name, "model": judge.config.model,
-             **metrics.judge_cost_totals.get((name, judge.name), {
-                 "votes": 0, "calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "usd": 0.0})}
+            {"judge": judge.name, "model": judge.config.model, **tallies[judge.name][1]}
             for judge in runtime.panel.judges
         ]
         panel_cost = dict(metrics.panel_cost_totals.get((tenant, name), {
@@ -128,7 +190,8 @@ async def dashboard(
         panel_cost["calls_per_verdict"] = panel_cost["calls"] / n_verdicts if n_verdicts else None
         cascade = None
         if runtime.cascade is not None:
-            decided = metrics.cascade_counts.get(name, {})
+            decided = (metrics.cascade_counts.get(name, {}) if process_totals
+                       else metrics.tenant_cascade_counts.get((tenant, name), {}))
             stages = runtime.cascade.all_stages()
             cascade = {
                 "fallback": runtime.cascade.fallback,

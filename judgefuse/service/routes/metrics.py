@@ -1,5 +1,10 @@
 """``GET /metrics``: Prometheus text; calibration gauges are refreshed from storage and circuit
-gauges from the judges on scrape."""
+gauges from the judges on scrape.
+
+With tenant keys configured: the metrics token (``settings.metrics_token``) reads every series,
+a tenant key only its own tenant's (:meth:`ServiceMetrics.render_for_tenant`), no key is a 401.
+Open mode (no keys) is open, unless a metrics token is configured: then it is required.
+"""
 
 from __future__ import annotations
 
@@ -10,20 +15,28 @@ from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from judgefuse.service.calibration_store import metrics_json, parse_key
-from judgefuse.service.deps import GatewayDep, MetricsDep
+from judgefuse.service.deps import CallerDep, GatewayDep, MetricsDep
+from judgefuse.service.errors import Unauthorized
 
 router = APIRouter(tags=["metrics"])
 log = logging.getLogger("judgefuse.service")
 
 
 @router.get("/metrics", include_in_schema=False)
-async def metrics(request: Request, gateway: GatewayDep, registry: MetricsDep) -> Response:
+async def metrics(
+    request: Request, caller: CallerDep, gateway: GatewayDep, registry: MetricsDep
+) -> Response:
+    authenticator = request.app.state.authenticator
+    if authenticator.open_mode and not caller.admin:
+        raise Unauthorized("/metrics needs the metrics token",
+                           fields=[("header.authorization", "not the metrics token")])
     settings = gateway.settings
     registry.set_circuits(
         (name, judge.name, judge.circuit) for name, runtime in gateway.panels.items() for judge in runtime.panel.judges
     )
+    tenants = authenticator.tenants if caller.admin else [caller.tenant]
     try:
-        for tenant in request.app.state.authenticator.tenants:
+        for tenant in tenants:
             for raw in await gateway.storage.list_accumulators(tenant):
                 try:
                     key = parse_key(raw)
@@ -38,4 +51,5 @@ async def metrics(request: Request, gateway: GatewayDep, registry: MetricsDep) -
                 )
     except Exception as exc:  # a scrape still returns the process metrics
         log.warning("calibration gauges not refreshed: %s", type(exc).__name__)
-    return Response(registry.render(), media_type=CONTENT_TYPE_LATEST)
+    body = registry.render() if caller.admin else registry.render_for_tenant(caller.tenant or "")
+    return Response(body, media_type=CONTENT_TYPE_LATEST)

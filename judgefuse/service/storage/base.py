@@ -28,6 +28,8 @@ What is stored
   two annotators never hold the same item; an expired lease frees the item);
   :meth:`Storage.set_label` removes the item and ends any lease (the label wins, whoever holds
   the lease); :meth:`Storage.release_review` gives a skipped item back.
+* **In-flight claims** (optional, for backends shared between replicas): a short lease per
+  (tenant, verdict id) held by the replica judging it (:meth:`Storage.claim_verdict_id`).
 * **Thresholds** and **fusion models**, versioned per (tenant, panel): each put gets the next
   version atomically; reads return the latest, a given version, or the history.
 
@@ -368,6 +370,27 @@ class Storage(abc.ABC):
     @abc.abstractmethod
     async def model_history(self, tenant: str, panel: str) -> list[ModelRecord]:
         """Every model version for (tenant, panel), oldest first."""
+
+    # -- in-flight claims (single-flight idempotency) -----------------------------------------
+    async def claim_verdict_id(
+        self, tenant: str, verdict_id: str, owner: str, ttl_s: float
+    ) -> bool:
+        """Claim the right to judge (tenant, id) for ``ttl_s`` seconds: True when ``owner`` holds
+        the claim now (newly taken, or already its own: then the lease is extended).
+
+        Backends shared by several processes (Redis) implement a real lease, so only one replica
+        calls the judges for an id while the others wait for its verdict
+        (:mod:`judgefuse.service.single_flight`). A single-process backend (SQLite) always says
+        True: the gateway's in-process map of requests in flight is enough there.
+        """
+        return True
+
+    async def release_verdict_id(self, tenant: str, verdict_id: str, owner: str) -> None:
+        """Drop ``owner``'s claim on (tenant, id) (someone else's is left alone)."""
+
+    async def verdict_id_claimed(self, tenant: str, verdict_id: str) -> bool:
+        """True while any process holds a claim on (tenant, id)."""
+        return False
 
     # -- labelled records ----------------------------------------------------------------------
     @abc.abstractmethod

@@ -17,6 +17,7 @@ key                                    content
 ``jf:{T}:acc:total:{key}``             hash: field -> running total (HINCRBYFLOAT)
 ``jf:{T}:acc:hours:{key}``             sorted set: the hour buckets that exist, score = hour
 ``jf:{T}:acc:hour:{hour}:{key}``       hash: field -> total of that hour bucket
+``jf:{T}:claim:{id}``                  string: the replica judging this id now (PX lease)
 ``jf:{T}:thrseq:{panel}``              integer: the last threshold version
 ``jf:{T}:thr:{panel}``                 hash: version -> threshold JSON (without ``version``)
 ``jf:{T}:modelseq:{panel}``            integer: the last fusion-model version
@@ -60,7 +61,7 @@ validated before the script; the script checks every field for overflow (int64, 
 floats) before its first write and refuses the whole label with :class:`AccumulatorOverflow`,
 so a label is never half applied (Redis does not roll a failed script back).
 
-Nothing here expires: verdict records and hour buckets are kept until deleted by an operator.
+Nothing here expires but the in-flight claims (a few seconds, renewed while judging): verdict records and hour buckets are kept until deleted by an operator.
 Float sums are computed by HINCRBYFLOAT (long double, stored with 17 significant digits), so
 for values that are not exact binary fractions they may differ from SQLite's in the last bits;
 integer sums are identical on both backends.
@@ -167,6 +168,22 @@ local function apply(planned, keys_key, hour)
     end
   end
 end
+"""
+
+# KEYS: claim. ARGV: owner, ttl ms. Takes a free claim or extends the owner's own; 1 held, 0 not.
+_CLAIM_LUA = """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+"""
+
+# KEYS: claim. ARGV: owner. Deletes the claim only when the owner still holds it.
+_RELEASE_CLAIM_LUA = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
 """
 
 # KEYS: record, review counts, queue, queue strata, acc:keys, then per accumulator: total,
@@ -414,6 +431,8 @@ class RedisStorage(Storage):
         self._release_script = client.register_script(_RELEASE_LUA)
         self._acquire_named_script = client.register_script(_ACQUIRE_LUA)
         self._release_named_script = client.register_script(_RELEASE_NAMED_LUA)
+        self._claim_script = client.register_script(_CLAIM_LUA)
+        self._release_claim_script = client.register_script(_RELEASE_CLAIM_LUA)
 
     async def close(self) -> None:
         client, self._client = self._client, None
@@ -512,6 +531,31 @@ class RedisStorage(Storage):
         with self._errors("get_verdict"):
             raw = await self.client.get(self._k(tenant, "v", verdict_id))
         return None if raw is None else self._parse_record(raw)
+
+    # -- in-flight claims ----------------------------------------------------------------------
+    async def claim_verdict_id(
+        self, tenant: str, verdict_id: str, owner: str, ttl_s: float
+    ) -> bool:
+        check_tenant(tenant)
+        check_name("verdict id", verdict_id)
+        ttl_ms = max(1, int(ttl_s * 1000))
+        with self._errors("claim_verdict_id"):
+            held = await self._claim_script(
+                keys=[self._k(tenant, "claim", verdict_id)], args=[owner, ttl_ms]
+            )
+        return int(held) == 1
+
+    async def release_verdict_id(self, tenant: str, verdict_id: str, owner: str) -> None:
+        check_tenant(tenant)
+        check_name("verdict id", verdict_id)
+        with self._errors("release_verdict_id"):
+            await self._release_claim_script(keys=[self._k(tenant, "claim", verdict_id)], args=[owner])
+
+    async def verdict_id_claimed(self, tenant: str, verdict_id: str) -> bool:
+        check_tenant(tenant)
+        check_name("verdict id", verdict_id)
+        with self._errors("verdict_id_claimed"):
+            return bool(await self.client.exists(self._k(tenant, "claim", verdict_id)))
 
     # -- labels --------------------------------------------------------------------------------
     async def set_label(
