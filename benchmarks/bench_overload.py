@@ -41,6 +41,7 @@ import aiohttp
 REPO = Path(__file__).resolve().parents[1]
 STUB = REPO / "tests" / "judges" / "openai_stub.py"
 KEYS = {"tenant-a": "bench-overload-key-a-0001", "tenant-b": "bench-overload-key-b-0002"}
+METRICS_TOKEN = "bench-overload-metrics-token-0003"  # /metrics is protected once keys are set
 SC_REPLY = json.dumps({"selected_output": "Output (a)", "confidence_score": 85, "explanation": "4 is right"})
 PAIR = {"question": "What is 2+2?", "answer_a": "4", "answer_b": "5"}
 
@@ -127,7 +128,7 @@ async def scenario(url: str, burst: int, b_after_s: float, latency_s: float) -> 
         answers = await asyncio.gather(*tasks)
         burst_s = time.perf_counter() - started
         after = await post(session, url, "tenant-a")
-        async with session.get(f"{url}/metrics") as r:
+        async with session.get(f"{url}/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"}) as r:
             metrics = await r.text()
 
     statuses = Counter(a.status for a in answers)
@@ -200,6 +201,7 @@ def main() -> None:
         env = {
             **os.environ,
             "JUDGEFUSE_API_KEYS": json.dumps({t: hashlib.sha256(k.encode()).hexdigest() for t, k in KEYS.items()}),
+            "JUDGEFUSE_METRICS_TOKEN": hashlib.sha256(METRICS_TOKEN.encode()).hexdigest(),
             "JUDGEFUSE_SQLITE_SYNCHRONOUS": "NORMAL",
             "JUDGEFUSE_LOG_LEVEL": "warning",
             "JUDGEFUSE_REFIT_EVERY_LABELS": "0",

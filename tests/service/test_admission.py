@@ -123,7 +123,7 @@ async def test_over_the_tenant_limit_429_with_retry_after_before_any_judge_call(
             body = refused.json()
             assert body["limit"] == "max_inflight_per_tenant" and body["retry_after_s"] == 1
             assert "tenant 'tenant-a'" in body["error"]
-        metrics = (await client.get("/metrics")).text
+        metrics = (await client.get("/metrics", headers=S.admin())).text
         assert 'judgefuse_admission_rejected_total{limit="max_inflight_per_tenant",tenant="tenant-a"} 3.0' in metrics
         assert 'judgefuse_requests_inflight{tenant="tenant-a"} 0.0' in metrics
         again = await client.post("/v1/judge", json=PAIR, headers=S.auth("tenant-a"))
@@ -172,7 +172,7 @@ async def test_tenant_b_is_served_during_tenant_a_burst_over_real_http(stub, tmp
         latency_b = time.perf_counter() - started
         answers_a = await asyncio.gather(*burst)
         burst_s = time.perf_counter() - burst_started
-        metrics = (await client.get("/metrics")).text
+        metrics = (await client.get("/metrics", headers=S.admin())).text
     assert answer_b.status_code == 200
     assert all(v["error"] is None for v in answer_b.json()["votes"])
     # B waits for the next free slot (at most one call), then its own call; never A's queue
