@@ -20,6 +20,7 @@ from .recalibration import (
     make_recalibrator,
 )
 from .reliability import ReliabilityBin, reliability_diagram
+from .sequential import PrecisionMonitor, RestartedMean, first_crossing, precision_alarm_times
 from .scores import accuracy, adaptive_ce, brier, ece, ice, macroce, mce, nll
 from .summary import SUMMARY_KEYS, per_category, summarize
 from .th_score import THScore, th_score, th_score_from_parts

@@ -136,7 +136,7 @@ def mixture_upper(
     hi_edge = np.full(s.shape, np.nextafter(1.0, 0.0))
     reject_near_one = log_evalue_below(s, n, hi_edge, prior=prior) >= thr
     out = _bisect(lambda m: log_evalue_below(s, n, m, prior=prior) >= thr,
-                  np.clip(mean, 1e-300, None), hi_edge, rising=True)
+                  np.clip(mean, 1e-300, hi_edge), hi_edge, rising=True)
     return np.where(reject_near_one & (n > 0), out, 1.0)
 
 
@@ -151,5 +151,5 @@ def mixture_lower(
     lo_edge = np.full(s.shape, np.nextafter(0.0, 1.0))
     reject_near_zero = log_evalue_above(s, n, lo_edge, prior=prior) >= thr
     out = _bisect(lambda m: log_evalue_above(s, n, m, prior=prior) >= thr,
-                  lo_edge, np.clip(mean, None, np.nextafter(1.0, 0.0)), rising=False)
+                  lo_edge, np.clip(mean, lo_edge, np.nextafter(1.0, 0.0)), rising=False)
     return np.where(reject_near_zero & (n > 0), out, 0.0)
