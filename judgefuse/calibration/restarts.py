@@ -31,11 +31,20 @@ every long enough drift-free stream).
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["DEFAULT_MIN_LEVEL", "check_min_level", "level_count", "log_threshold", "window_starts"]
+__all__ = [
+    "DEFAULT_MIN_LEVEL",
+    "RestartedMean",
+    "Windows",
+    "check_min_level",
+    "level_count",
+    "log_threshold",
+    "window_starts",
+]
 
 #: Shortest restart spacing 2^5 = 32 labels. Shorter windows can only flag bursts of errors
 #: and take budget from the scales a 10-point drop needs (a few hundred labels): on drops
@@ -77,3 +86,108 @@ def log_threshold(alpha: float, level: Any, start: Any, min_level: int) -> Any:
     i = np.asarray(start) >> np.asarray(level)
     out = (-math.log(alpha) + np.log((j + 1.0) * (j + 2.0)) + np.log((i + 1.0) * (i + 2.0)))
     return float(out) if np.ndim(out) == 0 else out
+
+
+class Windows(NamedTuple):
+    """The live candidate windows after ``t`` observations, one entry per window.
+
+    ``squares`` is None unless the engine tracks sums of squares. Empty windows are included.
+    """
+
+    levels: np.ndarray
+    starts: np.ndarray
+    sums: np.ndarray
+    squares: np.ndarray | None
+    counts: np.ndarray
+
+
+class RestartedMean:
+    """Running sums of the restart windows of one [0, 1] stream; ``O(log t)`` per update.
+
+    Keeps the count ``t``, the total, and per level the sums of its ``cur`` and ``prev``
+    windows (with ``squares=True`` also their sums of squares, which variance-adaptive tests
+    need). The shared engine of the precision monitor and the drift detectors.
+    """
+
+    def __init__(self, *, min_level: int = DEFAULT_MIN_LEVEL, squares: bool = False) -> None:
+        self.min_level = check_min_level(min_level)
+        self.squares = bool(squares)
+        self.t = 0
+        self.total = 0.0
+        self.total_sq = 0.0
+        # per level: [sum cur, sum prev] (+ [square cur, square prev] with squares)
+        self.sums: list[list[float]] = [self._empty_level(0.0, 0.0)]
+
+    def _empty_level(self, total: float, total_sq: float) -> list[float]:
+        return [total, 0.0, total_sq, 0.0] if self.squares else [total, 0.0]
+
+    def update(self, x: float) -> None:
+        """Add one observation in [0, 1]."""
+        t_old, t = self.t, self.t + 1
+        while len(self.sums) < level_count(t, self.min_level):
+            # a new top level: its current window starts at 0
+            self.sums.append(self._empty_level(self.total, self.total_sq))
+        x2 = x * x
+        for j, row in enumerate(self.sums):
+            level = self.min_level + j
+            has_prev = window_starts(t_old, level)[1] >= 0
+            row[0] += x
+            if has_prev:
+                row[1] += x
+            if self.squares:
+                row[2] += x2
+                if has_prev:
+                    row[3] += x2
+            if t % (1 << level) == 0:  # roll: cur becomes prev, a new cur starts here
+                row[1], row[0] = row[0], 0.0
+                if self.squares:
+                    row[3], row[2] = row[2], 0.0
+        self.total += x
+        self.total_sq += x2
+        self.t = t
+
+    def windows(self, keep: Callable[[float, int], bool] | None = None) -> Windows:
+        """The live windows, optionally only those with ``keep(sum, count)`` true.
+
+        ``keep`` runs in plain Python before any array is built: monitors pass "the window
+        mean is past the tested value", which skips the numpy work on most updates.
+        """
+        levels, starts, sums, squares = [], [], [], []
+        for j, row in enumerate(self.sums):
+            level = self.min_level + j
+            for slot, start in enumerate(window_starts(self.t, level)):
+                if start < 0 or (keep is not None and not keep(row[slot], self.t - start)):
+                    continue
+                levels.append(level)
+                starts.append(start)
+                sums.append(row[slot])
+                if self.squares:
+                    squares.append(row[2 + slot])
+        starts_arr = np.array(starts, dtype=np.int64)
+        return Windows(np.array(levels, dtype=np.int64), starts_arr,
+                       np.array(sums, dtype=np.float64),
+                       np.array(squares, dtype=np.float64) if self.squares else None,
+                       self.t - starts_arr)
+
+    def to_state(self) -> dict[str, Any]:
+        out = {"min_level": self.min_level, "t": self.t, "total": self.total,
+               "sums": [list(r) for r in self.sums]}
+        if self.squares:
+            out["total_sq"] = self.total_sq
+        return out
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> RestartedMean:
+        try:
+            out = cls(min_level=state["min_level"], squares="total_sq" in state)
+            t, total, rows = int(state["t"]), float(state["total"]), state["sums"]
+            width = 4 if out.squares else 2
+            rows = [[float(v) for v in r] for r in rows]
+            total_sq = float(state.get("total_sq", 0.0))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not a restart-window state: {exc!r}") from None
+        if t < 0 or len(rows) != level_count(t, out.min_level) or any(len(r) != width for r in rows):
+            raise ValueError(f"inconsistent state: t={t} needs {level_count(max(t, 0), out.min_level)} "
+                             f"levels of {width} sums, got {[len(r) for r in rows]}")
+        out.t, out.total, out.total_sq, out.sums = t, total, total_sq, rows
+        return out

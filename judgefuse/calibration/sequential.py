@@ -51,11 +51,16 @@ from .mixture_bound import (
     mixture_lower,
     mixture_upper,
 )
-from .restarts import DEFAULT_MIN_LEVEL, check_min_level, level_count, log_threshold, window_starts
+from .restarts import (
+    DEFAULT_MIN_LEVEL,
+    RestartedMean,
+    check_min_level,
+    log_threshold,
+    window_starts,
+)
 
 __all__ = [
     "PrecisionMonitor",
-    "RestartedMean",
     "check_alpha",
     "first_crossing",
     "precision_alarm_times",
@@ -92,71 +97,15 @@ def _log_evalue(side: Side, sums: Any, counts: Any, m: Any, prior: tuple[float, 
     return fn(sums, counts, m, prior=prior)
 
 
-class RestartedMean:
-    """Running sums of the restart candidates of one [0, 1] stream (see :mod:`.restarts`).
-
-    The shared engine of :class:`PrecisionMonitor` and the drift detectors: it only keeps the
-    label count ``t``, the total, and per level the sums of its ``cur`` and ``prev`` windows.
-    """
-
-    def __init__(self, *, min_level: int = DEFAULT_MIN_LEVEL) -> None:
-        self.min_level = check_min_level(min_level)
-        self.t = 0
-        self.total = 0.0
-        self.sums: list[list[float]] = [[0.0, 0.0]]
-
-    def update(self, x: float) -> None:
-        """Add one observation in [0, 1]; ``O(log t)``."""
-        t_old, t = self.t, self.t + 1
-        while len(self.sums) < level_count(t, self.min_level):
-            self.sums.append([self.total, 0.0])  # a new top level: its window starts at 0
-        for j, pair in enumerate(self.sums):
-            level = self.min_level + j
-            pair[0] += x
-            if window_starts(t_old, level)[1] >= 0:
-                pair[1] += x
-            if t % (1 << level) == 0:
-                pair[1], pair[0] = pair[0], 0.0
-        self.total += x
-        self.t = t
-
-    def candidates(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """``(levels, starts, sums, counts)`` of the live windows (empty windows included)."""
-        levels, starts, sums = [], [], []
-        for j, (cur_sum, prev_sum) in enumerate(self.sums):
-            level = self.min_level + j
-            cur, prev = window_starts(self.t, level)
-            levels.append(level), starts.append(cur), sums.append(cur_sum)
-            if prev >= 0:
-                levels.append(level), starts.append(prev), sums.append(prev_sum)
-        starts_arr = np.array(starts, dtype=np.int64)
-        return (np.array(levels, dtype=np.int64), starts_arr, np.array(sums, dtype=np.float64),
-                self.t - starts_arr)
-
-    def crosses(self, m: float, side: Side, alpha: float, prior: tuple[float, float]) -> bool:
-        """Whether some candidate's e-value against the mean being on the other side of ``m``
-        reaches its share of ``alpha`` (``side='below'``: evidence the mean is below ``m``)."""
-        levels, starts, sums, counts = self.candidates()
-        log_e = _log_evalue(side, sums, counts, m, prior)
-        return bool(np.any(log_e >= log_threshold(alpha, levels, starts, self.min_level)))
-
-    def to_state(self) -> dict[str, Any]:
-        return {"min_level": self.min_level, "t": self.t, "total": self.total,
-                "sums": [list(p) for p in self.sums]}
-
-    @classmethod
-    def from_state(cls, state: dict[str, Any]) -> RestartedMean:
-        try:
-            out = cls(min_level=state["min_level"])
-            t, total, sums = int(state["t"]), float(state["total"]), state["sums"]
-            pairs = [[float(c), float(p)] for c, p in sums]
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"not a RestartedMean state: {exc!r}") from None
-        if t < 0 or len(pairs) != level_count(t, out.min_level):
-            raise ValueError(f"inconsistent state: t={t} needs {level_count(max(t, 0), out.min_level)} "
-                             f"levels of sums, got {len(pairs)}")
-        out.t, out.total, out.sums = t, total, pairs
-        return out
+def _bernoulli_kl_times_n(s: float, n: int, m: float) -> float:
+    """``n * KL(Bernoulli(s/n) || Bernoulli(m))`` in nats (``0 log 0 = 0``)."""
+    f = n - s
+    out = 0.0
+    if s > 0:
+        out += s * math.log(s / (n * m))
+    if f > 0:
+        out += f * math.log(f / (n * (1.0 - m)))
+    return out
 
 
 def _check_bool(correct: Any) -> float:
@@ -207,10 +156,19 @@ class PrecisionMonitor:
     def update(self, correct: bool) -> None:
         """Add one audit label; ``O(log labels)``."""
         self._engine.update(_check_bool(correct))
-        if self.alarmed_at is None and self._engine.crosses(
-            self.target, "below", self.alpha, self.prior
-        ):
-            self.alarmed_at = self._engine.t
+        if self.alarmed_at is None:
+            # A window can only reject the target when its mean is below it AND its largest
+            # possible log e-value, n * KL(mean || target) (the best alternative's likelihood
+            # ratio, prior mass <= 1), reaches the smallest threshold log(1/alpha). Plain Python
+            # prefilter; the exact test below decides.
+            target, floor = self.target, -math.log(self.alpha)
+            w = self._engine.windows(lambda s, n: s < target * n and _bernoulli_kl_times_n(
+                s, n, target) >= floor)
+            if w.sums.size == 0:
+                return
+            log_e = log_evalue_below(w.sums, w.counts, self.target, prior=self.prior)
+            if np.any(log_e >= log_threshold(self.alpha, w.levels, w.starts, self.min_level)):
+                self.alarmed_at = self._engine.t
 
     def update_many(self, correct: Iterable[bool]) -> None:
         """Add labels in order (each is checked, as if read after every label)."""
@@ -240,7 +198,7 @@ class PrecisionMonitor:
         if self.labels == 0:
             return {**base, "estimate": math.nan, "lower": 0.0, "upper": 1.0,
                     "window_start": 0, "window_labels": 0}
-        levels, starts, sums, counts = self._engine.candidates()
+        levels, starts, sums, _, counts = self._engine.windows()
         keep = counts > 0
         levels, starts, sums, counts = levels[keep], starts[keep], sums[keep], counts[keep]
         thr = np.asarray(log_threshold(self.alpha, levels, starts, self.min_level), dtype=float)
@@ -282,7 +240,7 @@ def first_crossing(
     prior: tuple[float, float] = DEFAULT_PRIOR,
     min_level: int = DEFAULT_MIN_LEVEL,
 ) -> np.ndarray:
-    """Vectorised :class:`RestartedMean` check over many streams, read after every observation.
+    """Vectorised restart-candidate check over many streams, read after every observation.
 
     ``values``: shape (streams, n), each in [0, 1]. ``m``: scalar or shape (streams,).
     Returns shape (streams,) int: the 1-based observation count at which some candidate first

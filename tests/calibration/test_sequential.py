@@ -17,10 +17,9 @@ from judgefuse.calibration.mixture_bound import (
     mixture_lower,
     mixture_upper,
 )
-from judgefuse.calibration.restarts import level_count, log_threshold, window_starts
+from judgefuse.calibration.restarts import RestartedMean, level_count, log_threshold, window_starts
 from judgefuse.calibration.sequential import (
     PrecisionMonitor,
-    RestartedMean,
     first_crossing,
     precision_alarm_times,
 )
@@ -150,15 +149,17 @@ def test_scalar_and_vectorised_monitors_alarm_at_the_same_label() -> None:
 def test_engine_sums_equal_the_windows_they_stand_for() -> None:
     rng = np.random.default_rng(4)
     x = rng.uniform(size=700)
-    eng = RestartedMean(min_level=2)
+    eng = RestartedMean(min_level=2, squares=True)
     for t, v in enumerate(x, start=1):
         eng.update(float(v))
-        levels, starts, sums, counts = eng.candidates()
+        levels, starts, sums, squares, counts = eng.windows()
         assert len(eng.sums) == level_count(t, 2)
-        for lev, s, tot, c in zip(levels, starts, sums, counts, strict=True):
+        for lev, s, tot, sq, c in zip(levels, starts, sums, squares, counts, strict=True):
             assert s in window_starts(t, int(lev))
             assert c == t - s
             assert tot == pytest.approx(x[s:t].sum(), abs=1e-9)
+            assert sq == pytest.approx((x[s:t] ** 2).sum(), abs=1e-9)
+    assert RestartedMean.from_state(eng.to_state()).to_state() == eng.to_state()
 
 
 def test_alarm_is_the_upper_bound_falling_below_target() -> None:
