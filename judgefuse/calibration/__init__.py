@@ -9,6 +9,14 @@ from .binning import BinTotals, bin_totals, equal_width_bin_index, equal_width_e
 from .bootstrap import BOOTSTRAP_METRICS, bootstrap_ci
 from .capability import capability_brier, capability_random_baseline, expected_accuracy
 from .comparison import HelpedHarmed, JudgeComparison, ViewScores, compare_judges, helped_harmed
+from .label_budget import (
+    AuditPlan,
+    DetectionDelay,
+    HalfWidths,
+    expected_detection_delay,
+    expected_half_width,
+    plan_audit_rate,
+)
 from .ranking import aurc, auroc, risk_coverage_curve
 from .drift import BrierDrift, MeanShiftDetector, VoteDrift
 from .recalibration import (
