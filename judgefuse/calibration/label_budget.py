@@ -34,9 +34,9 @@ from typing import Any
 import numpy as np
 from scipy.stats import norm
 
-from .mixture_bound import DEFAULT_PRIOR, check_prior, log_evalue_below
-from .restarts import DEFAULT_MIN_LEVEL, check_min_level, log_threshold
-from .sequential import check_alpha, check_mean, precision_alarm_times
+from .mixture_bound import check_prior, log_evalue_below
+from .restarts import DEFAULT_MIN_LEVEL, SLOTS, check_min_level, log_threshold
+from .sequential import check_alpha, check_mean, precision_alarm_times, precision_prior
 
 __all__ = [
     "AuditPlan",
@@ -235,7 +235,7 @@ def expected_detection_delay(
     drop: float = 0.10,
     change_after_labels: int = 500,
     alpha: float = 0.05,
-    prior: tuple[float, float] = DEFAULT_PRIOR,
+    prior: tuple[float, float] | None = None,
     min_level: int = DEFAULT_MIN_LEVEL,
     method: str = "simulate",
     streams: int = 200,
@@ -249,7 +249,7 @@ def expected_detection_delay(
     ``method="path"`` computes it from the monitor's boundary: every restart window (level
     ``k``, start ``s``) is followed along the expected path (``p0`` per label before the change,
     ``p1`` after) and the delay is the first label count at which one of them reaches its
-    threshold while still live (``t < s + 2^(k+1)``). Deterministic and fast, but it ignores that
+    threshold while still live (``t < s + SLOTS * 2^k``). Deterministic and fast, but it ignores that
     with random labels *some* window crosses early: it overstated the simulated median by up to ~40% in
     ``benchmarks/bench_drift.py``. ``method="simulate"`` (default) runs the very monitor
     (:func:`~.sequential.precision_alarm_times`) on ``streams`` seeded streams with the change
@@ -263,7 +263,8 @@ def expected_detection_delay(
     auto = _positive(auto_per_day, "auto_per_day", allow_zero=False)
     target, p0 = check_mean(target, "target"), check_mean(precision_before, "precision_before")
     p1 = p0 - _positive(drop, "drop")
-    alpha, prior, min_level = check_alpha(alpha), check_prior(prior), check_min_level(min_level)
+    alpha, min_level = check_alpha(alpha), check_min_level(min_level)
+    prior = precision_prior(target) if prior is None else check_prior(prior)
     if isinstance(change_after_labels, bool) or not isinstance(
             change_after_labels, (int, np.integer)) or change_after_labels < 0:
         raise ValueError(f"change_after_labels must be an integer >= 0, got {change_after_labels!r}")
@@ -295,9 +296,10 @@ def _path_delay(t0: int, p0: float, p1: float, target: float, alpha: float,
     level = min_level
     while (1 << level) <= 2 * horizon_labels:
         size = 1 << level
-        first = max(0, t0 // size - 1)
+        first = max(0, t0 // size - (SLOTS - 1))
         for start in range(first * size, (t0 // size + 2) * size, size):
-            t = np.arange(max(start + 1, t0 + 1), min(start + 2 * size, t0 + horizon_labels + 1))
+            t = np.arange(max(start + 1, t0 + 1),
+                          min(start + SLOTS * size, t0 + horizon_labels + 1))
             if t.size == 0:
                 continue
             good = max(0, t0 - start)  # labels of the window before the change

@@ -51,8 +51,9 @@ __all__ = [
     "mixture_upper",
 ]
 
-#: Beta(1, 1): the uniform (Laplace) mixing prior. The monitors only use the part of it on
-#: one side of the tested mean, so most of it sits where a drop would take the precision.
+#: Beta(1, 1): the uniform (Laplace) mixing prior, for bounds with no preferred alternative.
+#: The precision monitor centres its prior on the drops it should catch first
+#: (:func:`~.sequential.precision_prior`).
 DEFAULT_PRIOR: tuple[float, float] = (1.0, 1.0)
 
 _BISECT_STEPS = 60  # interval width 2^-60: below float resolution near any mean in (0, 1)

@@ -7,13 +7,16 @@ confidence sequence over the labels since its own start, and an alarm fires when
 excludes the target: the candidate that started just after the change sees only bad labels.
 
 **The grid.** Level ``k`` (``k >= min_level``) starts a candidate every ``2^k`` labels: starts
-``s = i * 2^k`` (``i = 0, 1, 2, ...``). After ``t`` labels each level keeps only its two most
-recent starts, ``cur = floor(t / 2^k) * 2^k`` and ``prev = cur - 2^k`` (when >= 0), i.e. a
-window of between 0 and ``2^(k+1)`` labels; levels run from ``min_level`` up to the first one
-whose ``cur`` start is 0 (``max(min_level, bit_length(t))``). So a change is followed, at every
-scale ``2^k``, by a candidate that starts at most ``2^k`` labels after it and lives for ``2^k``
-to ``2^(k+1)`` labels: the level near the needed evidence catches it. That is ``O(log t)``
-candidates, updated in ``O(log t)`` per label, stored as two sums per level.
+``s = i * 2^k`` (``i = 0, 1, 2, ...``). After ``t`` labels each level keeps only its
+:data:`SLOTS` most recent starts, ``cur = floor(t / 2^k) * 2^k``, ``cur - 2^k``, ... (those
+>= 0), so a start lives for ``SLOTS * 2^k`` labels; levels run from ``min_level`` up to the first
+one whose ``cur`` start is 0 (``max(min_level, bit_length(t))``). So a change is followed, at
+every scale ``2^k``, by a candidate that starts at most ``2^k`` labels after it and lives for
+``(SLOTS - 1) * 2^k`` to ``SLOTS * 2^k`` labels: the level near the needed evidence catches it.
+That is ``O(log t)`` candidates, updated in ``O(log t)`` per label, stored as ``SLOTS`` sums per
+level. Why four slots and not two: a start's budget does not depend on how long it is kept, so
+keeping it longer is free power; on drops 0.90 -> 0.75 (target 0.85) two slots gave a median
+delay of 350 labels, three 337, four 332 (and the p90 fell from 599 to 559).
 
 **The budget.** Candidate (level ``k``, index ``i``) gets ``alpha_(k,i) = alpha * w_j * v_i``
 with ``j = k - min_level`` and ``w_j = 1 / ((j+1)(j+2))``, ``v_i = 1 / ((i+1)(i+2))``: both sum
@@ -38,6 +41,7 @@ import numpy as np
 
 __all__ = [
     "DEFAULT_MIN_LEVEL",
+    "SLOTS",
     "RestartedMean",
     "Windows",
     "check_min_level",
@@ -46,11 +50,15 @@ __all__ = [
     "window_starts",
 ]
 
-#: Shortest restart spacing 2^5 = 32 labels. Shorter windows can only flag bursts of errors
+#: Shortest restart spacing 2^6 = 64 labels. Shorter windows can only flag bursts of errors
 #: and take budget from the scales a 10-point drop needs (a few hundred labels): on drops
-#: 0.90 -> 0.75 (target 0.85) the median delay was 396 labels with min_level 3, 376 with 4 and
-#: 355 with 5. A collapse to precision 0.3 is still caught within ~32-64 labels.
-DEFAULT_MIN_LEVEL = 5
+#: 0.90 -> 0.75 (target 0.85) the median delay was 396 labels with min_level 3, 376 with 4,
+#: 355 with 5 (two slots) and 332 -> 302 going from 5 to 6 (four slots). A collapse to
+#: precision 0.3 is still caught within ~35 labels (tests/calibration/test_sequential.py).
+DEFAULT_MIN_LEVEL = 6
+
+#: Windows kept per level (the most recent starts); see "The grid" above.
+SLOTS = 4
 
 
 def check_min_level(min_level: Any) -> int:
@@ -66,18 +74,21 @@ def level_count(t: int, min_level: int) -> int:
     return max(min_level, int(t).bit_length()) - min_level + 1
 
 
-def window_starts(t: Any, level: int) -> tuple[Any, Any]:
-    """The ``(cur, prev)`` start of level ``level`` after ``t`` labels (ints or int arrays).
+def window_starts(t: Any, level: int) -> tuple[Any, ...]:
+    """The :data:`SLOTS` live starts of level ``level`` after ``t`` labels, newest first.
 
-    ``prev`` is -1 where it does not exist yet. Windows cover labels ``start+1 .. t``.
+    ``t`` is an int or an int array; a start that does not exist yet is -1. A window covers
+    labels ``start+1 .. t``.
     """
     cur = (t >> level) << level
-    prev = cur - (1 << level)
-    if isinstance(prev, np.ndarray):
-        prev = np.where(prev >= 0, prev, -1)
-    elif prev < 0:
-        prev = -1
-    return cur, prev
+    out = [cur]
+    for slot in range(1, SLOTS):
+        start = cur - slot * (1 << level)
+        if isinstance(start, np.ndarray):
+            out.append(np.where(start >= 0, start, -1))
+        else:
+            out.append(start if start >= 0 else -1)
+    return tuple(out)
 
 
 def log_threshold(alpha: float, level: Any, start: Any, min_level: int) -> Any:
@@ -104,9 +115,9 @@ class Windows(NamedTuple):
 class RestartedMean:
     """Running sums of the restart windows of one [0, 1] stream; ``O(log t)`` per update.
 
-    Keeps the count ``t``, the total, and per level the sums of its ``cur`` and ``prev``
-    windows (with ``squares=True`` also their sums of squares, which variance-adaptive tests
-    need). The shared engine of the precision monitor and the drift detectors.
+    Keeps the count ``t``, the total, and per level the sums of its :data:`SLOTS` windows,
+    newest first (with ``squares=True`` also their sums of squares, which variance-adaptive
+    tests need). The shared engine of the precision monitor and the drift detectors.
     """
 
     def __init__(self, *, min_level: int = DEFAULT_MIN_LEVEL, squares: bool = False) -> None:
@@ -115,11 +126,16 @@ class RestartedMean:
         self.t = 0
         self.total = 0.0
         self.total_sq = 0.0
-        # per level: [sum cur, sum prev] (+ [square cur, square prev] with squares)
+        # per level: SLOTS window sums, newest first (+ SLOTS sums of squares with squares)
         self.sums: list[list[float]] = [self._empty_level(0.0, 0.0)]
 
+    @property
+    def width(self) -> int:
+        return 2 * SLOTS if self.squares else SLOTS
+
     def _empty_level(self, total: float, total_sq: float) -> list[float]:
-        return [total, 0.0, total_sq, 0.0] if self.squares else [total, 0.0]
+        row = [total] + [0.0] * (SLOTS - 1)
+        return row + [total_sq] + [0.0] * (SLOTS - 1) if self.squares else row
 
     def update(self, x: float) -> None:
         """Add one observation in [0, 1]."""
@@ -130,18 +146,17 @@ class RestartedMean:
         x2 = x * x
         for j, row in enumerate(self.sums):
             level = self.min_level + j
-            has_prev = window_starts(t_old, level)[1] >= 0
-            row[0] += x
-            if has_prev:
-                row[1] += x
-            if self.squares:
-                row[2] += x2
-                if has_prev:
-                    row[3] += x2
-            if t % (1 << level) == 0:  # roll: cur becomes prev, a new cur starts here
-                row[1], row[0] = row[0], 0.0
+            live = sum(start >= 0 for start in window_starts(t_old, level))
+            for slot in range(live):
+                row[slot] += x
                 if self.squares:
-                    row[3], row[2] = row[2], 0.0
+                    row[SLOTS + slot] += x2
+            if t % (1 << level) == 0:  # roll: every window moves one slot back, a new one starts
+                row[1:SLOTS] = row[0:SLOTS - 1]
+                row[0] = 0.0
+                if self.squares:
+                    row[SLOTS + 1:] = row[SLOTS:2 * SLOTS - 1]
+                    row[SLOTS] = 0.0
         self.total += x
         self.total_sq += x2
         self.t = t
@@ -162,7 +177,7 @@ class RestartedMean:
                 starts.append(start)
                 sums.append(row[slot])
                 if self.squares:
-                    squares.append(row[2 + slot])
+                    squares.append(row[SLOTS + slot])
         starts_arr = np.array(starts, dtype=np.int64)
         return Windows(np.array(levels, dtype=np.int64), starts_arr,
                        np.array(sums, dtype=np.float64),
@@ -181,7 +196,7 @@ class RestartedMean:
         try:
             out = cls(min_level=state["min_level"], squares="total_sq" in state)
             t, total, rows = int(state["t"]), float(state["total"]), state["sums"]
-            width = 4 if out.squares else 2
+            width = out.width
             rows = [[float(v) for v in r] for r in rows]
             total_sq = float(state.get("total_sq", 0.0))
         except (KeyError, TypeError, ValueError) as exc:
