@@ -4,21 +4,69 @@ Each stream is 20,000 auto-accepted verdicts; each is audited (labelled) with pr
 the monitor is read after every audit label. Target precision 0.85, alpha 0.05.
 
 * Drift-free streams (precision 0.90 or 0.87 throughout, and the worst case: exactly the
-  target 0.85):
-  the share of streams with ANY alarm, with its Clopper-Pearson 95% interval, beside alpha.
+  target 0.85): the share of streams with ANY alarm, with its Clopper-Pearson 95% interval,
+  beside alpha.
 * Drift streams: precision drops 0.90 -> 0.75 at a verdict drawn uniformly from [2,000, 12,000]:
-  median and p90 detection delay in audit labels and in verdicts (over detected drops), the share
-  detected by the end, and the share that alarmed before the change (false alarms).
+  median and p90 detection delay in audit labels and in verdicts, the share detected by the
+  end, and the share that alarmed before the change (false alarms). Delays
+  are over all drops, a drop not caught by the end counting as never ("never" where the
+  percentile falls on those), so missing drops cannot flatter a method.
 * Side by side: the restarted monitor (``PrecisionMonitor``, vectorised), a single confidence
-  sequence since tuning (the same mixture, no restarts), and a naive rolling z-test (last 200
-  labels, one-sided z at 0.05, read after every label once the window is full). The "path"
-  column is ``expected_detection_delay`` at the median change label (the boundary followed
-  along the expected label path), beside the simulated median.
+  sequence since tuning (the same kind of mixture with a uniform prior, no restarts), and a
+  naive rolling z-test (last 200 labels, one-sided z at 0.05, read after every label once the
+  window is full). The "path" column (restarted CS only, in labels) is
+  ``expected_detection_delay(method="path")`` at the median change label (the boundary
+  followed along the expected label path), beside the simulated median.
 
 Run: ``PYTHONPATH=. python benchmarks/bench_drift.py [streams]`` (default 500; ~1-3 minutes on
 one core). Output of that command on 2026-11-23 (2 shared cores):
 
-RESULTS_PLACEHOLDER
+    500 streams x 20,000 auto-accepted verdicts, target 0.85, alpha 0.05, read after every audit label
+    Drift-free streams: share with any alarm [Clopper-Pearson 95%]
+      p=0.90 r=0.02 restarted CS  false alarms 0.000 [0.000, 0.007]  (alpha 0.05)
+      p=0.90 r=0.02 single CS     false alarms 0.002 [0.000, 0.011]  (alpha 0.05)
+      p=0.90 r=0.02 z-test w200   false alarms 0.000 [0.000, 0.007]  (alpha 0.05)
+      p=0.87 r=0.02 restarted CS  false alarms 0.006 [0.001, 0.017]  (alpha 0.05)
+      p=0.87 r=0.02 single CS     false alarms 0.008 [0.002, 0.020]  (alpha 0.05)
+      p=0.87 r=0.02 z-test w200   false alarms 0.054 [0.036, 0.078]  (alpha 0.05)
+      p=0.85 r=0.02 restarted CS  false alarms 0.002 [0.000, 0.011]  (alpha 0.05)
+      p=0.85 r=0.02 single CS     false alarms 0.016 [0.007, 0.031]  (alpha 0.05)
+      p=0.85 r=0.02 z-test w200   false alarms 0.236 [0.199, 0.276]  (alpha 0.05)
+      p=0.90 r=0.05 restarted CS  false alarms 0.000 [0.000, 0.007]  (alpha 0.05)
+      p=0.90 r=0.05 single CS     false alarms 0.002 [0.000, 0.011]  (alpha 0.05)
+      p=0.90 r=0.05 z-test w200   false alarms 0.002 [0.000, 0.011]  (alpha 0.05)
+      p=0.87 r=0.05 restarted CS  false alarms 0.000 [0.000, 0.007]  (alpha 0.05)
+      p=0.87 r=0.05 single CS     false alarms 0.012 [0.004, 0.026]  (alpha 0.05)
+      p=0.87 r=0.05 z-test w200   false alarms 0.160 [0.129, 0.195]  (alpha 0.05)
+      p=0.85 r=0.05 restarted CS  false alarms 0.008 [0.002, 0.020]  (alpha 0.05)
+      p=0.85 r=0.05 single CS     false alarms 0.018 [0.008, 0.034]  (alpha 0.05)
+      p=0.85 r=0.05 z-test w200   false alarms 0.574 [0.529, 0.618]  (alpha 0.05)
+      p=0.90 r=0.10 restarted CS  false alarms 0.000 [0.000, 0.007]  (alpha 0.05)
+      p=0.90 r=0.10 single CS     false alarms 0.000 [0.000, 0.007]  (alpha 0.05)
+      p=0.90 r=0.10 z-test w200   false alarms 0.002 [0.000, 0.011]  (alpha 0.05)
+      p=0.87 r=0.10 restarted CS  false alarms 0.000 [0.000, 0.007]  (alpha 0.05)
+      p=0.87 r=0.10 single CS     false alarms 0.004 [0.000, 0.014]  (alpha 0.05)
+      p=0.87 r=0.10 z-test w200   false alarms 0.272 [0.233, 0.313]  (alpha 0.05)
+      p=0.85 r=0.10 restarted CS  false alarms 0.002 [0.000, 0.011]  (alpha 0.05)
+      p=0.85 r=0.10 single CS     false alarms 0.016 [0.007, 0.031]  (alpha 0.05)
+      p=0.85 r=0.10 z-test w200   false alarms 0.846 [0.811, 0.877]  (alpha 0.05)
+    Drop 0.9 -> 0.75 at a verdict uniform in (2000, 12000):
+      r=0.02 restarted CS  delay labels median    205 p90  never | verdicts median   9977 p90  never | detected 0.618 | alarmed before change 0.000 | path 265
+      r=0.02 single CS     delay labels median  never p90  never | verdicts median  never p90  never | detected 0.308 | alarmed before change 0.002
+      r=0.02 z-test w200   delay labels median    128 p90    167 | verdicts median   6256 p90   8613 | detected 0.980 | alarmed before change 0.000
+      r=0.05 restarted CS  delay labels median    243 p90    484 | verdicts median   4845 p90   9846 | detected 0.948 | alarmed before change 0.000 | path 335
+      r=0.05 single CS     delay labels median    564 p90  never | verdicts median  11413 p90  never | detected 0.586 | alarmed before change 0.000
+      r=0.05 z-test w200   delay labels median    122 p90    166 | verdicts median   2420 p90   3356 | detected 1.000 | alarmed before change 0.000
+      r=0.10 restarted CS  delay labels median    276 p90    478 | verdicts median   2712 p90   4858 | detected 0.998 | alarmed before change 0.000 | path 371
+      r=0.10 single CS     delay labels median    876 p90  never | verdicts median   8738 p90  never | detected 0.764 | alarmed before change 0.002
+      r=0.10 z-test w200   delay labels median    120 p90    163 | verdicts median   1202 p90   1667 | detected 1.000 | alarmed before change 0.000
+    elapsed 44.8 s
+
+Reading it: the restarted monitor never exceeds alpha (worst 0.8% of streams, upper CP bound
+2.0%), while the z-test alarms on 24-85% of streams whose precision sits at the target and
+5-27% at 0.87. The z-test is faster when a drop is real (~120 labels) because it spends no
+budget on validity. At 2% the stream ends before a late drop can be seen (~300 labels after a
+change at verdict 12,000 would need verdict 27,000), hence "never" at the p90.
 """
 
 from __future__ import annotations
@@ -118,15 +166,23 @@ def delay_rows(streams: int, rate: float, seed: int) -> list[str]:
         fired = (alarms > 0) & (alarms <= counts)
         early = fired & (alarms <= before)
         hit = fired & ~early
-        d_lab = (alarms - before)[hit]
-        d_ver = where[np.flatnonzero(hit), alarms[hit] - 1] - change[hit]
-        med = lambda v, q=50: float(np.percentile(v, q)) if v.size else math.nan  # noqa: E731
+        # delays over ALL drops: a drop never caught by the end counts as an infinite delay
+        # (so a median over detected drops only cannot flatter a monitor that misses many)
+        d_lab = np.where(hit, alarms - before, np.inf)
+        d_ver = np.full(streams, np.inf)
+        d_ver[hit] = where[np.flatnonzero(hit), alarms[hit] - 1] - change[hit]
         out.append(
-            f"  r={rate:.2f} {name:<13} delay labels median {med(d_lab):6.0f} p90 {med(d_lab, 90):6.0f}"
-            f" | verdicts median {med(d_ver):6.0f} p90 {med(d_ver, 90):6.0f}"
+            f"  r={rate:.2f} {name:<13} delay labels median {_q(d_lab, 50)} p90 {_q(d_lab, 90)}"
+            f" | verdicts median {_q(d_ver, 50)} p90 {_q(d_ver, 90)}"
             f" | detected {hit.mean():.3f} | alarmed before change {early.mean():.3f}"
-            + (f" | path {path.labels:.0f} labels" if name == "restarted CS" else ""))
+            + (f" | path {path.labels:.0f}" if name == "restarted CS" else ""))
     return out
+
+
+def _q(values: np.ndarray, q: float) -> str:
+    """Percentile as text, 'never' when it falls on undetected drops."""
+    v = float(np.percentile(values, q, method="inverted_cdf"))
+    return f"{v:6.0f}" if math.isfinite(v) else " never"
 
 
 def main(streams: int = 500) -> None:
