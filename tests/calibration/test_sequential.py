@@ -22,6 +22,7 @@ from judgefuse.calibration.sequential import (
     PrecisionMonitor,
     first_crossing,
     precision_alarm_times,
+    precision_prior,
 )
 
 
@@ -66,14 +67,16 @@ def test_inverted_bounds_sit_on_the_boundary() -> None:
 
 
 # ---------------------------------------------------------------- time-uniform coverage
-@pytest.mark.parametrize("p", [0.85, 0.5, 0.97])
-def test_bounds_contain_the_true_mean_at_all_times(p: float) -> None:
+@pytest.mark.parametrize(("p", "prior"), [
+    (0.85, (1.0, 1.0)), (0.5, (1.0, 1.0)), (0.97, (1.0, 1.0)), (0.85, precision_prior(0.85)),
+])
+def test_bounds_contain_the_true_mean_at_all_times(p: float, prior: tuple[float, float]) -> None:
     """Seeded iid streams read after every label: the share of streams whose bounds EVER
     exclude the true mean (either side, any candidate) stays below alpha."""
     alpha = 0.1
     x = np.random.default_rng(int(p * 100)).uniform(size=(200, 800)) < p
-    upper_missed = first_crossing(x, p, side="below", alpha=alpha) > 0
-    lower_missed = first_crossing(x, p, side="above", alpha=alpha) > 0
+    upper_missed = first_crossing(x, p, side="below", alpha=alpha, prior=prior) > 0
+    lower_missed = first_crossing(x, p, side="above", alpha=alpha, prior=prior) > 0
     rate = float(np.mean(upper_missed | lower_missed))
     print(f"p={p}: streams whose bounds ever missed p: {rate:.3f} (each side <= alpha = {alpha})")
     assert upper_missed.mean() <= alpha and lower_missed.mean() <= alpha
