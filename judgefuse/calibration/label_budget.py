@@ -126,6 +126,11 @@ def plan_audit_rate(
         rate, binding = lo, "min_rate"
     else:
         rate, binding = wanted, "budget"
+    if not review_labelled and binding in ("max_rate", "min_rate"):
+        # the audit rate hit a bound: the review stratum takes (or gives) the difference, so
+        # the day's labels still match the budget where the review stratum allows
+        n_rev_adjusted = min(review, max(0.0, budget - rate * auto))
+        review_rate = n_rev_adjusted / review if review > 0 else 0.0
     n_review = review * review_rate
     return AuditPlan(audit_rate=rate, review_rate=review_rate, audit_labels_per_day=rate * auto,
                      review_labels_per_day=n_review, labels_per_day=n_review + rate * auto,

@@ -33,6 +33,14 @@ def test_capped_neyman_is_proportional_to_size_times_sd_and_respects_caps() -> N
     assert sum(_capped_neyman(10_000, (100, 1000), (0.5, 0.3))) == pytest.approx(1100)
 
 
+def test_without_review_labels_a_capped_audit_rate_hands_the_rest_to_review() -> None:
+    plan = plan_audit_rate(600, 400, 8000, review_labelled=False, sd_review=0.5, sd_auto=0.3,
+                           max_rate=0.05)
+    assert plan.binding == "max_rate" and plan.audit_rate == 0.05
+    assert plan.review_labels_per_day == pytest.approx(200)
+    assert plan.labels_per_day == pytest.approx(600)
+
+
 def test_neyman_split_minimises_the_stratified_variance() -> None:
     """Among all splits of the same total, the capped Neyman one gives the smallest half-width."""
     review, auto, budget = 400.0, 8000.0, 600.0
