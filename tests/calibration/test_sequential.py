@@ -17,7 +17,13 @@ from judgefuse.calibration.mixture_bound import (
     mixture_lower,
     mixture_upper,
 )
-from judgefuse.calibration.restarts import RestartedMean, level_count, log_threshold, window_starts
+from judgefuse.calibration.restarts import (
+    SLOTS,
+    RestartedMean,
+    level_count,
+    log_threshold,
+    window_starts,
+)
 from judgefuse.calibration.sequential import (
     PrecisionMonitor,
     first_crossing,
@@ -173,6 +179,16 @@ def test_engine_sums_equal_the_windows_they_stand_for() -> None:
             assert tot == pytest.approx(x[s:t].sum(), abs=1e-9)
             assert sq == pytest.approx((x[s:t] ** 2).sum(), abs=1e-9)
     assert RestartedMean.from_state(eng.to_state()).to_state() == eng.to_state()
+
+
+def test_work_and_state_grow_with_the_log_of_the_label_count() -> None:
+    """O(log t) per update: the windows after 2^16 labels are SLOTS per level, 12 levels."""
+    eng = RestartedMean(min_level=6)
+    for v in np.random.default_rng(0).uniform(size=1 << 16) < 0.9:
+        eng.update(float(v))
+    assert len(eng.sums) == level_count(1 << 16, 6) == 12
+    assert len(eng.windows().starts) <= SLOTS * len(eng.sums)
+    assert len(json.dumps(eng.to_state())) < 1200
 
 
 def test_alarm_is_the_upper_bound_falling_below_target() -> None:
