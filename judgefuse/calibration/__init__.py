@@ -9,7 +9,16 @@ from .binning import BinTotals, bin_totals, equal_width_bin_index, equal_width_e
 from .bootstrap import BOOTSTRAP_METRICS, bootstrap_ci
 from .capability import capability_brier, capability_random_baseline, expected_accuracy
 from .comparison import HelpedHarmed, JudgeComparison, ViewScores, compare_judges, helped_harmed
+from .label_budget import (
+    AuditPlan,
+    DetectionDelay,
+    HalfWidths,
+    expected_detection_delay,
+    expected_half_width,
+    plan_audit_rate,
+)
 from .ranking import aurc, auroc, risk_coverage_curve
+from .drift import BrierDrift, MeanShiftDetector, VoteDrift
 from .recalibration import (
     RECALIBRATORS,
     HistogramBinning,
@@ -20,6 +29,7 @@ from .recalibration import (
     make_recalibrator,
 )
 from .reliability import ReliabilityBin, reliability_diagram
+from .sequential import PrecisionMonitor, first_crossing, precision_alarm_times
 from .scores import accuracy, adaptive_ce, brier, ece, ice, macroce, mce, nll
 from .summary import SUMMARY_KEYS, per_category, summarize
 from .th_score import THScore, th_score, th_score_from_parts
