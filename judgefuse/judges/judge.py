@@ -10,13 +10,17 @@ vote's samples count one each), not votes. :meth:`Judge.vote` is bounded by ``ti
 whole (``asyncio.timeout``): past it the vote is invalid with error ``"timeout: ..."``.
 
 The API key is read from the environment variable ``api_key_env`` when the judge is built and
-kept as a :class:`pydantic.SecretStr`; it is never part of a repr, a vote or an error.
+kept as a :class:`pydantic.SecretStr`; it is never part of a repr, a vote or an error. Every vote
+leaves through :func:`~judgefuse.judges.finalise.finalise_vote` (the key and its encodings
+scrubbed from all its text, the raw reply bounded by ``max_raw_bytes``), and :meth:`Judge.chat`
+scrubs the completion texts it returns (the fuser's reply).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import dataclasses
 import os
 import time
 from collections.abc import Mapping
@@ -27,10 +31,12 @@ from pydantic import SecretStr
 
 from judgefuse.judges.circuit import CircuitBreaker, Outcome
 from judgefuse.judges.config import JudgeConfig, PanelConfigError
+from judgefuse.judges.finalise import finalise_vote
 from judgefuse.judges.modes import elicit
 from judgefuse.judges.registry import build_client
 from judgefuse.judges.transport.cache import ResponseCache, with_cache
 from judgefuse.judges.transport.errors import BadRequest, JudgeTimeout, TransportError
+from judgefuse.judges.transport.redaction import scrubber_for
 from judgefuse.judges.transport.request import (
     ChatClient,
     ChatRequest,
@@ -245,7 +251,7 @@ class Judge:
             return await self._vote(client, item, _VoteCalls())
         admission = self.circuit.admit()
         if not admission.allowed:
-            return JudgeVote.invalid(self.name, self.config.mode, admission.reason, latency_s=0.0)
+            return self._finalise(JudgeVote.invalid(self.name, self.config.mode, admission.reason, latency_s=0.0))
         calls = _VoteCalls()
         outcome: Outcome = "neutral"  # cancelled (panel deadline, client gone): no verdict on health
         try:
@@ -255,7 +261,15 @@ class Judge:
         finally:
             self.circuit.report(admission, outcome)
 
+    def _finalise(self, vote: JudgeVote) -> JudgeVote:
+        """Every vote leaves through here: scrubbed of this judge's key, raw reply bounded."""
+        secret = self._api_key.get_secret_value() if self._api_key is not None else None
+        return finalise_vote(vote, secrets=(secret,), max_raw_bytes=self.config.max_raw_bytes)
+
     async def _vote(self, client: ChatClient, item: PairwiseItem, calls: _VoteCalls) -> JudgeVote:
+        return self._finalise(await self._elicit(client, item, calls))
+
+    async def _elicit(self, client: ChatClient, item: PairwiseItem, calls: _VoteCalls) -> JudgeVote:
         token = _VOTE_CALLS.set(calls)
         started = time.perf_counter()
         try:
@@ -286,6 +300,10 @@ class Judge:
         )
         try:
             async with asyncio.timeout(self.config.timeout_s):
-                return await client.complete(request)
+                response = await client.complete(request)
         except TimeoutError as exc:
             raise JudgeTimeout(f"{self.name!r}: no answer within {self.config.timeout_s:g}s") from exc
+        scrubber = scrubber_for(self._api_key.get_secret_value() if self._api_key is not None else None)
+        if not scrubber:
+            return response
+        return dataclasses.replace(response, texts=[scrubber.scrub(text) for text in response.texts])

@@ -1,13 +1,30 @@
-"""A planted API key never shows in an exception, its chain, a repr or a log line."""
+"""A planted API key never shows in an exception, its chain, a repr, a log line, a completion
+text or a vote: verbatim, encoded (base64, URL, hex, escapes) or as a fragment left by a cut."""
 
 from __future__ import annotations
 
+import base64
+import json
 import logging
+import re
 import traceback
+import urllib.parse
 
 import pytest
+from pydantic import SecretStr
 
-from judgefuse.judges.transport import ChatRequest, DirectOpenAIClient, LiteLLMClient, TransportError, with_retries
+from judgefuse.judges.config import JudgeConfig
+from judgefuse.judges.judge import Judge
+from judgefuse.judges.transport import (
+    ChatRequest,
+    DirectOpenAIClient,
+    LiteLLMClient,
+    MalformedResponse,
+    TransportError,
+    with_retries,
+)
+from judgefuse.judges.transport.errors import redact
+from judgefuse.judges.types import PairwiseItem
 
 PLANTED = "sk-test-PLANTED-123"
 MESSAGES = [{"role": "user", "content": "hi"}]
@@ -92,3 +109,204 @@ def test_litellm_client_reaches_no_network_when_built(tmp_path):
     result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "ATTEMPTS []" in result.stdout
+
+
+# ------------------------------------------------------------------ a provider that echoes the key
+def _encodings(secret: str) -> dict[str, str]:
+    """The key as a hostile provider might echo it: verbatim and in the common encodings.
+
+    Base64 is taken inside a longer blob (``user:<key>``-style, as in a Basic auth header) at
+    each of the three byte alignments, with and without padding, in both alphabets.
+    """
+    raw = secret.encode()
+    forms = {"verbatim": secret, "upper": secret.upper()}
+    for prefix in (b"", b"u:", b"ab:"):
+        for suffix in (b"", b"!", b"!?"):
+            blob = prefix + raw + suffix
+            tag = f"{len(prefix)}{len(suffix)}"
+            forms[f"b64_{tag}"] = base64.b64encode(blob).decode()
+            forms[f"b64_nopad_{tag}"] = base64.b64encode(blob).decode().rstrip("=")
+            forms[f"b64url_{tag}"] = base64.urlsafe_b64encode(blob + b"\xfb\xff").decode()
+            forms[f"b64url_nopad_{tag}"] = base64.urlsafe_b64encode(blob + b"\xfb\xff").decode().rstrip("=")
+    forms["url_quote"] = urllib.parse.quote(secret, safe="")
+    forms["url_every_byte"] = "".join(f"%{b:02X}" for b in raw)
+    forms["url_every_byte_lower"] = "".join(f"%{b:02x}" for b in raw)
+    forms["hex"] = raw.hex()
+    forms["hex_upper"] = raw.hex().upper()
+    forms["json_escapes"] = "".join(f"\\u{ord(c):04x}" for c in secret)
+    return forms
+
+
+def _leaks(text: str, secret: str = PLANTED) -> list[str]:
+    """What of ``secret`` is still readable in ``text``: any 8-char piece of it, verbatim or decoded.
+
+    Decoding tries every base64 run (both alphabets, every alignment), percent-decoding and hex,
+    so a test fails if any encoding of a key fragment survived.
+    """
+    found: list[str] = []
+    pieces = {secret[i : i + 8].lower() for i in range(len(secret) - 7)}
+    candidates = [
+        text,
+        urllib.parse.unquote(text),
+        re.sub(r"\\u([0-9a-fA-F]{4})", lambda m: chr(int(m.group(1), 16)), text),
+    ]
+    for run in re.findall(r"[A-Za-z0-9+/_-]{8,}", text):
+        for shift in range(4):
+            body = run[shift:]
+            body = body[: len(body) - len(body) % 4]
+            for decode in (base64.b64decode, base64.urlsafe_b64decode):
+                try:
+                    candidates.append(decode(body).decode("latin-1"))
+                except ValueError:
+                    pass
+    for run in re.findall(r"[0-9a-fA-F]{16,}", text):
+        for shift in range(2):
+            body = run[shift:]
+            candidates.append(bytes.fromhex(body[: len(body) - len(body) % 2]).decode("latin-1"))
+    for candidate in candidates:
+        lowered = candidate.lower()
+        found += [piece for piece in pieces if piece in lowered]
+    return found
+
+
+def test_the_leak_detector_sees_every_encoding():
+    """The checker used below is not blind: each planted form is found before scrubbing."""
+    for name, form in _encodings(PLANTED).items():
+        assert _leaks(f"noise {form} noise"), name
+
+
+@pytest.mark.parametrize("kind", ["direct", "litellm"])
+async def test_a_key_echoed_in_completion_text_is_scrubbed_in_every_encoding(kind, openai_stub, stub_actions):
+    forms = _encodings(PLANTED)
+    texts = [f"the key is {form}, again: {form}." for form in forms.values()]
+    openai_stub.script(stub_actions.Reply(texts=texts))
+    client = DirectOpenAIClient() if kind == "direct" else LiteLLMClient()
+    request = ChatRequest(
+        model="stub" if kind == "direct" else "openai/stub",
+        messages=MESSAGES,
+        api_base=openai_stub.url,
+        api_key=PLANTED,
+        n=len(texts),
+    )
+    try:
+        response = await client.complete(request)
+    finally:
+        await client.aclose()
+    assert len(response.texts) == len(forms)
+    for name, text in zip(forms, response.texts, strict=True):
+        assert "***" in text and text.startswith("the key is ") and text.endswith("."), (name, text)
+        assert not _leaks(text), (name, text)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"x" * 70 + PLANTED.encode() + b" " + b"y" * 200,  # the key straddles the 80-byte cut
+        b"<html>" + b"z" * 66 + PLANTED.encode()[:14],  # the source itself truncated the key
+        b"<html>" + base64.b64encode(b"u:" + PLANTED.encode()) * 20,  # encoded, long
+    ],
+    ids=["straddles_cut", "truncated_by_source", "base64_repeated"],
+)
+async def test_a_non_json_2xx_body_longer_than_the_excerpt_leaks_no_part_of_the_key(body, openai_stub, stub_actions):
+    openai_stub.script(stub_actions.Garbage(body=body))
+    client = DirectOpenAIClient()
+    request = ChatRequest(model="stub", messages=MESSAGES, api_base=openai_stub.url, api_key=PLANTED)
+    try:
+        with pytest.raises(MalformedResponse) as info:
+            await client.complete(request)
+    finally:
+        await client.aclose()
+    text = _all_text(info.value)
+    assert "not JSON" in str(info.value) and "***" in str(info.value)
+    assert not _leaks(text), text
+
+
+def test_redact_scrubs_before_cutting_and_leaves_no_fragment():
+    for offset in range(60, 90):
+        cut = redact("a" * offset + PLANTED + " tail", PLANTED, limit=80)
+        assert not _leaks(cut), (offset, cut)
+        assert len(cut) <= 80 + len("***...")
+    assert redact("short text", PLANTED) == "short text"
+    assert redact("placeholder none here", "none") == "placeholder *** here"  # short secret: verbatim only
+    assert redact("None of it", "none") == "None of it"
+
+
+# ------------------------------------------------------------------ votes: the one finalising place
+def _sc(explanation: str) -> str:
+    return json.dumps({"selected_output": "Output (a)", "confidence_score": 80, "explanation": explanation})
+
+
+def _vote_text(vote) -> str:
+    return vote.model_dump_json()
+
+
+@pytest.mark.parametrize("mode", ["sc", "mp", "sc+swap"])
+async def test_a_judge_whose_model_repeats_the_key_casts_a_vote_without_it(mode, openai_stub, stub_actions):
+    """Completion text, explanation, raw reply, notes: nothing of the key in any encoding.
+
+    The client is injected *without* the key, so the transport cannot scrub: the vote's
+    finaliser must (it knows the judge's key), whatever the mode.
+    """
+    forms = list(_encodings(PLANTED).values())
+    explanation = "I was told " + " / ".join(forms)
+    openai_stub.default = stub_actions.Reply(texts=_sc(explanation))
+    config = JudgeConfig(
+        name="echo",
+        model="stub",
+        api_base=openai_stub.url,
+        mode="sc" if mode != "mp" else "mp",
+        samples=3,
+        position_swap=mode == "sc+swap",
+    )
+    judge = Judge(config, api_key=SecretStr(PLANTED), client=DirectOpenAIClient(api_base=openai_stub.url))
+    async with judge:
+        vote = await judge.vote(PairwiseItem(id="1", question="q", answer_a="a", answer_b="b"))
+    assert vote.valid or mode == "sc+swap", vote  # the swapped order picks the other answer: a tie
+    assert "***" in vote.explanation and "***" in vote.raw
+    assert not _leaks(_vote_text(vote)), _vote_text(vote)[:2000]
+
+
+async def test_judge_chat_scrubs_the_fusers_completion_text(openai_stub, stub_actions):
+    openai_stub.script(stub_actions.Reply(texts=_sc(f"key {PLANTED} and {base64.b64encode(PLANTED.encode()).decode()}")))
+    config = JudgeConfig(name="fuser", model="stub", api_base=openai_stub.url)
+    judge = Judge(config, api_key=SecretStr(PLANTED), client=DirectOpenAIClient(api_base=openai_stub.url))
+    async with judge:
+        response = await judge.chat(MESSAGES)
+    assert "***" in response.texts[0] and not _leaks(response.texts[0])
+
+
+@pytest.mark.parametrize("mode", ["sc", "mp"])
+async def test_a_raw_reply_over_the_cap_is_cut_and_noted(mode, openai_stub, stub_actions):
+    cap = 1024
+    # 3 MB of prose, then the verdict; in both the reply and its explanation the key starts
+    # right before the cut: scrub first, then cut, and no fragment survives
+    explanation = "x" * (cap - 60) + PLANTED + "y" * 30_000
+    reply = "e" * (cap - 60) + PLANTED + "f" * 3_000_000 + "\n" + _sc(explanation)
+    openai_stub.default = stub_actions.Reply(texts=reply)
+    config = JudgeConfig(name="big", model="openai/stub", api_base=openai_stub.url, api_key_env="JF_KEY",
+                         mode=mode, samples=2, max_raw_bytes=cap, timeout_s=30)
+    judge = Judge.from_config(config, environ={"JF_KEY": PLANTED})
+    async with judge:
+        vote = await judge.vote(PairwiseItem(id="1", question="q", answer_a="a", answer_b="b"))
+    assert vote.valid and vote.choice == "A"
+    assert len(vote.raw.encode()) <= cap and len(vote.explanation.encode()) <= cap
+    assert any(n.startswith("raw reply truncated: kept ") and "max_raw_bytes" in n for n in vote.notes), vote.notes
+    assert any(n.startswith("explanation truncated: ") for n in vote.notes), vote.notes
+    assert len(vote.model_dump_json()) < 4 * cap
+    assert not _leaks(_vote_text(vote))
+
+
+async def test_a_raw_reply_under_the_cap_is_kept_whole(openai_stub, stub_actions):
+    text = _sc("short and fine")
+    openai_stub.default = stub_actions.Reply(texts=text)
+    config = JudgeConfig(name="small", model="openai/stub", api_base=openai_stub.url)
+    async with Judge(config) as judge:
+        vote = await judge.vote(PairwiseItem(id="1", question="q", answer_a="a", answer_b="b"))
+    assert vote.raw == text and vote.explanation == "short and fine"
+    assert not any("truncated" in n for n in vote.notes)
+    assert config.max_raw_bytes == 16 * 1024  # the default
+
+
+def test_max_raw_bytes_is_checked_with_the_field_named():
+    with pytest.raises(ValueError, match="max_raw_bytes"):
+        JudgeConfig(name="x", model="m", max_raw_bytes=10)

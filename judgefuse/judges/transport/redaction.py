@@ -1,0 +1,173 @@
+"""Scrub provider secrets, and the usual encodings of them, out of text taken from a server.
+
+Why more than ``text.replace(secret, "***")``: a provider that echoes the key (in an error, a
+debug blob, a reply the model was tricked into writing) does not always echo it verbatim. An
+``Authorization: Basic`` header is base64; a URL in an error is percent-encoded; a JSON or HTML
+body escapes characters (``\\u0073``, ``&#115;``); a dump may be hex. :class:`SecretScrubber`
+matches, for each secret of at least :data:`MIN_ENCODED_SECRET` characters:
+
+* the secret with every character written literally or escaped (``%73``, ``\\u0073``,
+  ``\\x73``, ``&#115;``, ``&#x73;``), in any mix and any letter case (a full URL encoding
+  is one such mix; so is ``urllib.parse.quote``);
+* its hex, either case;
+* its base64, standard and urlsafe alphabets, at each of the 3 byte alignments the key can
+  sit at inside a longer encoded blob: the characters that encode only the key's bits, plus
+  the one mixed character on each side and any ``=`` padding (so padded and unpadded both go).
+
+A shorter secret (a placeholder such as ``"none"``) is replaced only where it appears verbatim:
+matching its encodings would eat ordinary words.
+
+Cuts: text is always scrubbed *before* it is cut, and after the cut the tail is checked for a
+prefix (>= :data:`MIN_FRAGMENT` characters) of the secret or of one of its encodings, so a key
+that the source itself truncated cannot survive as a fragment at the end of a cut either.
+To keep this cheap on a multi-megabyte body, :meth:`SecretScrubber.cut` scrubs only the first
+``limit + margin`` characters, where the margin is longer than any encoded form: whatever
+starts before the cut is matched whole, and the rest is thrown away anyway.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+
+__all__ = [
+    "MIN_ENCODED_SECRET",
+    "MIN_FRAGMENT",
+    "REDACTED",
+    "SecretScrubber",
+    "cap_utf8",
+    "scrubber_for",
+]
+
+REDACTED = "***"
+MIN_ENCODED_SECRET = 8
+"""Secrets shorter than this are only matched verbatim (see the module docstring)."""
+MIN_FRAGMENT = 8
+"""A prefix of a secret (or of an encoding of it) this long at the end of a cut is removed."""
+
+_B64_STD = "A-Za-z0-9+/"
+_B64_URL = "A-Za-z0-9_-"
+
+
+def _escaped_char(char: str) -> str:
+    """A regex for ``char`` written literally or escaped (percent, JSON, Python, HTML)."""
+    code = ord(char)
+    alternatives = [re.escape(char)]
+    if code < 0x100:
+        alternatives += [f"%{code:02x}", rf"\\x{code:02x}"]
+    alternatives += [rf"\\u{code:04x}", f"&#0*{code};", f"&#x0*{code:x};"]
+    return "(?:" + "|".join(alternatives) + ")"
+
+
+def _base64_cores(secret: bytes) -> list[tuple[str, str]]:
+    """(alphabet class, core) per alignment and alphabet: the characters encoding only key bits."""
+    cores: list[tuple[str, str]] = []
+    for alignment in range(3):
+        padded = b"\0" * alignment + secret + b"\0\0"
+        start = -(-8 * alignment // 6)  # ceil: first character fully inside the key's bits
+        end = (8 * alignment + 8 * len(secret)) // 6
+        standard = base64.b64encode(padded).decode("ascii")[start:end]
+        urlsafe = base64.urlsafe_b64encode(padded).decode("ascii")[start:end]
+        cores.append((_B64_STD, standard))
+        if urlsafe != standard:
+            cores.append((_B64_URL, urlsafe))
+    return cores
+
+
+class SecretScrubber:
+    """Replaces configured secrets and their encodings with ``***`` (module docstring).
+
+    Build once per set of secrets (:func:`scrubber_for` caches them); :meth:`scrub` works on
+    text of any length, :meth:`cut` scrubs and cuts, and never leaves a fragment at the cut.
+    """
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        unique = sorted({s for s in secrets if s}, key=len, reverse=True)
+        self.secrets = tuple(unique)
+        self._verbatim = tuple(s for s in unique if len(s) < MIN_ENCODED_SECRET)
+        encoded = [s for s in unique if len(s) >= MIN_ENCODED_SECRET]
+        insensitive: list[str] = []
+        sensitive: list[str] = []
+        fragments: list[tuple[str, bool]] = []  # (form, case_insensitive)
+        for secret in encoded:
+            raw = secret.encode("utf-8")
+            insensitive.append("".join(_escaped_char(c) for c in secret))
+            insensitive.append(re.escape(raw.hex()))
+            fragments += [(secret, True), (raw.hex(), True), ("".join(f"%{b:02x}" for b in raw), True)]
+            for alphabet, core in _base64_cores(raw):
+                if len(core) >= 4:
+                    sensitive.append(f"[{alphabet}]?{re.escape(core)}[{alphabet}]?=*")
+                    fragments.append((core, False))
+        self._insensitive = re.compile("|".join(insensitive), re.IGNORECASE) if insensitive else None
+        self._sensitive = re.compile("|".join(sensitive)) if sensitive else None
+        self._fragments = tuple(fragments)
+        longest = max((len(s) for s in unique), default=0)
+        self.margin = 12 * longest + 16
+        """Characters past a cut that :meth:`cut` still scrubs (longer than any encoded form)."""
+
+    def __bool__(self) -> bool:
+        return bool(self.secrets)
+
+    def scrub(self, text: str) -> str:
+        """``text`` with every secret and every encoding of one replaced by ``***``."""
+        if not self.secrets or not text:
+            return text
+        for secret in self._verbatim:
+            text = text.replace(secret, REDACTED)
+        if self._insensitive is not None:
+            text = self._insensitive.sub(REDACTED, text)
+        if self._sensitive is not None:
+            text = self._sensitive.sub(REDACTED, text)
+        return text
+
+    def drop_fragment(self, text: str) -> str:
+        """``text`` without a trailing prefix (>= MIN_FRAGMENT chars) of a secret or its encoding."""
+        if not self._fragments:
+            return text
+        tail = text[-max(len(form) for form, _ in self._fragments) :]
+        tail_lower = tail.lower()
+        cut = 0
+        for form, case_insensitive in self._fragments:
+            probe, subject = (form.lower(), tail_lower) if case_insensitive else (form, tail)
+            for size in range(min(len(probe) - 1, len(subject)), MIN_FRAGMENT - 1, -1):
+                if subject.endswith(probe[:size]):
+                    cut = max(cut, size)
+                    break
+        return text[: len(text) - cut] + REDACTED if cut else text
+
+    def cut(self, text: str, limit: int) -> tuple[str, bool]:
+        """(``text`` scrubbed, then cut to ``limit`` characters, then fragment-checked; whether cut).
+
+        Only the first ``limit + margin`` characters are scrubbed: any secret starting before
+        ``limit`` ends inside them, and everything after is discarded.
+        """
+        if limit < 0:
+            raise ValueError(f"limit must be >= 0, got {limit}")
+        head = text[: limit + self.margin] if self.secrets else text[: limit + 1]
+        clean = self.scrub(head)
+        if len(clean) <= limit and len(head) == len(text):
+            return self.drop_fragment(clean), False
+        return self.drop_fragment(clean[:limit]), True
+
+
+@lru_cache(maxsize=256)
+def _scrubber(secrets: tuple[str, ...]) -> SecretScrubber:
+    return SecretScrubber(secrets)
+
+
+def scrubber_for(*secrets: str | None) -> SecretScrubber:
+    """The (cached) scrubber for ``secrets`` (None and empty strings are ignored)."""
+    return _scrubber(tuple(sorted({s for s in secrets if s})))
+
+
+def cap_utf8(text: str, max_bytes: int) -> tuple[str, bool]:
+    """(``text`` cut to at most ``max_bytes`` UTF-8 bytes at a character boundary, whether cut)."""
+    if len(text) <= max_bytes // 4:
+        return text, False  # even at 4 bytes a character it fits
+    head = text[: max_bytes + 1]  # a character is >= 1 byte: this holds more than max_bytes if cut
+    encoded = head.encode("utf-8", "surrogatepass")
+    if len(encoded) <= max_bytes and len(head) == len(text):
+        return text, False
+    return encoded[:max_bytes].decode("utf-8", "ignore"), True
