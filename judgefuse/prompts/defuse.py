@@ -49,6 +49,7 @@ _OPENER_CHARS = (
     "\u276c\u276e\u2770\u29fc\u2989\u2991\u2993\u2995"  # ❬ ❮ ❰ ⧼ ⦉ ⦑ ⦓ ⦕
     "\u02c2\u1438\u22b2\u25c1\u25c5\u22d6\u227a\u226e"  # ˂ ᐸ ⊲ ◁ ◅ ⋖ ≺ ≮
     "\u2264\u2a7d\u2266\u2270"  # ≤ ⩽ ≦ ≰
+    "\u2280\u22ea\ufe3d\ufe3f"  # ⊀ ⋪ and the vertical presentation forms of 《 〈 (their NFKD)
 )
 _SLASH_CHARS = "/\\\uff0f\uff3c\ufe68\u2044\u2215\u29f8\u29f5\u2571\u27cb\u3033\u30ce\u2f03\u4e3f"
 _UNDERSCORE_CHARS = "_\uff3f\ufe33\ufe34\ufe4d\ufe4e\ufe4f\u2017\u02cd-\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe63\uff0d"
