@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from functools import lru_cache
 
 __all__ = ["BLOCK_TAGS", "DEFUSED_OPENER", "OPENERS", "neutralise_tags", "skeleton"]
@@ -91,10 +92,9 @@ _IGNORABLE_RANGES = (
 OPENERS = frozenset(_OPENER_CHARS)
 """Every character whose skeleton begins with ``<`` (a test checks this over all of Unicode)."""
 
-_OPENER_RE = re.compile("[" + re.escape(_OPENER_CHARS) + "]")
 _AFTER_OPENER = re.compile(r"\s*/?\s*(?:" + "|".join(BLOCK_TAGS) + r")(?![a-z0-9])")
-_LOOKAHEAD = max(len(tag) for tag in BLOCK_TAGS) + 3
-"""Non-space skeleton characters to read after an opener: ``/``, the longest tag, one more."""
+_NAME_CHAR = re.compile(r"[a-z0-9]")
+_TAG_INITIALS = frozenset(tag[0] for tag in BLOCK_TAGS)
 
 
 def _ignorable(code: int) -> bool:
@@ -117,23 +117,59 @@ def _char_skeleton(char: str) -> str:
     return "".join(out)
 
 
+def _ascii_class(keep: Callable[[str], bool]) -> str:
+    return "[" + re.escape("".join(char for char in map(chr, range(128)) if keep(char))) + "]"
+
+
+_SKIPPED = _ascii_class(lambda char: _char_skeleton(char).strip() == "")
+_CONTINUES = _ascii_class(lambda char: _char_skeleton(char)[:1] in ("/", *_TAG_INITIALS))
+_CANDIDATE_RE = re.compile(
+    "[" + re.escape(_OPENER_CHARS) + "]" + rf"(?={_SKIPPED}*(?:[^\x00-\x7f]|{_CONTINUES}|\Z))"
+)
+"""An opener whose next characters could continue a tag. ASCII text such as ``a < b`` or
+``<div>`` is rejected here, inside the regex engine; only the rest gets the look-ahead."""
+
+
 def skeleton(text: str) -> str:
     """What ``text`` reads as, for tag matching: ignorables dropped, NFKD, case-folded, lookalikes mapped."""
     return "".join(_char_skeleton(char) for char in text)
 
 
+def _verdict(read: str) -> bool | None:
+    """Whether skeleton ``read`` (what follows an opener so far) is ``/?tag``: None while undecided."""
+    rest = read.lstrip()
+    if rest.startswith("/"):
+        rest = rest[1:].lstrip()
+    if not rest:
+        return None
+    if rest[0] not in _TAG_INITIALS:  # the common case: "a < b", "<div>"
+        return False
+    for tag in BLOCK_TAGS:
+        if len(rest) <= len(tag):
+            if tag.startswith(rest):
+                return None  # still spelling a tag
+        elif rest.startswith(tag):
+            return not _NAME_CHAR.match(rest, len(tag))
+    return False
+
+
 def _tag_follows(text: str, start: int) -> bool:
-    """Whether the text after an opener at ``start - 1`` reads as ``/?tag`` (bounded look-ahead)."""
-    parts: list[str] = []
-    seen = 0
-    index = start
-    while index < len(text) and seen < _LOOKAHEAD:
+    """Whether the text after an opener at ``start - 1`` reads as ``/?tag`` (module docstring).
+
+    Reads one character at a time and stops as soon as the answer is known (usually after one
+    or two characters), so the look-ahead of every opener ends at the next character that
+    cannot continue a tag: the whole scan stays linear in the text.
+    """
+    read = ""
+    for index in range(start, len(text)):
         piece = _char_skeleton(text[index])
-        index += 1
-        if piece:
-            parts.append(piece)
-            seen += sum(1 for char in piece if not char.isspace())
-    return _AFTER_OPENER.match("".join(parts)) is not None
+        if not piece:
+            continue
+        read += piece
+        verdict = _verdict(read)
+        if verdict is not None:
+            return verdict
+    return _AFTER_OPENER.match(read) is not None
 
 
 def neutralise_tags(text: str) -> str:
@@ -142,11 +178,9 @@ def neutralise_tags(text: str) -> str:
     Disguised tags are caught too (module docstring). Tags of other names are left alone
     (answers may legitimately contain HTML or XML), and so is everything but the opener.
     """
-    if _OPENER_RE.search(text) is None:
-        return text
     out: list[str] = []
     last = 0
-    for match in _OPENER_RE.finditer(text):
+    for match in _CANDIDATE_RE.finditer(text):
         position = match.start()
         if _tag_follows(text, position + 1):
             out.append(text[last:position])

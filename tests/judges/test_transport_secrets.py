@@ -310,3 +310,20 @@ async def test_a_raw_reply_under_the_cap_is_kept_whole(openai_stub, stub_actions
 def test_max_raw_bytes_is_checked_with_the_field_named():
     with pytest.raises(ValueError, match="max_raw_bytes"):
         JudgeConfig(name="x", model="m", max_raw_bytes=10)
+
+
+@pytest.mark.parametrize("noise", ["", "50% " * 20_000, "a\\nb " * 20_000], ids=["clean", "many_percent", "many_backslash"])
+def test_escaped_forms_are_found_however_many_escapes_surround_them(noise):
+    """The escape regex runs in windows around escapes, or over everything when they abound."""
+    from judgefuse.judges.transport.redaction import scrubber_for
+
+    escaped = {
+        "percent": "".join(f"%{b:02x}" for b in PLANTED.encode()),
+        "html_hex_zero_padded": "".join(f"&#x000{ord(c):x};" for c in PLANTED),
+        "mixed": "".join(c if i % 2 else f"\\u{ord(c):04X}" for i, c in enumerate(PLANTED)),
+    }
+    scrubber = scrubber_for(PLANTED)
+    for name, form in escaped.items():
+        cleaned = scrubber.scrub(f"{noise}[{form}]{noise}")
+        assert "[***]" in cleaned, name
+        assert len(cleaned) == 2 * len(noise) + 5, name  # nothing else was touched

@@ -47,7 +47,7 @@ MIN_ENCODED_SECRET = 8
 MIN_FRAGMENT = 8
 """A prefix of a secret (or of an encoding of it) this long at the end of a cut is removed."""
 
-_B64_STD = "A-Za-z0-9+/"
+_B64_STD = "A-Za-z0-9+/"  # regex class bodies of the two base64 alphabets
 _B64_URL = "A-Za-z0-9_-"
 
 
@@ -57,7 +57,7 @@ def _escaped_char(char: str) -> str:
     alternatives = [re.escape(char)]
     if code < 0x100:
         alternatives += [f"%{code:02x}", rf"\\x{code:02x}"]
-    alternatives += [rf"\\u{code:04x}", f"&#0*{code};", f"&#x0*{code:x};"]
+    alternatives += [rf"\\u{code:04x}", f"&#0{{0,8}}{code};", f"&#x0{{0,8}}{code:x};"]
     return "(?:" + "|".join(alternatives) + ")"
 
 
@@ -76,6 +76,79 @@ def _base64_cores(secret: bytes) -> list[tuple[str, str]]:
     return cores
 
 
+_ESCAPE_MARKERS = ("%", "\\", "&#")
+_MAX_WINDOWS = 10_000
+_MAX_CHAR_FORM = 20
+"""The longest one character of a secret can be written (``&#x00000000073;``)."""
+
+
+class _EncodedSecret:
+    """The patterns of one secret, with cheap substring tests that decide whether to run them."""
+
+    __slots__ = ("b64_cores", "b64_pattern", "fragments", "hex", "lower", "text_pattern")
+
+    def __init__(self, secret: str) -> None:
+        raw = secret.encode("utf-8")
+        self.lower = secret.lower()
+        self.hex = raw.hex()
+        # the secret with each character literal or escaped, in any case; or its hex
+        self.text_pattern = re.compile(
+            "".join(_escaped_char(c) for c in secret) + "|" + re.escape(self.hex), re.IGNORECASE
+        )
+        cores = [(alphabet, core) for alphabet, core in _base64_cores(raw) if len(core) >= 4]
+        self.b64_cores = tuple(core for _, core in cores)
+        self.b64_pattern = re.compile("|".join(f"[{a}]?{re.escape(core)}[{a}]?=*" for a, core in cores))
+        self.fragments: tuple[tuple[str, bool], ...] = (
+            (secret, True),
+            (self.hex, True),
+            ("".join(f"%{b:02x}" for b in raw), True),
+            *((core, False) for core in self.b64_cores),
+        )
+
+    def _scrub_near_escapes(self, text: str) -> str:
+        """The escaped forms of the secret, looked for only around escape sequences.
+
+        Without the secret verbatim (tested by the caller), a match must contain an escape, so
+        the full pattern runs only in windows of :data:`_MAX_CHAR_FORM` characters per secret
+        character around each escape; a reply with a stray ``%`` costs one fast scan.
+        """
+        reach = _MAX_CHAR_FORM * len(self.lower)
+        positions: list[int] = []
+        for marker in _ESCAPE_MARKERS:  # str.find skips through text at C speed
+            index = text.find(marker)
+            while index != -1:
+                positions.append(index)
+                if len(positions) > _MAX_WINDOWS:  # escapes everywhere: one pass over all of it
+                    return self.text_pattern.sub(REDACTED, text)
+                index = text.find(marker, index + 1)
+        windows: list[list[int]] = []
+        for position in sorted(positions):
+            low, high = max(0, position - reach), position + reach
+            if windows and low <= windows[-1][1]:
+                windows[-1][1] = high
+            else:
+                windows.append([low, high])
+        out: list[str] = []
+        done = 0
+        for low, high in windows:
+            for match in self.text_pattern.finditer(text, max(low, done), high):
+                out += [text[done : match.start()], REDACTED]
+                done = match.end()
+        return "".join(out) + text[done:] if out else text
+
+    def scrub(self, text: str, lowered: str, escapes: bool) -> str:
+        """``text`` without this secret; ``lowered`` is ``text.lower()``, ``escapes`` whether it
+        holds any escape marker (``%``, ``\\``, ``&#``): substring tests, C-fast, decide which
+        regexes need to run at all (a multi-megabyte reply without the key costs a few scans)."""
+        if self.lower in lowered or self.hex in lowered:
+            text = self.text_pattern.sub(REDACTED, text)
+        elif escapes:
+            text = self._scrub_near_escapes(text)
+        if any(core in text for core in self.b64_cores):
+            text = self.b64_pattern.sub(REDACTED, text)
+        return text
+
+
 class SecretScrubber:
     """Replaces configured secrets and their encodings with ``***`` (module docstring).
 
@@ -87,24 +160,11 @@ class SecretScrubber:
         unique = sorted({s for s in secrets if s}, key=len, reverse=True)
         self.secrets = tuple(unique)
         self._verbatim = tuple(s for s in unique if len(s) < MIN_ENCODED_SECRET)
-        encoded = [s for s in unique if len(s) >= MIN_ENCODED_SECRET]
-        insensitive: list[str] = []
-        sensitive: list[str] = []
-        fragments: list[tuple[str, bool]] = []  # (form, case_insensitive)
-        for secret in encoded:
-            raw = secret.encode("utf-8")
-            insensitive.append("".join(_escaped_char(c) for c in secret))
-            insensitive.append(re.escape(raw.hex()))
-            fragments += [(secret, True), (raw.hex(), True), ("".join(f"%{b:02x}" for b in raw), True)]
-            for alphabet, core in _base64_cores(raw):
-                if len(core) >= 4:
-                    sensitive.append(f"[{alphabet}]?{re.escape(core)}[{alphabet}]?=*")
-                    fragments.append((core, False))
-        self._insensitive = re.compile("|".join(insensitive), re.IGNORECASE) if insensitive else None
-        self._sensitive = re.compile("|".join(sensitive)) if sensitive else None
-        self._fragments = tuple(fragments)
+        self._encoded = tuple(_EncodedSecret(s) for s in unique if len(s) >= MIN_ENCODED_SECRET)
+        self._fragments = tuple(fragment for entry in self._encoded for fragment in entry.fragments)
+        self._longest_fragment = max((len(form) for form, _ in self._fragments), default=0)
         longest = max((len(s) for s in unique), default=0)
-        self.margin = 12 * longest + 16
+        self.margin = _MAX_CHAR_FORM * longest + 16
         """Characters past a cut that :meth:`cut` still scrubs (longer than any encoded form)."""
 
     def __bool__(self) -> bool:
@@ -116,25 +176,32 @@ class SecretScrubber:
             return text
         for secret in self._verbatim:
             text = text.replace(secret, REDACTED)
-        if self._insensitive is not None:
-            text = self._insensitive.sub(REDACTED, text)
-        if self._sensitive is not None:
-            text = self._sensitive.sub(REDACTED, text)
+        if self._encoded:
+            lowered = text.lower()
+            escapes = any(marker in lowered for marker in _ESCAPE_MARKERS)
+            for entry in self._encoded:
+                text = entry.scrub(text, lowered, escapes)
         return text
 
     def drop_fragment(self, text: str) -> str:
-        """``text`` without a trailing prefix (>= MIN_FRAGMENT chars) of a secret or its encoding."""
-        if not self._fragments:
+        """``text`` without a trailing prefix (>= MIN_FRAGMENT chars) of a secret or its encoding.
+
+        Only the prefixes that end in the text's last character are compared, so this costs a
+        few ``find`` calls per form, not one comparison per prefix length.
+        """
+        if not self._fragments or len(text) < MIN_FRAGMENT:
             return text
-        tail = text[-max(len(form) for form, _ in self._fragments) :]
+        tail = text[-self._longest_fragment :]
         tail_lower = tail.lower()
         cut = 0
         for form, case_insensitive in self._fragments:
             probe, subject = (form.lower(), tail_lower) if case_insensitive else (form, tail)
-            for size in range(min(len(probe) - 1, len(subject)), MIN_FRAGMENT - 1, -1):
-                if subject.endswith(probe[:size]):
-                    cut = max(cut, size)
-                    break
+            last = subject[-1]
+            end = probe.find(last, MIN_FRAGMENT - 1)
+            while end != -1 and end < len(probe) - 1:  # the whole form was scrubbed already
+                if end + 1 > cut and subject.endswith(probe[: end + 1]):
+                    cut = end + 1
+                end = probe.find(last, end + 1)
         return text[: len(text) - cut] + REDACTED if cut else text
 
     def cut(self, text: str, limit: int) -> tuple[str, bool]:
