@@ -4,11 +4,13 @@ text or a vote: verbatim, encoded (base64, URL, hex, escapes) or as a fragment l
 from __future__ import annotations
 
 import base64
+import importlib.util
 import json
 import logging
-import re
+import sys
 import traceback
-import urllib.parse
+from pathlib import Path
+from types import ModuleType
 
 import pytest
 from pydantic import SecretStr
@@ -25,6 +27,19 @@ from judgefuse.judges.transport import (
 )
 from judgefuse.judges.transport.errors import redact
 from judgefuse.judges.types import PairwiseItem
+
+def _load_secret_forms() -> ModuleType:
+    """tests/judges/secret_forms.py, loaded by path (test folders are not packages)."""
+    name = "judgefuse_tests_secret_forms"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("secret_forms.py"))
+        assert spec is not None and spec.loader is not None
+        sys.modules[name] = module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+secret_forms = _load_secret_forms()
 
 PLANTED = "sk-test-PLANTED-123"
 MESSAGES = [{"role": "user", "content": "hi"}]
@@ -112,61 +127,11 @@ def test_litellm_client_reaches_no_network_when_built(tmp_path):
 
 
 # ------------------------------------------------------------------ a provider that echoes the key
-def _encodings(secret: str) -> dict[str, str]:
-    """The key as a hostile provider might echo it: verbatim and in the common encodings.
-
-    Base64 is taken inside a longer blob (``user:<key>``-style, as in a Basic auth header) at
-    each of the three byte alignments, with and without padding, in both alphabets.
-    """
-    raw = secret.encode()
-    forms = {"verbatim": secret, "upper": secret.upper()}
-    for prefix in (b"", b"u:", b"ab:"):
-        for suffix in (b"", b"!", b"!?"):
-            blob = prefix + raw + suffix
-            tag = f"{len(prefix)}{len(suffix)}"
-            forms[f"b64_{tag}"] = base64.b64encode(blob).decode()
-            forms[f"b64_nopad_{tag}"] = base64.b64encode(blob).decode().rstrip("=")
-            forms[f"b64url_{tag}"] = base64.urlsafe_b64encode(blob + b"\xfb\xff").decode()
-            forms[f"b64url_nopad_{tag}"] = base64.urlsafe_b64encode(blob + b"\xfb\xff").decode().rstrip("=")
-    forms["url_quote"] = urllib.parse.quote(secret, safe="")
-    forms["url_every_byte"] = "".join(f"%{b:02X}" for b in raw)
-    forms["url_every_byte_lower"] = "".join(f"%{b:02x}" for b in raw)
-    forms["hex"] = raw.hex()
-    forms["hex_upper"] = raw.hex().upper()
-    forms["json_escapes"] = "".join(f"\\u{ord(c):04x}" for c in secret)
-    return forms
+_encodings = secret_forms.encodings
 
 
 def _leaks(text: str, secret: str = PLANTED) -> list[str]:
-    """What of ``secret`` is still readable in ``text``: any 8-char piece of it, verbatim or decoded.
-
-    Decoding tries every base64 run (both alphabets, every alignment), percent-decoding and hex,
-    so a test fails if any encoding of a key fragment survived.
-    """
-    found: list[str] = []
-    pieces = {secret[i : i + 8].lower() for i in range(len(secret) - 7)}
-    candidates = [
-        text,
-        urllib.parse.unquote(text),
-        re.sub(r"\\u([0-9a-fA-F]{4})", lambda m: chr(int(m.group(1), 16)), text),
-    ]
-    for run in re.findall(r"[A-Za-z0-9+/_-]{8,}", text):
-        for shift in range(4):
-            body = run[shift:]
-            body = body[: len(body) - len(body) % 4]
-            for decode in (base64.b64decode, base64.urlsafe_b64decode):
-                try:
-                    candidates.append(decode(body).decode("latin-1"))
-                except ValueError:
-                    pass
-    for run in re.findall(r"[0-9a-fA-F]{16,}", text):
-        for shift in range(2):
-            body = run[shift:]
-            candidates.append(bytes.fromhex(body[: len(body) - len(body) % 2]).decode("latin-1"))
-    for candidate in candidates:
-        lowered = candidate.lower()
-        found += [piece for piece in pieces if piece in lowered]
-    return found
+    return secret_forms.leaks(text, secret)
 
 
 def test_the_leak_detector_sees_every_encoding():
