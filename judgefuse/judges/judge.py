@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import dataclasses
 import os
 import time
 from collections.abc import Mapping
@@ -36,7 +35,7 @@ from judgefuse.judges.modes import elicit
 from judgefuse.judges.registry import build_client
 from judgefuse.judges.transport.cache import ResponseCache, with_cache
 from judgefuse.judges.transport.errors import BadRequest, JudgeTimeout, TransportError
-from judgefuse.judges.transport.redaction import scrubber_for
+from judgefuse.judges.transport.redaction import scrub_response
 from judgefuse.judges.transport.request import (
     ChatClient,
     ChatRequest,
@@ -303,7 +302,4 @@ class Judge:
                 response = await client.complete(request)
         except TimeoutError as exc:
             raise JudgeTimeout(f"{self.name!r}: no answer within {self.config.timeout_s:g}s") from exc
-        scrubber = scrubber_for(self._api_key.get_secret_value() if self._api_key is not None else None)
-        if not scrubber:
-            return response
-        return dataclasses.replace(response, texts=[scrubber.scrub(text) for text in response.texts])
+        return scrub_response(response, self._api_key.get_secret_value() if self._api_key is not None else None)

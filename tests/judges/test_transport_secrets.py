@@ -292,3 +292,28 @@ def test_escaped_forms_are_found_however_many_escapes_surround_them(noise):
         cleaned = scrubber.scrub(f"{noise}[{form}]{noise}")
         assert "[***]" in cleaned, name
         assert len(cleaned) == 2 * len(noise) + 5, name  # nothing else was touched
+
+
+@pytest.mark.parametrize("kind", ["direct", "litellm"])
+async def test_a_key_in_the_model_name_or_a_logprob_token_is_scrubbed(kind, openai_stub, stub_actions):
+    """What the response cache stores besides the texts: the model name and the top tokens."""
+    openai_stub.script(
+        stub_actions.Reply(texts="A", model=f"echo-{PLANTED}", top_logprobs=[("A", -0.1), (PLANTED, -2.0)])
+    )
+    client = DirectOpenAIClient() if kind == "direct" else LiteLLMClient()
+    request = ChatRequest(
+        model="stub" if kind == "direct" else "openai/stub",
+        messages=MESSAGES,
+        api_base=openai_stub.url,
+        api_key=PLANTED,
+        logprobs=True,
+        top_logprobs=2,
+        max_tokens=1,
+    )
+    try:
+        response = await client.complete(request)
+    finally:
+        await client.aclose()
+    assert response.first_token_top_logprobs[0][0] == ("A", -0.1)
+    assert response.first_token_top_logprobs[0][1][0] == "***"
+    assert PLANTED not in response.model and PLANTED not in repr(response)

@@ -27,7 +27,7 @@ from judgefuse.judges.transport.errors import (
     parse_retry_after,
     redact,
 )
-from judgefuse.judges.transport.redaction import scrubber_for
+from judgefuse.judges.transport.redaction import scrub_response, scrubber_for
 from judgefuse.judges.transport.request import ChatRequest, ChatResponse, TopLogprobs, openai_body
 
 try:  # orjson only if it is already installed; never a requirement
@@ -202,9 +202,8 @@ class DirectOpenAIClient:
                 f"HTTP {status} body is not JSON: {_body_excerpt(raw, secret)!r}", status=status
             ) from exc
         texts, tops, prompt_tokens, completion_tokens, model = parse_body(data, request)
-        scrubber = scrubber_for(secret)
-        return ChatResponse(
-            texts=[scrubber.scrub(text) for text in texts] if scrubber else texts,
+        response = ChatResponse(
+            texts=texts,
             first_token_top_logprobs=tops,
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
@@ -212,6 +211,7 @@ class DirectOpenAIClient:
             cost_usd=pricing.cost_usd(request.model, prompt_tokens, completion_tokens),
             model=model,
         )
+        return scrub_response(response, secret)  # below the response cache: it never stores a key
 
     async def aclose(self) -> None:
         """Close the session and its connections."""

@@ -41,7 +41,7 @@ from judgefuse.judges.transport.errors import (
     parse_retry_after,
     redact,
 )
-from judgefuse.judges.transport.redaction import scrubber_for
+from judgefuse.judges.transport.redaction import scrub_response, scrubber_for
 from judgefuse.judges.transport.request import ChatRequest, ChatResponse, TopLogprobs, openai_body
 
 __all__ = ["LiteLLMClient", "import_litellm"]
@@ -267,9 +267,8 @@ class LiteLLMClient:
             raise MalformedResponse(f"{request.model!r}: response has no choices")
         if missing_logprobs:
             raise Unsupported(f"model {request.model!r} returned no logprobs", feature="logprobs")
-        scrubber = scrubber_for(secret)
-        return ChatResponse(
-            texts=[scrubber.scrub(text) for text in texts] if scrubber else texts,
+        result = ChatResponse(
+            texts=texts,
             first_token_top_logprobs=tops,
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
@@ -277,6 +276,7 @@ class LiteLLMClient:
             cost_usd=pricing.cost_usd(request.model, prompt_tokens, completion_tokens),
             model=str(getattr(response, "model", None) or request.model),
         )
+        return scrub_response(result, secret)  # below the response cache: it never stores a key
 
     async def aclose(self) -> None:
         """Close this client's session (litellm's own cached clients are process-wide)."""

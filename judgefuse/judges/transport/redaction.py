@@ -20,6 +20,11 @@ matching its encodings would eat ordinary words.
 Cuts: text is always scrubbed *before* it is cut, and after the cut the tail is checked for a
 prefix (>= :data:`MIN_FRAGMENT` characters) of the secret or of one of its encodings, so a key
 that the source itself truncated cannot survive as a fragment at the end of a cut either.
+Where: both clients pass every response through :func:`scrub_response` (texts, first-token
+alternatives, model name) before returning it, i.e. below the response cache, which therefore
+never stores a key; error texts go through :func:`~.errors.redact`; votes through
+:func:`judgefuse.judges.finalise.finalise_vote`.
+
 To keep this cheap on a multi-megabyte body, :meth:`SecretScrubber.cut` scrubs only the first
 ``limit + margin`` characters, where the margin is longer than any encoded form: whatever
 starts before the cut is matched whole, and the rest is thrown away anyway.
@@ -28,9 +33,12 @@ starts before the cut is matched whole, and the rest is thrown away anyway.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import re
 from collections.abc import Iterable
 from functools import lru_cache
+
+from judgefuse.judges.transport.request import ChatResponse
 
 __all__ = [
     "MIN_ENCODED_SECRET",
@@ -38,6 +46,7 @@ __all__ = [
     "REDACTED",
     "SecretScrubber",
     "cap_utf8",
+    "scrub_response",
     "scrubber_for",
 ]
 
@@ -238,3 +247,19 @@ def cap_utf8(text: str, max_bytes: int) -> tuple[str, bool]:
     if len(encoded) <= max_bytes and len(head) == len(text):
         return text, False
     return encoded[:max_bytes].decode("utf-8", "ignore"), True
+
+
+def scrub_response(response: ChatResponse, *secrets: str | None) -> ChatResponse:
+    """``response`` with ``secrets`` scrubbed from every text the provider chose: the completion
+    texts, the first-token alternatives and the model name (all of which a response cache stores)."""
+    scrubber = scrubber_for(*secrets)
+    if not scrubber:
+        return response
+    return dataclasses.replace(
+        response,
+        texts=[scrubber.scrub(text) for text in response.texts],
+        first_token_top_logprobs=[
+            [(scrubber.scrub(token), logprob) for token, logprob in top] for top in response.first_token_top_logprobs
+        ],
+        model=scrubber.scrub(response.model),
+    )
