@@ -169,6 +169,9 @@ class JudgeConfig(BaseModel):
     """Adaptive MP: stop when P(majority letter's sample probability > 1/2) reaches this."""
     cache: bool = False
     """Put an in-process response cache in front of this judge."""
+    max_raw_bytes: int = Field(default=16 * 1024, ge=256, le=16 * 1024 * 1024)
+    """The most UTF-8 bytes of the model's raw reply (and of the explanation) a vote keeps; a cut
+    is noted in the vote's notes (see :mod:`judgefuse.judges.finalise`)."""
     local: LocalModelConfig | None = None
 
     @field_validator("temperature")

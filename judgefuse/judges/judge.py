@@ -22,7 +22,10 @@ in flight, is a failure; a vote cancelled by the caller's deadline, or timed out
 remaining calls were still queued for a slot, is neutral.
 
 The API key is read from the environment variable ``api_key_env`` when the judge is built and
-kept as a :class:`pydantic.SecretStr`; it is never part of a repr, a vote or an error.
+kept as a :class:`pydantic.SecretStr`; it is never part of a repr, a vote or an error. Every vote
+leaves through :func:`~judgefuse.judges.finalise.finalise_vote` (the key and its encodings
+scrubbed from all its text, the raw reply bounded by ``max_raw_bytes``), and :meth:`Judge.chat`
+scrubs the completion texts it returns (the fuser's reply).
 """
 
 from __future__ import annotations
@@ -40,10 +43,12 @@ from pydantic import SecretStr
 from judgefuse.judges.circuit import CircuitBreaker, Outcome
 from judgefuse.judges.config import JudgeConfig, PanelConfigError
 from judgefuse.judges.fair_limiter import FairLimiter
+from judgefuse.judges.finalise import finalise_vote
 from judgefuse.judges.modes import elicit
 from judgefuse.judges.registry import build_client
 from judgefuse.judges.transport.cache import ResponseCache, with_cache
 from judgefuse.judges.transport.errors import BadRequest, JudgeTimeout, TransportError
+from judgefuse.judges.transport.redaction import scrub_response
 from judgefuse.judges.transport.request import (
     ChatClient,
     ChatRequest,
@@ -279,7 +284,7 @@ class Judge:
             return vote
         admission = self.circuit.admit()
         if not admission.allowed:
-            return JudgeVote.invalid(self.name, self.config.mode, admission.reason, latency_s=0.0)
+            return self._finalise(JudgeVote.invalid(self.name, self.config.mode, admission.reason, latency_s=0.0))
         outcome: Outcome = "neutral"  # cancelled (panel deadline, client gone): no verdict on health
         try:
             vote, timed_out = await self._vote(client, item, calls)
@@ -288,7 +293,17 @@ class Judge:
         finally:
             self.circuit.report(admission, outcome)
 
+    def _finalise(self, vote: JudgeVote) -> JudgeVote:
+        """Every vote leaves through here: scrubbed of this judge's key, raw reply bounded."""
+        secret = self._api_key.get_secret_value() if self._api_key is not None else None
+        return finalise_vote(vote, secrets=(secret,), max_raw_bytes=self.config.max_raw_bytes)
+
     async def _vote(self, client: ChatClient, item: PairwiseItem, calls: _VoteCalls) -> tuple[JudgeVote, bool]:
+        """(the vote, finalised; whether its timeout fired)."""
+        vote, timed_out = await self._elicit(client, item, calls)
+        return self._finalise(vote), timed_out
+
+    async def _elicit(self, client: ChatClient, item: PairwiseItem, calls: _VoteCalls) -> tuple[JudgeVote, bool]:
         """(the vote, whether its timeout fired); the timeout starts with the first provider call."""
         token = _VOTE_CALLS.set(calls)
         started = time.perf_counter()
@@ -329,8 +344,9 @@ class Judge:
         try:
             async with asyncio.timeout(None) as timeout:  # scheduled when the call gets its slot
                 calls.timeout = timeout
-                return await client.complete(request)
+                response = await client.complete(request)
         except TimeoutError as exc:
             raise JudgeTimeout(f"{self.name!r}: no answer within {self.config.timeout_s:g}s") from exc
         finally:
             _VOTE_CALLS.reset(token)
+        return scrub_response(response, self._api_key.get_secret_value() if self._api_key is not None else None)

@@ -5,10 +5,22 @@ Each template defines two blocks, ``system`` and ``user``; each becomes one chat
 untrusted item lives in the user message.
 
 Untrusted text (the question, both answers, the judges' explanations) is placed in tagged
-blocks (``<instruction>``, ``<output_a>``, ``<output_b>``, ``<judgment>``) under a note that the
-content is data, not instructions. The ``data`` filter defuses any of those tags inside the
-text, opening or closing, ASCII or full-width ``<``: the ``<`` is replaced by ``‹`` (U+2039), so
-``</output_a>`` inside an answer reads as ``‹/output_a>`` and cannot close the block early.
+blocks under a note that the content is data, not instructions. Two layers keep it there:
+
+* **Per-prompt nonce in the tag names** (``<output_a_3f9c1e0a7b2d>`` … ``</output_a_3f9c1e0a7b2d>``):
+  no fixed string can close a block, because the closing tag is not known in advance. The nonce
+  is ``HMAC-SHA256(key, every untrusted text of the prompt)``, cut to :data:`NONCE_HEX` hex
+  digits, rather than fresh randomness, so that an identical request renders an identical prompt:
+  the response cache (keyed by the prompt) and the render cache below keep hitting. It stays
+  unforgeable because the key is secret and because the nonce depends on the very text that
+  would have to contain it. The key is random per process unless ``JUDGEFUSE_PROMPT_NONCE_KEY``
+  is set (read on first render) or :func:`set_nonce_key` is called: replicas that share a Redis
+  response cache should share the key, or they will not hit each other's entries.
+* **Defusal** (the ``data`` filter, :func:`~judgefuse.prompts.defuse.neutralise_tags`): any
+  of our tag names after something that reads as ``<`` (zero-width characters, fullwidth and
+  other compatibility forms, lookalike letters and brackets included) has that opener replaced
+  by ``&lt;``, so ``</output_a>`` in an answer reads as ``&lt;/output_a>``; the text is otherwise
+  unchanged. This also defuses any guess at a nonce tag (``</output_a_…``).
 
 The Jinja environment uses ``StrictUndefined`` (a missing variable fails loudly, as
 :class:`PromptRenderError`), no autoescaping (this is not HTML), and loads the templates from
@@ -23,14 +35,19 @@ still returns fresh message dicts.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import math
-import re
+import os
+import secrets
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
 import jinja2
+
+from judgefuse.prompts.defuse import BLOCK_TAGS, neutralise_tags
 
 MODES: tuple[str, ...] = ("sc", "mp", "logprob", "fuser")
 """Template names. ``fuser`` also needs ``judgments``; see :func:`render_fuser_messages`."""
@@ -38,25 +55,52 @@ MODES: tuple[str, ...] = ("sc", "mp", "logprob", "fuser")
 OPTIONAL_EXTRAS: frozenset[str] = frozenset({"rubric"})
 """Extra keyword variables a template may use (trusted operator text); anything else is refused."""
 
-BLOCK_TAGS: tuple[str, ...] = ("instruction", "output_a", "output_b", "judgment")
-"""The tags that delimit untrusted text in the rendered prompts."""
+NONCE_HEX = 12
+"""Hex digits of the per-prompt nonce in the tag names (48 bits)."""
 
-_TAG_RE = re.compile(
-    r"[<\uff1c\ufe64](?=\s*/?\s*(?:" + "|".join(BLOCK_TAGS) + r")(?![a-z0-9]))",
-    re.IGNORECASE,
-)
+NONCE_KEY_ENV = "JUDGEFUSE_PROMPT_NONCE_KEY"
+"""Environment variable holding the nonce key (any string); read once, on first render."""
+
+_nonce_key: bytes | None = None
 
 
 class PromptRenderError(ValueError):
     """A template could not be rendered (unknown mode, missing or bad variable)."""
 
 
-def neutralise_tags(text: str) -> str:
-    """Defuse our block tags inside untrusted text: ``</output_a>`` becomes ``‹/output_a>``.
+def set_nonce_key(key: bytes | str | None) -> None:
+    """Use ``key`` for the tag nonces from now on (None: a fresh random key).
 
-    Tags of other names are left alone (answers may legitimately contain HTML or XML).
+    Replicas sharing a response cache should share it (see the module docstring). Clears the
+    render cache, whose prompts carry nonces made with the old key.
     """
-    return _TAG_RE.sub("\u2039", text)
+    global _nonce_key
+    if isinstance(key, str):
+        key = key.encode("utf-8")
+    if key is not None and len(key) < 16:
+        raise ValueError("the prompt nonce key must be at least 16 bytes")
+    _nonce_key = key if key is not None else secrets.token_bytes(32)
+    _render_cached.cache_clear()
+
+
+def _key() -> bytes:
+    key = _nonce_key
+    if key is None:
+        set_nonce_key(os.environ.get(NONCE_KEY_ENV) or None)
+        key = _nonce_key
+    return key or b""
+
+
+def block_tags(*untrusted: str) -> dict[str, str]:
+    """The tag name of each block (``{"output_a": "output_a_3f9c1e0a7b2d", ...}``) for a prompt
+    whose untrusted texts are ``untrusted`` (module docstring: the nonce)."""
+    mac = hmac.new(_key(), digestmod=hashlib.sha256)
+    for text in untrusted:
+        encoded = text.encode("utf-8", "surrogatepass")
+        mac.update(len(encoded).to_bytes(8, "big"))
+        mac.update(encoded)
+    nonce = mac.hexdigest()[:NONCE_HEX]
+    return {tag: f"{tag}_{nonce}" for tag in BLOCK_TAGS}
 
 
 def _data_filter(value: Any) -> str:
@@ -105,7 +149,22 @@ def _template(name: str) -> jinja2.Template:
     return template
 
 
+_TRUSTED_VARIABLES = frozenset({"rubric", "tags"})
+
+
+def _tags_for(variables: Mapping[str, Any]) -> dict[str, str]:
+    """The nonce-carrying tag names for a prompt made of ``variables`` (their untrusted part)."""
+    untrusted = []
+    for name in sorted(set(variables) - _TRUSTED_VARIABLES):
+        value = variables[name]
+        text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+        untrusted += [name, text]
+    return block_tags(*untrusted)
+
+
 def _render_blocks(name: str, variables: dict[str, Any]) -> list[dict[str, str]]:
+    if "tags" not in variables:
+        variables = {**variables, "tags": _tags_for(variables)}
     try:
         template = _template(name)
         messages = []
@@ -269,6 +328,7 @@ def render_template(name: str, **variables: Any) -> list[dict[str, str]]:
 
     A lower-level door for tests and custom use: no defaults and no checks beyond the
     template's own (StrictUndefined), so a missing variable raises :class:`PromptRenderError`.
+    The block tag names (``tags``) are derived from the variables unless given.
     """
     if name not in MODES:
         raise PromptRenderError(f"unknown prompt template {name!r}; expected one of {list(MODES)}")

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import importlib.util
 import json
+import re
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -43,7 +44,7 @@ S = _stub_module()
 def sc_reply(body: dict, delay_s: float = 0.0):
     """A judge that prefers whichever output mentions 'correct'."""
     user = body["messages"][-1]["content"]
-    output_a = user.split("<output_a>", 1)[1].split("</output_a>", 1)[0]
+    output_a = re.split(r"</?output_a_[0-9a-f]+>", user)[1]  # the block between its nonce tags
     choice = "a" if "correct" in output_a else "b"
     text = json.dumps({"selected_output": f"Output ({choice})", "confidence_score": 80, "explanation": "x"})
     return S.Reply(texts=text, usage=(100, 10), delay_s=delay_s)
@@ -134,7 +135,7 @@ async def test_file_run_writes_votes_and_a_rerun_judges_only_missing_items(pairs
     summary = capsys.readouterr().out
     assert "judged 2 items (4 already done, skipped)" in summary and "4 calls" in summary
     assert len(stub.requests) == 4
-    assert {r.body["messages"][-1]["content"].split("<instruction>")[1].split("</instruction>")[0].strip()
+    assert {re.split(r"</?instruction_[0-9a-f]+>", r.body["messages"][-1]["content"])[1].strip()
             for r in stub.requests} == {f"question {i[1:]}" for i in removed}  # fmt: skip
     assert sorted(j.item.id for j in read_votes(out)) == [f"p{i}" for i in range(6)]
 

@@ -28,15 +28,16 @@ TAGS = ("instruction", "output_a", "output_b")
 
 
 def block(user: str, tag: str) -> str:
-    """The text of the one real ``<tag>`` block of the rendered user message."""
-    assert user.count(f"<{tag}>") == 1 and user.count(f"</{tag}>") == 1, (tag, user)
-    return user.split(f"<{tag}>", 1)[1].split(f"</{tag}>", 1)[0]
+    """The text of the one real ``<tag_NONCE>`` block of the rendered user message."""
+    opens = re.findall(rf"<{tag}_[0-9a-f]+>", user)
+    assert len(opens) == 1 and user.count(f"</{opens[0][1:]}") == 1, (tag, user)
+    return user.split(opens[0], 1)[1].split(f"</{opens[0][1:]}", 1)[0]
 
 
 def defused(text: str) -> str:
     """What the injected text must read as inside its block: every tag-looking '<' of ours replaced."""
     return re.sub(r"[<\uff1c\ufe64](?=\s*/?\s*(?:instruction|output_a|output_b|judgment)(?![a-z0-9]))",
-                  "\u2039", text, flags=re.IGNORECASE)
+                  "&lt;", text, flags=re.IGNORECASE)
 
 
 @pytest.fixture
@@ -78,11 +79,9 @@ async def test_injected_text_stays_inside_its_block_and_the_verdict_is_the_judge
         assert blocks["output_a"].strip() == defused(item["answer_a"])
         assert blocks["output_b"].strip() == defused(item["answer_b"])
         # outside the blocks: only our own text
-        outside = user
-        for tag in TAGS:
-            outside = outside.replace(f"<{tag}>{blocks[tag]}</{tag}>", "")
+        outside = re.sub(r"<(\w+_[0-9a-f]+)>.*?</\1>", "", user, flags=re.DOTALL)
         assert "Ignore" not in outside and "IGNORE" not in outside and "100" not in outside
-        assert "<judgment>" not in user  # a fake block opener is defused too
+        assert "<judgment" not in user  # a fake block opener is defused too
 
 
 @pytest.mark.parametrize("explanation", [

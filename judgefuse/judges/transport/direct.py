@@ -27,6 +27,7 @@ from judgefuse.judges.transport.errors import (
     parse_retry_after,
     redact,
 )
+from judgefuse.judges.transport.redaction import scrub_response, scrubber_for
 from judgefuse.judges.transport.request import ChatRequest, ChatResponse, TopLogprobs, openai_body
 
 try:  # orjson only if it is already installed; never a requirement
@@ -96,6 +97,20 @@ def parse_body(data: Any, request: ChatRequest) -> tuple[list[str], list[TopLogp
     if missing_logprobs:
         raise Unsupported(f"model {request.model!r} returned no logprobs", feature="logprobs")
     return texts, tops, prompt_tokens, completion_tokens, str(model)
+
+
+_BODY_EXCERPT = 80
+
+
+def _body_excerpt(raw: bytes, secret: str | None) -> str:
+    """The first characters of a body that is not JSON, redacted *before* the cut.
+
+    Only a bounded head of the body is decoded (the cut plus the scrubber's margin), so a
+    multi-megabyte body costs no more than a short one.
+    """
+    scrubber = scrubber_for(secret)
+    head = raw[: 4 * (_BODY_EXCERPT + scrubber.margin)].decode("utf-8", "replace")
+    return redact(head, secret, limit=_BODY_EXCERPT)
 
 
 def _error_detail(raw: bytes, secret: str | None) -> tuple[str, str | None]:
@@ -184,11 +199,10 @@ class DirectOpenAIClient:
             data = _loads(raw)
         except ValueError as exc:
             raise MalformedResponse(
-                f"HTTP {status} body is not JSON: {redact(raw[:80].decode('utf-8', 'replace'), secret)!r}",
-                status=status,
+                f"HTTP {status} body is not JSON: {_body_excerpt(raw, secret)!r}", status=status
             ) from exc
         texts, tops, prompt_tokens, completion_tokens, model = parse_body(data, request)
-        return ChatResponse(
+        response = ChatResponse(
             texts=texts,
             first_token_top_logprobs=tops,
             prompt_tokens=prompt_tokens,
@@ -197,6 +211,7 @@ class DirectOpenAIClient:
             cost_usd=pricing.cost_usd(request.model, prompt_tokens, completion_tokens),
             model=model,
         )
+        return scrub_response(response, secret)  # below the response cache: it never stores a key
 
     async def aclose(self) -> None:
         """Close the session and its connections."""

@@ -17,13 +17,16 @@ Hierarchy::
 
 Each client maps its own library's exceptions here at the boundary (``raise ... from exc``),
 by exception type or HTTP status, never by matching message text. Messages never carry the
-API key: :func:`redact` scrubs a secret out of any text taken from the server.
+API key: :func:`redact` scrubs a secret, and its base64/hex/URL-escaped forms, out of any text
+taken from the server *before* cutting it (:mod:`.redaction`).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 from email.utils import parsedate_to_datetime
+
+from judgefuse.judges.transport.redaction import scrubber_for
 
 __all__ = [
     "AuthenticationFailed",
@@ -106,13 +109,14 @@ class MalformedResponse(FatalError):
     """A successful status with a body that is not a readable chat completion."""
 
 
-def redact(text: str, secret: str | None) -> str:
-    """``text`` with every occurrence of ``secret`` replaced, cut to a readable length."""
-    if secret:
-        text = text.replace(secret, "***")
-    if len(text) > _MAX_DETAIL:
-        text = text[:_MAX_DETAIL] + "..."
-    return text
+def redact(text: str, secret: str | None, *, limit: int = _MAX_DETAIL) -> str:
+    """``text`` with ``secret`` and its encodings replaced, then cut to ``limit`` characters.
+
+    Redacting comes first, so a cut can never leave part of a key behind; a key prefix the
+    source itself truncated is removed from the end of the cut too (:meth:`SecretScrubber.cut`).
+    """
+    clean, was_cut = scrubber_for(secret).cut(text, limit)
+    return clean + "..." if was_cut else clean
 
 
 def error_for_status(

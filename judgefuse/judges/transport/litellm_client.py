@@ -41,6 +41,7 @@ from judgefuse.judges.transport.errors import (
     parse_retry_after,
     redact,
 )
+from judgefuse.judges.transport.redaction import scrub_response, scrubber_for
 from judgefuse.judges.transport.request import ChatRequest, ChatResponse, TopLogprobs, openai_body
 
 __all__ = ["LiteLLMClient", "import_litellm"]
@@ -79,9 +80,7 @@ class _RedactSecrets(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if self.secrets:
             message = record.getMessage()
-            cleaned = message
-            for secret in self.secrets:
-                cleaned = cleaned.replace(secret, "***")
+            cleaned = scrubber_for(*sorted(self.secrets)).scrub(message)
             if cleaned != message:
                 record.msg, record.args = cleaned, None
         return True
@@ -107,19 +106,22 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
 
 
 def _scrub(exc: BaseException, secret: str | None) -> None:
-    """Remove ``secret`` from the text of every exception in ``exc``'s chain, in place."""
-    if not secret:
+    """Remove ``secret`` (and its encodings) from the text of every exception in ``exc``'s chain, in place."""
+    scrubber = scrubber_for(secret)
+    if not scrubber:
         return
     for link in _chain(exc):
-        link.args = tuple(a.replace(secret, "***") if isinstance(a, str) else a for a in link.args)
+        link.args = tuple(scrubber.scrub(a) if isinstance(a, str) else a for a in link.args)
         for attr in ("message", "detail"):
             value = getattr(link, attr, None)
-            if isinstance(value, str) and secret in value:
-                with contextlib.suppress(AttributeError):
-                    setattr(link, attr, value.replace(secret, "***"))
+            if isinstance(value, str):
+                cleaned = scrubber.scrub(value)
+                if cleaned != value:
+                    with contextlib.suppress(AttributeError):
+                        setattr(link, attr, cleaned)
         body = getattr(link, "body", None)
         if isinstance(body, dict) and isinstance(body.get("message"), str):
-            body["message"] = body["message"].replace(secret, "***")
+            body["message"] = scrubber.scrub(body["message"])
 
 
 def _body_param_and_message(exc: BaseException) -> tuple[str | None, str]:
@@ -265,7 +267,7 @@ class LiteLLMClient:
             raise MalformedResponse(f"{request.model!r}: response has no choices")
         if missing_logprobs:
             raise Unsupported(f"model {request.model!r} returned no logprobs", feature="logprobs")
-        return ChatResponse(
+        result = ChatResponse(
             texts=texts,
             first_token_top_logprobs=tops,
             prompt_tokens=prompt_tokens,
@@ -274,6 +276,7 @@ class LiteLLMClient:
             cost_usd=pricing.cost_usd(request.model, prompt_tokens, completion_tokens),
             model=str(getattr(response, "model", None) or request.model),
         )
+        return scrub_response(result, secret)  # below the response cache: it never stores a key
 
     async def aclose(self) -> None:
         """Close this client's session (litellm's own cached clients are process-wide)."""
