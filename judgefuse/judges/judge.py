@@ -196,6 +196,8 @@ class Judge:
         """Build the client stack (idempotent); ``api_base`` overrides the config's (local servers)."""
         if self._client is not None:
             return self
+        if self.config.external:
+            return self  # its votes are posted (POST /v1/fuse): no provider client to build
         if api_base is not None:
             self._api_base = api_base
         if self.config.local is not None and self._api_base is None:
@@ -238,8 +240,14 @@ class Judge:
     async def vote(self, item: PairwiseItem) -> JudgeVote:
         """This judge's vote on ``item``; failures and timeouts are invalid votes, never raised.
 
-        With the circuit open the vote is invalid at once, without a provider call.
+        With the circuit open the vote is invalid at once, without a provider call. An external
+        judge is never called: its vote here is invalid (its votes come through /v1/fuse).
         """
+        if self.config.external:
+            return JudgeVote.invalid(
+                self.name, self.config.mode,
+                "external judge: its votes are posted to /v1/fuse, it cannot be called",
+            )
         client = await self._ready_client()
         if self.circuit is None:
             return await self._vote(client, item, _VoteCalls())

@@ -29,7 +29,8 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable
+import random
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from judgefuse.fusion.verdict import Verdict
@@ -45,15 +46,19 @@ from judgefuse.service.errors import Conflict, FieldProblem, QuorumLost, TooLarg
 from judgefuse.service.metrics import ServiceMetrics
 from judgefuse.service.panels import PanelRuntime
 from judgefuse.service.refit import RefitOutcome, RefitScheduler, refit
+from judgefuse.service.posted_votes import posted_votes
 from judgefuse.service.request_checks import check_request, check_verdict_id
+from judgefuse.service.review_sampling import stamp_review, traffic_increments
 from judgefuse.service.routing import route_verdict
 from judgefuse.service.schemas import (
     BatchResponse,
     BatchResult,
     CascadeOut,
     CostOut,
+    FuseRequest,
     JudgeRequest,
     LabelResult,
+    ReviewOut,
     ThresholdUsed,
     TuneRequest,
     VerdictOut,
@@ -88,6 +93,7 @@ class Gateway:
         metrics: ServiceMetrics | None = None,
         *,
         clock: Callable[[], float] = time.time,
+        rng: random.Random | None = None,
     ) -> None:
         if not panels:
             raise ValueError("a gateway needs at least one panel")
@@ -96,6 +102,8 @@ class Gateway:
         self.panels = panels
         self.metrics = metrics or ServiceMetrics()
         self.clock = clock
+        self.rng = rng or random.Random(settings.review_seed)
+        """The review loop's draws (audit, queue rank); seeded by ``settings.review_seed``."""
         self.default_panel = settings.default_panel or next(iter(panels))
         if self.default_panel not in panels:
             raise ValueError(
@@ -154,7 +162,20 @@ class Gateway:
         return method(votes)
 
     async def judge(self, tenant: str, request: JudgeRequest, *, prefix: str = "body") -> VerdictOut:
-        """One verdict: fan-out, quorum, fuse, route, store (and the inline label)."""
+        """One verdict: fan-out, quorum, fuse, route, stamp, store (and the inline label)."""
+        return await self._serve(tenant, request, prefix, posted=None)
+
+    async def fuse(self, tenant: str, request: FuseRequest, *, prefix: str = "body") -> VerdictOut:
+        """One verdict from votes cast elsewhere: the same path as :meth:`judge` but for where
+        the votes come from (checked against the panel before anything is stored)."""
+        runtime = self.runtime(request.panel, field=f"{prefix}.panel")
+        votes = posted_votes(runtime, request.votes, prefix=prefix)
+        return await self._serve(tenant, request, prefix, posted=votes)
+
+    async def _serve(
+        self, tenant: str, request: JudgeRequest, prefix: str, *, posted: list[JudgeVote] | None
+    ) -> VerdictOut:
+        """The one decide-route-stamp-store path; ``posted`` votes replace the panel's fan-out."""
         started = time.perf_counter()
         self.check_limits(request, prefix)
         runtime = self.runtime(request.panel, field=f"{prefix}.panel")
@@ -171,7 +192,7 @@ class Gateway:
         )
         cascade_out: CascadeOut | None = None
         cascade_stage: str | None = None
-        if runtime.cascade is not None and request.method is None:
+        if posted is None and runtime.cascade is not None and request.method is None:
             decision, slowest = await walk_cascade(runtime, item)
             votes = list(decision.verdict.votes)
             judged = fused = time.perf_counter()
@@ -183,12 +204,18 @@ class Gateway:
             route, used = cascade_route(runtime, decision)
             cascade_out, cascade_stage = live_cascade_out(runtime, decision)
         else:
-            votes = await runtime.panel.judge(item)
+            # the only difference between /v1/judge and /v1/fuse: where the votes come from
+            votes = await runtime.panel.judge(item) if posted is None else posted
             judged = time.perf_counter()
             if not runtime.panel.quorum_met(votes):
+                quorum = runtime.panel.config.quorum_count()
+                if posted is not None:
+                    valid = sum(1 for v in votes if v.valid)
+                    raise FieldProblem(f"{prefix}.votes", f"{valid} valid vote(s); the panel's "
+                                                          f"quorum is {quorum}")
                 self.metrics.quorum_lost.labels(runtime.name).inc()
                 self.metrics.observe_votes(runtime.name, votes)
-                raise QuorumLost(runtime.name, votes, runtime.panel.config.quorum_count())
+                raise QuorumLost(runtime.name, votes, quorum)
             verdict = await self._fuse(tenant, runtime, request, item, votes)
             fused = time.perf_counter()
             threshold = await self.threshold(tenant, runtime.name)
@@ -201,13 +228,17 @@ class Gateway:
             "timings": {**verdict.timings, "judges_s": judged - started, "fuse_s": fused - judged,
                         "slowest_judge_s": slowest},
         })
+        stamp = stamp_review(route, used.code, runtime.panel.config.audit_rate, self.rng)
         record = VerdictRecord(
             id=verdict_id, tenant=tenant, panel=runtime.name, created_at=created_at,
             verdict=verdict, item=item if self.settings.store_items else None,
+            review=stamp, threshold_version=used.version,
         )
         storing = time.perf_counter()
         try:
-            await self.storage.save_verdict(tenant, record)
+            await self.storage.save_verdict(
+                tenant, record, traffic_increments(runtime.name, verdict.method, stamp)
+            )
         except VerdictExists:
             raise Conflict(f"verdict id {verdict_id!r} is already used",
                            fields=[(f"{prefix}.id", "already used")]) from None
@@ -227,7 +258,7 @@ class Gateway:
         return VerdictOut.of(
             verdict, panel=runtime.name, threshold=used, created_at=created_at, label=label,
             labelled_at=labelled_at, feedback=feedback, category=request.category,
-            cascade=cascade_out,
+            cascade=cascade_out, review=review_out(record),
         )
 
     async def _replay(
@@ -251,6 +282,18 @@ class Gateway:
         return await self.get_verdict(tenant, existing.id)
 
     async def judge_batch(self, tenant: str, requests: list[JudgeRequest]) -> BatchResponse:
+        return await self._batch(tenant, requests, self.judge)
+
+    async def fuse_batch(self, tenant: str, requests: list[FuseRequest]) -> BatchResponse:
+        for i, request in enumerate(requests):  # refuse unknown judges before storing anything
+            runtime = self.runtime(request.panel, field=f"body.items[{i}].panel")
+            posted_votes(runtime, request.votes, prefix=f"body.items[{i}]")
+        return await self._batch(tenant, requests, self.fuse)  # type: ignore[arg-type]
+
+    async def _batch(
+        self, tenant: str, requests: Sequence[JudgeRequest],
+        serve: Callable[..., Awaitable[VerdictOut]],
+    ) -> BatchResponse:
         limit = self.settings.max_batch_items
         if len(requests) > limit:
             raise TooLarge(
@@ -270,7 +313,7 @@ class Gateway:
             from judgefuse.service.errors import ServiceError
 
             try:
-                verdict = await self.judge(tenant, request, prefix=f"body.items[{i}]")
+                verdict = await serve(tenant, request, prefix=f"body.items[{i}]")
                 return BatchResult(index=i, status=200, verdict=verdict)
             except ServiceError as exc:
                 return BatchResult(index=i, status=exc.status, error=exc.body())
@@ -296,6 +339,7 @@ class Gateway:
             label=record.label, labelled_at=record.labelled_at,
             category=record.item.category if record.item else None,
             cascade=stored_cascade_out(verdict, self.panels.get(record.panel)),
+            review=review_out(record),
         )
 
     # ------------------------------------------------------------------ labels
@@ -399,6 +443,18 @@ class Gateway:
 
     async def aclose(self) -> None:
         await self.scheduler.aclose()
+
+
+def review_out(record: VerdictRecord) -> ReviewOut | None:
+    """The response's ``review`` block from a record's stamp (None for older records)."""
+    stamp = record.review
+    if stamp is None:
+        return None
+    return ReviewOut.model_construct(
+        queued=stamp.queued, reason=stamp.reason, stratum=stamp.stratum,
+        inclusion_probability=stamp.inclusion_probability, audit_rate=stamp.audit_rate,
+        threshold_version=record.threshold_version,
+    )
 
 
 def _label_result(outcome: LabelOutcome) -> LabelResult:

@@ -86,6 +86,14 @@ class Settings(BaseSettings):
     state_ttl_s: float = Field(default=2.0, ge=0.0)
     """How long a replica trusts its cached threshold/model before re-reading storage."""
 
+    review_seed: int | None = None
+    """Seed of the review loop's draws (audit sampling, queue order); None: fresh entropy.
+    Set it for reproducible tests and simulations only."""
+    review_lease_s: float = Field(default=600.0, gt=0.0, le=7 * 24 * 3600, allow_inf_nan=False)
+    """How long an annotator holds a leased review item before it returns to the queue."""
+    review_max_lease: int = Field(default=100, ge=1, le=1000)
+    """Most items one ``GET /v1/review/next`` may lease."""
+
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=0, le=65535)
     log_level: str = "info"
