@@ -181,8 +181,14 @@ async def calibration_report(
     n_bins: int,
     eps: float,
     now: float,
+    population: bool = True,
 ) -> list[dict[str, Any]]:
-    """One entry per calibration key of (tenant, panel): all-time and window metrics."""
+    """One entry per calibration key of (tenant, panel): all-time and window metrics of the
+    labelled sample (``"sample": "labelled"``) and, for method and judge keys, the
+    ``population`` block (:func:`judgefuse.service.population.population_block`) over the
+    window (all time when there is none)."""
+    from judgefuse.service.population import population_block
+
     prefix = _q(panel) + "/"
     keys = await storage.list_accumulators(tenant, prefix)
     since = hour_of(now) - window_hours + 1 if window_hours else None
@@ -217,6 +223,7 @@ async def calibration_report(
             "kind": key.kind,
             "name": key.name,
             "mode": key.mode,
+            "sample": "labelled",
             "all_time": metrics_json(total, n_bins=n_bins, eps=eps),
         }
         if since is not None:
@@ -228,6 +235,11 @@ async def calibration_report(
             abstained.get((key.kind, key.name), {"all_time": 0, "window": 0})
             if key.kind in ("method", "judge") else None
         )
+        entry["population"] = (
+            await population_block(storage, tenant, key, raw, since_hour=since, n_bins=n_bins,
+                                   eps=eps)
+            if population else None
+        )
         out.append(entry)
     # judges that only ever abstained still deserve a line
     seen = {(e["kind"], e["name"]) for e in out}
@@ -235,6 +247,7 @@ async def calibration_report(
         if (kind, name) not in seen:
             out.append({
                 "key": f"{kind}:{name}:-", "storage_key": None, "panel": panel, "kind": kind,
-                "name": name, "mode": None, "all_time": None, "window": None, "abstained": counts,
+                "name": name, "mode": None, "sample": "labelled", "all_time": None, "window": None,
+                "abstained": counts, "population": None,
             })
     return out

@@ -48,7 +48,13 @@ from judgefuse.service.panels import PanelRuntime
 from judgefuse.service.refit import RefitOutcome, RefitScheduler, refit
 from judgefuse.service.posted_votes import posted_votes
 from judgefuse.service.request_checks import check_request, check_verdict_id
-from judgefuse.service.review_sampling import stamp_review, traffic_increments
+from judgefuse.service.population import traffic_counts
+from judgefuse.service.review_sampling import (
+    ALL_METHODS,
+    UNSOLICITED,
+    stamp_review,
+    traffic_increments,
+)
 from judgefuse.service.routing import route_verdict
 from judgefuse.service.schemas import (
     BatchResponse,
@@ -358,7 +364,7 @@ class Gateway:
     # ------------------------------------------------------------------ thresholds
     async def tune(self, tenant: str, request: TuneRequest) -> dict[str, Any]:
         """Tune the auto-accept threshold from the labelled store; store it (see the docs)."""
-        from judgefuse.calibration import tune_threshold
+        from judgefuse.calibration.stratified_tuning import tune_threshold_stratified
 
         runtime = self.runtime(request.panel)
         if request.method is not None:
@@ -382,18 +388,32 @@ class Gateway:
         records = await self.storage.iter_labelled(
             tenant, runtime.name, limit=self.settings.refit_max_labels
         )
-        how, confidences, correct = tuning_data(records, runtime, method_name, model_version)
+        data = tuning_data(records, runtime, method_name, model_version)
+        keep = [i for i, stratum in enumerate(data.strata) if stratum != UNSOLICITED]
+        confidences = [data.confidences[i] for i in keep]
+        correct = [data.correct[i] for i in keep]
+        strata = [data.strata[i] for i in keep]
+        # N_s: every verdict of the strata (a voting method is re-fused on every record, so its
+        # population is the panel's whole traffic; a stacked model's or the fuser's, its own)
+        traffic_method = method_name if method_name in ("stacked", "fuser") else ALL_METHODS
+        population = await traffic_counts(self.storage, tenant, runtime.name, traffic_method)
+        for stratum in set(strata):  # records from before the counters: at least their labels
+            population[stratum] = max(population.get(stratum, 0), strata.count(stratum))
+        how = (f"{data.how}; weighted by review stratum ({len(keep)} labels; "
+               f"{len(data.strata) - len(keep)} unsolicited left out)")
         base: dict[str, Any] = {
             "panel": runtime.name, "method": method_name, "model_version": model_version,
-            "n_labels": len(confidences), "data": how,
+            "n_labels": len(confidences), "n_unsolicited": len(data.strata) - len(keep),
+            "data": how, "population": population,
         }
         if not confidences:
             return {**base, "stored": False, "threshold": None, "version": None,
                     "reason": f"no labelled verdicts for method {method_name!r}: nothing stored",
                     "report": None}
         report = await asyncio.to_thread(
-            tune_threshold, confidences, correct, target_precision=request.target_precision,
-            delta=request.delta, min_count=request.min_count,
+            tune_threshold_stratified, confidences, correct, strata, population,
+            target_precision=request.target_precision, delta=request.delta,
+            min_count=request.min_count,
         )
         details: dict[str, Any] = {"report": report.as_dict(), "data": how}
         if model_version:

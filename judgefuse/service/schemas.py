@@ -317,3 +317,25 @@ class RefitRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
     panel: str | None = Field(default=None, min_length=1, max_length=256)
+
+
+class ReviewSkipRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+
+    verdict_id: str = Field(min_length=1, max_length=256)
+    annotator: str | None = Field(default=None, min_length=1, max_length=256)
+    """Default: the ``X-Annotator`` header, else the tenant's name."""
+
+
+class ReviewItemOut(BaseModel):
+    """One leased item as an annotator sees it: the pair, never the judges' verdict unless
+    the panel opts in (``review_shows_verdict``), so the label is not anchored on it."""
+
+    verdict_id: str
+    question: str
+    answer_a: str
+    answer_b: str
+    reason: str
+    stratum: str
+    lease_expires_at: float
+    verdict: dict[str, Any] | None = None

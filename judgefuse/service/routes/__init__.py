@@ -10,6 +10,7 @@ from judgefuse.service.routes import (
     health,
     judge,
     metrics,
+    review,
     thresholds,
     verdicts,
 )
@@ -23,5 +24,6 @@ ROUTERS = [
     thresholds.router,
     fusion.router,
     metrics.router,
+    review.router,
     dashboard.router,
 ]
