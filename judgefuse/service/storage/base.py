@@ -46,6 +46,7 @@ import abc
 import math
 import numbers
 import re
+import time
 from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Self
@@ -55,6 +56,7 @@ from judgefuse.service.storage.records import (
     LabelOutcome,
     ModelRecord,
     ReviewLease,
+    Stratum,
     StratumCounts,
     ThresholdRecord,
     VerdictRecord,
@@ -157,6 +159,12 @@ def _checked(increments: Mapping[str, Mapping[str, Number]], sign: int) -> Incre
             row[field] = sign * value
         out[key] = row
     return out
+
+
+def checked_increments(increments: Mapping[str, Mapping[str, Number]] | None) -> Increments:
+    """``save_verdict``'s traffic increments, validated (names, finite values, int64) before
+    anything is written; ``None`` is no increments."""
+    return {} if increments is None else _checked(increments, 1)
 
 
 def net_increments(
@@ -366,6 +374,53 @@ def check_versioned(panel: str, record: ThresholdRecord | ModelRecord) -> None:
     check_name("panel", panel)
     if record.panel != panel:
         raise ValueError(f"record.panel {record.panel!r} does not match panel {panel!r}")
+
+
+STRATA: tuple[Stratum, ...] = ("review", "audit", "none")
+"""Every stratum, in the order ``review_stats`` reports them."""
+
+
+def check_lease(n: int, annotator: str, lease_s: float) -> None:
+    """``lease_review``'s arguments: ``n`` a positive int, ``lease_s`` finite and positive."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be an integer >= 1, got {n!r}")
+    check_name("annotator", annotator)
+    if isinstance(lease_s, bool) or not isinstance(lease_s, numbers.Real):
+        raise ValueError(f"lease_s must be a number of seconds, got {lease_s!r}")
+    if not math.isfinite(lease_s) or lease_s <= 0:
+        raise ValueError(f"lease_s must be finite and > 0, got {lease_s!r}")
+
+
+def clock(now: float | None) -> float:
+    """``now`` as float epoch seconds, the wall clock when ``None``."""
+    if now is None:
+        return time.time()
+    value = float(now)
+    if not math.isfinite(value):
+        raise ValueError(f"now must be finite epoch seconds, got {now!r}")
+    return value
+
+
+def stats_from_counters(
+    counters: Mapping[str, int], live_leases: Mapping[str, int]
+) -> dict[str, StratumCounts]:
+    """``review_stats``' answer from the stored counters and the live-lease counts.
+
+    ``counters`` holds ``routed:<stratum>``, ``inqueue:<stratum>`` (queued and unlabelled, leased
+    or not) and ``labelled:<stratum>``; ``live_leases`` stratum -> leases not yet expired.
+    Every stratum is present; ``queued`` is the items in the queue that no live lease holds.
+    """
+    out: dict[str, StratumCounts] = {}
+    for stratum in STRATA:
+        leased = int(live_leases.get(stratum, 0))
+        inqueue = int(counters.get(f"inqueue:{stratum}", 0))
+        out[stratum] = StratumCounts(
+            routed=int(counters.get(f"routed:{stratum}", 0)),
+            queued=inqueue - leased,
+            leased=leased,
+            labelled=int(counters.get(f"labelled:{stratum}", 0)),
+        )
+    return out
 
 
 def check_limit(limit: int | None) -> None:

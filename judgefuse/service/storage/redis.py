@@ -400,6 +400,16 @@ class RedisStorage(Storage):
             f"set_label on {verdict_id!r}: still contended after {self.max_cas_attempts} attempts"
         )
 
+    # -- review queue (interim: the Redis queue follows in the next commit) ---------------------
+    async def lease_review(self, tenant, panel, *, n, annotator, lease_s, now=None):  # type: ignore[no-untyped-def]
+        raise NotImplementedError("the Redis review queue is not implemented yet")
+
+    async def release_review(self, tenant, verdict_id, annotator, *, now=None):  # type: ignore[no-untyped-def]
+        raise NotImplementedError("the Redis review queue is not implemented yet")
+
+    async def review_stats(self, tenant, panel, *, now=None):  # type: ignore[no-untyped-def]
+        raise NotImplementedError("the Redis review queue is not implemented yet")
+
     # -- accumulators --------------------------------------------------------------------------
     async def read_accumulator(
         self,

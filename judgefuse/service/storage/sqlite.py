@@ -22,6 +22,9 @@ verdict and label queries. The rest, one job each:
 
 * :mod:`~judgefuse.service.storage.sqlite_schema`: the tables and creating them on open;
 * :mod:`~judgefuse.service.storage.sqlite_accumulators`: the accumulator statements;
+* :mod:`~judgefuse.service.storage.sqlite_review`: the review queue, its leases and counters
+  (enqueued in ``save_verdict``'s transaction, dequeued in ``set_label``'s, leases taken in one
+  ``BEGIN IMMEDIATE``, so two annotators, even in two processes, never hold one item);
 * :mod:`~judgefuse.service.storage.sqlite_cache`: the accumulator read cache (answers reused
   while ``PRAGMA data_version`` proves them exact);
 * :mod:`~judgefuse.service.storage.sqlite_versioned`: thresholds and models.
@@ -32,7 +35,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -49,11 +52,14 @@ from judgefuse.service.storage.base import (
     StorageUnavailable,
     VerdictExists,
     VerdictNotFound,
+    check_lease,
     check_limit,
     check_name,
     check_tenant,
     check_verdict_record,
     check_versioned,
+    checked_increments,
+    clock,
     hour_of,
     labelled_copy,
     net_increments,
@@ -61,6 +67,8 @@ from judgefuse.service.storage.base import (
 from judgefuse.service.storage.records import (
     LabelOutcome,
     ModelRecord,
+    ReviewLease,
+    StratumCounts,
     ThresholdRecord,
     VerdictRecord,
 )
@@ -70,6 +78,13 @@ from judgefuse.service.storage.sqlite_accumulators import (
     sum_accumulator,
 )
 from judgefuse.service.storage.sqlite_cache import AccumulatorCache, Written
+from judgefuse.service.storage.sqlite_review import (
+    dequeue_labelled,
+    enqueue_new,
+    lease_free,
+    release_lease,
+)
+from judgefuse.service.storage.sqlite_review import stats as review_stats_of
 from judgefuse.service.storage.sqlite_schema import SCHEMA_VERSION, create_schema
 from judgefuse.service.storage.sqlite_versioned import (
     V,
@@ -214,9 +229,16 @@ class SQLiteStorage(Storage):
             return False
 
     # -- verdicts ------------------------------------------------------------------------------
-    async def save_verdict(self, tenant: str, record: VerdictRecord) -> None:
+    async def save_verdict(
+        self,
+        tenant: str,
+        record: VerdictRecord,
+        increments: Mapping[str, Mapping[str, Number]] | None = None,
+    ) -> None:
         check_verdict_record(tenant, record)
+        net = checked_increments(increments)
         body = record.model_dump_json()
+        hour = hour_of(record.created_at)
 
         def txn(conn: sqlite3.Connection) -> None:
             row = conn.execute(
@@ -224,15 +246,44 @@ class SQLiteStorage(Storage):
             ).fetchone()
             if row is not None:
                 if row[0] == body:
-                    return
+                    return  # a retried save: no second enqueue, no second increment
                 raise VerdictExists(tenant, record.id)
             conn.execute(
                 "INSERT INTO verdicts (tenant, id, panel, created_at, label, labelled_at, body) "
                 "VALUES (?, ?, ?, ?, NULL, NULL, ?)",
                 (tenant, record.id, record.panel, record.created_at, body),
             )
+            enqueue_new(conn, tenant, record)
+            if net:
+                add_increments(conn, tenant, hour, net, written)
 
-        await self._run("save_verdict", lambda c: self._write(c, txn))
+        written: Written = []
+        await self._run(
+            "save_verdict", lambda c: self._write_cached(c, tenant, [hour], set(net), written, txn)
+        )
+
+    def _write_cached(
+        self,
+        conn: sqlite3.Connection,
+        tenant: str,
+        hour: list[int],
+        touched: set[str],
+        written: Written,
+        txn: Callable[[sqlite3.Connection], T],
+    ) -> T:
+        """:meth:`_write` for a transaction that may add accumulator increments: on commit the
+        read cache takes what was ``written`` (into the hour bucket ``hour[0]``, which ``txn``
+        may fill in); on rollback it forgets the ``touched`` keys (answers about them may no
+        longer be exact)."""
+        try:
+            outcome = self._write(conn, txn)
+        except BaseException:
+            if touched:
+                self._acc_cache.drop(tenant, touched)
+            raise
+        if written:
+            self._acc_cache.update(tenant, hour[0], written)
+        return outcome
 
     @staticmethod
     def _parse_record(body: str) -> VerdictRecord:
@@ -283,15 +334,16 @@ class SQLiteStorage(Storage):
                 return LabelOutcome(status="unchanged", label=label, previous=label, record=record)
             net = net_increments(record, label, increments)
             new = labelled_copy(record, label, when)
+            hour = hour_of(record.created_at)
+            hour_box.append(hour)
             conn.execute(
                 "UPDATE verdicts SET label = ?, labelled_at = ?, body = ? "
                 "WHERE tenant = ? AND id = ?",
                 (label, when, new.model_dump_json(), tenant, verdict_id),
             )
-            hour = hour_of(record.created_at)
             touched.update(net)
             add_increments(conn, tenant, hour, net, written)
-            written_hour.append(hour)
+            dequeue_labelled(conn, tenant, record)
             return LabelOutcome(
                 status="labelled" if record.label is None else "relabelled",
                 label=label,
@@ -302,20 +354,78 @@ class SQLiteStorage(Storage):
 
         touched: set[str] = set()
         written: Written = []  # (key, field, delta, new total)
-        written_hour: list[int] = []
+        hour_box: list[int] = []
 
         def write(conn: sqlite3.Connection) -> LabelOutcome:
-            try:
-                outcome = self._write(conn, txn)
-            except BaseException:  # rolled back; drop the cached answers of the keys it touched
-                if touched:
-                    self._acc_cache.drop(tenant, touched)
-                raise
-            if written:
-                self._acc_cache.update(tenant, written_hour[0], written)
-            return outcome
+            return self._write_cached(conn, tenant, hour_box, touched, written, txn)
 
         return await self._run("set_label", write)
+
+    # -- review queue --------------------------------------------------------------------------
+    async def lease_review(
+        self,
+        tenant: str,
+        panel: str,
+        *,
+        n: int,
+        annotator: str,
+        lease_s: float,
+        now: float | None = None,
+    ) -> list[ReviewLease]:
+        check_tenant(tenant)
+        check_name("panel", panel)
+        check_lease(n, annotator, lease_s)
+        at = clock(now)
+        expires_at = at + float(lease_s)
+
+        def txn(conn: sqlite3.Connection) -> list[str]:
+            ids = lease_free(conn, tenant, panel, n, annotator, at, expires_at)
+            bodies = []
+            for vid in ids:
+                row = conn.execute(
+                    "SELECT body FROM verdicts WHERE tenant = ? AND id = ?", (tenant, vid)
+                ).fetchone()
+                if row is None:
+                    raise StorageCorrupt(f"sqlite: queued verdict {vid!r} has no record")
+                bodies.append(row[0])
+            return bodies
+
+        bodies = await self._run("lease_review", lambda c: self._write(c, txn))
+        return [
+            ReviewLease(
+                record=self._parse_record(body), annotator=annotator, lease_expires_at=expires_at
+            )
+            for body in bodies
+        ]
+
+    async def release_review(
+        self, tenant: str, verdict_id: str, annotator: str, *, now: float | None = None
+    ) -> bool:
+        check_tenant(tenant)
+        check_name("verdict id", verdict_id)
+        check_name("annotator", annotator)
+        at = clock(now)
+
+        def txn(conn: sqlite3.Connection) -> bool:
+            return release_lease(conn, tenant, verdict_id, annotator, at)
+
+        return await self._run("release_review", lambda c: self._write(c, txn))
+
+    async def review_stats(
+        self, tenant: str, panel: str, *, now: float | None = None
+    ) -> dict[str, StratumCounts]:
+        check_tenant(tenant)
+        check_name("panel", panel)
+        at = clock(now)
+
+        def read(conn: sqlite3.Connection) -> dict[str, StratumCounts]:
+            conn.execute("BEGIN")  # one snapshot for the counters and the live leases
+            try:
+                return review_stats_of(conn, tenant, panel, at)
+            finally:
+                conn.execute("COMMIT")
+
+        return await self._run("review_stats", read)
 
     # -- accumulators --------------------------------------------------------------------------
     async def read_accumulator(

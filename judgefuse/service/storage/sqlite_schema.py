@@ -9,6 +9,15 @@ the accumulators (``value`` has no declared type, so integers stay exact 64-bit 
 floats stay floats; an integer sum that would leave int64, which SQLite would silently turn
 into a REAL, is refused as :class:`AccumulatorOverflow` and the label rolled back); ``thresholds`` and ``models`` hold (tenant, panel, version, created_at, body).
 ``meta(name, value)`` records the schema version, so an older build refuses a newer file.
+
+Version 2 (the review loop, DESIGN.md "The review loop") adds two tables:
+``review_queue(tenant, panel, id, stratum, rank, lease_owner, lease_expires_at)``, one row per
+queued verdict that has no label yet (the label deletes it), indexed on (tenant, panel, rank)
+for leasing in rank order and on (tenant, panel, lease_expires_at) over leased rows for
+counting live leases; and ``review_counts(tenant, panel, stratum, routed, inqueue, labelled)``,
+the counters ``review_stats`` reads, updated in the same transactions as the verdict writes.
+A version-1 file is migrated on open (the new tables are created, the version stamped 2, in
+one transaction); its records carry no review stamp, so none of them is ever queued.
 """
 
 from __future__ import annotations
@@ -20,7 +29,7 @@ from judgefuse.service.storage.base import StorageError
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "create_schema"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -72,6 +81,29 @@ CREATE TABLE IF NOT EXISTS models (
     body TEXT NOT NULL,
     PRIMARY KEY (tenant, panel, version)
 );
+CREATE TABLE IF NOT EXISTS review_queue (
+    tenant TEXT NOT NULL,
+    panel TEXT NOT NULL,
+    id TEXT NOT NULL,
+    stratum TEXT NOT NULL,
+    rank REAL NOT NULL,
+    lease_owner TEXT,
+    lease_expires_at REAL,
+    PRIMARY KEY (tenant, id)
+);
+CREATE INDEX IF NOT EXISTS review_queue_rank
+    ON review_queue (tenant, panel, rank, id);
+CREATE INDEX IF NOT EXISTS review_queue_leases
+    ON review_queue (tenant, panel, lease_expires_at) WHERE lease_expires_at IS NOT NULL;
+CREATE TABLE IF NOT EXISTS review_counts (
+    tenant TEXT NOT NULL,
+    panel TEXT NOT NULL,
+    stratum TEXT NOT NULL,
+    routed INTEGER NOT NULL DEFAULT 0,
+    inqueue INTEGER NOT NULL DEFAULT 0,
+    labelled INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (tenant, panel, stratum)
+);
 """
 
 
@@ -97,6 +129,11 @@ def create_schema(conn: sqlite3.Connection, path: Path) -> None:
             raise StorageError(
                 f"sqlite: {path} has schema {row[0]}, newer than this code "
                 f"({SCHEMA_VERSION})"
+            )
+        elif int(row[0]) < SCHEMA_VERSION:
+            # 1 -> 2 only adds tables (created above): stamp the new version
+            conn.execute(
+                "UPDATE meta SET value = ? WHERE name = 'schema'", (str(SCHEMA_VERSION),)
             )
         conn.execute("COMMIT")
     except BaseException:
