@@ -25,3 +25,12 @@ from .summary import SUMMARY_KEYS, per_category, summarize
 from .th_score import THScore, th_score, th_score_from_parts
 from .thresholds import ScanStep, ThresholdReport, clopper_pearson_lower, tune_threshold
 from .validation import check_confidence, check_correct, check_pair
+from .stratified import (
+    BOOTSTRAP_REPLICATES,
+    TH_RANGE,
+    Interval,
+    StratumData,
+    population_estimates,
+    precision_estimate,
+)
+from .stratified_tuning import stratified_precision_lower_bound, tune_threshold_stratified
