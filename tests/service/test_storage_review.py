@@ -15,6 +15,7 @@ import pytest
 from test_storage import H0, T0, incr, make_record
 
 from judgefuse.service.storage import (
+    AccumulatorOverflow,
     ReviewStamp,
     SQLiteStorage,
     Storage,
@@ -423,3 +424,42 @@ async def test_sqlite_version_1_file_is_migrated(sqlite_path: Path) -> None:
         conn.close()
     async with SQLiteStorage(sqlite_path) as again:  # reopening a migrated file changes nothing
         assert (await again.review_stats("acme", "p1", now=NOW))["review"] == counts(1, 0, 1)
+
+
+async def test_overflowing_save_writes_nothing(storage: Storage) -> None:
+    await storage.save_verdict("acme", stamped("v1"), {"k": {"x": 2**62}})
+    with pytest.raises(AccumulatorOverflow):
+        await storage.save_verdict("acme", stamped("v2", rank=0.1), {"a": {"n": 1}, "k": {"x": 2**62}})
+    assert await storage.get_verdict("acme", "v2") is None
+    assert await storage.read_accumulator("acme", "a") == {}
+    assert await storage.read_accumulator("acme", "k") == {"x": 2**62}
+    assert (await storage.review_stats("acme", "p1", now=NOW))["review"] == counts(1, 1)
+    assert await lease_ids(storage, "ann", 5) == ["v1"]
+    await storage.save_verdict("acme", stamped("v2", rank=0.1), {"a": {"n": 1}})  # now it fits
+    assert await lease_ids(storage, "bob", 5) == ["v2"]
+
+
+# -- Redis: key naming -------------------------------------------------------------------------
+
+
+async def test_redis_review_keys_carry_the_tenant_tag(redis_url: str) -> None:
+    async with RedisStorage(redis_url) as store:
+        await store.client.flushdb()
+        await store.save_verdict("acme", stamped("v1", "review", 0.1, panel="p:x"))
+        await store.save_verdict("acme", stamped("v2", "audit", 0.2, panel="p:x"))
+        await store.lease_review("acme", "p:x", n=2, annotator="ann", lease_s=60.0, now=NOW)
+        keys = set(await store.client.keys("*"))
+        assert await store.client.hgetall("jf:{acme}:review:owner:p:x") == {
+            "v1": "ann", "v2": "ann"
+        }
+        # an expired lease is swept by the next lease call: no owner left behind
+        await store.lease_review("acme", "p:x", n=1, annotator="bob", lease_s=1.0, now=NOW + 61)
+        assert await store.client.hgetall("jf:{acme}:review:owner:p:x") == {"v1": "bob"}
+        assert await store.client.zcard("jf:{acme}:review:leases:audit:p:x") == 0
+        await store.client.flushdb()
+    assert all(k.startswith("jf:{acme}:") for k in keys)
+    assert {
+        "jf:{acme}:review:queue:p:x", "jf:{acme}:review:stratum:p:x",
+        "jf:{acme}:review:owner:p:x", "jf:{acme}:review:leases:review:p:x",
+        "jf:{acme}:review:leases:audit:p:x", "jf:{acme}:review:counts:p:x",
+    } <= keys

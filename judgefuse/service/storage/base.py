@@ -296,7 +296,13 @@ class Storage(abc.ABC):
         self, tenant: str, panel: str, *, now: float | None = None
     ) -> dict[str, StratumCounts]:
         """Counts per stratum (``review``, ``audit``, ``none``; all three always present) of
-        (tenant, panel). Cost independent of the number of verdicts (counters, not scans)."""
+        (tenant, panel). Cost independent of the number of verdicts (counters, not scans; the
+        live leases are counted in an index, O(live leases) at most).
+
+        Only records saved with a ``review`` stamp are counted: a record without one (from
+        before the review loop) is never routed, queued or counted, also when labelled.
+        ``labelled`` counts first labels (a relabel changes no count). ``now`` (default: the
+        wall clock) decides which leases are live."""
 
     # -- accumulators --------------------------------------------------------------------------
     @abc.abstractmethod

@@ -21,7 +21,15 @@ key                                    content
 ``jf:{T}:thr:{panel}``                 hash: version -> threshold JSON (without ``version``)
 ``jf:{T}:modelseq:{panel}``            integer: the last fusion-model version
 ``jf:{T}:model:{panel}``               hash: version -> model JSON (without ``version``)
+``jf:{T}:review:queue:{panel}``        sorted set: queued unlabelled ids, score = stamp ``rank``
+``jf:{T}:review:stratum:{panel}``      hash: queued id -> its stratum (``review``/``audit``)
+``jf:{T}:review:owner:{panel}``        hash: leased id -> annotator (live leases only)
+``jf:{T}:review:leases:{s}:{panel}``   sorted set per queued stratum: leased ids, score = expiry
+``jf:{T}:review:counts:{panel}``       hash: ``routed:{s}``, ``inqueue:{s}``, ``labelled:{s}``
 =====================================  =====================================================
+
+The review keys' fixed words before the panel differ, so no panel name can make two of them
+collide.
 
 Atomicity
 ---------
@@ -32,7 +40,19 @@ HINCRBY/HINCRBYFLOAT; otherwise nothing is written and the call re-reads and ret
 alone on the server, so concurrent labels of one id are serialised: the same label twice is a
 no-op and a relabel subtracts exactly what the previous label added. Version numbers come from
 INCR inside the script that stores the version. Saving a verdict is a script too (create, or
-no-op when identical, or :class:`VerdictExists`).
+no-op when identical, or :class:`VerdictExists`): the create also counts the record in its
+stratum, enqueues it (when its stamp says so) and applies the traffic increments, so a retried
+save enqueues and counts nothing twice. A first label of a stamped record counts the label and
+removes the item from the queue and its lease in the label's script.
+
+The review queue: ``lease_review`` is one script that sweeps expired leases (after which an
+item has an owner exactly when it has a live lease), reads the first ``n`` + (live leases)
+ids in rank order (enough to find ``n`` free ones) and leases the free ones; scripts run one
+at a time on the server, so two callers, on one replica or two, never lease one item.
+``release_review`` is a script that checks owner and expiry before it removes the lease.
+``review_stats`` reads the counters and ZCOUNTs the live leases in one MULTI. Lease times are
+the callers' clocks (``now``): replicas should keep their clocks in sync (NTP); a skew only
+shortens or lengthens a lease by that much.
 
 Integer deltas use HINCRBY (exact int64, as the calibration accumulator's fixed-point fields
 need); float deltas HINCRBYFLOAT (a field that holds a float stays a float). Increments are
@@ -53,7 +73,7 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
@@ -67,6 +87,7 @@ from redis.backoff import ExponentialWithJitterBackoff
 from judgefuse.judges.types import Letter
 from judgefuse.service.storage.base import (
     AccumulatorOverflow,
+    Increments,
     IncrementsFn,
     Number,
     Storage,
@@ -75,18 +96,24 @@ from judgefuse.service.storage.base import (
     StorageUnavailable,
     VerdictExists,
     VerdictNotFound,
+    check_lease,
     check_limit,
     check_name,
     check_tenant,
     check_verdict_record,
     check_versioned,
+    checked_increments,
+    clock,
     hour_of,
     labelled_copy,
     net_increments,
+    stats_from_counters,
 )
 from judgefuse.service.storage.records import (
     LabelOutcome,
     ModelRecord,
+    ReviewLease,
+    StratumCounts,
     ThresholdRecord,
     VerdictRecord,
 )
@@ -94,64 +121,147 @@ from judgefuse.service.storage.records import (
 V = TypeVar("V", ThresholdRecord, ModelRecord)
 _INT_RE = re.compile(r"^-?[0-9]+$")
 
-_SAVE_LUA = """
-local cur = redis.call('GET', KEYS[1])
-if not cur then
-  redis.call('SET', KEYS[1], ARGV[1])
-  return 1
+# Shared by the save and label scripts. plan(a, k) reads accumulators from ARGV[a..] (name,
+# field count, field, delta, ...) and their keys from KEYS[k..] (total, hours, hour bucket per
+# accumulator) and checks every field for overflow before anything is written: it returns
+# nil when one would overflow, else what apply() writes.
+_INCREMENTS_LUA = """
+local function plan(a, k)
+  local INT = '^%-?%d+$'
+  local accs = {}
+  local ops = {}
+  while a <= #ARGV do
+    local n = tonumber(ARGV[a + 1])
+    accs[#accs + 1] = {ARGV[a], KEYS[k + 1]}
+    a = a + 2
+    for _ = 1, n do
+      local field, delta = ARGV[a], ARGV[a + 1]
+      a = a + 2
+      for _, hash in ipairs({KEYS[k], KEYS[k + 2]}) do
+        local old = redis.call('HGET', hash, field)
+        local int = string.find(delta, INT) ~= nil and (not old or string.find(old, INT) ~= nil)
+        local limit = 1e300
+        if int then limit = 9.2e18 end
+        if math.abs(tonumber(old or '0')) + math.abs(tonumber(delta)) >= limit then
+          return nil
+        end
+        ops[#ops + 1] = {hash, field, delta, int}
+      end
+    end
+    k = k + 3
+  end
+  return {accs, ops}
 end
-if cur == ARGV[1] then return 0 end
-return -1
+
+local function apply(planned, keys_key, hour)
+  for _, acc in ipairs(planned[1]) do
+    redis.call('ZADD', keys_key, 0, acc[1])
+    redis.call('ZADD', acc[2], hour, hour)
+  end
+  for _, op in ipairs(planned[2]) do
+    if op[4] then
+      redis.call('HINCRBY', op[1], op[2], op[3])
+    else
+      redis.call('HINCRBYFLOAT', op[1], op[2], op[3])
+    end
+  end
+end
 """
 
-# KEYS: record, labelled, labelled-by-panel, acc:keys, then per accumulator: total, hours, hour.
-# ARGV: sha1(expected current value), new value, score, id, hour,
-#       then per accumulator: name, field count, field, delta, field, delta, ...
+# KEYS: record, review counts, queue, queue strata, acc:keys, then per accumulator: total,
+#       hours, hour.
+# ARGV: record JSON, id, stratum ('' without a stamp), queued ('1'/'0'), rank, hour, then per
+#       accumulator: name, field count, field, delta, ...
+# Returns 1 created, 0 identical record already there (nothing written), -1 a different record
+# under this id, -2 a field would overflow (nothing written).
+_SAVE_LUA = _INCREMENTS_LUA + """
+local cur = redis.call('GET', KEYS[1])
+if cur then
+  if cur == ARGV[1] then return 0 end
+  return -1
+end
+local planned = plan(7, 6)
+if not planned then return -2 end
+redis.call('SET', KEYS[1], ARGV[1])
+if ARGV[3] ~= '' then
+  redis.call('HINCRBY', KEYS[2], 'routed:' .. ARGV[3], 1)
+  if ARGV[4] == '1' then
+    redis.call('ZADD', KEYS[3], ARGV[5], ARGV[2])
+    redis.call('HSET', KEYS[4], ARGV[2], ARGV[3])
+    redis.call('HINCRBY', KEYS[2], 'inqueue:' .. ARGV[3], 1)
+  end
+end
+apply(planned, KEYS[5], ARGV[6])
+return 1
+"""
+
+# KEYS: record, labelled, labelled-by-panel, acc:keys, review counts, queue, queue strata,
+#       lease owners, review leases, audit leases, then per accumulator: total, hours, hour.
+# ARGV: sha1(expected current value), new value, score, id, hour, stratum of a first label of
+#       a stamped record ('' otherwise), then per accumulator: name, field count, field, delta, ...
 # Returns 1 done, 0 the record changed (retry), -1 no record, -2 a field would overflow.
 # Every check runs before the first write, so a refused label writes nothing.
-_LABEL_LUA = """
+_LABEL_LUA = _INCREMENTS_LUA + """
 local cur = redis.call('GET', KEYS[1])
 if not cur then return -1 end
 if redis.sha1hex(cur) ~= ARGV[1] then return 0 end
-local INT = '^%-?%d+$'
-local accs = {}
-local ops = {}
-local a = 6
-local k = 5
-while a <= #ARGV do
-  local n = tonumber(ARGV[a + 1])
-  accs[#accs + 1] = {ARGV[a], KEYS[k + 1]}
-  a = a + 2
-  for _ = 1, n do
-    local field, delta = ARGV[a], ARGV[a + 1]
-    a = a + 2
-    for _, hash in ipairs({KEYS[k], KEYS[k + 2]}) do
-      local old = redis.call('HGET', hash, field)
-      local int = string.find(delta, INT) ~= nil and (not old or string.find(old, INT) ~= nil)
-      local limit = 1e300
-      if int then limit = 9.2e18 end
-      if math.abs(tonumber(old or '0')) + math.abs(tonumber(delta)) >= limit then
-        return -2
-      end
-      ops[#ops + 1] = {hash, field, delta, int}
-    end
-  end
-  k = k + 3
-end
+local planned = plan(7, 11)
+if not planned then return -2 end
 redis.call('SET', KEYS[1], ARGV[2])
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
 redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
-for _, acc in ipairs(accs) do
-  redis.call('ZADD', KEYS[4], 0, acc[1])
-  redis.call('ZADD', acc[2], ARGV[5], ARGV[5])
+local stratum = ARGV[6]
+if stratum ~= '' then
+  redis.call('HINCRBY', KEYS[5], 'labelled:' .. stratum, 1)
+  if redis.call('ZREM', KEYS[6], ARGV[4]) == 1 then
+    redis.call('HINCRBY', KEYS[5], 'inqueue:' .. stratum, -1)
+  end
+  redis.call('HDEL', KEYS[7], ARGV[4])
+  redis.call('HDEL', KEYS[8], ARGV[4])
+  redis.call('ZREM', KEYS[9], ARGV[4])
+  redis.call('ZREM', KEYS[10], ARGV[4])
 end
-for _, op in ipairs(ops) do
-  if op[4] then
-    redis.call('HINCRBY', op[1], op[2], op[3])
-  else
-    redis.call('HINCRBYFLOAT', op[1], op[2], op[3])
+apply(planned, KEYS[4], ARGV[5])
+return 1
+"""
+
+# KEYS: queue, queue strata, lease owners, review leases, audit leases.
+# ARGV: now, lease expiry, annotator, n.
+# Expired leases are swept first, so afterwards an item has an owner exactly when it has a
+# live lease; the first n + (live leases) items in rank order then hold every free item the
+# call can take, and one ZRANGE reads them. Returns the leased ids in rank order.
+_LEASE_LUA = """
+for _, key in ipairs({KEYS[4], KEYS[5]}) do
+  local expired = redis.call('ZRANGEBYSCORE', key, '-inf', ARGV[1])
+  for _, id in ipairs(expired) do redis.call('HDEL', KEYS[3], id) end
+  if #expired > 0 then redis.call('ZREMRANGEBYSCORE', key, '-inf', ARGV[1]) end
+end
+local n = tonumber(ARGV[4])
+local live = redis.call('ZCARD', KEYS[4]) + redis.call('ZCARD', KEYS[5])
+local out = {}
+for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, n + live - 1)) do
+  if redis.call('HEXISTS', KEYS[3], id) == 0 then
+    local leases = KEYS[4]
+    if redis.call('HGET', KEYS[2], id) == 'audit' then leases = KEYS[5] end
+    redis.call('ZADD', leases, ARGV[2], id)
+    redis.call('HSET', KEYS[3], id, ARGV[3])
+    out[#out + 1] = id
+    if #out >= n then break end
   end
 end
+return out
+"""
+
+# KEYS: queue strata, lease owners, review leases, audit leases. ARGV: id, annotator, now.
+# Returns 1 released, 0 the annotator holds no live lease on the item (nothing written).
+_RELEASE_LUA = """
+if redis.call('HGET', KEYS[2], ARGV[1]) ~= ARGV[2] then return 0 end
+local leases = KEYS[3]
+if redis.call('HGET', KEYS[1], ARGV[1]) == 'audit' then leases = KEYS[4] end
+local expires = redis.call('ZSCORE', leases, ARGV[1])
+if not expires or tonumber(expires) <= tonumber(ARGV[3]) then return 0 end
+redis.call('ZREM', leases, ARGV[1])
+redis.call('HDEL', KEYS[2], ARGV[1])
 return 1
 """
 
@@ -284,6 +394,8 @@ class RedisStorage(Storage):
         self._save_script = client.register_script(_SAVE_LUA)
         self._label_script = client.register_script(_LABEL_LUA)
         self._put_script = client.register_script(_PUT_VERSIONED_LUA)
+        self._lease_script = client.register_script(_LEASE_LUA)
+        self._release_script = client.register_script(_RELEASE_LUA)
 
     async def close(self) -> None:
         client, self._client = self._client, None
@@ -305,14 +417,67 @@ class RedisStorage(Storage):
         return ":".join([f"jf:{{{tenant}}}", *(str(p) for p in parts)])
 
     # -- verdicts ------------------------------------------------------------------------------
-    async def save_verdict(self, tenant: str, record: VerdictRecord) -> None:
+    def _review_keys(self, tenant: str, panel: str) -> dict[str, str]:
+        """The review-queue keys of (tenant, panel) (see the key table)."""
+        return {
+            "counts": self._k(tenant, "review", "counts", panel),
+            "queue": self._k(tenant, "review", "queue", panel),
+            "strata": self._k(tenant, "review", "stratum", panel),
+            "owners": self._k(tenant, "review", "owner", panel),
+            "leases:review": self._k(tenant, "review", "leases", "review", panel),
+            "leases:audit": self._k(tenant, "review", "leases", "audit", panel),
+        }
+
+    def _add_increments(
+        self, tenant: str, hour: int, net: Increments, keys: list[str], args: list[str]
+    ) -> None:
+        """Append ``net``'s accumulators to a script's KEYS and ARGV (the layout ``plan``
+        reads: three keys and name, field count, field, delta, ... per accumulator)."""
+        for key, fields in net.items():
+            keys += [
+                self._k(tenant, "acc", "total", key),
+                self._k(tenant, "acc", "hours", key),
+                self._k(tenant, "acc", "hour", hour, key),
+            ]
+            args += [key, str(len(fields))]
+            for field, delta in fields.items():
+                args += [field, repr(delta)]
+
+    async def save_verdict(
+        self,
+        tenant: str,
+        record: VerdictRecord,
+        increments: Mapping[str, Mapping[str, Number]] | None = None,
+    ) -> None:
         check_verdict_record(tenant, record)
+        net = checked_increments(increments)
+        hour = hour_of(record.created_at)
+        review = self._review_keys(tenant, record.panel)
+        stamp = record.review
+        keys = [
+            self._k(tenant, "v", record.id),
+            review["counts"],
+            review["queue"],
+            review["strata"],
+            self._k(tenant, "acc", "keys"),
+        ]
+        args = [
+            record.model_dump_json(),
+            record.id,
+            "" if stamp is None else stamp.stratum,
+            "1" if stamp is not None and stamp.queued else "0",
+            repr(0.0 if stamp is None else stamp.rank),
+            str(hour),
+        ]
+        self._add_increments(tenant, hour, net, keys, args)
         with self._errors("save_verdict"):
-            result = await self._save_script(
-                keys=[self._k(tenant, "v", record.id)], args=[record.model_dump_json()]
-            )
-        if int(result) < 0:
+            result = int(await self._save_script(keys=keys, args=args))
+        if result == -1:
             raise VerdictExists(tenant, record.id)
+        if result == -2:
+            raise AccumulatorOverflow(
+                f"save_verdict of {record.id!r}: an accumulator field would overflow"
+            )
 
     @staticmethod
     def _parse_record(raw: str) -> VerdictRecord:
@@ -357,28 +522,29 @@ class RedisStorage(Storage):
             net = net_increments(record, label, increments)
             new = labelled_copy(record, label, when)
             hour = hour_of(record.created_at)
+            review = self._review_keys(tenant, record.panel)
             keys = [
                 record_key,
                 self._k(tenant, "labelled"),
                 self._k(tenant, "labelled", "p", record.panel),
                 self._k(tenant, "acc", "keys"),
+                review["counts"],
+                review["queue"],
+                review["strata"],
+                review["owners"],
+                review["leases:review"],
+                review["leases:audit"],
             ]
+            first_stamped = record.label is None and record.review is not None
             args: list[str] = [
                 hashlib.sha1(raw.encode("utf-8")).hexdigest(),
                 new.model_dump_json(),
                 repr(record.created_at),
                 verdict_id,
                 str(hour),
+                record.review.stratum if first_stamped and record.review is not None else "",
             ]
-            for key, fields in net.items():
-                keys += [
-                    self._k(tenant, "acc", "total", key),
-                    self._k(tenant, "acc", "hours", key),
-                    self._k(tenant, "acc", "hour", hour, key),
-                ]
-                args += [key, str(len(fields))]
-                for field, delta in fields.items():
-                    args += [field, repr(delta)]
+            self._add_increments(tenant, hour, net, keys, args)
             with self._errors("set_label"):
                 result = int(await self._label_script(keys=keys, args=args))
             if result == 1:
@@ -400,15 +566,77 @@ class RedisStorage(Storage):
             f"set_label on {verdict_id!r}: still contended after {self.max_cas_attempts} attempts"
         )
 
-    # -- review queue (interim: the Redis queue follows in the next commit) ---------------------
-    async def lease_review(self, tenant, panel, *, n, annotator, lease_s, now=None):  # type: ignore[no-untyped-def]
-        raise NotImplementedError("the Redis review queue is not implemented yet")
+    # -- review queue --------------------------------------------------------------------------
+    async def lease_review(
+        self,
+        tenant: str,
+        panel: str,
+        *,
+        n: int,
+        annotator: str,
+        lease_s: float,
+        now: float | None = None,
+    ) -> list[ReviewLease]:
+        check_tenant(tenant)
+        check_name("panel", panel)
+        check_lease(n, annotator, lease_s)
+        at = clock(now)
+        expires_at = at + float(lease_s)
+        review = self._review_keys(tenant, panel)
+        keys = [review[k] for k in ("queue", "strata", "owners", "leases:review", "leases:audit")]
+        with self._errors("lease_review"):
+            ids = await self._lease_script(
+                keys=keys, args=[repr(at), repr(expires_at), annotator, str(n)]
+            )
+            if not ids:
+                return []
+            raws = await self.client.mget([self._k(tenant, "v", i) for i in ids])
+        leases = []
+        for vid, raw in zip(ids, raws, strict=True):
+            if raw is None:
+                raise StorageCorrupt(f"redis: queued verdict {vid!r} has no record")
+            leases.append(
+                ReviewLease(
+                    record=self._parse_record(raw),
+                    annotator=annotator,
+                    lease_expires_at=expires_at,
+                )
+            )
+        return leases
 
-    async def release_review(self, tenant, verdict_id, annotator, *, now=None):  # type: ignore[no-untyped-def]
-        raise NotImplementedError("the Redis review queue is not implemented yet")
+    async def release_review(
+        self, tenant: str, verdict_id: str, annotator: str, *, now: float | None = None
+    ) -> bool:
+        check_tenant(tenant)
+        check_name("verdict id", verdict_id)
+        check_name("annotator", annotator)
+        at = clock(now)
+        record = await self.get_verdict(tenant, verdict_id)  # for its panel (never rewritten)
+        if record is None or record.review is None or not record.review.queued:
+            return False
+        review = self._review_keys(tenant, record.panel)
+        keys = [review[k] for k in ("strata", "owners", "leases:review", "leases:audit")]
+        with self._errors("release_review"):
+            result = await self._release_script(
+                keys=keys, args=[verdict_id, annotator, repr(at)]
+            )
+        return int(result) == 1
 
-    async def review_stats(self, tenant, panel, *, now=None):  # type: ignore[no-untyped-def]
-        raise NotImplementedError("the Redis review queue is not implemented yet")
+    async def review_stats(
+        self, tenant: str, panel: str, *, now: float | None = None
+    ) -> dict[str, StratumCounts]:
+        check_tenant(tenant)
+        check_name("panel", panel)
+        at = clock(now)
+        review = self._review_keys(tenant, panel)
+        with self._errors("review_stats"):
+            async with self.client.pipeline(transaction=True) as pipe:  # one snapshot
+                pipe.hgetall(review["counts"])
+                pipe.zcount(review["leases:review"], f"({at!r}", "+inf")
+                pipe.zcount(review["leases:audit"], f"({at!r}", "+inf")
+                raw, live_review, live_audit = await pipe.execute()
+        counters = {field: int(value) for field, value in raw.items()}
+        return stats_from_counters(counters, {"review": live_review, "audit": live_audit})
 
     # -- accumulators --------------------------------------------------------------------------
     async def read_accumulator(
