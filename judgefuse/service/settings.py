@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -93,6 +93,11 @@ class Settings(BaseSettings):
     """How long an annotator holds a leased review item before it returns to the queue."""
     review_max_lease: int = Field(default=100, ge=1, le=1000)
     """Most items one ``GET /v1/review/next`` may lease."""
+    review_session_secret: SecretStr | None = None
+    """Signs the annotator page's session cookie (``/review``); None: a random secret per
+    process (sessions then end on restart and are not shared between replicas)."""
+    review_session_s: float = Field(default=12 * 3600, gt=0.0, le=30 * 86400, allow_inf_nan=False)
+    """How long an annotator page session lasts."""
 
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=0, le=65535)

@@ -11,6 +11,7 @@ from judgefuse.service.routes import (
     judge,
     metrics,
     review,
+    review_page,
     thresholds,
     verdicts,
 )
@@ -25,5 +26,6 @@ ROUTERS = [
     fusion.router,
     metrics.router,
     review.router,
+    review_page.router,
     dashboard.router,
 ]
