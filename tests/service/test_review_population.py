@@ -112,3 +112,17 @@ async def test_tune_weights_labels_by_stratum_and_leaves_unsolicited_out(storage
     assert again["n_labels"] == 90 + 40 - unsolicited
     assert again["population"] == {"review": 90, "auto@0.5": 40}
     assert "weighted by review stratum" in again["data"]
+
+
+async def test_dashboard_shows_population_estimates_first_with_their_label_counts(storage, tmp_path):
+    settings = S.make_settings(tmp_path, [external_panel(tmp_path, audit_rate=0.5)], review_seed=2)
+    await put_threshold(storage)
+    async with S.running_app(settings, storage) as (_app, client):
+        for i in range(10):
+            await client.post("/v1/fuse", json={**PAIR, "id": f"d{i}", "votes": SPLIT, "label": "A"}, headers=H)
+        html = (await client.get("/dashboard", headers=H)).text
+    assert html.index("all traffic (population estimates") < html.index("labelled sample")
+    row = html[html.index('<tr data-key="method:majority:fused">'):]
+    row = row[:row.index("</tr>")]
+    assert '<td class="labels">10</td>' in row
+    assert "review: 10 / 1.000" in row
