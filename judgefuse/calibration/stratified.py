@@ -27,15 +27,16 @@ sampling variance (the finite-population correction, in predictive form).
   sample is all correct (plain stratified Wald undercovers there); the seeded simulations in
   ``tests/calibration/test_stratified.py`` and ``benchmarks/bench_review_sim.py`` print the
   coverage next to the 95% target.
-* ``brier``: the same stratified predictive variance (no pseudo-counts), the per-item second
-  moment read from fine bins (each fine bin's items at its mean confidence: error <= 1/fine_bins
-  on a term bounded by 1), intersected with the hard bounds.
-* ``ece`` and ``th_score`` (non-linear): a seeded predictive bootstrap within strata over coarse
-  cells ((coarse bin, correct) for ECE; (high/low/middle interval, correct) for TH): per replicate,
-  the stratum's cell shares are redrawn from its labels (multinomial over ``n_s``), then its
-  ``m_s`` unlabelled verdicts are drawn from those shares and added to the labelled counts; the
-  interval is the percentile interval of the replicated window values. A cell's confidence sum is
-  split between correct and wrong by the fine bins (the point estimate uses the exact sums).
+* ``ece``, ``brier`` and ``th_score``: a seeded predictive Bayesian bootstrap within strata over
+  coarse cells ((coarse bin, correct) for ECE and Brier; (high/low interval, correct) and the
+  middle for TH). Per replicate, a stratum's cell shares are drawn from Dirichlet(labelled
+  counts + pseudo-counts), the pseudo-counts being z^2 in all, spread over its occupied bins by
+  count and split half right, half wrong (the bootstrap analogue of Agresti-Coull: without them
+  a small audit sample that is all right would claim the whole stratum is); its ``m_s``
+  unlabelled verdicts are drawn from those shares and added to the labelled counts; the
+  interval is the percentile interval of the replicated window values. A cell's confidence and
+  Brier sums are split between right and wrong by the fine bins (each fine bin's items at its
+  mean confidence); the point estimates use the exact sums.
 
 Strata with ``population == 0`` are skipped. A stratum with verdicts but no labels cannot be
 estimated, and is never silently dropped: the estimate becomes NaN and the interval is the
@@ -68,7 +69,7 @@ __all__ = [
     "precision_estimate",
 ]
 
-BOOTSTRAP_REPLICATES = 400
+BOOTSTRAP_REPLICATES = 300
 # TH-Score lies between all-tail-wrong (exp(-1/2) - 1) * 100 and all-tail-right (exp(1/2) - 1) * 100
 TH_RANGE = ((math.exp(-0.5) - 1.0) * 100.0, (math.exp(0.5) - 1.0) * 100.0)
 _DEFAULT_ACCUMULATOR = CalibrationAccumulator()
@@ -148,7 +149,10 @@ def _parse(strata: Sequence[StratumData], acc: CalibrationAccumulator, eps: floa
                 or s.population < 0:
             raise ValueError(f"stratum {s.name!r}: population must be an integer >= 0, "
                              f"got {s.population!r}")
-        n_f, k_f, qc_f = acc._bins(s.fields)  # same package: the accumulator's own validated read
+        try:
+            n_f, k_f, qc_f = acc._bins(s.fields)  # same package: the accumulator's validated read
+        except ValueError as exc:
+            raise ValueError(f"stratum {s.name!r}: {exc}") from None
         labels = int(n_f.sum())
         if labels > s.population:
             raise ValueError(f"stratum {s.name!r}: {labels} labelled verdicts but population "
@@ -243,111 +247,128 @@ def _accuracy(parsed: list[_Stratum], z: float, level: float, what: str) -> Inte
     return _stratified_mean(parts, z, z * z, method)
 
 
-def _brier(parsed: list[_Stratum], z: float, level: float) -> Interval:
-    parts = []
-    for s in parsed:
-        n = s.n_f.astype(np.float64)
-        k = s.k_f.astype(np.float64)
-        safe = np.maximum(n, 1.0)
-        mean_c = s.qc_f / FIXED_POINT_SCALE / safe
-        # (c - z)^4 summed, each fine bin's items at the bin's mean confidence
-        x2 = float(np.sum(k * (1.0 - mean_c) ** 4 + (n - k) * mean_c**4))
-        parts.append((s, s.brier_sum, x2))
-    method = (f"stratified Brier sum_s (N_s/N) mean_s (c-z)^2; {level:.0%} interval: predictive "
-              "finite-population variance per stratum (second moment from fine bins), "
-              "intersected with the hard bounds")
-    return _stratified_mean(parts, z, 0.0, method)
-
-
 # ---------------------------------------------------------------- bootstrap over cells
 def _predictive_draws(
-    counts: np.ndarray, remainder: int, rng: np.random.Generator, replicates: int
+    counts: np.ndarray, prior: np.ndarray, remainder: int, rng: np.random.Generator,
+    replicates: int,
 ) -> np.ndarray:
     """Replicated window cell counts of one stratum, shape (replicates, cells).
 
-    Labelled counts are kept as observed; the unlabelled remainder is drawn from cell shares
-    that are themselves redrawn from the labels (parameter uncertainty), so a fully labelled
-    stratum is fixed and a barely sampled one varies like a plain bootstrap.
+    Labelled counts are kept as observed; the ``remainder`` unlabelled verdicts are drawn from
+    cell shares that are themselves drawn from Dirichlet(counts + prior) (a Bayesian bootstrap
+    of the labels; the ``prior`` pseudo-counts, z^2 in all, keep a small sample that is all
+    correct from claiming the remainder must be too, as Agresti-Coull does for a proportion).
+    A fully labelled stratum is fixed.
     """
-    n = int(counts.sum())
     if remainder == 0:
         return np.broadcast_to(counts.astype(np.float64), (replicates, counts.size))
-    shares = rng.multinomial(n, counts / n, size=replicates) / n
-    return counts + rng.multinomial(remainder, shares).astype(np.float64)
+    gammas = rng.standard_gamma(np.broadcast_to(counts + prior, (replicates, counts.size)))
+    shares = gammas / gammas.sum(axis=1, keepdims=True)
+    return counts + rng.multinomial(remainder, shares)
 
 
-def _ece_from_cells(cnt: np.ndarray, kk: np.ndarray, qq: np.ndarray) -> np.ndarray:
-    """ECE of (replicates, bins) population totals; rows with no mass are NaN."""
-    mass = cnt.sum(axis=-1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.abs(kk - qq).sum(axis=-1) / mass
+def _split_prior(group_counts: np.ndarray, mass: float) -> np.ndarray:
+    """Pseudo-counts: ``mass`` spread over occupied groups by count, half right, half wrong."""
+    share = group_counts / group_counts.sum() * mass / 2.0
+    return np.r_[share, share]
 
 
-def _ece(parsed: list[_Stratum], n_bins: int, level: float, rng: np.random.Generator,
-         replicates: int) -> Interval:
-    method = (f"stratified ECE ({n_bins} bins) from population bin totals sum_s (N_s/n_s) x "
-              f"bin sums; {level:.0%} interval: percentile predictive bootstrap within strata over "
-              "(bin, correct) cells")
+def _percentile(reps: np.ndarray, level: float) -> tuple[float, float]:
+    alpha = (1.0 - level) / 2.0
+    lower, upper = np.quantile(reps, [alpha, 1.0 - alpha])
+    return float(lower), float(upper)
+
+
+def _ece_brier(parsed: list[_Stratum], n_bins: int, level: float, z: float,
+               rng: np.random.Generator, replicates: int) -> tuple[Interval, Interval]:
+    """ECE and Brier from one bootstrap over (coarse bin, correct) cells per stratum."""
+    ece_method = (f"stratified ECE ({n_bins} bins) from population bin totals sum_s (N_s/n_s) x "
+                  f"bin sums; {level:.0%} interval: percentile predictive Bayesian bootstrap "
+                  "within strata over (bin, correct) cells, z^2 pseudo-counts per stratum")
+    brier_method = ("stratified Brier sum_s (N_s/N) mean_s (c-z)^2; "
+                    f"{level:.0%} interval: the same bootstrap (cell Brier means from fine bins)")
     labels = sum(s.labels for s in parsed)
     if labels == 0:
-        return _nan(0, method)
-    missing = [s for s in parsed if s.labels == 0]
-    if missing:
-        return Interval(math.nan, 0.0, 1.0, labels,
-                        method + _unlabelled_note(missing, "make the interval the full range [0, 1]"))
+        return _nan(0, ece_method), _nan(0, brier_method)
     total = sum(s.population for s in parsed)
+    missing = [s for s in parsed if s.labels == 0]
+    brier_point = sum(s.population / total * s.brier_sum / s.labels
+                      for s in parsed if s.labels)
+    if missing:
+        share = sum(s.population for s in missing) / total
+        known = sum(s.brier_sum for s in parsed if s.labels) / total  # remainder all 0
+        unknown_hi = sum(s.brier_sum + s.remainder for s in parsed if s.labels) / total
+        return (
+            Interval(math.nan, 0.0, 1.0, labels,
+                     ece_method + _unlabelled_note(missing, "make the interval [0, 1]")),
+            Interval(math.nan, known, min(unknown_hi + share, 1.0), labels,
+                     brier_method + _unlabelled_note(missing, "take any value in [0, 1]")),
+        )
     cnt = np.zeros(n_bins)
     kk = np.zeros(n_bins)
     qq = np.zeros(n_bins)
     cnt_b = np.zeros((replicates, n_bins))
     kk_b = np.zeros((replicates, n_bins))
     qq_b = np.zeros((replicates, n_bins))
+    sb_b = np.zeros(replicates)
     for s in parsed:
         group = s.n_f.size // n_bins
-        n_c = s.n_f.reshape(n_bins, group).sum(axis=1).astype(np.float64)
-        k_c = s.k_f.reshape(n_bins, group).sum(axis=1).astype(np.float64)
+        n_f = s.n_f.astype(np.float64)
+        k_f = s.k_f.astype(np.float64)
         q_f = s.qc_f / FIXED_POINT_SCALE
+        n_c = n_f.reshape(n_bins, group).sum(axis=1)
+        k_c = k_f.reshape(n_bins, group).sum(axis=1)
         q_c = q_f.reshape(n_bins, group).sum(axis=1)
         g = s.population / s.labels
         cnt += g * n_c
         kk += g * k_c
         qq += g * q_c
-        # confidence sum of the correct part of each coarse bin, fine bins split pro rata
-        share_right = np.divide(s.k_f, s.n_f, out=np.zeros(s.n_f.size), where=s.n_f > 0)
-        q_right = (q_f * share_right).reshape(n_bins, group).sum(axis=1)
-        q_wrong = q_c - q_right
-        cells = np.r_[k_c, n_c - k_c]  # correct cells then wrong cells
-        mean_c = np.divide(np.r_[q_right, q_wrong], cells, out=np.zeros(cells.size),
-                           where=cells > 0)
-        draws = _predictive_draws(cells, s.remainder, rng, replicates)
+        # each fine bin's items at its mean confidence: split of the confidence and Brier sums
+        mean_f = np.divide(q_f, n_f, out=np.zeros(n_f.size), where=n_f > 0)
+        q_right = (mean_f * k_f).reshape(n_bins, group).sum(axis=1)
+        b_right = (k_f * (1.0 - mean_f) ** 2).reshape(n_bins, group).sum(axis=1)
+        b_wrong = ((n_f - k_f) * mean_f**2).reshape(n_bins, group).sum(axis=1)
+        cells = np.r_[k_c, n_c - k_c]  # correct cells, then wrong cells
+        bin_mean = np.divide(q_c, n_c, out=np.zeros(n_bins), where=n_c > 0)
+        # a cell never observed takes its bin's mean confidence
+        mean_c = np.where(cells > 0, np.divide(np.r_[q_right, q_c - q_right], cells,
+                                               out=np.zeros(cells.size), where=cells > 0),
+                          np.r_[bin_mean, bin_mean])
+        mean_b = np.where(cells > 0, np.divide(np.r_[b_right, b_wrong], cells,
+                                               out=np.zeros(cells.size), where=cells > 0),
+                          np.r_[(1.0 - bin_mean) ** 2, bin_mean**2])
+        draws = _predictive_draws(cells, _split_prior(n_c, z * z), s.remainder, rng, replicates)
         right, wrong = draws[:, :n_bins], draws[:, n_bins:]
         cnt_b += right + wrong
         kk_b += right
         qq_b += right * mean_c[:n_bins] + wrong * mean_c[n_bins:]
-    estimate = float(np.abs(kk - qq).sum() / total)
-    reps = _ece_from_cells(cnt_b, kk_b, qq_b)
-    alpha = (1.0 - level) / 2.0
-    lower, upper = np.quantile(reps, [alpha, 1.0 - alpha])
-    return Interval(estimate, float(lower), float(upper), labels, method)
+        # labelled part exact, the drawn remainder at the cell means
+        sb_b += s.brier_sum + (draws - cells) @ mean_b
+    ece = float(np.abs(kk - qq).sum() / total)
+    ece_reps = np.abs(kk_b - qq_b).sum(axis=1) / cnt_b.sum(axis=1)
+    lo, hi = _percentile(ece_reps, level)
+    lo_b, hi_b = _percentile(sb_b / total, level)
+    return (Interval(ece, lo, hi, labels, ece_method),
+            Interval(float(brier_point), lo_b, hi_b, labels, brier_method))
 
 
 def _th_from_cells(cells: np.ndarray, total: float) -> np.ndarray:
-    """TH-Score from (..., 5) population cell totals: high right/wrong, low right/wrong, other."""
-    hn = cells[..., 0] + cells[..., 1]
-    ln = cells[..., 2] + cells[..., 3]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        acc_h = np.where(hn > 0, cells[..., 0] / np.maximum(hn, 1e-300), 0.0)
-        acc_l = np.where(ln > 0, cells[..., 2] / np.maximum(ln, 1e-300), 0.0)
+    """TH-Score from (..., 5) population cell totals: high right, low right, high wrong, low wrong, other."""
+    hn = cells[..., 0] + cells[..., 2]
+    ln = cells[..., 1] + cells[..., 3]
+    acc_h = cells[..., 0] / np.maximum(hn, 1e-300)
+    acc_l = cells[..., 1] / np.maximum(ln, 1e-300)
     term_h = np.where(hn > 0, (np.exp(acc_h - 0.5) - 1.0) * 100.0 * hn / total, 0.0)
     term_l = np.where(ln > 0, (np.exp(acc_l - 0.5) - 1.0) * 100.0 * ln / total, 0.0)
     return 0.5 * (term_h + term_l)
 
 
-def _th(parsed: list[_Stratum], eps: float, level: float, rng: np.random.Generator,
+def _th(parsed: list[_Stratum], eps: float, level: float, z: float, rng: np.random.Generator,
         replicates: int) -> Interval:
     method = (f"stratified TH-Score (eps {eps:g}) from population interval shares and accuracies "
               f"sum_s (N_s/N) x interval counts / n_s; {level:.0%} interval: percentile predictive "
-              "bootstrap within strata over (interval, correct) cells")
+              "Bayesian bootstrap within strata over (interval, correct) cells, z^2 pseudo-counts "
+              "per stratum")
     labels = sum(s.labels for s in parsed)
     if labels == 0:
         return _nan(0, method)
@@ -360,16 +381,17 @@ def _th(parsed: list[_Stratum], eps: float, level: float, rng: np.random.Generat
     boot = np.zeros((replicates, 5))
     for s in parsed:
         hn, hk, ln, lk = s.th
-        cells = np.array([hk, hn - hk, lk, ln - lk, s.labels - hn - ln], dtype=np.float64)
+        other = s.labels - hn - ln
+        cells = np.array([hk, lk, hn - hk, ln - lk, other], dtype=np.float64)
         point += s.population / s.labels * cells
-        boot += _predictive_draws(cells, s.remainder, rng, replicates)
-    hn, ln = point[0] + point[1], point[2] + point[3]
+        prior = np.r_[_split_prior(np.array([hn, ln, other], dtype=np.float64), z * z)[[0, 1, 3, 4]],
+                      z * z * other / s.labels]
+        boot += _predictive_draws(cells, prior, s.remainder, rng, replicates)
+    hn, ln = point[0] + point[2], point[1] + point[3]
     estimate = th_score_from_parts(point[0] / hn if hn else 0.0, min(hn / total, 1.0),
-                                   point[2] / ln if ln else 0.0, min(ln / total, 1.0))
-    reps = _th_from_cells(boot, total)
-    alpha = (1.0 - level) / 2.0
-    lower, upper = np.quantile(reps, [alpha, 1.0 - alpha])
-    return Interval(float(estimate), float(lower), float(upper), labels, method)
+                                   point[1] / ln if ln else 0.0, min(ln / total, 1.0))
+    lo, hi = _percentile(_th_from_cells(boot, total), level)
+    return Interval(float(estimate), lo, hi, labels, method)
 
 
 # ---------------------------------------------------------------- public API
@@ -399,11 +421,12 @@ def population_estimates(
     z = _z(level)
     parsed = _parse(strata, acc, eps)
     rng = np.random.default_rng(seed)
+    ece, brier = _ece_brier(parsed, n_bins, level, z, rng, BOOTSTRAP_REPLICATES)
     return {
         "accuracy": _accuracy(parsed, z, level, "accuracy"),
-        "ece": _ece(parsed, n_bins, level, rng, BOOTSTRAP_REPLICATES),
-        "brier": _brier(parsed, z, level),
-        "th_score": _th(parsed, float(eps), level, rng, BOOTSTRAP_REPLICATES),
+        "ece": ece,
+        "brier": brier,
+        "th_score": _th(parsed, float(eps), level, z, rng, BOOTSTRAP_REPLICATES),
     }
 
 

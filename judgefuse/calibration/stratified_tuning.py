@@ -68,13 +68,18 @@ from .validation import check_pair
 __all__ = ["stratified_precision_lower_bound", "tune_threshold_stratified"]
 
 
-def _cp_upper(k: np.ndarray, n: np.ndarray, alpha: float) -> np.ndarray:
-    """One-sided Clopper-Pearson upper bound of k/n at level 1 - alpha (1 where k == n or n == 0)."""
+def _cp_upper(k: np.ndarray, n: np.ndarray, alpha: Any) -> np.ndarray:
+    """One-sided Clopper-Pearson upper bound of k/n at level 1 - alpha (1 where k == n or n == 0).
+
+    ``alpha`` broadcasts against ``k`` and ``n``.
+    """
     k = np.asarray(k, dtype=np.float64)
     n = np.asarray(n, dtype=np.float64)
     out = np.ones(np.broadcast(k, n).shape)
+    level = np.broadcast_to(np.asarray(alpha, dtype=np.float64), out.shape)
     ok = (k < n) & (n > 0)
-    out[ok] = beta.ppf(1.0 - alpha, k[ok] + 1.0, n[ok] - k[ok])
+    kb, nb = np.broadcast_to(k, out.shape), np.broadcast_to(n, out.shape)
+    out[ok] = beta.ppf(1.0 - level[ok], kb[ok] + 1.0, nb[ok] - kb[ok])
     return out
 
 
@@ -132,12 +137,18 @@ def stratified_precision_lower_bound(
         delta_q, delta_a = delta, 0.0
     else:
         delta_q, delta_a = delta / 2.0, delta / 2.0
-    u = _cp_upper(e, a, delta_q / n_strata)
+    # acceptance depends on confidences only, never on labels: a stratum with no accepted
+    # label needs no error bound (U = 1 holds surely), so delta_q is split among the others
+    with_accepted = np.maximum((a > 0).sum(axis=1, keepdims=True), 1)
+    u = _cp_upper(e, a, delta_q / with_accepted)
     if n_strata == 1:
         return 1.0 - u[:, 0]
     nb = np.broadcast_to(n, a.shape)
-    side = delta_a / n_strata / 2.0
-    la = np.where(nb > 0, _cp_lower(a, nb, side), 0.0)
+    # a stratum with no accepted label has U = 1, the largest possible: the worst case always
+    # puts its weight at the upper end, so it needs only a one-sided bound (at delta_a / S);
+    # the others need both ends (delta_a / 2S each)
+    side = np.where(a > 0, delta_a / n_strata / 2.0, delta_a / n_strata)
+    la = np.where(nb > 0, _cp_lower(a, nb, delta_a / n_strata / 2.0), 0.0)
     ua = np.where(nb > 0, _cp_upper(a, nb, side), 1.0)
     weight = big_n / big_n.sum()
     return 1.0 - _worst_mixture(u, weight * la, weight * ua)

@@ -1,0 +1,321 @@
+"""Review-loop simulation: recorded judgments replayed as traffic, labels only where routing sends them.
+
+Why: the labels a gateway gets back are chosen by its own routing (DESIGN.md, "The review
+loop"). This replays real recorded judgments as resampled streams and checks the stratified
+estimators (:func:`~judgefuse.calibration.population_estimates`,
+:func:`~judgefuse.calibration.precision_estimate`) and the stratified tuner
+(:func:`~judgefuse.calibration.tune_threshold_stratified`) against the truth of each stream.
+
+One stream (``stream_len`` items drawn with replacement from the recorded pool):
+
+1. the first ``warmup`` items have no threshold: all routed to review, queued and labelled;
+2. a threshold is tuned on those labels (one stratum, ``review``);
+3. items up to ``retune_at`` are routed with it: review below, auto-accept above, each
+   auto-accept drawn for audit with probability ``audit_rate``; the annotator labels every
+   queued item (review + audit), or a random ``label_share`` of them;
+4. a second tune at ``retune_at`` on the stratified labels so far (strata ``review`` and
+   ``auto@r``, N = every verdict of the stratum);
+5. the rest of the stream is routed with the second threshold.
+
+Printed per scenario, over streams: the whole stream's truth vs the stratified estimate vs the
+naive estimate (plain metrics of the labelled items, as if they were a uniform sample), mean
+and sd, for accuracy, ECE, Brier, TH-Score and auto-accept precision; how often each 95%
+interval covered the stream's truth (target >= 93% for accuracy and precision); and, for each
+tune, how often the realised precision of the chosen threshold on the pool (the distribution
+the streams are drawn from) met the target (a stream without a threshold accepts nothing and
+meets it vacuously; target rate >= 1 - delta), with the share of streams that got a threshold
+and the mean share auto-accepted after it.
+
+Run (< 2 minutes on one core): ``PYTHONPATH=. python benchmarks/bench_review_sim.py [streams]``
+from the repository root, data from ``../shared/data`` (or ``JUDGEFUSE_SHARED_DATA``).
+:func:`simulate` is the importable core (the service's HTTP benchmark reuses it).
+The table printed by this file is in the docstring of :func:`main` once recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from judgefuse.calibration import (
+    CalibrationAccumulator,
+    StratumData,
+    population_estimates,
+    precision_estimate,
+    summarize,
+    tune_threshold_stratified,
+)
+
+METRICS = ("accuracy", "ece", "brier", "th_score", "precision")
+ACC = CalibrationAccumulator()
+
+
+@dataclass
+class SimResult:
+    """Per-stream records of one scenario; :meth:`table` prints them."""
+
+    name: str
+    target: float
+    delta: float
+    truth: dict[str, list[float]] = field(default_factory=lambda: {m: [] for m in METRICS})
+    stratified: dict[str, list[float]] = field(default_factory=lambda: {m: [] for m in METRICS})
+    naive: dict[str, list[float]] = field(default_factory=lambda: {m: [] for m in METRICS})
+    covered: dict[str, list[bool]] = field(default_factory=lambda: {m: [] for m in METRICS})
+    labels: list[int] = field(default_factory=list)
+    tunes: dict[str, dict[str, list[float]]] = field(default_factory=lambda: {
+        t: {"met": [], "qualified": [], "pool_precision": [], "accepted_share": []}
+        for t in ("first", "second")})
+
+    def coverage(self, metric: str) -> float:
+        got = self.covered[metric]
+        return float(np.mean(got)) if got else math.nan
+
+    def met_rate(self, tune: str) -> float:
+        return float(np.mean(self.tunes[tune]["met"]))
+
+    def table(self) -> str:
+        def ms(values: list[float]) -> str:
+            v = np.asarray(values, dtype=float)
+            v = v[~np.isnan(v)]
+            return f"{v.mean():7.3f} ({v.std():.3f})" if v.size else "    n/a        "
+
+        lines = [f"== {self.name}: {len(self.labels)} streams, mean labels "
+                 f"{np.mean(self.labels):.0f}, target precision {self.target:g}, delta {self.delta:g}",
+                 f"{'metric':<10} {'truth':>15} {'stratified':>15} {'naive':>15} "
+                 f"{'95% covered':>12} (streams)"]
+        for m in METRICS:
+            target = " (>= 0.93)" if m in ("accuracy", "precision") else ""
+            lines.append(f"{m:<10} {ms(self.truth[m]):>15} {ms(self.stratified[m]):>15} "
+                         f"{ms(self.naive[m]):>15} {self.coverage(m):>12.3f} "
+                         f"of {len(self.covered[m])}{target}")
+        for t, rec in self.tunes.items():
+            pp = np.asarray(rec["pool_precision"], dtype=float)
+            pp = pp[~np.isnan(pp)]
+            lines.append(
+                f"{t} tune: realised precision >= target in {self.met_rate(t):.3f} of streams "
+                f"(target >= {1 - self.delta:.2f}); threshold found in "
+                f"{np.mean(rec['qualified']):.3f}; mean pool precision when found "
+                f"{pp.mean() if pp.size else math.nan:.3f}; mean share auto-accepted after it "
+                f"{np.mean(rec['accepted_share']):.3f}")
+        return "\n".join(lines)
+
+
+def _pool_precision(c: np.ndarray, z: np.ndarray, tau: float | None) -> float:
+    if tau is None:
+        return math.nan
+    accepted = c >= tau
+    return float(z[accepted].mean()) if accepted.any() else math.nan
+
+
+def _record_tune(res: SimResult, which: str, tau: float | None, pool_c: np.ndarray,
+                 pool_z: np.ndarray, after: np.ndarray) -> None:
+    rec = res.tunes[which]
+    precision = _pool_precision(pool_c, pool_z, tau)
+    rec["qualified"].append(tau is not None)
+    rec["pool_precision"].append(precision)
+    rec["met"].append(tau is None or math.isnan(precision) or precision >= res.target - 1e-12)
+    rec["accepted_share"].append(0.0 if tau is None else float((after >= tau).mean()))
+
+
+def _tune(c: np.ndarray, z: np.ndarray, strata: np.ndarray, population: dict[str, int],
+          target: float, delta: float) -> float | None:
+    if c.size == 0:
+        return None
+    return tune_threshold_stratified(c, z, strata, population, target_precision=target,
+                                     delta=delta).threshold
+
+
+def simulate(
+    confidence: np.ndarray,
+    correct: np.ndarray,
+    *,
+    name: str = "stream",
+    streams: int = 200,
+    stream_len: int = 400,
+    warmup: int = 100,
+    retune_at: int = 250,
+    audit_rate: float = 0.1,
+    label_share: float = 1.0,
+    target: float = 0.85,
+    delta: float = 0.1,
+    seed: int = 0,
+    on_stream: Callable[[dict[str, np.ndarray]], None] | None = None,
+) -> SimResult:
+    """Replay ``streams`` resampled streams of the pool (``confidence``, ``correct``); see module doc.
+
+    ``on_stream`` (optional) receives each stream's arrays (``confidence``, ``correct``,
+    ``route`` in {"review", "audit", "none"}, ``labelled`` bool) so another harness (e.g. the
+    HTTP benchmark) can replay the same streams through the service and compare.
+    """
+    pool_c = np.asarray(confidence, dtype=np.float64)
+    pool_z = np.asarray(correct, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    res = SimResult(name, target, delta)
+    auto_name = f"auto@{audit_rate:g}"
+    for _ in range(streams):
+        idx = rng.integers(0, pool_c.size, stream_len)
+        c, z = pool_c[idx], pool_z[idx]
+        route = np.full(stream_len, "review", dtype=object)
+        labelled = np.zeros(stream_len, dtype=bool)
+        labels_given = rng.uniform(size=stream_len) < label_share
+        audit_draw = rng.uniform(size=stream_len) < audit_rate
+
+        def route_block(lo: int, hi: int, tau: float | None) -> None:
+            if tau is not None:
+                auto = c[lo:hi] >= tau
+                route[lo:hi] = np.where(auto, np.where(audit_draw[lo:hi], "audit", "none"),
+                                        "review")
+            queued = route[lo:hi] != "none"
+            labelled[lo:hi] = queued & labels_given[lo:hi]
+
+        route_block(0, warmup, None)
+        lab = labelled[:warmup]
+        tau1 = _tune(c[:warmup][lab], z[:warmup][lab], np.full(int(lab.sum()), "review"),
+                     {"review": warmup}, target, delta)
+        _record_tune(res, "first", tau1, pool_c, pool_z, c[warmup:retune_at])
+        route_block(warmup, retune_at, tau1)
+
+        head = slice(0, retune_at)
+        lab = labelled[head]
+        strata_of = np.where(route[head] == "review", "review", auto_name)
+        population = {"review": int((route[head] == "review").sum()),
+                      auto_name: int((route[head] != "review").sum())}
+        tau2 = _tune(c[head][lab], z[head][lab], strata_of[lab], population, target, delta)
+        _record_tune(res, "second", tau2, pool_c, pool_z, c[retune_at:])
+        route_block(retune_at, stream_len, tau2)
+        if on_stream is not None:
+            on_stream({"confidence": c, "correct": z, "route": route.astype(str),
+                       "labelled": labelled.copy()})
+
+        review = route == "review"
+        auto = ~review
+        review_fields = ACC.increments_many(c[review & labelled], z[review & labelled]) \
+            if (review & labelled).any() else {}
+        auto_fields = ACC.increments_many(c[auto & labelled], z[auto & labelled]) \
+            if (auto & labelled).any() else {}
+        strata = [StratumData("review", int(review.sum()), review_fields),
+                  StratumData(auto_name, int(auto.sum()), auto_fields)]
+        est = population_estimates(strata, seed=int(rng.integers(2**31)))
+        est["precision"] = precision_estimate(strata[1:])
+        truth = summarize(c, z)
+        naive = summarize(c[labelled], z[labelled]) if labelled.any() else {}
+        for m in METRICS:
+            if m == "precision":
+                t = float(z[auto].mean()) if auto.any() else math.nan
+                nv = float(z[auto & labelled].mean()) if (auto & labelled).any() else math.nan
+            else:
+                t, nv = truth[m], naive.get(m, math.nan)
+            res.truth[m].append(t)
+            res.stratified[m].append(est[m].estimate)
+            res.naive[m].append(nv)
+            lo, hi = est[m].lower, est[m].upper
+            # precision: only streams that auto-accepted something and have an interval (a
+            # stratum with no labels at all gives NaN bounds by contract); 1e-9: the fields'
+            # fixed point
+            if not (math.isnan(t) or math.isnan(lo)):
+                res.covered[m].append(bool(lo - 1e-9 <= t <= hi + 1e-9))
+        res.labels.append(int(labelled.sum()))
+    return res
+
+
+# ---------------------------------------------------------------- data
+def data_dir() -> Path:
+    env = os.environ.get("JUDGEFUSE_SHARED_DATA")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def load_toe(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """Trust-or-Escalate: p_a = probs[0] / (probs[0] + probs[1]); correct = choice == human."""
+    conf, corr = [], []
+    with path.open() as fh:
+        for line in fh:
+            rec = json.loads(line)
+            p0, p1 = rec["probs"]
+            p_a = p0 / (p0 + p1)
+            choice_a = p_a >= 0.5
+            conf.append(max(p_a, 1.0 - p_a))
+            corr.append(choice_a == (rec["preferences"]["human"] == 1))
+    return np.asarray(conf), np.asarray(corr, dtype=float)
+
+
+def load_judgebench_fused(directory: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """JudgeBench GPT-4o split, 10 recorded judges fused by majority vote and mean probability.
+
+    An undecided verdict (no valid vote) counts as wrong at its confidence 0.5.
+    """
+    from judgefuse.evaluation.loaders import load
+    from judgefuse.fusion.voting import majority, mean_probability
+
+    items = load([directory])
+    out = {}
+    for fuse in (majority, mean_probability):
+        conf, corr = [], []
+        for it in items:
+            v = fuse(it.votes)
+            conf.append(v.confidence)
+            corr.append(v.choice is not None and v.choice == it.item.label)
+        out[fuse.__name__] = (np.asarray(conf), np.asarray(corr, dtype=float))
+    return out
+
+
+def time_estimates(n_labels: int = 1_000_000, repeats: int = 20) -> float:
+    """Best time of :func:`population_estimates` + :func:`precision_estimate` on 1M labels' fields.
+
+    Two strata (review 60%, auto 40% of the labels), continuous confidences so that every fine
+    bin is occupied (the most fields). Target: < 10 ms (O(bins), independent of the labels).
+    """
+    rng = np.random.default_rng(0)
+    c = rng.beta(5, 1.2, n_labels)
+    z = rng.uniform(size=n_labels) < c - 0.1
+    cut = int(0.6 * n_labels)
+    strata = [StratumData("review", cut, ACC.increments_many(c[:cut], z[:cut])),
+              StratumData("auto@0.1", 10 * (n_labels - cut),
+                          ACC.increments_many(c[cut:], z[cut:]))]
+    best = math.inf
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        population_estimates(strata)
+        precision_estimate(strata[1:])
+        best = min(best, time.perf_counter() - t0)
+    print(f"population_estimates + precision_estimate on {n_labels:,} labels' fields "
+          f"({sum(len(s.fields) for s in strata):,} fields, 2 strata): {best * 1e3:.2f} ms "
+          "(target < 10 ms)")
+    return best
+
+
+def main(streams: int = 200) -> list[SimResult]:
+    """Run every scenario and print its table (see the module docstring for the recorded run)."""
+    root = data_dir()
+    time_estimates()
+    t0 = time.perf_counter()
+    pools = {"Trust-or-Escalate gpt-4-turbo": (
+        *load_toe(root / "trust_or_escalate" / "gpt-4-turbo.calibration.jsonl"), 0.85)}
+    for method, (c, z) in load_judgebench_fused(root / "judgebench").items():
+        # reachable targets: about the pool precision of the top third of confidences
+        pools[f"JudgeBench GPT-4o, 10 judges, {method}"] = (c, z, 0.8)
+    results = []
+    for name, (c, z, target) in pools.items():
+        print(f"pool {name}: {c.size} items, accuracy {z.mean():.3f}")
+        for share in (1.0, 0.7):
+            t1 = time.perf_counter()
+            res = simulate(c, z, name=f"{name}, annotator labels {share:.0%} of the queue",
+                           streams=streams, label_share=share, target=target, delta=0.1)
+            print(res.table())
+            print(f"({time.perf_counter() - t1:.1f} s)\n")
+            results.append(res)
+    print(f"total {time.perf_counter() - t0:.1f} s")
+    return results
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 200)
