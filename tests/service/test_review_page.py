@@ -39,9 +39,11 @@ async def test_login_cookie_escaping_and_cross_site_posts(storage, tmp_path):
         await _fill(client, 1, question=XSS, answer_a="<b>bold</b> & co", answer_b='"quoted"')
         page = await client.get("/review")
         assert page.status_code == 200 and 'action="/review/login"' in page.text
-        bad = await client.post("/review/login", data={"api_key": "wrong"})
-        assert bad.status_code == 401 and "invalid API key" in bad.text
+        bad = await client.post("/review/login", data={"api_key": "wrong"}, headers={"Accept": "text/html"})
+        assert bad.status_code == 401 and "invalid API key" in bad.text and "<form" in bad.text
         assert COOKIE not in bad.cookies
+        api = await client.post("/review/login", data={"api_key": "wrong"})  # not a browser: JSON
+        assert api.status_code == 401 and api.json()["fields"][0]["field"] == "header.authorization"
         forged = await client.get("/review", headers={"Cookie": f"{COOKIE}=eyJ0IjoidGVuYW50LWEifQ.00"})
         assert 'action="/review/login"' in forged.text
         unauth = await client.post("/review/label", data={"verdict_id": "p0", "label": "A"})

@@ -114,7 +114,7 @@ async def review_page(
         request, "review.html.j2", tenant=session.tenant, annotator=session.annotator,
         panel=runtime.name, item=item, done=_done(done),
         queue_depth=sum(c.queued for c in stats.values()) + (1 if item else 0),
-        labelled=sum(c.labelled for c in stats.values() if c is not stats.get("none")),
+        labelled=sum(c.labelled for name, c in stats.items() if name != "none"),
         routed=sum(c.routed for name, c in stats.items() if name != "none"),
     )
 
@@ -125,16 +125,16 @@ async def login(request: Request) -> Response:
     form = await _form(request)
     authenticator = request.app.state.authenticator
     panel = form.get("panel") or None
+    browser = "text/html" in request.headers.get("accept", "")
     try:
         tenant = authenticator.tenant_for(None, form.get("api_key", "").strip() or None)
-    except Unauthorized:
-        return _render(request, "review_login.html.j2", status=401, error="invalid API key",
-                       panel=panel or "")
-    try:
         annotator = annotator_name(tenant, form.get("annotator") or None, None, field="form.annotator")
-    except FieldProblem:
-        return _render(request, "review_login.html.j2", status=422,
-                       error="an annotator name is 1-256 characters of text", panel=panel or "")
+    except (Unauthorized, FieldProblem) as exc:
+        if not browser:  # API clients get the usual JSON error naming the field
+            raise
+        error = "invalid API key" if isinstance(exc, Unauthorized) else exc.fields[0][1]
+        return _render(request, "review_login.html.j2", status=exc.status, error=error,
+                       panel=panel or "")
     response = _back(panel, 0)
     response.set_cookie(
         COOKIE, _signer(request).issue(tenant, annotator), max_age=int(_signer(request).lifetime_s),
