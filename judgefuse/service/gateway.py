@@ -15,6 +15,14 @@ for the verdict's method (and, for a learned method, the same model version). Ot
 no threshold tuned, or a "review everything" record, the verdict goes to ``human_review`` and
 ``threshold.reason`` says why.
 
+Votes come from the panel's fan-out (``judge``) or from the request (``fuse``: bring your own
+votes, :mod:`judgefuse.service.posted_votes`); that is the only difference: both then take the
+one path in ``_serve`` (quorum, fuse, route, stamp, store). The stamp is the verdict's review
+stratum, drawn at decision time (:mod:`judgefuse.service.review_sampling`): routed to review,
+or auto-accepted and drawn for audit with the panel's ``audit_rate``, or not; it is stored with
+the verdict (with the threshold version that routed it), enqueues it for review when it says
+so, and adds the verdict to its stratum's traffic counter, all in the one ``save_verdict``.
+
 Thresholds and models are cached per (tenant, panel) for ``state_ttl_s``
 (:mod:`judgefuse.service.state_cache`). Cascade panels walk their cascade instead of the whole
 panel and route their own verdicts (:mod:`judgefuse.service.cascade_serving`).
@@ -363,7 +371,11 @@ class Gateway:
 
     # ------------------------------------------------------------------ thresholds
     async def tune(self, tenant: str, request: TuneRequest) -> dict[str, Any]:
-        """Tune the auto-accept threshold from the labelled store; store it (see the docs)."""
+        """Tune the auto-accept threshold from the labelled store; store it (see the docs).
+
+        The labels are weighted by review stratum (``tune_threshold_stratified``): each
+        stratum's labels stand for its N_s verdicts (traffic counters, all time); unsolicited
+        labels (verdicts never queued) are left out, as nobody chose them at random."""
         from judgefuse.calibration.stratified_tuning import tune_threshold_stratified
 
         runtime = self.runtime(request.panel)

@@ -186,7 +186,11 @@ async def test_fuse_and_judge_store_the_same_verdict_for_the_same_votes(storage,
 
 async def test_fuse_votes_from_p_a_abstentions_and_absent_judges(storage, tmp_path):
     settings = S.make_settings(tmp_path, [external_panel(tmp_path)])
-    async with S.running_app(settings, storage) as (_app, client):
+    async with S.running_app(settings, storage) as (app, client):
+        judges = app.state.gateway.panels["ext"].panel.judges
+        assert [j.started for j in judges] == [False, False, False]  # no provider client at all
+        asked = await client.post("/v1/judge", json=PAIR, headers=H)  # external judges cannot be asked
+        assert asked.status_code == 503 and "external judge" in asked.text
         r = await client.post("/v1/fuse", json={**PAIR, "votes": [
             {"judge": "e1", "p_a": 0.8}, {"judge": "e2", "p_a": 0.3, "mode": "logprob"},
             {"judge": "e3", "choice": None, "confidence": None}]}, headers=H)
