@@ -226,6 +226,11 @@ async def run_scenario(scenario: Scenario, folder: Path, seed: int = 0) -> dict[
         verdicts += await post_stream(client, panel, items[scenario.warmup:])
         labelled += await work_queue(client, panel, labels)
         cal = (await client.get("/v1/calibration", params={"panel": panel, "window_hours": 0})).json()
+        query_ms = []
+        for _ in range(15):
+            t0 = time.perf_counter()
+            (await client.get("/v1/calibration", params={"panel": panel})).raise_for_status()
+            query_ms.append((time.perf_counter() - t0) * 1e3)
         stats = (await client.get("/v1/review/stats", params={"panel": panel})).json()
     elapsed = time.perf_counter() - started
     entry = next(k for k in cal["keys"] if k["key"] == f"method:{scenario.fusion}:fused")
@@ -235,7 +240,9 @@ async def run_scenario(scenario: Scenario, folder: Path, seed: int = 0) -> dict[
     auto = [ok for v, ok in zip(verdicts, correct, strict=True) if v["route"] == "auto_accept"]
     return {"scenario": scenario, "truth": truth, "population": entry["population"],
             "naive": entry["all_time"], "tune": tune, "auto": auto, "labelled": labelled,
-            "n": len(verdicts), "stats": stats, "elapsed": elapsed}
+            "n": len(verdicts), "stats": stats, "elapsed": elapsed,
+            "query_ms": sorted(query_ms)[len(query_ms) // 2],
+            "n_keys": sum(1 for k in cal["keys"] if k["population"] is not None)}
 
 
 def report(result: dict[str, Any]) -> None:
@@ -263,6 +270,8 @@ def report(result: dict[str, Any]) -> None:
           f"{(_fmt(iv.get('estimate')) + ' [' + _fmt(iv.get('lower')) + ', ' + _fmt(iv.get('upper')) + ']') if iv else '-':>34}"
           f"{'':>17}  target {scenario.target}: {'met' if realised is None or realised >= scenario.target else 'MISSED'}"
           f" ({len(auto)} auto-accepted, {sum(not ok for ok in auto)} wrong)")
+    print(f"GET /v1/calibration (all time + 24 h window, {result['n_keys']} keys with a population "
+          f"block): {result['query_ms']:.1f} ms median over HTTP")
 
 
 def run_simulation(scenarios: Sequence[Scenario], streams: int) -> None:

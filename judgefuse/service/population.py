@@ -17,11 +17,17 @@ auto-accepted verdict at that rate, its labels are the audit labels only). Unsol
 (verdicts never queued) are reported apart and never enter the estimates. The estimators and
 their intervals are :mod:`judgefuse.calibration.stratified`'s; auto-accept precision is the
 accuracy over the ``auto@`` strata alone.
+
+The estimators cost a few ms per key (seeded bootstrap intervals for ECE and TH), so results
+are memoised per process on their exact inputs (every N_s and every label field): a dashboard
+or API poll with no new verdict or label in the window reuses them, anything new recomputes.
 """
 
 from __future__ import annotations
 
+import copy
 import math
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import unquote
@@ -37,6 +43,9 @@ from judgefuse.service.review_sampling import (
 from judgefuse.service.storage import Storage
 
 __all__ = ["label_count", "population_block", "traffic_counts"]
+
+_MEMO: OrderedDict[tuple[Any, ...], dict[str, Any]] = OrderedDict()
+_MEMO_SIZE = 512
 
 
 def label_count(fields: Mapping[str, Any]) -> int:
@@ -108,14 +117,24 @@ async def population_block(
         "represented": {s: (n / total if total else None) for s, n in sorted(sizes.items())},
         "unsolicited": {"labelled": labelled.get(UNSOLICITED, 0), "in_estimates": False},
     }
-    estimates = population_estimates(strata, accumulator=ACCUMULATOR, n_bins=n_bins, eps=eps,
-                                     level=level) if total else {}
-    for name in ("accuracy", "ece", "brier", "th_score"):
-        block[name] = _interval(estimates[name]) if name in estimates else None
-    auto = [st for st in strata if rate_of(st.name) is not None]
-    block["auto_accept_precision"] = (
-        _interval(precision_estimate(auto, level=level)) if auto else None
-    )
+    memo_key = (n_bins, eps, level, tuple(
+        (st.name, st.population, tuple(sorted(st.fields.items()))) for st in strata))
+    estimated = _MEMO.get(memo_key)
+    if estimated is None:
+        estimates = population_estimates(strata, accumulator=ACCUMULATOR, n_bins=n_bins, eps=eps,
+                                         level=level) if total else {}
+        estimated = {name: _interval(estimates[name]) if name in estimates else None
+                     for name in ("accuracy", "ece", "brier", "th_score")}
+        auto = [st for st in strata if rate_of(st.name) is not None]
+        estimated["auto_accept_precision"] = (
+            _interval(precision_estimate(auto, level=level)) if auto else None
+        )
+        _MEMO[memo_key] = estimated
+        if len(_MEMO) > _MEMO_SIZE:
+            _MEMO.popitem(last=False)
+    else:
+        _MEMO.move_to_end(memo_key)
+    block.update(copy.deepcopy(estimated))
     block["n_labels"] = sum(labelled.get(s, 0) for s in sizes)
     block["level"] = level
     return block

@@ -56,16 +56,29 @@ async def test_population_block_equals_the_stratified_computation_by_hand(storag
             r = await client.post("/v1/feedback", json={"verdict_id": vid, "label": label}, headers=H)
             assert r.status_code == 200
         cal = (await client.get("/v1/calibration", params={"panel": "ext"}, headers=H)).json()
+        assert (await client.get("/v1/calibration", params={"panel": "ext"}, headers=H)).json() == cal
+        # one more label: the memoised estimates must not hide it
+        extra = review_ids[30]
+        await client.post("/v1/feedback", json={"verdict_id": extra, "label": "B"}, headers=H)
+        moved = (await client.get("/v1/calibration", params={"panel": "ext"}, headers=H)).json()
+        moved_pop = next(k for k in moved["keys"] if k["key"] == "method:majority:fused")["population"]
+        assert moved_pop["labelled"]["review"] == 31
+        before = next(k for k in cal["keys"] if k["key"] == "method:majority:fused")["population"]
+        assert moved_pop["accuracy"]["estimate"] < before["accuracy"]["estimate"]
+        # the hand computation below includes it
+        labels[extra] = "B"
+        review_labelled = review_ids[:31]
+        cal = moved
     entry = next(k for k in cal["keys"] if k["key"] == "method:majority:fused")
     assert entry["sample"] == "labelled"
     pop = entry["population"]
     n_audit = len(audit_ids)
-    assert pop["labelled"] == {"review": 30, "auto@0.25": n_audit}
+    assert pop["labelled"] == {"review": 31, "auto@0.25": n_audit}
     assert pop["represented"] == {"review": 40 / 240, "auto@0.25": 200 / 240}
     assert pop["unsolicited"] == {"labelled": 15, "in_estimates": False}
-    assert pop["n_labels"] == 30 + n_audit
+    assert pop["n_labels"] == 31 + n_audit
 
-    items = [(2 / 3, labels[v] == "A", 40 / 30) for v in review_ids[:30]]
+    items = [(2 / 3, labels[v] == "A", 40 / 31) for v in review_labelled]
     items += [(1.0, labels[v] == "A", 200 / n_audit) for v in audit_ids]
     truth = weighted(items)
     for name in ("accuracy", "brier", "ece", "th_score"):
