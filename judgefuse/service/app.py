@@ -72,12 +72,8 @@ async def _start_panels(
 
 
 def _storage_for(settings: Settings) -> Storage:
-    url = settings.storage_url
-    if url.startswith("sqlite:///") or "://" not in url:
-        from judgefuse.service.storage import SQLiteStorage
-
-        return SQLiteStorage(url.removeprefix("sqlite:///"), synchronous=settings.sqlite_synchronous)
-    return open_storage(url)
+    """The configured storage, chosen by the URL's scheme (storage.registry)."""
+    return open_storage(settings.storage_url, sqlite_synchronous=settings.sqlite_synchronous)
 
 
 def create_app(

@@ -6,7 +6,7 @@ needs the ``redis`` package and is imported lazily). See ``base`` for the contra
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from judgefuse.service.storage.base import (
     AccumulatorOverflow,
@@ -31,6 +31,7 @@ from judgefuse.service.storage.records import (
     ThresholdRecord,
     VerdictRecord,
 )
+from judgefuse.service.storage.registry import StorageOptions, register_scheme, storage_from_url
 from judgefuse.service.storage.sqlite import SQLiteStorage
 
 if TYPE_CHECKING:
@@ -50,6 +51,7 @@ __all__ = [
     "Storage",
     "StorageCorrupt",
     "StorageError",
+    "StorageOptions",
     "StorageUnavailable",
     "Stratum",
     "StratumCounts",
@@ -59,6 +61,8 @@ __all__ = [
     "VerdictRecord",
     "hour_of",
     "open_storage",
+    "register_scheme",
+    "storage_from_url",
 ]
 
 
@@ -70,17 +74,9 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def open_storage(url: str) -> Storage:
-    """A storage from a URL: ``redis://`` / ``rediss://`` -> Redis, ``sqlite:///path`` or a
-    plain path -> SQLite. The result is not opened yet (``await storage.open()``)."""
-    if url.startswith(("redis://", "rediss://", "unix://")):
-        from judgefuse.service.storage.redis import RedisStorage
-
-        return RedisStorage(url)
-    if url.startswith("sqlite:///"):
-        return SQLiteStorage(url[len("sqlite:///") :])
-    if "://" in url:
-        raise ValueError(
-            "storage url must be redis://, rediss://, unix://, sqlite:///path or a path"
-        )
-    return SQLiteStorage(url)
+def open_storage(url: str, *, sqlite_synchronous: Literal["FULL", "NORMAL"] = "FULL") -> Storage:
+    """A storage from a URL: ``redis://`` / ``rediss://`` / ``unix://`` -> Redis,
+    ``sqlite:///path`` or a plain path -> SQLite (with ``sqlite_synchronous``); other schemes
+    as registered in :mod:`~judgefuse.service.storage.registry`. The result is not opened yet
+    (``await storage.open()``). An unknown scheme raises ``ValueError``."""
+    return storage_from_url(url, StorageOptions(sqlite_synchronous=sqlite_synchronous))

@@ -386,15 +386,17 @@ STRATA: tuple[Stratum, ...] = ("review", "audit", "none")
 """Every stratum, in the order ``review_stats`` reports them."""
 
 
-def check_lease(n: int, annotator: str, lease_s: float) -> None:
-    """``lease_review``'s arguments: ``n`` a positive int, ``lease_s`` finite and positive."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+def check_lease(n: int, annotator: str, lease_s: float) -> tuple[int, float]:
+    """``lease_review``'s arguments, checked: ``n`` a positive integer, ``annotator`` a name,
+    ``lease_s`` finite and positive. Returns them as plain (int, float)."""
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
         raise ValueError(f"n must be an integer >= 1, got {n!r}")
     check_name("annotator", annotator)
     if isinstance(lease_s, bool) or not isinstance(lease_s, numbers.Real):
         raise ValueError(f"lease_s must be a number of seconds, got {lease_s!r}")
     if not math.isfinite(lease_s) or lease_s <= 0:
         raise ValueError(f"lease_s must be finite and > 0, got {lease_s!r}")
+    return int(n), float(lease_s)
 
 
 def clock(now: float | None) -> float:

@@ -579,9 +579,9 @@ class RedisStorage(Storage):
     ) -> list[ReviewLease]:
         check_tenant(tenant)
         check_name("panel", panel)
-        check_lease(n, annotator, lease_s)
+        n, lease_s = check_lease(n, annotator, lease_s)
         at = clock(now)
-        expires_at = at + float(lease_s)
+        expires_at = at + lease_s
         review = self._review_keys(tenant, panel)
         keys = [review[k] for k in ("queue", "strata", "owners", "leases:review", "leases:audit")]
         with self._errors("lease_review"):

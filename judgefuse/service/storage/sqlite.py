@@ -374,9 +374,9 @@ class SQLiteStorage(Storage):
     ) -> list[ReviewLease]:
         check_tenant(tenant)
         check_name("panel", panel)
-        check_lease(n, annotator, lease_s)
+        n, lease_s = check_lease(n, annotator, lease_s)
         at = clock(now)
-        expires_at = at + float(lease_s)
+        expires_at = at + lease_s
 
         def txn(conn: sqlite3.Connection) -> list[str]:
             ids = lease_free(conn, tenant, panel, n, annotator, at, expires_at)

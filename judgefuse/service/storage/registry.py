@@ -1,0 +1,106 @@
+"""Storage backends chosen by the URL's scheme: one table from scheme to factory.
+
+``open_storage`` and the app's settings both go through :func:`storage_from_url`, so a new
+backend (PostgreSQL, DESIGN.md "Scale") is one :func:`register_scheme` call, not a new
+``if url.startswith(...)`` in every caller. A URL without ``://`` is a SQLite file path.
+
+Factories receive the URL as given and the :class:`StorageOptions` (settings that only some
+backends read, e.g. SQLite's ``synchronous``); they build the storage without opening it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from judgefuse.service.storage.base import Storage
+from judgefuse.service.storage.sqlite import SQLiteStorage
+
+__all__ = [
+    "StorageFactory",
+    "StorageOptions",
+    "register_scheme",
+    "scheme_of",
+    "schemes",
+    "storage_from_url",
+    "unregister_scheme",
+]
+
+
+@dataclass(frozen=True)
+class StorageOptions:
+    """Backend settings carried alongside the URL (each factory reads the ones it knows)."""
+
+    sqlite_synchronous: Literal["FULL", "NORMAL"] = "FULL"
+    """SQLite's ``PRAGMA synchronous`` (see :class:`SQLiteStorage`)."""
+
+
+StorageFactory = Callable[[str, StorageOptions], Storage]
+"""(url, options) -> an unopened storage."""
+
+_FACTORIES: dict[str, StorageFactory] = {}
+
+
+def register_scheme(scheme: str, factory: StorageFactory, *, replace: bool = False) -> None:
+    """Serve ``scheme://`` URLs with ``factory``. Registering a taken scheme again raises
+    ``ValueError`` unless ``replace`` (a typo should not silently swap a backend)."""
+    if not scheme or not scheme.isascii() or not scheme.replace("+", "").isalnum():
+        raise ValueError(f"storage scheme must be letters, digits or '+', got {scheme!r}")
+    key = scheme.lower()
+    if key in _FACTORIES and not replace:
+        raise ValueError(f"storage scheme {key!r} is already registered")
+    _FACTORIES[key] = factory
+
+
+def unregister_scheme(scheme: str) -> None:
+    """Stop serving ``scheme://`` URLs (a no-op when it is not registered)."""
+    _FACTORIES.pop(scheme.lower(), None)
+
+
+def schemes() -> list[str]:
+    """The registered schemes, sorted."""
+    return sorted(_FACTORIES)
+
+
+def scheme_of(url: str) -> str:
+    """The URL's scheme, lower-cased; ``sqlite`` for a plain path (no ``://``)."""
+    if "://" not in url:
+        return "sqlite"
+    return url.split("://", 1)[0].lower()
+
+
+def storage_from_url(url: str, options: StorageOptions | None = None) -> Storage:
+    """An unopened storage for ``url`` (``ValueError`` naming ``storage_url`` and the known
+    schemes when no backend serves it)."""
+    if not isinstance(url, str) or not url.strip():
+        raise ValueError("storage_url is empty")
+    scheme = scheme_of(url)
+    factory = _FACTORIES.get(scheme)
+    if factory is None:
+        raise ValueError(
+            f"storage_url: unknown scheme {scheme!r}; use one of "
+            + ", ".join(f"{s}://" for s in schemes())
+            + " or a file path (SQLite)"
+        )
+    return factory(url, options or StorageOptions())
+
+
+def _sqlite(url: str, options: StorageOptions) -> Storage:
+    if "://" not in url:
+        return SQLiteStorage(url, synchronous=options.sqlite_synchronous)
+    rest = url.split("://", 1)[1]
+    if not rest.startswith("/") or len(rest) < 2:
+        raise ValueError("storage_url: a SQLite url is sqlite:///path (three slashes, then the path)")
+    return SQLiteStorage(rest[1:], synchronous=options.sqlite_synchronous)
+
+
+def _redis(url: str, options: StorageOptions) -> Storage:
+    from judgefuse.service.storage.redis import RedisStorage  # needs the redis package
+
+    return RedisStorage(url)
+
+
+register_scheme("sqlite", _sqlite)
+for _scheme in ("redis", "rediss", "unix"):
+    register_scheme(_scheme, _redis)
