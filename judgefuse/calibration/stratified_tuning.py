@@ -17,16 +17,21 @@ of them wrong. The accepted traffic's error rate is the mixture
     err = sum_s alpha_s q_s,   alpha_s = pi_s a_s / sum_t pi_t a_t.
 
 * Conditional on ``A_s``, ``E_s ~ Binomial(A_s, q_s)``: ``U_s`` = one-sided Clopper-Pearson upper
-  bound on ``q_s`` at level ``delta_q / S`` (``U_s = 1`` when ``A_s = 0``).
-* ``a_s`` lies in ``[La_s, Ua_s]``, the two-sided Clopper-Pearson interval from ``A_s`` of ``n_s``
-  at level ``delta_a / S`` (``[0, 1]`` when the stratum has no labels).
+  bound on ``q_s`` at level ``delta_q / S_acc``, where ``S_acc`` counts the strata with at least
+  one accepted label. Which strata accept labels depends on confidences only, never on
+  labels, so the split is fixed before the labels are looked at; a stratum with ``A_s = 0``
+  takes ``U_s = 1``, which holds surely.
+* ``a_s`` lies in ``[La_s, Ua_s]``, Clopper-Pearson bounds from ``A_s`` of ``n_s`` (``[0, 1]`` when
+  the stratum has no labels): two-sided at ``delta_a / (2S)`` per side, except for strata with
+  ``A_s = 0``, whose ``U_s = 1`` always puts their weight at the upper end, so only the upper
+  bound is used, at ``delta_a / S``.
 * ``err <= max { sum_s alpha_s U_s : a_s in [La_s, Ua_s] }``, a linear-fractional maximum over a
   box, reached at a vertex where the strata with the largest ``U_s`` take ``Ua_s`` and the rest
   ``La_s`` (found exactly by trying the S + 1 splits of the strata sorted by ``U_s``).
-* The lower bound on precision is ``1 - that maximum``; Bonferroni over the 2S statements gives
-  level ``delta = delta_q + delta_a``. With one stratum ``alpha = 1`` and all of ``delta`` goes
-  to ``q`` (``delta_q = delta``): the bound is then exactly :func:`tune_threshold`'s. With several
-  strata ``delta_q = delta_a = delta / 2``.
+* The lower bound on precision is ``1 - that maximum``; the union bound over the statements
+  gives level ``delta = delta_q + delta_a``. With one stratum ``alpha = 1`` and all of ``delta``
+  goes to ``q`` (``delta_q = delta``): the bound is then exactly :func:`tune_threshold`'s. With
+  several strata ``delta_q = delta_a = delta / 2``.
 
 Why not ``1 - sum_s N_s U(E_s/n_s) / sum_s N_s L(A_s/n_s)`` (bounds on the accepted-and-wrong and
 accepted shares)? It is valid too but bounds the two shares separately although they move
