@@ -7,7 +7,8 @@ JSON verdict after a fixed delay), the gateway (uvicorn + the app, SQLite, a pan
 in SC mode on the direct aiohttp path, open mode), and this load generator (aiohttp).
 
 (a) max sustained verdicts/s: closed loop at increasing concurrency; the best rate with no
-    errors. Target >= 200/s.
+    errors. Target >= 200/s. The same for ``POST /v1/fuse`` (bring your own votes: a panel of
+    N ``external`` judges, the votes in the body, no judge call): the gateway's own ceiling.
 (b) at half that rate (open loop, fixed arrival rate): gateway overhead per verdict = client
     latency minus the slowest judge call (the gateway's own measure of that call), p50/p99;
     targets <= 3 ms and <= 15 ms. Beside it, the same load against a bare aiohttp fan-out
@@ -37,6 +38,8 @@ import aiohttp
 REPO = Path(__file__).resolve().parents[1]
 STUB = REPO / "tests" / "judges" / "openai_stub.py"
 PAIR = {"question": "Which answer is correct: what is 2+2?", "answer_a": "4", "answer_b": "5"}
+FUSE = {**PAIR, "panel": "bench-ext"}
+"""The /v1/fuse body: the same pair with every external judge's vote (filled in by main)."""
 SC_REPLY = json.dumps({"selected_output": "Output (a)", "confidence_score": 85, "explanation": "4 is right"})
 
 
@@ -80,8 +83,11 @@ def serve_gateway(port: int, stub_url: str, judges: int, workdir: str) -> None:
     )
     panel = Path(workdir) / "panel.yaml"
     panel.write_text(f"name: bench\nfusion: majority\nquorum: 1\ndeadline_s: 20\njudges:\n{entries}")
+    external = Path(workdir) / "panel-ext.yaml"
+    external.write_text("name: bench-ext\nfusion: majority\nquorum: 1\njudges:\n" + "".join(
+        f"  - {{name: judge{i}, external: true}}\n" for i in range(judges)))
     settings = Settings(
-        storage_url=f"sqlite:///{workdir}/gateway.sqlite3", panels=[panel], auth_disabled=True,
+        storage_url=f"sqlite:///{workdir}/gateway.sqlite3", panels=[panel, external], auth_disabled=True,
         sqlite_synchronous=os.environ.get("BENCH_SQLITE_SYNC", "NORMAL"),  # type: ignore[arg-type]
         refit_every_labels=0,
     )
@@ -172,8 +178,9 @@ async def one(session: aiohttp.ClientSession, url: str, body: bytes) -> tuple[fl
     return latency, slowest, data["timings"].get("overhead_s")
 
 
-async def closed_loop(url: str, concurrency: int, seconds: float) -> tuple[float, int]:
-    body = json.dumps(PAIR).encode()
+async def closed_loop(url: str, concurrency: int, seconds: float,
+                      payload: dict | None = None) -> tuple[float, int]:
+    body = json.dumps(payload or PAIR).encode()
     done = errors = 0
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
         stop = time.perf_counter() + seconds
@@ -348,7 +355,16 @@ async def main_async(args: argparse.Namespace) -> None:
             rate, errors = await closed_loop(bare + "/v1/judge", concurrency, args.seconds)
             if errors == 0:
                 bare_best = max(bare_best, rate)
-        print(f"    gateway max: {best:.1f} verdicts/s (target >= 200: {'met' if best >= 200 else 'NOT met'});"
+        FUSE["votes"] = [{"judge": f"judge{i}", "choice": "A", "confidence": 0.85} for i in range(args.judges)]
+        await closed_loop(base + "/v1/fuse", 8, 1.0, FUSE)  # warm-up
+        fuse_best = 0.0
+        for concurrency in args.concurrency:
+            rate, errors = await closed_loop(base + "/v1/fuse", concurrency, args.seconds, FUSE)
+            print(f"    /v1/fuse concurrency {concurrency:>4}: {rate:7.1f} verdicts/s, errors {errors}")
+            if errors == 0:
+                fuse_best = max(fuse_best, rate)
+        print(f"    gateway max: /v1/judge {best:.1f} verdicts/s (target >= 200: "
+              f"{'met' if best >= 200 else 'NOT met'}), /v1/fuse {fuse_best:.1f} verdicts/s;"
               f" bare aiohttp fan-out max: {bare_best:.1f}/s")
 
         half = best / 2

@@ -16,6 +16,10 @@ A panel file::
         model: openai/smollm2
         mode: logprob
         local: {model: smollm2, threads: 2}   # served by a llama.cpp server the panel starts
+      - name: my-reward-model
+        external: true                     # no model: its votes are posted to POST /v1/fuse
+    audit_rate: 0.05          # the service's review loop: share of auto-accepted verdicts audited
+    review_shows_verdict: false   # annotators see the judges' verdict (off: avoids anchoring)
 
 Backends (``backend``): ``direct`` is our aiohttp client for OpenAI-compatible endpoints (needs
 ``api_base`` or ``local``); ``litellm`` serves every other provider; ``auto`` (default) picks
@@ -121,7 +125,13 @@ class JudgeConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
     name: str = Field(min_length=1)
-    model: str = Field(min_length=1, description="litellm model string, e.g. openai/gpt-4o-mini")
+    model: str | None = Field(
+        default=None, min_length=1, description="litellm model string, e.g. openai/gpt-4o-mini"
+    )
+    """Required unless ``external``."""
+    external: bool = False
+    """The judge runs elsewhere: its votes are posted to ``POST /v1/fuse`` (no model, no
+    provider client; asked through ``/v1/judge`` it gives an invalid vote)."""
     backend: Backend = "auto"
     openai_compatible: bool = False
     """The endpoint at ``api_base`` speaks the OpenAI protocol (``auto`` then picks ``direct``)."""
@@ -194,6 +204,12 @@ class JudgeConfig(BaseModel):
 
     @model_validator(mode="after")
     def _resolve(self) -> JudgeConfig:
+        if self.external:
+            if self.model is not None or self.local is not None or self.api_base is not None:
+                raise ValueError("an external judge has no model, api_base or local entry "
+                                 "(its votes are posted to /v1/fuse)")
+        elif self.model is None:
+            raise ValueError("model is required (or external: true for a judge whose votes are posted)")
         if self.temperature is None:
             self.temperature = 0.7 if self.mode == "mp" else 0.0
         if self.local is not None:
@@ -214,6 +230,8 @@ class JudgeConfig(BaseModel):
         """The backend ``auto`` stands for (see the module docstring)."""
         if self.backend != "auto":
             return self.backend
+        if self.model is None:  # an external judge: never called
+            return "litellm"
         has_endpoint = self.api_base is not None or self.local is not None
         if has_endpoint and (self.model.startswith("openai/") or self.openai_compatible or self.local is not None):
             return "direct"
@@ -221,6 +239,8 @@ class JudgeConfig(BaseModel):
 
     def wire_model(self, backend: str | None = None) -> str:
         """The model name sent on ``backend``: direct drops one leading ``openai/``."""
+        if self.model is None:
+            return ""
         if (backend or self.resolved_backend()) == "direct":
             return self.model.removeprefix("openai/") or self.model
         return self.model
@@ -280,6 +300,11 @@ class PanelConfig(BaseModel):
     """After the last stage: human review, or the full panel fused with ``fusion``."""
     cascade_panel_threshold: float | None = Field(default=0.0, ge=0.0, le=1.0)
     """With fallback ``panel``: the panel's verdict is accepted at this confidence (0: always)."""
+    audit_rate: float = Field(default=0.05, ge=0.0, le=1.0, allow_inf_nan=False)
+    """The service's review loop: the share of auto-accepted verdicts also sent to the review
+    queue (an audit), drawn at decision time; the rate in force is stored with each verdict."""
+    review_shows_verdict: bool = False
+    """The review queue shows annotators the judges' verdict (off by default: anchoring)."""
 
     @field_validator("quorum", mode="before")
     @classmethod

@@ -231,6 +231,8 @@ class Judge:
         """Build the client stack (idempotent); ``api_base`` overrides the config's (local servers)."""
         if self._client is not None:
             return self
+        if self.config.external:
+            return self  # its votes are posted (POST /v1/fuse): no provider client to build
         if api_base is not None:
             self._api_base = api_base
         if self.config.local is not None and self._api_base is None:
@@ -275,8 +277,14 @@ class Judge:
 
         ``tenant`` is whose request this is: the judge's concurrency slots are shared fairly
         between tenants (None: the one anonymous tenant). With the circuit open the vote is
-        invalid at once, without a provider call.
+        invalid at once, without a provider call. An external judge is never called: its vote
+        here is invalid (its votes come through /v1/fuse).
         """
+        if self.config.external:
+            return JudgeVote.invalid(
+                self.name, self.config.mode,
+                "external judge: its votes are posted to /v1/fuse, it cannot be called",
+            )
         client = await self._ready_client()
         calls = _VoteCalls(tenant, self.config.timeout_s)
         if self.circuit is None:

@@ -32,6 +32,7 @@ from judgefuse.service.middleware import (
     QueryKeyMiddleware,
     TimingMiddleware,
 )
+from judgefuse.service.review_session import SessionSigner
 from judgefuse.service.settings import Settings, load_settings
 from judgefuse.service.storage import Storage, open_storage
 
@@ -147,6 +148,11 @@ def create_app(
         loader=jinja2.PackageLoader("judgefuse.service", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
+    )
+    secret = settings.review_session_secret
+    app.state.review_sessions = SessionSigner(
+        secret.get_secret_value().encode() if secret is not None else None,
+        lifetime_s=settings.review_session_s,
     )
     app.state.panels_started = {}
     install_handlers(app)

@@ -7,6 +7,17 @@ judge named ``openai/gpt-4o`` cannot break the split::
     {panel}/judge/{judge}/{mode}            one judge's valid votes (mode: sc, mp, logprob)
     {panel}/mode/all/{mode}                 every judge's valid votes of one mode, pooled
 
+Per review stratum (DESIGN.md "The review loop"; :mod:`judgefuse.service.review_sampling`),
+every label also feeds a copy of its method and judge keys with a fifth part, the stratum key
+of the labelled verdict (``review``, ``auto@{rate}`` or ``unsolicited``)::
+
+    {panel}/method/{fusion method}/fused/{stratum}
+    {panel}/judge/{judge}/{mode}/{stratum}
+
+The four-part keys are unchanged (all labels, the labelled-sample metrics); the population
+estimates read the stratum copies and the traffic counters ``{panel}/traffic/{method}/{stratum}``
+(verdict counts, written when a verdict is stored), which this report skips.
+
 Invalid votes (no choice: error, timeout, abstention) and undecided verdicts are **counted
 separately**, never fed as 0.5-and-wrong: ``{panel}/abstain/judge/{judge}`` and
 ``{panel}/abstain/method/{method}`` hold one integer field ``n``. Calibration metrics are
@@ -28,6 +39,7 @@ from urllib.parse import quote, unquote
 
 from judgefuse.calibration import CalibrationAccumulator
 from judgefuse.judges.types import Letter
+from judgefuse.service.review_sampling import label_stratum_key
 from judgefuse.service.storage import Number, Storage, VerdictRecord, hour_of
 
 __all__ = [
@@ -36,6 +48,7 @@ __all__ = [
     "calibration_report",
     "label_increments",
     "parse_key",
+    "stratum_copy",
 ]
 
 ACCUMULATOR = CalibrationAccumulator()
@@ -80,6 +93,11 @@ def abstain_key(panel: str, kind: str, name: str) -> str:
     return str(AccumulatorKey(panel, "abstain", kind, name))
 
 
+def stratum_copy(key: str, stratum_key: str) -> str:
+    """The per-stratum copy of a four-part accumulator key (its fifth part)."""
+    return f"{key}/{_q(stratum_key)}"
+
+
 def _add(out: dict[str, dict[str, Number]], key: str, fields: Mapping[str, int]) -> None:
     row = out.setdefault(key, {})
     for field, delta in fields.items():
@@ -90,21 +108,23 @@ def label_increments(record: VerdictRecord, label: Letter) -> dict[str, dict[str
     """The accumulator increments one label of one verdict adds (pure; see the module doc)."""
     verdict = record.verdict
     panel = record.panel
+    stratum = label_stratum_key(record)
     out: dict[str, dict[str, Number]] = {}
     if verdict.choice is None:
         _add(out, abstain_key(panel, "method", verdict.method), {"n": 1})
     else:
-        _add(
-            out,
-            method_key(panel, verdict.method),
-            ACCUMULATOR.increments(verdict.confidence, verdict.choice == label),
-        )
+        key = method_key(panel, verdict.method)
+        fields = ACCUMULATOR.increments(verdict.confidence, verdict.choice == label)
+        _add(out, key, fields)
+        _add(out, stratum_copy(key, stratum), fields)
     for vote in verdict.votes:
         if vote.choice is None or vote.confidence is None:
             _add(out, abstain_key(panel, "judge", vote.judge), {"n": 1})
             continue
         fields = ACCUMULATOR.increments(vote.confidence, vote.choice == label)
-        _add(out, judge_key(panel, vote.judge, vote.mode), fields)
+        key = judge_key(panel, vote.judge, vote.mode)
+        _add(out, key, fields)
+        _add(out, stratum_copy(key, stratum), fields)
         _add(out, mode_key(panel, vote.mode), fields)
     return out
 
@@ -161,8 +181,14 @@ async def calibration_report(
     n_bins: int,
     eps: float,
     now: float,
+    population: bool = True,
 ) -> list[dict[str, Any]]:
-    """One entry per calibration key of (tenant, panel): all-time and window metrics."""
+    """One entry per calibration key of (tenant, panel): all-time and window metrics of the
+    labelled sample (``"sample": "labelled"``) and, for method and judge keys, the
+    ``population`` block (:func:`judgefuse.service.population.population_block`) over the
+    window (all time when there is none)."""
+    from judgefuse.service.population import population_block
+
     prefix = _q(panel) + "/"
     keys = await storage.list_accumulators(tenant, prefix)
     since = hour_of(now) - window_hours + 1 if window_hours else None
@@ -170,8 +196,10 @@ async def calibration_report(
     entries: list[tuple[AccumulatorKey, str]] = []
     for raw in keys:
         try:
-            key = parse_key(raw)
+            key = parse_key(raw)  # the per-stratum copies (five parts) are not listed
         except ValueError:
+            continue
+        if key.kind == "traffic":
             continue
         if key.kind == "abstain":
             total = await storage.read_accumulator(tenant, raw)
@@ -195,6 +223,7 @@ async def calibration_report(
             "kind": key.kind,
             "name": key.name,
             "mode": key.mode,
+            "sample": "labelled",
             "all_time": metrics_json(total, n_bins=n_bins, eps=eps),
         }
         if since is not None:
@@ -206,6 +235,11 @@ async def calibration_report(
             abstained.get((key.kind, key.name), {"all_time": 0, "window": 0})
             if key.kind in ("method", "judge") else None
         )
+        entry["population"] = (
+            await population_block(storage, tenant, key, raw, since_hour=since, n_bins=n_bins,
+                                   eps=eps)
+            if population else None
+        )
         out.append(entry)
     # judges that only ever abstained still deserve a line
     seen = {(e["kind"], e["name"]) for e in out}
@@ -213,6 +247,7 @@ async def calibration_report(
         if (kind, name) not in seen:
             out.append({
                 "key": f"{kind}:{name}:-", "storage_key": None, "panel": panel, "kind": kind,
-                "name": name, "mode": None, "all_time": None, "window": None, "abstained": counts,
+                "name": name, "mode": None, "sample": "labelled", "all_time": None, "window": None,
+                "abstained": counts, "population": None,
             })
     return out

@@ -70,13 +70,13 @@ def cascade_route(runtime: PanelRuntime, decision: CascadeDecision) -> tuple[str
     if decision.stage is not None:
         stage = stages[decision.stage]
         return "auto_accept", ThresholdUsed(
-            value=stage.threshold, version=None, method="cascade",
+            value=stage.threshold, version=None, method="cascade", code="cascade_accepted",
             reason=f"cascade stage {decision.stage + 1}/{len(stages)} ({stage.name}) accepted: "
                    f"confidence {verdict.confidence:.4f} >= its threshold "
                    f"{stage.threshold:.4f} (panel file)",
         )
     return "human_review", ThresholdUsed(
-        value=None, version=None, method="cascade",
+        value=None, version=None, method="cascade", code="cascade",
         reason=f"cascade: none of the {len(stages)} stage(s) accepted"
                + (" (the full panel included)" if runtime.cascade.fallback == "panel" else "")
                + ": human review",

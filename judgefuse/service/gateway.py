@@ -15,6 +15,14 @@ for the verdict's method (and, for a learned method, the same model version). Ot
 no threshold tuned, or a "review everything" record, the verdict goes to ``human_review`` and
 ``threshold.reason`` says why.
 
+Votes come from the panel's fan-out (``judge``) or from the request (``fuse``: bring your own
+votes, :mod:`judgefuse.service.posted_votes`); that is the only difference: both then take the
+one path in ``_serve`` (quorum, fuse, route, stamp, store). The stamp is the verdict's review
+stratum, drawn at decision time (:mod:`judgefuse.service.review_sampling`): routed to review,
+or auto-accepted and drawn for audit with the panel's ``audit_rate``, or not; it is stored with
+the verdict (with the threshold version that routed it), enqueues it for review when it says
+so, and adds the verdict to its stratum's traffic counter, all in the one ``save_verdict``.
+
 Thresholds and models are cached per (tenant, panel) for ``state_ttl_s``
 (:mod:`judgefuse.service.state_cache`). Cascade panels walk their cascade instead of the whole
 panel and route their own verdicts (:mod:`judgefuse.service.cascade_serving`).
@@ -29,7 +37,8 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable, Sequence
+import random
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from judgefuse.fusion.verdict import Verdict
@@ -48,16 +57,26 @@ from judgefuse.service.metrics import ServiceMetrics
 from judgefuse.service.pairing import routing_threshold
 from judgefuse.service.panels import PanelRuntime
 from judgefuse.service.refit import PromotionTarget, RefitOutcome, RefitScheduler, refit
+from judgefuse.service.posted_votes import posted_votes
 from judgefuse.service.request_checks import check_request, check_verdict_id
+from judgefuse.service.population import traffic_counts
+from judgefuse.service.review_sampling import (
+    ALL_METHODS,
+    UNSOLICITED,
+    stamp_review,
+    traffic_increments,
+)
 from judgefuse.service.routing import route_verdict
 from judgefuse.service.schemas import (
     BatchResponse,
     BatchResult,
     CascadeOut,
     CostOut,
+    FuseRequest,
     InvalidItem,
     JudgeRequest,
     LabelResult,
+    ReviewOut,
     ThresholdUsed,
     TuneRequest,
     VerdictOut,
@@ -95,6 +114,7 @@ class Gateway:
         metrics: ServiceMetrics | None = None,
         *,
         clock: Callable[[], float] = time.time,
+        rng: random.Random | None = None,
     ) -> None:
         if not panels:
             raise ValueError("a gateway needs at least one panel")
@@ -103,6 +123,8 @@ class Gateway:
         self.panels = panels
         self.metrics = metrics or ServiceMetrics()
         self.clock = clock
+        self.rng = rng or random.Random(settings.review_seed)
+        """The review loop's draws (audit, queue rank); seeded by ``settings.review_seed``."""
         self.default_panel = settings.default_panel or next(iter(panels))
         if self.default_panel not in panels:
             raise ValueError(
@@ -178,15 +200,34 @@ class Gateway:
         return method(votes)
 
     async def judge(self, tenant: str, request: JudgeRequest, *, prefix: str = "body") -> VerdictOut:
-        """One verdict, admitted first (over an in-flight limit: 429 before any judge call);
-        a request with an ``id`` already in flight then joins it (single_flight)."""
+        """One verdict: fan-out, quorum, fuse, route, stamp, store (and the inline label)."""
+        return await self._admitted(tenant, request, prefix, posted=None)
+
+    async def fuse(self, tenant: str, request: FuseRequest, *, prefix: str = "body") -> VerdictOut:
+        """One verdict from votes cast elsewhere: the same path as :meth:`judge` but for where
+        the votes come from (checked against the panel before anything is stored)."""
+        runtime = self.runtime(request.panel, field=f"{prefix}.panel")
+        votes = posted_votes(runtime, request.votes, prefix=prefix)
+        return await self._admitted(tenant, request, prefix, posted=votes)
+
+    async def _admitted(
+        self, tenant: str, request: JudgeRequest, prefix: str, *, posted: list[JudgeVote] | None
+    ) -> VerdictOut:
+        """Admission first (over an in-flight limit: 429 before any judge call); then a request
+        with an ``id`` already in flight joins it (single_flight); else :meth:`_serve`."""
+
+        async def serve(tenant: str, request: JudgeRequest, *, prefix: str) -> VerdictOut:
+            return await self._serve(tenant, request, prefix, posted=posted)
+
         with self.admission.admit(tenant):
             if request.id is None:
-                return await self._judge_once(tenant, request, prefix=prefix)
-            return await join_or_judge(self, tenant, request, prefix, self._judge_once)
+                return await serve(tenant, request, prefix=prefix)
+            return await join_or_judge(self, tenant, request, prefix, serve)
 
-    async def _judge_once(self, tenant: str, request: JudgeRequest, *, prefix: str = "body") -> VerdictOut:
-        """One verdict: fan-out, quorum, fuse, route, store (and the inline label)."""
+    async def _serve(
+        self, tenant: str, request: JudgeRequest, prefix: str, *, posted: list[JudgeVote] | None
+    ) -> VerdictOut:
+        """The one decide-route-stamp-store path; ``posted`` votes replace the panel's fan-out."""
         started = time.perf_counter()
         self.check_limits(request, prefix)
         runtime = self.runtime(request.panel, field=f"{prefix}.panel")
@@ -203,7 +244,7 @@ class Gateway:
         )
         cascade_out: CascadeOut | None = None
         cascade_stage: str | None = None
-        if runtime.cascade is not None and request.method is None:
+        if posted is None and runtime.cascade is not None and request.method is None:
             decision, slowest = await walk_cascade(runtime, item, tenant=tenant)
             votes = list(decision.verdict.votes)
             judged = fused = time.perf_counter()
@@ -215,12 +256,18 @@ class Gateway:
             route, used = cascade_route(runtime, decision)
             cascade_out, cascade_stage = live_cascade_out(runtime, decision)
         else:
-            votes = await runtime.panel.judge(item, tenant=tenant)
+            # the only difference between /v1/judge and /v1/fuse: where the votes come from
+            votes = await runtime.panel.judge(item, tenant=tenant) if posted is None else posted
             judged = time.perf_counter()
             if not runtime.panel.quorum_met(votes):
+                quorum = runtime.panel.config.quorum_count()
+                if posted is not None:
+                    valid = sum(1 for v in votes if v.valid)
+                    raise FieldProblem(f"{prefix}.votes", f"{valid} valid vote(s); the panel's "
+                                                          f"quorum is {quorum}")
                 self.metrics.quorum_lost.labels(runtime.name).inc()
                 self.metrics.observe_votes(runtime.name, votes, tenant=tenant)
-                raise QuorumLost(runtime.name, votes, runtime.panel.config.quorum_count())
+                raise QuorumLost(runtime.name, votes, quorum)
             verdict = await self._fuse(tenant, runtime, request, item, votes)
             fused = time.perf_counter()
             threshold = await self.routing_threshold(tenant, runtime.name, verdict)
@@ -233,13 +280,17 @@ class Gateway:
             "timings": {**verdict.timings, "judges_s": judged - started, "fuse_s": fused - judged,
                         "slowest_judge_s": slowest},
         })
+        stamp = stamp_review(route, used.code, runtime.panel.config.audit_rate, self.rng)
         record = VerdictRecord(
             id=verdict_id, tenant=tenant, panel=runtime.name, created_at=created_at,
             verdict=verdict, item=item if self.settings.store_items else None,
+            review=stamp, threshold_version=used.version,
         )
         storing = time.perf_counter()
         try:
-            await self.storage.save_verdict(tenant, record)
+            await self.storage.save_verdict(
+                tenant, record, traffic_increments(runtime.name, verdict.method, stamp)
+            )
         except VerdictExists:
             raise Conflict(f"verdict id {verdict_id!r} is already used",
                            fields=[(f"{prefix}.id", "already used")]) from None
@@ -259,7 +310,7 @@ class Gateway:
         return VerdictOut.of(
             verdict, panel=runtime.name, threshold=used, created_at=created_at, label=label,
             labelled_at=labelled_at, feedback=feedback, category=request.category,
-            cascade=cascade_out,
+            cascade=cascade_out, review=review_out(record),
         )
 
     async def _replay(
@@ -288,6 +339,17 @@ class Gateway:
         """Each item answers for itself: a malformed item is its own 4xx in ``results`` (found
         before any judge call, see :func:`batch_item_problems`); only a batch over the size
         limit is refused whole."""
+        return await self._batch(tenant, requests, self.judge)
+
+    async def fuse_batch(self, tenant: str, requests: Sequence[FuseRequest]) -> BatchResponse:
+        """As :meth:`judge_batch`; an item voting for a judge its panel does not have is that
+        item's 422 (``fuse`` checks the votes before storing anything)."""
+        return await self._batch(tenant, requests, self.fuse)  # type: ignore[arg-type]
+
+    async def _batch(
+        self, tenant: str, requests: Sequence[JudgeRequest | InvalidItem],
+        serve: Callable[..., Awaitable[VerdictOut]],
+    ) -> BatchResponse:
         limit = self.settings.max_batch_items
         if len(requests) > limit:
             raise TooLarge(
@@ -300,7 +362,7 @@ class Gateway:
             try:
                 if isinstance(request, InvalidItem) or i in problems:
                     raise problems[i]
-                verdict = await self.judge(tenant, request, prefix=f"body.items[{i}]")
+                verdict = await serve(tenant, request, prefix=f"body.items[{i}]")
                 return BatchResult(index=i, status=200, verdict=verdict)
             except ServiceError as exc:
                 return BatchResult(index=i, status=exc.status, error=exc.body())
@@ -330,6 +392,7 @@ class Gateway:
             label=record.label, labelled_at=record.labelled_at,
             category=record.item.category if record.item else None,
             cascade=stored_cascade_out(verdict, self.panels.get(record.panel)),
+            review=review_out(record),
         )
 
     # ------------------------------------------------------------------ labels
@@ -347,8 +410,12 @@ class Gateway:
 
     # ------------------------------------------------------------------ thresholds
     async def tune(self, tenant: str, request: TuneRequest) -> dict[str, Any]:
-        """Tune the auto-accept threshold from the labelled store; store it (see the docs)."""
-        from judgefuse.calibration import tune_threshold
+        """Tune the auto-accept threshold from the labelled store; store it (see the docs).
+
+        The labels are weighted by review stratum (``tune_threshold_stratified``): each
+        stratum's labels stand for its N_s verdicts (traffic counters, all time); unsolicited
+        labels (verdicts never queued) are left out, as nobody chose them at random."""
+        from judgefuse.calibration.stratified_tuning import tune_threshold_stratified
 
         runtime = self.runtime(request.panel)
         if request.method is not None:
@@ -372,18 +439,32 @@ class Gateway:
         records = await self.storage.iter_labelled(
             tenant, runtime.name, limit=self.settings.refit_max_labels
         )
-        how, confidences, correct = tuning_data(records, runtime, method_name, model_version)
+        data = tuning_data(records, runtime, method_name, model_version)
+        keep = [i for i, stratum in enumerate(data.strata) if stratum != UNSOLICITED]
+        confidences = [data.confidences[i] for i in keep]
+        correct = [data.correct[i] for i in keep]
+        strata = [data.strata[i] for i in keep]
+        # N_s: every verdict of the strata (a voting method is re-fused on every record, so its
+        # population is the panel's whole traffic; a stacked model's or the fuser's, its own)
+        traffic_method = method_name if method_name in ("stacked", "fuser") else ALL_METHODS
+        population = await traffic_counts(self.storage, tenant, runtime.name, traffic_method)
+        for stratum in set(strata):  # records from before the counters: at least their labels
+            population[stratum] = max(population.get(stratum, 0), strata.count(stratum))
+        how = (f"{data.how}; weighted by review stratum ({len(keep)} labels; "
+               f"{len(data.strata) - len(keep)} unsolicited left out)")
         base: dict[str, Any] = {
             "panel": runtime.name, "method": method_name, "model_version": model_version,
-            "n_labels": len(confidences), "data": how,
+            "n_labels": len(confidences), "n_unsolicited": len(data.strata) - len(keep),
+            "data": how, "population": population,
         }
         if not confidences:
             return {**base, "stored": False, "threshold": None, "version": None,
                     "reason": f"no labelled verdicts for method {method_name!r}: nothing stored",
                     "report": None}
         report = await asyncio.to_thread(
-            tune_threshold, confidences, correct, target_precision=request.target_precision,
-            delta=request.delta, min_count=request.min_count,
+            tune_threshold_stratified, confidences, correct, strata, population,
+            target_precision=request.target_precision, delta=request.delta,
+            min_count=request.min_count,
         )
         details: dict[str, Any] = {"report": report.as_dict(), "data": how}
         if model_version:
@@ -457,6 +538,18 @@ class Gateway:
 
     async def aclose(self) -> None:
         await self.scheduler.aclose()
+
+
+def review_out(record: VerdictRecord) -> ReviewOut | None:
+    """The response's ``review`` block from a record's stamp (None for older records)."""
+    stamp = record.review
+    if stamp is None:
+        return None
+    return ReviewOut.model_construct(
+        queued=stamp.queued, reason=stamp.reason, stratum=stamp.stratum,
+        inclusion_probability=stamp.inclusion_probability, audit_rate=stamp.audit_rate,
+        threshold_version=record.threshold_version,
+    )
 
 
 def _label_result(outcome: LabelOutcome) -> LabelResult:

@@ -75,6 +75,51 @@ class BatchRequest(BaseModel):
     """Documented as JudgeRequest; an item that is not one arrives as :class:`InvalidItem`."""
 
 
+class FuseVote(BaseModel):
+    """One vote computed elsewhere (``POST /v1/fuse``), by a judge the panel declares.
+
+    ``choice`` null is an abstention (``confidence`` must be null too); a vote that omits
+    ``choice`` but gives ``p_a`` has its choice and confidence derived from ``p_a`` (0.5
+    abstains). ``mode`` defaults to the judge's mode in the panel file.
+    """
+
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+
+    judge: str = Field(min_length=1, max_length=256)
+    choice: Letter | None = None
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
+    p_a: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
+    mode: Literal["sc", "mp", "logprob", "recorded"] | None = None
+    signals: dict[str, float] = Field(default_factory=dict, max_length=64)
+    explanation: str = Field(default="", max_length=10_000)
+
+
+class FuseRequest(JudgeRequest):
+    """``POST /v1/fuse``: a pair and the votes already cast on it (one per judge at most)."""
+
+    votes: list[FuseVote] = Field(min_length=1, max_length=256)
+
+
+class FuseBatchRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+
+    items: list[FuseRequest] = Field(min_length=1)
+
+
+class ReviewOut(BaseModel):
+    """How the verdict entered the review queue (or not), fixed when it was decided."""
+
+    queued: bool
+    reason: str
+    """``below_threshold``, ``no_threshold``, ``review_everything``, ``method_mismatch``,
+    ``model_mismatch``, ``undecided``, ``cascade`` (routed to review), ``audit`` (auto-accepted
+    and drawn for audit) or ``auto_accept`` (not queued)."""
+    stratum: Literal["review", "audit", "none"]
+    inclusion_probability: float
+    audit_rate: float
+    threshold_version: int | None = None
+
+
 class VoteOut(BaseModel):
     """One judge's vote as returned: no raw provider text, no request details."""
 
@@ -190,6 +235,9 @@ class ThresholdUsed(BaseModel):
     version: int | None
     method: str | None = None
     reason: str
+    code: str | None = None
+    """The routing reason as a word (``ReviewOut.reason``): ``no_threshold``,
+    ``below_threshold``, ``above_threshold``, ``undecided``, ... (None on stored verdicts)."""
 
 
 class LabelResult(BaseModel):
@@ -227,13 +275,15 @@ class VerdictOut(BaseModel):
     """Sum over ``votes`` (the judges this verdict consulted)."""
     cascade: CascadeOut | None = None
     """Set for a cascade panel's verdicts: which stage decided."""
+    review: ReviewOut | None = None
+    """The review stratum stamped at decision time (None: a verdict from before the loop)."""
 
     @classmethod
     def of(
         cls, verdict: Verdict, *, panel: str, threshold: ThresholdUsed, created_at: float,
         label: Letter | None = None, labelled_at: float | None = None,
         feedback: LabelResult | None = None, category: str | None = None,
-        cascade: CascadeOut | None = None,
+        cascade: CascadeOut | None = None, review: ReviewOut | None = None,
     ) -> VerdictOut:
         return cls.model_construct(
             id=verdict.id or "", panel=panel, choice=verdict.choice,
@@ -249,7 +299,7 @@ class VerdictOut(BaseModel):
             timings=verdict.timings, created_at=created_at, label=label,
             labelled_at=labelled_at, feedback=feedback, category=category,
             cost=CostOut.of_votes(verdict.votes),
-            cascade=cascade,
+            cascade=cascade, review=review,
         )
 
 
@@ -292,3 +342,25 @@ class RefitRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
     panel: str | None = Field(default=None, min_length=1, max_length=256)
+
+
+class ReviewSkipRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+
+    verdict_id: str = Field(min_length=1, max_length=256)
+    annotator: str | None = Field(default=None, min_length=1, max_length=256)
+    """Default: the ``X-Annotator`` header, else the tenant's name."""
+
+
+class ReviewItemOut(BaseModel):
+    """One leased item as an annotator sees it: the pair, never the judges' verdict unless
+    the panel opts in (``review_shows_verdict``), so the label is not anchored on it."""
+
+    verdict_id: str
+    question: str
+    answer_a: str
+    answer_b: str
+    reason: str
+    stratum: str
+    lease_expires_at: float
+    verdict: dict[str, Any] | None = None

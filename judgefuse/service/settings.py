@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -108,6 +108,19 @@ class Settings(BaseSettings):
     response_cache_ttl_s: float = Field(default=7 * 24 * 3600, gt=0)
     state_ttl_s: float = Field(default=2.0, ge=0.0)
     """How long a replica trusts its cached threshold/model before re-reading storage."""
+
+    review_seed: int | None = None
+    """Seed of the review loop's draws (audit sampling, queue order); None: fresh entropy.
+    Set it for reproducible tests and simulations only."""
+    review_lease_s: float = Field(default=600.0, gt=0.0, le=7 * 24 * 3600, allow_inf_nan=False)
+    """How long an annotator holds a leased review item before it returns to the queue."""
+    review_max_lease: int = Field(default=100, ge=1, le=1000)
+    """Most items one ``GET /v1/review/next`` may lease."""
+    review_session_secret: SecretStr | None = None
+    """Signs the annotator page's session cookie (``/review``); None: a random secret per
+    process (sessions then end on restart and are not shared between replicas)."""
+    review_session_s: float = Field(default=12 * 3600, gt=0.0, le=30 * 86400, allow_inf_nan=False)
+    """How long an annotator page session lasts."""
 
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=0, le=65535)

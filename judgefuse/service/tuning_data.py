@@ -5,25 +5,42 @@ only data that method would have produced counts: a stacked model's own verdicts
 training set, so an honest hold-out), the fuser's own verdicts (it is not re-runnable offline),
 or, for a voting method, every stored vote set re-fused (a pure function of the votes). Cascade
 verdicts hold only the votes of the judges they consulted, so they are never re-fused.
+
+Each point also carries the review stratum of its verdict (:func:`label_stratum_key`:
+``review``, ``auto@{rate}`` or ``unsolicited``), so the tuner can weight it by the share of
+traffic its stratum stands for (DESIGN.md "Tuning and monitoring on the population").
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from judgefuse.service.panels import PanelRuntime
+from judgefuse.service.review_sampling import label_stratum_key
 from judgefuse.service.storage import VerdictRecord
 
-__all__ = ["tuning_data"]
+__all__ = ["TuningData", "tuning_data"]
+
+
+class TuningData(NamedTuple):
+    how: str
+    """What the data is, in words."""
+    confidences: list[float]
+    correct: list[bool]
+    """Whether each verdict matched its label."""
+    strata: list[str]
+    """Each point's review stratum key."""
 
 
 def tuning_data(
     records: Sequence[VerdictRecord], runtime: PanelRuntime, method_name: str,
     model_version: str | None,
-) -> tuple[str, list[float], list[bool]]:
-    """(what the data is, in words; confidences; whether each verdict matched its label)."""
+) -> TuningData:
+    """The evidence for ``method_name``'s threshold (see the module docstring)."""
     confidences: list[float] = []
     correct: list[bool] = []
+    strata: list[str] = []
     how: str
     if method_name == "stacked":
         # only verdicts this very model made: their labels were never in its training set
@@ -33,12 +50,14 @@ def tuning_data(
             if v.method == "stacked" and v.model_version == model_version:
                 confidences.append(v.confidence if v.choice else 0.5)
                 correct.append(v.choice == r.label)
+                strata.append(label_stratum_key(r))
     elif method_name == "fuser":
         how = "verdicts made by the fuser"
         for r in records:
             if r.verdict.method == "fuser":
                 confidences.append(r.verdict.confidence)
                 correct.append(r.verdict.choice == r.label)
+                strata.append(label_stratum_key(r))
     else:
         # a voting method is a pure function of the stored votes: re-fuse every record
         how = f"every labelled verdict's votes re-fused with {method_name}"
@@ -49,4 +68,5 @@ def tuning_data(
             v = method(r.verdict.votes)
             confidences.append(v.confidence)
             correct.append(v.choice == r.label)
-    return how, confidences, correct
+            strata.append(label_stratum_key(r))
+    return TuningData(how, confidences, correct, strata)

@@ -33,7 +33,7 @@ import sys
 import textwrap
 import time
 from collections import Counter, defaultdict
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import asynccontextmanager, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +43,7 @@ import aiohttp
 import pytest
 
 from judgefuse.service.calibration_store import label_increments
+from judgefuse.service.review_sampling import traffic_increments
 from judgefuse.service.storage import SQLiteStorage, Storage
 
 REPO = Path(__file__).resolve().parents[2]
@@ -516,9 +517,11 @@ class Recount:
     mismatches: list[str]
 
 
-async def recount(storage: Storage, tenant: str = TENANT) -> Recount:
+async def recount(storage: Storage, tenant: str = TENANT, verdict_ids: Iterable[str] | None = None) -> Recount:
     """Stored accumulators (totals, and the sum of every hour bucket) against the sum of
-    ``label_increments(record, record.label)`` over the stored labelled records."""
+    ``label_increments(record, record.label)`` over the stored labelled records, and the
+    traffic counters (written with each verdict) against ``traffic_increments`` of every stored
+    verdict among ``verdict_ids`` (None: all of them, i.e. the labelled ones in these tests)."""
     records = await storage.iter_labelled(tenant)
     expected: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for record in records:
@@ -526,6 +529,15 @@ async def recount(storage: Storage, tenant: str = TENANT) -> Recount:
         for key, fields in label_increments(record, record.label).items():
             for name, delta in fields.items():
                 expected[key][name] += int(delta)
+    stored = records
+    if verdict_ids is not None:
+        found = [await storage.get_verdict(tenant, vid) for vid in sorted(set(verdict_ids))]
+        stored = [r for r in found if r is not None]
+    for record in stored:
+        if record.review is not None:
+            for key, fields in traffic_increments(record.panel, record.verdict.method, record.review).items():
+                for name, delta in fields.items():
+                    expected[key][name] += int(delta)
     keys = sorted(set(await storage.list_accumulators(tenant)) | set(expected))
     mismatches: list[str] = []
     n_fields = 0
@@ -602,7 +614,7 @@ async def _gateway_kill_and_restart(tmp_path: Path, storage_url: str, open_stora
         storage = open_storage()
         await storage.open()
         try:
-            counted = await recount(storage)
+            counted = await recount(storage, verdict_ids=[*ledger.verdicts, *ledger.pending_verdicts])
         finally:
             await storage.close()
     report(what, ledger, result, counted)
@@ -671,10 +683,11 @@ async def test_redis_sigkill_with_appendfsync_always_keeps_acknowledged_labels(t
                 },
             ) as r:
                 assert r.status == 200, await r.text()
+                after = (await r.json())["id"]
         storage = RedisStorage(storage_url)
         await storage.open()
         try:
-            counted = await recount(storage)
+            counted = await recount(storage, verdict_ids=[*ledger.verdicts, *ledger.pending_verdicts, after])
         finally:
             await storage.close()
     report("redis (AOF always) SIGKILL of redis itself", ledger, result, counted)

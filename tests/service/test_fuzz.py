@@ -335,7 +335,8 @@ def test_schema_has_the_operations_fuzzed_here(app):
         ("GET", "/healthz"), ("GET", "/readyz"), ("POST", "/v1/judge"), ("POST", "/v1/judge/batch"),
         ("GET", "/v1/verdicts/{verdict_id}"), ("POST", "/v1/feedback"), ("GET", "/v1/calibration"),
         ("GET", "/v1/thresholds"), ("POST", "/v1/thresholds/tune"), ("POST", "/v1/fusion/refit"),
-        ("GET", "/v1/fusion/models"),
+        ("GET", "/v1/fusion/models"), ("POST", "/v1/fuse"), ("POST", "/v1/fuse/batch"),
+        ("GET", "/v1/review/next"), ("POST", "/v1/review/skip"), ("GET", "/v1/review/stats"),
     }, "a new operation: add it to the fuzz tests"
 
 
@@ -344,6 +345,7 @@ def test_schema_has_the_operations_fuzzed_here(app):
     ("/v1/fusion/refit", "RefitRequest", 100),
     ("/v1/thresholds/tune", "TuneRequest", 500),
     ("/v1/feedback", "FeedbackRequest", 700),
+    ("/v1/review/skip", "ReviewSkipRequest", 300),
 ])
 def test_bodies_from_schema_before_traffic(app, path, component, examples):
     body_test(path, component, examples)(app)
@@ -351,6 +353,7 @@ def test_bodies_from_schema_before_traffic(app, path, component, examples):
 
 @pytest.mark.parametrize(("path", "examples"), [
     ("/v1/calibration", 700), ("/v1/thresholds", 500), ("/v1/fusion/models", 500),
+    ("/v1/review/next", 400), ("/v1/review/stats", 200),
 ])
 def test_query_parameters_from_schema(app, path, examples):
     @fuzz_settings(examples // PER_EXAMPLE)
@@ -395,6 +398,8 @@ def test_verdict_ids(app):
 @pytest.mark.parametrize(("path", "component", "examples"), [
     ("/v1/judge", "JudgeRequest", 1500),
     ("/v1/judge/batch", "BatchRequest", 250),
+    ("/v1/fuse", "FuseRequest", 800),
+    ("/v1/fuse/batch", "FuseBatchRequest", 200),
 ])
 def test_bodies_from_schema(app, path, component, examples):
     body_test(path, component, examples)(app)
@@ -404,7 +409,9 @@ def test_bodies_from_schema(app, path, component, examples):
 PATHS = ["/v1/judge", "/v1/judge/batch", "/v1/feedback", "/v1/calibration", "/v1/thresholds",
          "/v1/thresholds/tune", "/v1/fusion/refit", "/v1/fusion/models", "/v1/verdicts/x",
          "/healthz", "/readyz", "/dashboard", "/metrics", "/v1/", "/v2/judge", "/v1/judge/",
-         "/v1/verdicts/", "/v1/verdicts/a/b", "/%00", "/v1/judge%20", "/" + "a" * 3000]
+         "/v1/verdicts/", "/v1/verdicts/a/b", "/%00", "/v1/judge%20", "/" + "a" * 3000,
+         "/v1/fuse", "/v1/fuse/batch", "/v1/review/next", "/v1/review/skip", "/v1/review/stats",
+         "/review", "/review/login", "/review/label", "/review/skip", "/review/logout"]
 RAW_BODIES = st.one_of(
     st.binary(max_size=200),
     st.sampled_from([b"", b"{", b"}", b"null", b"[]", b"{}", b"\xef\xbb\xbf{}", b"\xff\xfe{\x00}\x00",
@@ -454,7 +461,7 @@ def test_schemathesis_positive_and_negative(app):
 
     schema = schemathesis.openapi.from_dict(app.openapi)
     operations = [op.ok() for op in schema.get_all_operations()]
-    assert len(operations) == 11
+    assert len(operations) == 16
     for operation in operations:
         has_input = bool(operation.definition.raw.get("parameters") or operation.definition.raw.get("requestBody"))
         modes = [GenerationMode.POSITIVE, GenerationMode.NEGATIVE] if has_input else [GenerationMode.POSITIVE]

@@ -10,6 +10,8 @@ from judgefuse.service.routes import (
     health,
     judge,
     metrics,
+    review,
+    review_page,
     thresholds,
     verdicts,
 )
@@ -23,5 +25,7 @@ ROUTERS = [
     thresholds.router,
     fusion.router,
     metrics.router,
+    review.router,
+    review_page.router,
     dashboard.router,
 ]

@@ -1,4 +1,5 @@
-"""``GET /v1/calibration?panel=&window_hours=``: every metric per key, all time and the window."""
+"""``GET /v1/calibration?panel=&window_hours=&population=``: every metric per key, all time and
+the window, and the population estimates (:mod:`judgefuse.service.population`)."""
 
 from __future__ import annotations
 
@@ -21,12 +22,17 @@ async def calibration(
     window_hours: Annotated[int, Query(ge=0, le=24 * 366)] = 24,
     eps: Annotated[float | None, Query()] = None,
     n_bins: Annotated[int | None, Query(ge=1, le=1000)] = None,
+    population: Annotated[bool, Query()] = True,
 ) -> dict[str, Any]:
     """Keys: ``method:<name>:fused``, ``judge:<name>:<mode>``, ``mode:all:<mode>``.
 
     ``window_hours`` 0 skips the window. Metrics are those of ``metrics_from_fields`` (n,
     accuracy, ece, adaptive_ce, mce, brier, nll, ice, th_score, macroce, auroc, aurc) plus the
     reliability bins; invalid votes and undecided verdicts are counted in ``abstained``.
+    Those are the labelled sample's (``"sample": "labelled"``); each method and judge key also
+    carries ``population``: the same metrics for all traffic of the window (all time when
+    ``window_hours`` is 0), estimated per review stratum with 95% intervals, and the
+    auto-accept precision (``population=false`` skips them: a few ms per key).
     """
     from judgefuse.service.errors import FieldProblem
 
@@ -39,7 +45,7 @@ async def calibration(
         raise FieldProblem("query.n_bins", "must divide 1000")
     keys = await calibration_report(
         gateway.storage, tenant, runtime.name, window_hours=window_hours or None,
-        n_bins=n_bins, eps=eps, now=gateway.clock(),
+        n_bins=n_bins, eps=eps, now=gateway.clock(), population=population,
     )
     return {
         "panel": runtime.name, "window_hours": window_hours or None, "eps": eps,

@@ -1,4 +1,5 @@
-"""``POST /v1/judge`` (one pair) and ``POST /v1/judge/batch`` (bounded; per-item status)."""
+"""``POST /v1/judge`` (one pair), ``POST /v1/judge/batch`` (bounded; per-item status), and
+their bring-your-own-votes twins ``POST /v1/fuse`` and ``POST /v1/fuse/batch``."""
 
 from __future__ import annotations
 
@@ -6,7 +7,14 @@ from fastapi import APIRouter
 from fastapi.responses import Response
 
 from judgefuse.service.deps import GatewayDep, TenantDep, json_response
-from judgefuse.service.schemas import BatchRequest, BatchResponse, JudgeRequest, VerdictOut
+from judgefuse.service.schemas import (
+    BatchRequest,
+    BatchResponse,
+    FuseBatchRequest,
+    FuseRequest,
+    JudgeRequest,
+    VerdictOut,
+)
 
 router = APIRouter(prefix="/v1", tags=["judge"])
 
@@ -31,3 +39,17 @@ async def judge_batch(body: BatchRequest, tenant: TenantDep, gateway: GatewayDep
     if waits:
         response.headers["Retry-After"] = str(max(waits))
     return response
+
+
+@router.post("/fuse", response_model=VerdictOut)
+async def fuse(body: FuseRequest, tenant: TenantDep, gateway: GatewayDep) -> Response:
+    """Bring your own votes: fuse, route, stamp and store votes cast elsewhere, exactly as
+    ``/v1/judge`` does its judges' (the panel declares such judges ``external: true``). A vote
+    for a judge the panel does not have, or fewer valid votes than its quorum, is a 422."""
+    return json_response(await gateway.fuse(tenant, body))
+
+
+@router.post("/fuse/batch", response_model=BatchResponse)
+async def fuse_batch(body: FuseBatchRequest, tenant: TenantDep, gateway: GatewayDep) -> Response:
+    """Up to ``max_batch_items`` ``/v1/fuse`` bodies; each result carries its own status."""
+    return json_response(await gateway.fuse_batch(tenant, body.items))

@@ -42,7 +42,7 @@ async def metrics(
                     key = parse_key(raw)
                 except ValueError:
                     continue
-                if key.kind == "abstain":
+                if key.kind in ("abstain", "traffic"):
                     continue
                 fields = await gateway.storage.read_accumulator(tenant, raw)
                 values = metrics_json(fields, n_bins=settings.calibration_bins, eps=settings.th_eps)
