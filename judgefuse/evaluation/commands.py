@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
@@ -13,11 +14,12 @@ from judgefuse.evaluation.atomic import write_atomic
 from judgefuse.evaluation.comparison import compare_rows, comparison_table
 from judgefuse.evaluation.html_report import render_html
 from judgefuse.evaluation.json_report import to_json
-from judgefuse.evaluation.loaders import FORMATS, load
+from judgefuse.evaluation.loaders import FORMATS, UndefinedAnswers, load
 from judgefuse.evaluation.runner import EvaluationOptions, default_methods, evaluate
 from judgefuse.evaluation.scoring import judge_names
 from judgefuse.evaluation.table import print_evaluation
 from judgefuse.fusion import get_method
+from judgefuse.judges.types import JudgedItem
 
 
 def add_commands(subcommands: argparse._SubParsersAction) -> None:
@@ -59,12 +61,26 @@ def add_commands(subcommands: argparse._SubParsersAction) -> None:
 def _add_source_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="data files or directories")
     parser.add_argument("--format", choices=FORMATS, help="input format (detected when omitted)")
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="stop at a judge answer the format does not define (default: count it as an invalid vote and warn)",
+    )
+
+
+def load_sources(args: argparse.Namespace) -> tuple[list[JudgedItem], UndefinedAnswers]:
+    """The items named on the command line; one warning per file with undefined answers (stderr)."""
+    answers = UndefinedAnswers(strict=getattr(args, "strict", False))
+    items = load(args.paths, format=args.format, answers=answers)
+    for line in answers.summary():
+        print(f"judgefuse {args.command}: warning: {line}", file=sys.stderr)
+    return items, answers
 
 
 def run_eval(args: argparse.Namespace) -> int:
     console = _wide_console()
     started = time.perf_counter()
-    items = load(args.paths, format=args.format)
+    items, answers = load_sources(args)
     loaded = time.perf_counter()
     for name in args.methods or ():
         get_method(name)  # an unknown name fails here, before any work, listing the known ones
@@ -97,7 +113,7 @@ def run_eval(args: argparse.Namespace) -> int:
     if not args.quiet:
         print_evaluation(evaluation, title=title, console=console)
     if args.json_out:
-        console.print(f"wrote {write_atomic(args.json_out, to_json(evaluation, sources=sources))}")
+        console.print(f"wrote {write_atomic(args.json_out, to_json(evaluation, sources=sources, undefined_answers=answers.per_judge()))}")
     if args.html_out:
         html = render_html(evaluation, title=title, sources=sources)
         console.print(f"wrote {write_atomic(args.html_out, html)}")
@@ -109,7 +125,7 @@ def run_eval(args: argparse.Namespace) -> int:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    items = load(args.paths, format=args.format)
+    items, _ = load_sources(args)
     result = compare_rows(items, args.judges[0], args.judges[1], n_bins=args.bins)
     _wide_console().print(comparison_table(result, args.judges[0], args.judges[1]))
     return 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
@@ -52,8 +53,14 @@ def row_record(report: RowReport) -> dict[str, Any]:
     return record
 
 
-def to_json(evaluation: Evaluation, *, sources: list[str]) -> str:
-    """Serialise an evaluation to the JSON text written by ``--json``."""
+def to_json(
+    evaluation: Evaluation, *, sources: list[str], undefined_answers: Mapping[str, int] | None = None
+) -> str:
+    """Serialise an evaluation to the JSON text written by ``--json``.
+
+    ``undefined_answers`` (judge -> count of answers its format does not define, read as invalid)
+    is written as given, ``{}`` when none.
+    """
     document = {
         "sources": sources,
         "n_items": evaluation.n_items,
@@ -61,5 +68,6 @@ def to_json(evaluation: Evaluation, *, sources: list[str]) -> str:
         "options": asdict(evaluation.options),
         "rows": [row_record(report) for report in evaluation.rows],
         "skipped_methods": evaluation.skipped_methods,
+        "undefined_answers": dict(undefined_answers or {}),
     }
     return json.dumps(_clean(document), indent=2, allow_nan=False) + "\n"

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
+from judgefuse.evaluation.loaders.answers import UndefinedAnswers
 from judgefuse.evaluation.loaders.errors import DatasetError
 from judgefuse.evaluation.loaders.jsonl import first_record
 from judgefuse.evaluation.loaders.judgebench import load_judgebench_paths
@@ -106,22 +107,30 @@ def _votes_files(paths: list[Path]) -> list[Path]:
     return files
 
 
-def load(paths: PathsLike, *, format: Format | str | None = None) -> list[JudgedItem]:  # noqa: A002
+def load(
+    paths: PathsLike,
+    *,
+    format: Format | str | None = None,  # noqa: A002
+    answers: UndefinedAnswers | None = None,
+) -> list[JudgedItem]:
     """Judged items from files or folders of one source, in a stable order.
 
-    ``format`` is one of :data:`FORMATS`; detected from the paths when omitted.
+    ``format`` is one of :data:`FORMATS`; detected from the paths when omitted. Judge answers the
+    format does not define become invalid votes and are recorded in ``answers`` (pass
+    ``UndefinedAnswers(strict=True)`` to make them errors); broken records are always errors.
     """
+    answers = answers if answers is not None else UndefinedAnswers()
     path_list = _as_paths(paths)
     fmt = detect_format(path_list) if format is None else format
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
     if fmt == "judgebench":
-        return load_judgebench_paths(path_list)
+        return load_judgebench_paths(path_list, answers=answers)
     if fmt == "llmbar":
         root, decisions = llmbar_root(path_list)
-        return load_llmbar(root, decisions)
+        return load_llmbar(root, decisions, answers=answers)
     if fmt == "toe":
-        return load_toe(toe_files(path_list))
+        return load_toe(toe_files(path_list), answers=answers)
     items: list[JudgedItem] = []
     where: dict[str, Path] = {}
     for path in _votes_files(path_list):
@@ -133,8 +142,10 @@ def load(paths: PathsLike, *, format: Format | str | None = None) -> list[Judged
     return items
 
 
-def timed_load(paths: PathsLike, *, format: Format | str | None = None) -> tuple[list[JudgedItem], float]:
+def timed_load(
+    paths: PathsLike, *, format: Format | str | None = None, answers: UndefinedAnswers | None = None  # noqa: A002
+) -> tuple[list[JudgedItem], float]:
     """:func:`load` and its wall-clock time in seconds."""
     started = time.perf_counter()
-    items = load(paths, format=format)
+    items = load(paths, format=format, answers=answers)
     return items, time.perf_counter() - started
