@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
-from judgefuse.evaluation.runner import Evaluation, RowReport
+from judgefuse.evaluation.runner import CI_METHOD, Evaluation, RowReport
 
 ROW_METRICS = ("accuracy", "ece", "adaptive_ce", "mce", "brier", "nll", "th_score", "macroce", "auroc")
 EXTRA_METRICS = ("ice", "aurc")
@@ -43,6 +43,7 @@ def row_record(report: RowReport) -> dict[str, Any]:
     record["calls"] = row.calls
     record["cost_usd"] = row.cost_usd
     record["ci95"] = {metric: list(bounds) for metric, bounds in report.ci.items()}
+    record["debiased"] = {metric: interval.debiased for metric, interval in report.intervals.items()}
     record["reliability"] = [bin_.as_dict() for bin_ in report.reliability]
     if report.per_category:
         record["per_category"] = {
@@ -66,6 +67,7 @@ def to_json(
         "n_items": evaluation.n_items,
         "n_labelled": evaluation.n_labelled,
         "options": asdict(evaluation.options),
+        "ci_method": f"95% bootstrap, {CI_METHOD} (always contains the estimate)",
         "rows": [row_record(report) for report in evaluation.rows],
         "skipped_methods": evaluation.skipped_methods,
         "undefined_answers": dict(undefined_answers or {}),
