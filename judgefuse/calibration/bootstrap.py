@@ -30,7 +30,14 @@ from .scores import _adaptive_ce_sorted
 from .th_score import TOLERANCE, _check_eps
 from .validation import check_n_bins, check_pair
 
-__all__ = ["BOOTSTRAP_METRICS", "INTERVAL_METHOD", "BootstrapInterval", "bootstrap_ci", "bootstrap_interval"]
+__all__ = [
+    "BOOTSTRAP_METRICS",
+    "INTERVAL_METHOD",
+    "BootstrapInterval",
+    "bootstrap_ci",
+    "bootstrap_interval",
+    "interval_from_stats",
+]
 
 _CHUNK_CELLS = 2_000_000  # resamples x items per block, bounds memory for large n
 
@@ -280,19 +287,38 @@ def bootstrap_interval(
         confidence, correct, metric=metric, n_resamples=n_resamples, level=level, seed=seed, n_bins=n_bins, eps=eps
     )
     estimate = _point(metric, c, z, n_bins, eps)
+    return interval_from_stats(estimate, stats, level=level, bounds=_RANGES[metric], n_resamples=n_resamples)
+
+
+def interval_from_stats(
+    estimate: float,
+    stats: Any,
+    *,
+    level: float = 0.95,
+    bounds: tuple[float, float] = (-math.inf, math.inf),
+    n_resamples: int | None = None,
+) -> BootstrapInterval:
+    """The hull interval (see :func:`bootstrap_interval`) from an estimate and its bootstrap copies.
+
+    ``stats`` is shape (B,), NaNs (undefined resamples) dropped; ``bounds`` is the statistic's
+    range, applied last. For any statistic computed elsewhere, e.g. a difference between judges.
+    """
+    values = np.asarray(stats, dtype=float)
+    values = values[~np.isnan(values)]
     nan = float("nan")
-    if stats.size == 0 or math.isnan(estimate):
-        return BootstrapInterval(estimate, nan, nan, nan, INTERVAL_METHOD, level, n_resamples)
+    count = n_resamples if n_resamples is not None else int(np.asarray(stats).size)
+    if values.size == 0 or math.isnan(estimate):
+        return BootstrapInterval(estimate, nan, nan, nan, INTERVAL_METHOD, level, count)
     alpha = (1.0 - level) / 2.0
-    q_low, median, q_high = (float(q) for q in np.quantile(stats, [alpha, 0.5, 1.0 - alpha]))
-    lo_range, hi_range = _RANGES[metric]
+    q_low, median, q_high = (float(q) for q in np.quantile(values, [alpha, 0.5, 1.0 - alpha]))
+    lo_range, hi_range = bounds
 
     def clip(value: float) -> float:
         return min(max(value, lo_range), hi_range)
 
     low = clip(min(q_low, 2.0 * estimate - q_high, estimate))  # ``estimate`` guards float rounding only
     high = clip(max(q_high, 2.0 * estimate - q_low, estimate))
-    return BootstrapInterval(estimate, low, high, clip(2.0 * estimate - median), INTERVAL_METHOD, level, n_resamples)
+    return BootstrapInterval(estimate, low, high, clip(2.0 * estimate - median), INTERVAL_METHOD, level, count)
 
 
 def _point(metric: str, c: np.ndarray, z: np.ndarray, n_bins: int, eps: float) -> float:

@@ -11,7 +11,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from judgefuse.evaluation.atomic import write_atomic
-from judgefuse.evaluation.comparison import compare_rows, comparison_table
+from judgefuse.evaluation.display import output_console
+from judgefuse.evaluation.comparison import compare_rows, print_comparison
 from judgefuse.evaluation.html_report import render_html
 from judgefuse.evaluation.json_report import to_json
 from judgefuse.evaluation.loaders import FORMATS, UndefinedAnswers, load
@@ -46,15 +47,29 @@ def add_commands(subcommands: argparse._SubParsersAction) -> None:
     ev.add_argument("--eps", type=float, default=0.1, help="TH-Score interval width (default 0.1)")
     ev.add_argument("--seed", type=int, default=0)
     ev.add_argument("--quiet", action="store_true", help="no tables on the terminal")
+    ev.add_argument(
+        "--wide",
+        action="store_true",
+        help="one table with every metric and full judge names (does not fit 80 columns)",
+    )
     ev.set_defaults(handler=run_eval)
 
     cmp = subcommands.add_parser(
         "compare",
         help="accuracy-controlled calibration comparison of two judges (seed 000, section 4)",
+        description="Compare the calibration (ECE, Brier) of two judges on the items both judged: raw, "
+        "instance-aligned (items both got right or both got wrong) and distribution-aligned (the more "
+        "accurate judge reweighted to the other's accuracy). Each difference comes with a paired bootstrap "
+        "interval; a ranking reversal is reported, naming metric and view, only where the raw difference's "
+        "interval excludes 0 and an aligned view flips the order.",
     )
     _add_source_arguments(cmp)
-    cmp.add_argument("--judges", nargs=2, required=True, metavar=("JUDGE_1", "JUDGE_2"))
-    cmp.add_argument("--bins", type=int, default=10)
+    cmp.add_argument(
+        "--judges", nargs=2, required=True, metavar=("JUDGE_1", "JUDGE_2"), help="the two judges, as named in the data"
+    )
+    cmp.add_argument("--bins", type=int, default=10, help="equal-width bins for ECE (default 10)")
+    cmp.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the intervals (default 1000)")
+    cmp.add_argument("--seed", type=int, default=0, help="seed of the bootstrap resampling (default 0)")
     cmp.set_defaults(handler=run_compare)
 
 
@@ -78,7 +93,7 @@ def load_sources(args: argparse.Namespace) -> tuple[list[JudgedItem], UndefinedA
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    console = _wide_console()
+    console = output_console()
     started = time.perf_counter()
     items, answers = load_sources(args)
     loaded = time.perf_counter()
@@ -111,7 +126,7 @@ def run_eval(args: argparse.Namespace) -> int:
     sources = [str(path) for path in args.paths]
     title = f"judgefuse eval: {', '.join(Path(s).name for s in sources)}"
     if not args.quiet:
-        print_evaluation(evaluation, title=title, console=console)
+        print_evaluation(evaluation, title=title, console=console, wide=args.wide)
     if args.json_out:
         console.print(f"wrote {write_atomic(args.json_out, to_json(evaluation, sources=sources, undefined_answers=answers.per_judge()))}")
     if args.html_out:
@@ -126,16 +141,8 @@ def run_eval(args: argparse.Namespace) -> int:
 
 def run_compare(args: argparse.Namespace) -> int:
     items, _ = load_sources(args)
-    result = compare_rows(items, args.judges[0], args.judges[1], n_bins=args.bins)
-    _wide_console().print(comparison_table(result, args.judges[0], args.judges[1]))
+    evidence = compare_rows(
+        items, args.judges[0], args.judges[1], n_bins=args.bins, n_resamples=args.bootstrap, seed=args.seed
+    )
+    print_comparison(evidence, args.judges[0], args.judges[1], console=output_console())
     return 0
-
-
-def _wide_console() -> Console:
-    """A console for the report tables: a terminal's own width, 200 columns when piped.
-
-    Rich assumes 80 columns off a terminal, which folds a 13-column table into unreadable
-    stubs in CI logs and files.
-    """
-    console = Console()
-    return console if console.is_terminal else Console(width=200)
