@@ -3,24 +3,22 @@
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from judgefuse.evaluation.arguments import add_source_arguments, float_in, int_at_least, load_sources, output_path
 from judgefuse.evaluation.atomic import write_atomic
-from judgefuse.evaluation.display import output_console
 from judgefuse.evaluation.comparison import compare_rows, print_comparison
+from judgefuse.evaluation.display import output_console
 from judgefuse.evaluation.html_report import render_html
 from judgefuse.evaluation.json_report import to_json
-from judgefuse.evaluation.loaders import FORMATS, UndefinedAnswers, load
 from judgefuse.evaluation.runner import EvaluationOptions, default_methods, evaluate
 from judgefuse.evaluation.scoring import judge_names
 from judgefuse.evaluation.table import print_evaluation
 from judgefuse.fusion import get_method
-from judgefuse.judges.types import JudgedItem
 
 
 def add_commands(subcommands: argparse._SubParsersAction) -> None:
@@ -31,9 +29,11 @@ def add_commands(subcommands: argparse._SubParsersAction) -> None:
         description="Score judges and fusion methods (learned ones cross-fitted) with every calibration "
         "metric; print the paper-shaped tables; optionally write JSON and an HTML report.",
     )
-    _add_source_arguments(ev)
-    ev.add_argument("--json", dest="json_out", type=Path, help="write the machine-readable report here")
-    ev.add_argument("--html", dest="html_out", type=Path, help="write the HTML report (reliability diagrams) here")
+    add_source_arguments(ev)
+    ev.add_argument("--json", dest="json_out", type=output_path, help="write the machine-readable report here")
+    ev.add_argument(
+        "--html", dest="html_out", type=output_path, help="write the HTML report (reliability diagrams) here"
+    )
     ev.add_argument(
         "--methods",
         nargs="+",
@@ -41,11 +41,15 @@ def add_commands(subcommands: argparse._SubParsersAction) -> None:
         help="fusion methods to run, 'base+recalibrator' allowed (e.g. majority+isotonic); "
         f"default: {', '.join(default_methods())}",
     )
-    ev.add_argument("--folds", type=int, default=5, help="cross-fitting folds for learned methods (default 5)")
-    ev.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for CIs (default 1000)")
-    ev.add_argument("--bins", type=int, default=10, help="equal-width bins for ECE/MCE (default 10)")
-    ev.add_argument("--eps", type=float, default=0.1, help="TH-Score interval width (default 0.1)")
-    ev.add_argument("--seed", type=int, default=0)
+    ev.add_argument(
+        "--folds", type=int_at_least(2), default=5, help="cross-fitting folds for learned methods (default 5)"
+    )
+    ev.add_argument("--bootstrap", type=int_at_least(1), default=1000, help="bootstrap resamples for CIs (default 1000)")
+    ev.add_argument("--bins", type=int_at_least(1), default=10, help="equal-width bins for ECE/MCE (default 10)")
+    ev.add_argument(
+        "--eps", type=float_in(0.0, 0.5, low_open=False), default=0.1, help="TH-Score interval width (default 0.1)"
+    )
+    ev.add_argument("--seed", type=int, default=0, help="seed of the cross-fitting folds and the bootstrap (default 0)")
     ev.add_argument("--quiet", action="store_true", help="no tables on the terminal")
     ev.add_argument(
         "--wide",
@@ -63,33 +67,16 @@ def add_commands(subcommands: argparse._SubParsersAction) -> None:
         "interval; a ranking reversal is reported, naming metric and view, only where the raw difference's "
         "interval excludes 0 and an aligned view flips the order.",
     )
-    _add_source_arguments(cmp)
+    add_source_arguments(cmp)
     cmp.add_argument(
         "--judges", nargs=2, required=True, metavar=("JUDGE_1", "JUDGE_2"), help="the two judges, as named in the data"
     )
-    cmp.add_argument("--bins", type=int, default=10, help="equal-width bins for ECE (default 10)")
-    cmp.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the intervals (default 1000)")
+    cmp.add_argument("--bins", type=int_at_least(1), default=10, help="equal-width bins for ECE (default 10)")
+    cmp.add_argument(
+        "--bootstrap", type=int_at_least(1), default=1000, help="bootstrap resamples for the intervals (default 1000)"
+    )
     cmp.add_argument("--seed", type=int, default=0, help="seed of the bootstrap resampling (default 0)")
     cmp.set_defaults(handler=run_compare)
-
-
-def _add_source_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="data files or directories")
-    parser.add_argument("--format", choices=FORMATS, help="input format (detected when omitted)")
-    parser.add_argument(
-        "--strict",
-        action="store_true",
-        help="stop at a judge answer the format does not define (default: count it as an invalid vote and warn)",
-    )
-
-
-def load_sources(args: argparse.Namespace) -> tuple[list[JudgedItem], UndefinedAnswers]:
-    """The items named on the command line; one warning per file with undefined answers (stderr)."""
-    answers = UndefinedAnswers(strict=getattr(args, "strict", False))
-    items = load(args.paths, format=args.format, answers=answers)
-    for line in answers.summary():
-        print(f"judgefuse {args.command}: warning: {line}", file=sys.stderr)
-    return items, answers
 
 
 def run_eval(args: argparse.Namespace) -> int:

@@ -2,8 +2,9 @@
 
 Each row has exactly ``name, kind, n, accuracy, ece, adaptive_ce, mce, brier, nll, th_score,
 macroce, auroc`` (fractions in [0, 1], TH-Score in the paper's units) and then extra keys
-(``ice``, ``aurc``, ``n_invalid``, confidence intervals, reliability-diagram bins, per-category
-metrics, helped/harmed against majority voting).
+(``ice``, ``aurc``, ``n_invalid``, ``calls_per_item`` / ``calls_total`` and ``cost_usd_per_item`` /
+``cost_usd_total``, confidence intervals (``ci95``, method in ``ci_method``) with the ``debiased``
+values, reliability-diagram bins, per-category metrics, helped/harmed against majority voting).
 NaN (an undefined AUROC on a single class) is written as ``null``: JSON has no NaN.
 """
 
@@ -40,8 +41,11 @@ def row_record(report: RowReport) -> dict[str, Any]:
     record.update({metric: report.metrics[metric] for metric in ROW_METRICS})
     record.update({metric: report.metrics[metric] for metric in EXTRA_METRICS})
     record["n_invalid"] = row.n_invalid
-    record["calls"] = row.calls
-    record["cost_usd"] = row.cost_usd
+    n = int(row.correct.size)
+    record["calls_per_item"] = row.calls / n if n else None
+    record["calls_total"] = row.calls
+    record["cost_usd_per_item"] = row.cost_usd / n if n else None
+    record["cost_usd_total"] = row.cost_usd
     record["ci95"] = {metric: list(bounds) for metric, bounds in report.ci.items()}
     record["debiased"] = {metric: interval.debiased for metric, interval in report.intervals.items()}
     record["reliability"] = [bin_.as_dict() for bin_ in report.reliability]

@@ -9,7 +9,8 @@ Detection, per path (all paths must agree):
   record's keys: ``item`` + ``votes`` -> votes, ``pair_id`` + ``judgments``/``response_A`` ->
   judgebench, ``instruction`` + ``outputs`` + ``probs`` -> toe, ``subset`` + ``idx`` + ``base_llm`` +
   ``strategy`` -> llmbar.
-Anything else is a DatasetError saying the format cannot be told (pass ``format=``).
+Anything else is a DatasetError saying the format cannot be told (pass ``--format``); an empty
+file or folder is called empty.
 """
 
 from __future__ import annotations
@@ -60,6 +61,15 @@ def _by_keys(path: Path) -> Format | None:
     return None
 
 
+def _is_empty(path: Path) -> bool:
+    """No non-blank line in the file (or it cannot be read as text, which the loader will say)."""
+    try:
+        with path.open("rb") as handle:
+            return all(not line.strip() for line in handle)
+    except OSError:
+        return False
+
+
 def _detect_file(path: Path) -> Format | None:
     name = path.name
     if name in (DECISIONS_FILE, "dataset.json"):
@@ -90,8 +100,14 @@ def detect_format(paths: PathsLike) -> Format:
             raise DatasetError(path, "no such file or folder")
         fmt = _detect_dir(path) if path.is_dir() else _detect_file(path)
         if fmt is None:
+            if path.is_file() and _is_empty(path):
+                raise DatasetError(path, "empty file: no records to read")
+            if path.is_dir() and not any(path.iterdir()):
+                raise DatasetError(path, "empty folder: no data files in it")
             raise DatasetError(
-                path, f"cannot tell the format (one of {', '.join(FORMATS)}) from the name or first record: pass format="
+                path,
+                f"cannot tell the format (one of {', '.join(FORMATS)}) from the name or first record: "
+                "pass --format (format= from Python)",
             )
         found.setdefault(fmt, path)
     if len(found) > 1:
