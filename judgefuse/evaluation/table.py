@@ -192,7 +192,9 @@ def print_evaluation(
     """Print the report tables (see the module docstring for what ``wide`` changes)."""
     console = console or Console()
     if wide:
-        console.print(wide_table(evaluation, title=title))
+        table = wide_table(evaluation, title=title)
+        width = max(console.width, natural_width(console, table))  # asked for: never squeezed
+        Console(file=console.file, width=width, color_system=console.color_system and "auto").print(table)
         names = {report.row.name: report.row.name for report in evaluation.rows}
     else:
         table, layout = fit(console, MAIN_LAYOUTS, lambda lay: main_table(evaluation, title=title, layout=lay))
