@@ -113,7 +113,9 @@ def run_eval(args: argparse.Namespace) -> int:
     sources = [str(path) for path in args.paths]
     title = f"judgefuse eval: {', '.join(Path(s).name for s in sources)}"
     if not args.quiet:
-        print_evaluation(evaluation, title=title, console=console, wide=args.wide)
+        print_evaluation(
+            evaluation, title=title, console=console, wide=args.wide, undefined_answers=answers.per_judge()
+        )
     if args.json_out:
         console.print(f"wrote {write_atomic(args.json_out, to_json(evaluation, sources=sources, undefined_answers=answers.per_judge()))}")
     if args.html_out:

@@ -34,13 +34,15 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def row_record(report: RowReport) -> dict[str, Any]:
+def row_record(report: RowReport, undefined_answers: Mapping[str, int] | None = None) -> dict[str, Any]:
     """One row of the JSON report."""
     row = report.row
     record: dict[str, Any] = {"name": row.name, "kind": row.kind, "n": int(row.correct.size)}
     record.update({metric: report.metrics[metric] for metric in ROW_METRICS})
     record.update({metric: report.metrics[metric] for metric in EXTRA_METRICS})
     record["n_invalid"] = row.n_invalid
+    if row.kind == "judge":
+        record["n_undefined_answers"] = int((undefined_answers or {}).get(row.name, 0))
     n = int(row.correct.size)
     record["calls_per_item"] = row.calls / n if n else None
     record["calls_total"] = row.calls
@@ -72,7 +74,7 @@ def to_json(
         "n_labelled": evaluation.n_labelled,
         "options": asdict(evaluation.options),
         "ci_method": f"95% bootstrap, {CI_METHOD} (always contains the estimate)",
-        "rows": [row_record(report) for report in evaluation.rows],
+        "rows": [row_record(report, undefined_answers) for report in evaluation.rows],
         "skipped_methods": evaluation.skipped_methods,
         "undefined_answers": dict(undefined_answers or {}),
     }

@@ -13,6 +13,7 @@ full table instead (every metric, full names), for files and wide screens.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from rich.console import Console
@@ -187,9 +188,18 @@ def helped_table(evaluation: Evaluation, names: dict[str, str] | None = None) ->
 
 
 def print_evaluation(
-    evaluation: Evaluation, *, title: str, console: Console | None = None, wide: bool = False
+    evaluation: Evaluation,
+    *,
+    title: str,
+    console: Console | None = None,
+    wide: bool = False,
+    undefined_answers: Mapping[str, int] | None = None,
 ) -> None:
-    """Print the report tables (see the module docstring for what ``wide`` changes)."""
+    """Print the report tables (see the module docstring for what ``wide`` changes).
+
+    ``undefined_answers`` (judge -> answers its format does not define) is listed under the main
+    table, since such an answer only makes the vote invalid when no other game decides it.
+    """
     console = console or Console()
     if wide:
         table = wide_table(evaluation, title=title)
@@ -210,6 +220,10 @@ def print_evaluation(
             console.print(more)
         else:
             console.print("(other metrics and cost: --wide, or --json)", highlight=False)
+    if undefined_answers:
+        counted = ", ".join(f"{names.get(judge, judge)}: {n}" for judge, n in undefined_answers.items())
+        console.print(f"undefined answers, read as no decision (inv counts the votes left invalid): {counted}",
+                      highlight=False)
     for category in evaluation.categories:
         console.print(category_table(evaluation, category, names))
     if any(report.helped_harmed is not None for report in evaluation.rows):

@@ -85,6 +85,8 @@ def test_eval_runs_to_the_end_with_judgebench_accuracy(
         assert rows[name]["n"] == N_PAIRS
     assert report["undefined_answers"] == {"arena_hard:o1-mini": 3, "reward_model:internlm2-7b-reward": 1}
     assert rows["arena_hard:o1-mini"]["n_invalid"] >= 1  # line 5: both games undefined
+    assert rows["arena_hard:o1-mini"]["n_undefined_answers"] == 3
+    assert rows["reward_model:Skywork-Reward-Gemma-2-27B"]["n_undefined_answers"] == 0
     err = capsys.readouterr().err
     warnings = [line for line in err.splitlines() if "warning:" in line]
     assert len(warnings) == 2  # one per file with undefined answers
@@ -108,3 +110,10 @@ def test_the_edit_changes_what_judgebench_counts(edited_folder: Path, shared_dat
     pristine = edited.parent.parent / "pristine.jsonl"
     pristine.write_text("".join(original_lines[:N_PAIRS]))
     assert _judgebench_accuracy(pristine) != _judgebench_accuracy(edited)
+
+
+def test_the_table_lists_undefined_answers(edited_folder: Path, capsys: pytest.CaptureFixture[str], monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "120")
+    assert main(["eval", str(edited_folder), "--methods", "majority", "--bootstrap", "20"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "undefined answers, read as no decision" in out and "o1-mini: 3" in out
