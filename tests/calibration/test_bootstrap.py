@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import judgefuse.calibration as cal
+from judgefuse.calibration.bootstrap import bootstrap_interval
 
 
 def _judge(n: int, seed: int = 0):
@@ -82,7 +83,6 @@ def test_fast_enough_for_reports() -> None:
 
 
 # ------------------------------------------------------------------ intervals that contain their estimate
-from judgefuse.calibration.bootstrap import bootstrap_interval  # noqa: E402
 
 
 @pytest.mark.parametrize("metric", sorted(POINT))

@@ -14,6 +14,7 @@ from judgefuse.calibration import (
     ece,
     helped_harmed,
 )
+from judgefuse.calibration.comparison import compare_judges_with_intervals
 
 
 def test_helped_harmed_counts() -> None:
@@ -100,7 +101,6 @@ def test_length_mismatch() -> None:
 
 
 # ------------------------------------------------------------------ differences with intervals
-from judgefuse.calibration.comparison import compare_judges_with_intervals  # noqa: E402
 
 
 def _constant_judges(n: int, seed: int = 0):
