@@ -36,7 +36,8 @@ COLUMNS = (
     ("auroc", "AUROC"),
 )
 MAIN_COLUMNS = (("brier", "Brier"), ("th_score", "TH"), ("auroc", "AUROC"))
-MORE_COLUMNS = (("adaptive_ce", "AdaptCE %"), ("mce", "MCE %"), ("nll", "NLL"), ("macroce", "MacroCE %"))
+MORE_COLUMNS = (("adaptive_ce", "AdaptCE%"), ("mce", "MCE%"), ("nll", "NLL"), ("macroce", "MacroCE%"))
+MORE_COST_COLUMNS = ("calls/item", "$ total")
 COST_COLUMNS = ("calls/item", "cost $ total")
 NAME_HEADER = "judge / method"
 CI_CAPTION = f"[..]: 95% bootstrap interval ({CI_METHOD}; it always contains the estimate)"
@@ -110,9 +111,13 @@ MAIN_LAYOUTS = tuple(
 def main_table(evaluation: Evaluation, *, title: str, layout: MainLayout = MAIN_LAYOUTS[0]) -> Table:
     """The headline metrics of every row; judges and methods in two sections."""
     names = short_names((report.row.name for report in evaluation.rows), layout.name_limit)
-    table = compact_table(title, caption=CI_CAPTION)
+    sizes = {report.row.correct.size for report in evaluation.rows}
+    same_n = len(sizes) == 1
+    caption = f"n = {next(iter(sizes))} items on every row; {CI_CAPTION}" if same_n else CI_CAPTION
+    table = compact_table(title, caption=caption + "; inv: invalid answers (scored wrong at 0.5)")
     table.add_column(NAME_HEADER, no_wrap=True)
-    table.add_column("n", justify="right")
+    if not same_n:
+        table.add_column("n", justify="right")
     table.add_column("inv", justify="right")
     table.add_column("Acc %", justify="right", no_wrap=True)
     table.add_column("ECE %", justify="right", no_wrap=True)
@@ -126,7 +131,7 @@ def main_table(evaluation: Evaluation, *, title: str, layout: MainLayout = MAIN_
         previous = row.kind
         table.add_row(
             names[row.name],
-            str(row.correct.size),
+            *(() if same_n else (str(row.correct.size),)),
             str(row.n_invalid),
             _with_ci(report, "accuracy", inline=layout.inline_ci),
             _with_ci(report, "ece", inline=layout.inline_ci),
@@ -137,11 +142,11 @@ def main_table(evaluation: Evaluation, *, title: str, layout: MainLayout = MAIN_
 
 def more_table(evaluation: Evaluation, names: dict[str, str]) -> Table:
     """The metrics the main table leaves out, and the cost of each row."""
-    table = compact_table("other metrics and cost")
+    table = compact_table("other metrics and cost", caption="$ total: the cost of all the row's calls, in USD")
     table.add_column(NAME_HEADER, no_wrap=True)
     for _metric, header in MORE_COLUMNS:
         table.add_column(header, justify="right", no_wrap=True)
-    for header in COST_COLUMNS:
+    for header in MORE_COST_COLUMNS:
         table.add_column(header, justify="right", no_wrap=True)
     for report in evaluation.rows:
         table.add_row(
@@ -154,16 +159,16 @@ def more_table(evaluation: Evaluation, names: dict[str, str]) -> Table:
 
 def category_table(evaluation: Evaluation, category: str, names: dict[str, str] | None = None) -> Table:
     """Accuracy, ECE, Brier and TH of every row on one category."""
-    table = compact_table(f"category: {category}")
-    for header in (NAME_HEADER, "n", "Acc %", "ECE %", "Brier", "TH"):
+    rows = [(report, report.per_category[category]) for report in evaluation.rows if category in report.per_category]
+    sizes = {int(metrics["n"]) for _report, metrics in rows}
+    same_n = len(sizes) == 1
+    table = compact_table(f"category: {category}" + (f" (n = {next(iter(sizes))})" if same_n else ""))
+    for header in (NAME_HEADER, *(() if same_n else ("n",)), "Acc %", "ECE %", "Brier", "TH"):
         table.add_column(header, justify="left" if header == NAME_HEADER else "right", no_wrap=True)
-    for report in evaluation.rows:
-        metrics = report.per_category.get(category)
-        if metrics is None:
-            continue
+    for report, metrics in rows:
         table.add_row(
             (names or {}).get(report.row.name, report.row.name),
-            str(int(metrics["n"])),
+            *(() if same_n else (str(int(metrics["n"])),)),
             *(fmt(metric, metrics[metric]) for metric in ("accuracy", "ece", "brier", "th_score")),
         )
     return table
@@ -187,6 +192,17 @@ def helped_table(evaluation: Evaluation, names: dict[str, str] | None = None) ->
     return table
 
 
+def _fit_main(evaluation: Evaluation, title: str, console: Console) -> tuple[Table, MainLayout]:
+    """The most readable main-table layout whose names also let the second table fit, else any that fits."""
+    rows = [report.row.name for report in evaluation.rows]
+    for layout in MAIN_LAYOUTS:
+        table = main_table(evaluation, title=title, layout=layout)
+        more = more_table(evaluation, short_names(rows, layout.name_limit))
+        if natural_width(console, table) <= console.width and natural_width(console, more) <= console.width:
+            return table, layout
+    return fit(console, MAIN_LAYOUTS, lambda lay: main_table(evaluation, title=title, layout=lay))
+
+
 def print_evaluation(
     evaluation: Evaluation,
     *,
@@ -207,7 +223,7 @@ def print_evaluation(
         Console(file=console.file, width=width, color_system=console.color_system and "auto").print(table)
         names = {report.row.name: report.row.name for report in evaluation.rows}
     else:
-        table, layout = fit(console, MAIN_LAYOUTS, lambda lay: main_table(evaluation, title=title, layout=lay))
+        table, layout = _fit_main(evaluation, title, console)
         console.print(table)
         names = short_names((report.row.name for report in evaluation.rows), layout.name_limit)
         shortened = legend(names)
