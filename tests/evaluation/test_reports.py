@@ -221,6 +221,9 @@ def test_html_panels_have_axes_titles_gaps_and_a_summary() -> None:
         assert f"ECE {100 * report.metrics['ece']:.2f}% · n={report.row.correct.size}" in html
         assert f'<figure title="{report.row.name}">' in html
     summary = html.split('id="summary"', 1)[1].split("</div>\n</div>", 1)[0]
-    assert "Best judge" in summary and ">under<" in summary  # 90% beats 60%
+    assert "Best judge" in summary and '<div class="name">under <' in summary  # 90% beats 60%
     assert "What fusion gained" in html and "accuracy points" in html
+    gain = html.split('id="gain"', 1)[1].split("</div></div>", 1)[0]
+    # majority of a 90% and a 60% judge loses to the 90% judge: the words must say so, not "gain"
+    assert "fusion lost accuracy" in gain or "no reliable difference" in gain
     assert "grid-template-columns: repeat(auto-fill" in html  # the responsive grid
