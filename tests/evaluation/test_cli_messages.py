@@ -86,3 +86,23 @@ def test_help_exits_0_through_main(capsys) -> None:
     assert main(["compare", "--help"]) == 0
     out = capsys.readouterr().out
     assert "ranking reversal is reported" in " ".join(out.split())
+
+
+def _walk(parser: argparse.ArgumentParser, path: tuple[str, ...]):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield path + (name,), sub, None
+                yield from _walk(sub, path + (name,))
+        elif not isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
+            yield path, parser, action
+
+
+def test_every_subcommand_of_the_cli_has_help_on_every_flag() -> None:
+    missing = []
+    for path, parser, action in _walk(build_parser(), ()):
+        if action is None and not parser.description:
+            missing.append(f"{' '.join(path)}: no description")
+        elif action is not None and not action.help:
+            missing.append(f"{' '.join(path)} {action.option_strings or action.dest}: no help")
+    assert not missing, missing
