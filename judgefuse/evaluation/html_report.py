@@ -31,7 +31,7 @@ _ENV.tests["excluding_zero"] = excludes_zero
 def render_html(evaluation: Evaluation, *, title: str, sources: list[str]) -> str:
     """The whole report as one self-contained HTML page."""
     diagrams = [
-        (report, reliability_svg(report.reliability, title=report.row.name, eps=evaluation.options.eps))
+        (report, reliability_svg(report.reliability, title=report.row.name, eps=evaluation.options.eps, fluid=True))
         for report in evaluation.rows
     ]
     return _ENV.get_template("report.html.j2").render(

@@ -6,7 +6,8 @@ calibration; and each bin's gap between accuracy and mean confidence drawn as a 
 the judge is overconfident (confidence above accuracy) and green where it is underconfident. The
 TH-Score regions (seed 002 Figure 3: high confidence >= 1 - eps, low confidence <= eps) are
 shaded behind. Under the x axis a strip shows how many items fall in each bin, with the count.
-The panel's title (name, ECE, n) is HTML around the SVG, so it wraps; the SVG scales to its box.
+The panel's title (name, ECE, n) is HTML around the SVG, so it wraps; with ``fluid`` the SVG
+scales to its box (the report), else it keeps its natural size (the service dashboard).
 """
 
 from __future__ import annotations
@@ -68,12 +69,17 @@ def _regions(eps: float) -> list[str]:
     ]
 
 
-def reliability_svg(bins: Sequence[ReliabilityBin], *, title: str, eps: float = 0.1) -> str:
-    """SVG markup of one reliability diagram (all text escaped); ``title`` is the hover text."""
+def reliability_svg(bins: Sequence[ReliabilityBin], *, title: str, eps: float = 0.1, fluid: bool = False) -> str:
+    """SVG markup of one reliability diagram (all text escaped); ``title`` is the hover text.
+
+    ``fluid`` makes the diagram fill its box's width (the report's grid); otherwise it has its
+    fixed natural size (``WIDTH`` x ``HEIGHT`` px), for pages that lay it out as a fixed tile.
+    """
     total = sum(b.count for b in bins) or 1
     biggest = max((b.count for b in bins), default=0) or 1
+    size = 'width="100%"' if fluid else f'width="{WIDTH}" height="{HEIGHT}"'
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" width="100%"'
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" {size}'
         f' role="img" aria-label="reliability diagram: {escape(title)}"><title>{escape(title)}</title>',
         f'<rect x="{LEFT}" y="{TOP}" width="{SIZE}" height="{SIZE}" fill="#fcfcfc"/>',
         *_regions(eps),
