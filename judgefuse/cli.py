@@ -3,6 +3,9 @@
 Each group registers its subcommands on the shared parser (``add_commands``) and returns
 handlers; this module only dispatches and turns our typed input errors into a clear message
 and exit status 2, so a user sees "file:line: field: what was wrong", never a traceback.
+Every error reads ``judgefuse COMMAND: error: ...``; usage and input errors (a bad flag value, a
+bad file) exit 2, failures of the run itself (a full disk) exit 1. ``main`` returns the status
+in every case, argparse's usage errors included, so callers and tests see one convention.
 """
 
 from __future__ import annotations
@@ -36,7 +39,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # a usage error (argparse printed it, status 2), or --help / --version (0)
+        return exc.code if isinstance(exc.code, int) else 2
     try:
         return int(args.handler(args) or 0)
     except (ValueError, UnknownFusionMethod) as exc:  # typed input errors (UnknownFusionMethod is a KeyError)

@@ -13,6 +13,9 @@ reports, next to the raw scores, two accuracy-controlled views (seed 000, sectio
 
 A **ranking reversal** is flagged when the raw winner (lower score) on ECE or Brier is the
 loser under an aligned view: the raw conclusion was an artefact of accuracy.
+:func:`compare_judges_with_intervals` adds a paired bootstrap interval to every difference, and
+reports a reversal only where the raw difference's interval excludes 0 and an aligned view flips
+(Trust-or-Escalate's only flip, Brier 0.163 vs 0.164, is not one).
 """
 
 from __future__ import annotations
@@ -23,10 +26,20 @@ from typing import Any
 
 import numpy as np
 
+from .bootstrap import BootstrapInterval, interval_from_stats
 from .scores import _brier, _ece
 from .validation import check_correct, check_n_bins, check_pair
 
-__all__ = ["HelpedHarmed", "JudgeComparison", "ViewScores", "compare_judges", "helped_harmed"]
+__all__ = [
+    "ComparisonEvidence",
+    "HelpedHarmed",
+    "JudgeComparison",
+    "ViewDifference",
+    "ViewScores",
+    "compare_judges",
+    "compare_judges_with_intervals",
+    "helped_harmed",
+]
 
 
 @dataclass(frozen=True)
@@ -187,3 +200,104 @@ def compare_judges(
                 raw_winner is not None and aligned is not None and aligned != raw_winner
             )
     return JudgeComparison(a1, a2, more, raw, ia, da, n_br, n_ia - n_br, reversals)
+
+
+COMPARED_METRICS = ("ece", "brier")
+VIEWS = ("raw", "instance_aligned", "distribution_aligned")
+
+
+@dataclass(frozen=True)
+class ViewDifference:
+    """One metric under one view: both judges' scores, their difference with an interval, the order.
+
+    ``difference`` is score_1 - score_2 (lower is better, so a negative difference favours judge
+    1); ``interval`` is its paired bootstrap interval (items resampled jointly, every view
+    recomputed on each resample, DA weights included). ``flips`` is True when this view's winner is
+    not the raw winner (always False for the raw view).
+    """
+
+    metric: str
+    view: str
+    score_1: float
+    score_2: float
+    interval: BootstrapInterval
+    flips: bool
+
+    @property
+    def difference(self) -> float:
+        return self.interval.estimate
+
+    @property
+    def excludes_zero(self) -> bool:
+        """The interval lies wholly on one side of 0: the order is more than resampling noise."""
+        return self.interval.low > 0.0 or self.interval.high < 0.0
+
+
+@dataclass(frozen=True)
+class ComparisonEvidence:
+    """:func:`compare_judges` plus the bootstrap evidence for each (metric, view)."""
+
+    comparison: JudgeComparison
+    differences: dict[tuple[str, str], ViewDifference]
+
+    def reversals(self) -> list[tuple[str, str]]:
+        """(metric, aligned view) where the raw difference's interval excludes 0 and that view flips.
+
+        Only these are reported as ranking reversals: a raw order that resampling can undo is not
+        a ranking to reverse.
+        """
+        found = []
+        for metric in COMPARED_METRICS:
+            if not self.differences[(metric, "raw")].excludes_zero:
+                continue
+            for view in VIEWS[1:]:
+                if self.differences[(metric, view)].flips:
+                    found.append((metric, view))
+        return found
+
+
+def _view_scores(result: JudgeComparison, view: str, metric: str) -> tuple[float, float]:
+    scores = getattr(result, view)
+    return getattr(scores, f"{metric}_1"), getattr(scores, f"{metric}_2")
+
+
+def compare_judges_with_intervals(
+    conf_1: Any,
+    correct_1: Any,
+    conf_2: Any,
+    correct_2: Any,
+    *,
+    n_bins: int = 10,
+    n_resamples: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> ComparisonEvidence:
+    """:func:`compare_judges` with a paired bootstrap interval for every difference of scores.
+
+    Items are resampled jointly for both judges, so what the judges have in common (the items)
+    cancels out of the difference. Resamples where a view is undefined (no item for IA, no wrong
+    item for DA) are dropped for that view. Intervals are :func:`interval_from_stats` hulls, which
+    contain their own difference.
+    """
+    result = compare_judges(conf_1, correct_1, conf_2, correct_2, n_bins=n_bins)
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
+        raise ValueError(f"n_resamples must be an integer >= 1, got {n_resamples!r}")
+    c1, z1 = check_pair(conf_1, correct_1)
+    c2, z2 = check_pair(conf_2, correct_2)
+    rng = np.random.default_rng(seed)
+    keys = [(metric, view) for metric in COMPARED_METRICS for view in VIEWS]
+    stats = {key: np.empty(n_resamples) for key in keys}
+    for b in range(n_resamples):
+        idx = rng.integers(0, c1.size, size=c1.size)
+        resampled = compare_judges(c1[idx], z1[idx], c2[idx], z2[idx], n_bins=n_bins)
+        for metric, view in keys:
+            s1, s2 = _view_scores(resampled, view, metric)
+            stats[(metric, view)][b] = s1 - s2
+    differences = {}
+    for metric, view in keys:
+        s1, s2 = _view_scores(result, view, metric)
+        interval = interval_from_stats(s1 - s2, stats[(metric, view)], level=level, bounds=(-1.0, 1.0), n_resamples=n_resamples)
+        raw_winner, winner = result.raw.winner(metric), getattr(result, view).winner(metric)
+        flips = view != "raw" and raw_winner is not None and winner is not None and winner != raw_winner
+        differences[(metric, view)] = ViewDifference(metric, view, s1, s2, interval, flips)
+    return ComparisonEvidence(result, differences)

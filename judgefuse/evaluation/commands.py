@@ -9,11 +9,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from judgefuse.evaluation.arguments import add_source_arguments, float_in, int_at_least, load_sources, output_path
 from judgefuse.evaluation.atomic import write_atomic
-from judgefuse.evaluation.comparison import compare_rows, comparison_table
+from judgefuse.evaluation.comparison import compare_rows, print_comparison
+from judgefuse.evaluation.display import output_console
 from judgefuse.evaluation.html_report import render_html
 from judgefuse.evaluation.json_report import to_json
-from judgefuse.evaluation.loaders import FORMATS, load
 from judgefuse.evaluation.runner import EvaluationOptions, default_methods, evaluate
 from judgefuse.evaluation.scoring import judge_names
 from judgefuse.evaluation.table import print_evaluation
@@ -28,9 +29,11 @@ def add_commands(subcommands: argparse._SubParsersAction) -> None:
         description="Score judges and fusion methods (learned ones cross-fitted) with every calibration "
         "metric; print the paper-shaped tables; optionally write JSON and an HTML report.",
     )
-    _add_source_arguments(ev)
-    ev.add_argument("--json", dest="json_out", type=Path, help="write the machine-readable report here")
-    ev.add_argument("--html", dest="html_out", type=Path, help="write the HTML report (reliability diagrams) here")
+    add_source_arguments(ev)
+    ev.add_argument("--json", dest="json_out", type=output_path, help="write the machine-readable report here")
+    ev.add_argument(
+        "--html", dest="html_out", type=output_path, help="write the HTML report (reliability diagrams) here"
+    )
     ev.add_argument(
         "--methods",
         nargs="+",
@@ -38,33 +41,48 @@ def add_commands(subcommands: argparse._SubParsersAction) -> None:
         help="fusion methods to run, 'base+recalibrator' allowed (e.g. majority+isotonic); "
         f"default: {', '.join(default_methods())}",
     )
-    ev.add_argument("--folds", type=int, default=5, help="cross-fitting folds for learned methods (default 5)")
-    ev.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for CIs (default 1000)")
-    ev.add_argument("--bins", type=int, default=10, help="equal-width bins for ECE/MCE (default 10)")
-    ev.add_argument("--eps", type=float, default=0.1, help="TH-Score interval width (default 0.1)")
-    ev.add_argument("--seed", type=int, default=0)
+    ev.add_argument(
+        "--folds", type=int_at_least(2), default=5, help="cross-fitting folds for learned methods (default 5)"
+    )
+    ev.add_argument("--bootstrap", type=int_at_least(1), default=1000, help="bootstrap resamples for CIs (default 1000)")
+    ev.add_argument("--bins", type=int_at_least(1), default=10, help="equal-width bins for ECE/MCE (default 10)")
+    ev.add_argument(
+        "--eps", type=float_in(0.0, 0.5, low_open=False), default=0.1, help="TH-Score interval width (default 0.1)"
+    )
+    ev.add_argument("--seed", type=int, default=0, help="seed of the cross-fitting folds and the bootstrap (default 0)")
     ev.add_argument("--quiet", action="store_true", help="no tables on the terminal")
+    ev.add_argument(
+        "--wide",
+        action="store_true",
+        help="one table with every metric and full judge names (does not fit 80 columns)",
+    )
     ev.set_defaults(handler=run_eval)
 
     cmp = subcommands.add_parser(
         "compare",
         help="accuracy-controlled calibration comparison of two judges (seed 000, section 4)",
+        description="Compare the calibration (ECE, Brier) of two judges on the items both judged: raw, "
+        "instance-aligned (items both got right or both got wrong) and distribution-aligned (the more "
+        "accurate judge reweighted to the other's accuracy). Each difference comes with a paired bootstrap "
+        "interval; a ranking reversal is reported, naming metric and view, only where the raw difference's "
+        "interval excludes 0 and an aligned view flips the order.",
     )
-    _add_source_arguments(cmp)
-    cmp.add_argument("--judges", nargs=2, required=True, metavar=("JUDGE_1", "JUDGE_2"))
-    cmp.add_argument("--bins", type=int, default=10)
+    add_source_arguments(cmp)
+    cmp.add_argument(
+        "--judges", nargs=2, required=True, metavar=("JUDGE_1", "JUDGE_2"), help="the two judges, as named in the data"
+    )
+    cmp.add_argument("--bins", type=int_at_least(1), default=10, help="equal-width bins for ECE (default 10)")
+    cmp.add_argument(
+        "--bootstrap", type=int_at_least(1), default=1000, help="bootstrap resamples for the intervals (default 1000)"
+    )
+    cmp.add_argument("--seed", type=int, default=0, help="seed of the bootstrap resampling (default 0)")
     cmp.set_defaults(handler=run_compare)
 
 
-def _add_source_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="data files or directories")
-    parser.add_argument("--format", choices=FORMATS, help="input format (detected when omitted)")
-
-
 def run_eval(args: argparse.Namespace) -> int:
-    console = _wide_console()
+    console = output_console()
     started = time.perf_counter()
-    items = load(args.paths, format=args.format)
+    items, answers = load_sources(args)
     loaded = time.perf_counter()
     for name in args.methods or ():
         get_method(name)  # an unknown name fails here, before any work, listing the known ones
@@ -95,9 +113,11 @@ def run_eval(args: argparse.Namespace) -> int:
     sources = [str(path) for path in args.paths]
     title = f"judgefuse eval: {', '.join(Path(s).name for s in sources)}"
     if not args.quiet:
-        print_evaluation(evaluation, title=title, console=console)
+        print_evaluation(
+            evaluation, title=title, console=console, wide=args.wide, undefined_answers=answers.per_judge()
+        )
     if args.json_out:
-        console.print(f"wrote {write_atomic(args.json_out, to_json(evaluation, sources=sources))}")
+        console.print(f"wrote {write_atomic(args.json_out, to_json(evaluation, sources=sources, undefined_answers=answers.per_judge()))}")
     if args.html_out:
         html = render_html(evaluation, title=title, sources=sources)
         console.print(f"wrote {write_atomic(args.html_out, html)}")
@@ -109,17 +129,9 @@ def run_eval(args: argparse.Namespace) -> int:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    items = load(args.paths, format=args.format)
-    result = compare_rows(items, args.judges[0], args.judges[1], n_bins=args.bins)
-    _wide_console().print(comparison_table(result, args.judges[0], args.judges[1]))
+    items, _ = load_sources(args)
+    evidence = compare_rows(
+        items, args.judges[0], args.judges[1], n_bins=args.bins, n_resamples=args.bootstrap, seed=args.seed
+    )
+    print_comparison(evidence, args.judges[0], args.judges[1], console=output_console())
     return 0
-
-
-def _wide_console() -> Console:
-    """A console for the report tables: a terminal's own width, 200 columns when piped.
-
-    Rich assumes 80 columns off a terminal, which folds a 13-column table into unreadable
-    stubs in CI logs and files.
-    """
-    console = Console()
-    return console if console.is_terminal else Console(width=200)

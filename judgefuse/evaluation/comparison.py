@@ -1,62 +1,172 @@
 """``judgefuse compare``: the accuracy-controlled comparison of two judges (seed 000, sec. 4).
 
 Both judges are scored on the labelled items they *both* voted on (aligned by item), with the
-same no-answer rule as every report row (see :mod:`judgefuse.evaluation.scoring`).
+same no-answer rule as every report row (see :mod:`judgefuse.evaluation.scoring`). For each
+metric (ECE, Brier) and view (raw, instance-aligned, distribution-aligned) the table gives both
+scores, their difference with a paired bootstrap interval, and whether the view's order flips
+the raw one. The words under the table follow the evidence: a **ranking reversal** is named
+(metric and view) only where the raw difference's interval excludes 0 and an aligned view flips.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
+from rich.console import Console
 from rich.table import Table
 
-from judgefuse.calibration import JudgeComparison, compare_judges
+from judgefuse.calibration.comparison import ComparisonEvidence, ViewDifference, compare_judges_with_intervals
+from judgefuse.evaluation.display import compact_table, fit
 from judgefuse.evaluation.scoring import judge_names, score_judge
 from judgefuse.evaluation.table import fmt
 from judgefuse.judges.types import JudgedItem
 
 VIEWS = ("raw", "instance_aligned", "distribution_aligned")
+VIEW_LABELS = {"raw": "raw", "instance_aligned": "instance-aligned", "distribution_aligned": "distribution-aligned"}
+SHORT_VIEW_LABELS = {"raw": "raw", "instance_aligned": "inst.-aligned", "distribution_aligned": "distr.-aligned"}
+METRIC_LABELS = {"ece": "ECE %", "brier": "Brier"}
 
 
 def compare_rows(
-    items: Sequence[JudgedItem], judge_1: str, judge_2: str, *, n_bins: int = 10
-) -> JudgeComparison:
-    """Compare two named judges on their common labelled items."""
+    items: Sequence[JudgedItem],
+    judge_1: str,
+    judge_2: str,
+    *,
+    n_bins: int = 10,
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> ComparisonEvidence:
+    """Compare two named judges on their common labelled items, with bootstrap intervals."""
     known = judge_names(items)
     for name in (judge_1, judge_2):
         if name not in known:
-            raise ValueError(f"unknown judge {name!r}; judges in the data: {', '.join(known)}")
+            raise ValueError(f"--judges: unknown judge {name!r}; judges in the data: {', '.join(known)}")
+    if judge_1 == judge_2:
+        raise ValueError(f"--judges: name two different judges (got {judge_1!r} twice)")
     row_1, row_2 = score_judge(judge_1, items), score_judge(judge_2, items)
     _, in_1, in_2 = np.intersect1d(row_1.item_index, row_2.item_index, return_indices=True)
     if in_1.size == 0:
-        raise ValueError(f"{judge_1!r} and {judge_2!r} share no labelled item")
-    return compare_judges(
-        row_1.confidence[in_1], row_1.correct[in_1], row_2.confidence[in_2], row_2.correct[in_2], n_bins=n_bins
+        raise ValueError(f"--judges: {judge_1!r} and {judge_2!r} share no labelled item")
+    return compare_judges_with_intervals(
+        row_1.confidence[in_1],
+        row_1.correct[in_1],
+        row_2.confidence[in_2],
+        row_2.correct[in_2],
+        n_bins=n_bins,
+        n_resamples=n_resamples,
+        seed=seed,
     )
 
 
-def comparison_table(result: JudgeComparison, judge_1: str, judge_2: str) -> Table:
-    """ECE and Brier of both judges under each view, with the reversal verdict in the caption."""
-    table = Table(
-        title=f"{judge_1} vs {judge_2}: accuracy {fmt('accuracy', result.accuracy_1)}% vs "
-        f"{fmt('accuracy', result.accuracy_2)}%",
-        title_justify="left",
-        caption="ranking reversal: YES, the raw ranking is an artefact of accuracy"
-        if result.ranking_reversal
-        else "ranking reversal: no, the raw ranking survives accuracy control",
-        caption_justify="left",
+def _value(metric: str, value: float) -> str:
+    return fmt(metric, value)
+
+
+def _signed(metric: str, value: float, digits: int) -> str:
+    scale = 100.0 if metric == "ece" else 1.0
+    return f"{scale * value:+.{digits}f}"
+
+
+def _difference(diff: ViewDifference, inline: bool) -> str:
+    metric, interval = diff.metric, diff.interval
+    digits = 2 if metric == "ece" else 3
+    if interval.low != interval.low:  # NaN: the view is undefined on (almost) every resample
+        return f"{_signed(metric, diff.difference, digits)} [-]"
+    bracket = f"[{_signed(metric, interval.low, digits)}, {_signed(metric, interval.high, digits)}]"
+    return f"{_signed(metric, diff.difference, digits)}{' ' if inline else chr(10)}{bracket}"
+
+
+def _order(diff: ViewDifference, narrow: bool) -> str:
+    winner = "1" if diff.score_1 < diff.score_2 else "2" if diff.score_2 < diff.score_1 else None
+    if winner is None:
+        return "tie"
+    text = winner if narrow else f"{winner} lower"
+    return f"{text}, flips" if diff.flips else text
+
+
+@dataclass(frozen=True)
+class _Layout:
+    inline: bool
+    narrow: bool
+
+
+LAYOUTS = (_Layout(True, False), _Layout(False, False), _Layout(False, True))
+
+
+def comparison_table(
+    evidence: ComparisonEvidence, judge_1: str, judge_2: str, *, layout: _Layout = LAYOUTS[0]
+) -> Table:
+    """Both scores, the difference (1 - 2) with its interval, and the order, per metric and view."""
+    result = evidence.comparison
+    title = (
+        f"1 = {judge_1} (accuracy {fmt('accuracy', result.accuracy_1)}%), "
+        f"2 = {judge_2} (accuracy {fmt('accuracy', result.accuracy_2)}%)"
     )
-    for header in ("view", "n", f"ECE % {judge_1}", f"ECE % {judge_2}", f"Brier {judge_1}", f"Brier {judge_2}"):
-        table.add_column(header, justify="left" if header == "view" else "right")
-    for view_name in VIEWS:
-        view = getattr(result, view_name)
-        table.add_row(
-            view_name,
-            str(view.n),
-            fmt("ece", view.ece_1),
-            fmt("ece", view.ece_2),
-            fmt("brier", view.brier_1),
-            fmt("brier", view.brier_2),
-        )
+    caption = "difference = 1 - 2 (lower is better); [..]: paired 95% bootstrap interval"
+    if layout.narrow:
+        caption += "; order: the judge with the lower score"
+    table = compact_table(title, caption=caption)
+    headers = ("metric", "view", "n", "1", "2", "difference", "order") if layout.narrow else (
+        "metric", "view", "n", "judge 1", "judge 2", "difference", "order"
+    )
+    for header in headers:
+        table.add_column(header, justify="left" if header in ("metric", "view", "order") else "right", no_wrap=True)
+    for metric in ("ece", "brier"):
+        if table.rows:
+            table.add_section()
+        for view in VIEWS:
+            diff = evidence.differences[(metric, view)]
+            table.add_row(
+                METRIC_LABELS[metric],
+                (SHORT_VIEW_LABELS if layout.narrow else VIEW_LABELS)[view],
+                str(getattr(result, view).n),
+                _value(metric, diff.score_1),
+                _value(metric, diff.score_2),
+                _difference(diff, layout.inline),
+                _order(diff, layout.narrow),
+            )
     return table
+
+
+def findings(evidence: ComparisonEvidence, judge_1: str, judge_2: str) -> list[str]:
+    """What the comparison shows, one sentence per metric, in words the intervals support."""
+    lines = []
+    reversals = evidence.reversals()
+    for metric in ("ece", "brier"):
+        label = "ECE" if metric == "ece" else "Brier"
+        raw = evidence.differences[(metric, "raw")]
+        flipped = [VIEW_LABELS[view] for view in VIEWS[1:] if evidence.differences[(metric, view)].flips]
+        if raw.excludes_zero:
+            better = judge_1 if raw.difference < 0 else judge_2
+            named = [VIEW_LABELS[view] for m, view in reversals if m == metric]
+            if named:
+                lines.append(
+                    f"{label}: ranking reversal under {' and '.join(named)}: {better} is better on raw {label} "
+                    f"(interval excludes 0) but worse once accuracy is controlled, so the raw ranking is an "
+                    "artefact of accuracy."
+                )
+            else:
+                lines.append(f"{label}: {better} is better (raw interval excludes 0), and both aligned views agree.")
+        elif flipped:
+            lines.append(
+                f"{label}: no reliable difference (the raw interval contains 0); the order under "
+                f"{' and '.join(flipped)} differs, but a raw order within resampling noise is not a ranking to "
+                "reverse: no reversal."
+            )
+        else:
+            lines.append(f"{label}: no reliable difference (the raw interval contains 0).")
+    lines.append(f"ranking reversal: {'YES' if reversals else 'no'}")
+    return lines
+
+
+def print_comparison(
+    evidence: ComparisonEvidence, judge_1: str, judge_2: str, *, console: Console | None = None
+) -> None:
+    """The table in the first layout that fits the console (full names in its title), then the findings."""
+    console = console or Console()
+    table, _layout = fit(console, LAYOUTS, lambda lay: comparison_table(evidence, judge_1, judge_2, layout=lay))
+    console.print(table)
+    for line in findings(evidence, judge_1, judge_2):
+        console.print(line, highlight=False)

@@ -2,8 +2,9 @@
 
 Each row has exactly ``name, kind, n, accuracy, ece, adaptive_ce, mce, brier, nll, th_score,
 macroce, auroc`` (fractions in [0, 1], TH-Score in the paper's units) and then extra keys
-(``ice``, ``aurc``, ``n_invalid``, confidence intervals, reliability-diagram bins, per-category
-metrics, helped/harmed against majority voting).
+(``ice``, ``aurc``, ``n_invalid``, ``calls_per_item`` / ``calls_total`` and ``cost_usd_per_item`` /
+``cost_usd_total``, confidence intervals (``ci95``, method in ``ci_method``) with the ``debiased``
+values, reliability-diagram bins, per-category metrics, helped/harmed against majority voting).
 NaN (an undefined AUROC on a single class) is written as ``null``: JSON has no NaN.
 """
 
@@ -11,10 +12,11 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
-from judgefuse.evaluation.runner import Evaluation, RowReport
+from judgefuse.evaluation.runner import CI_METHOD, Evaluation, RowReport
 
 ROW_METRICS = ("accuracy", "ece", "adaptive_ce", "mce", "brier", "nll", "th_score", "macroce", "auroc")
 EXTRA_METRICS = ("ice", "aurc")
@@ -32,16 +34,22 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def row_record(report: RowReport) -> dict[str, Any]:
+def row_record(report: RowReport, undefined_answers: Mapping[str, int] | None = None) -> dict[str, Any]:
     """One row of the JSON report."""
     row = report.row
     record: dict[str, Any] = {"name": row.name, "kind": row.kind, "n": int(row.correct.size)}
     record.update({metric: report.metrics[metric] for metric in ROW_METRICS})
     record.update({metric: report.metrics[metric] for metric in EXTRA_METRICS})
     record["n_invalid"] = row.n_invalid
-    record["calls"] = row.calls
-    record["cost_usd"] = row.cost_usd
+    if row.kind == "judge":
+        record["n_undefined_answers"] = int((undefined_answers or {}).get(row.name, 0))
+    n = int(row.correct.size)
+    record["calls_per_item"] = row.calls / n if n else None
+    record["calls_total"] = row.calls
+    record["cost_usd_per_item"] = row.cost_usd / n if n else None
+    record["cost_usd_total"] = row.cost_usd
     record["ci95"] = {metric: list(bounds) for metric, bounds in report.ci.items()}
+    record["debiased"] = {metric: interval.debiased for metric, interval in report.intervals.items()}
     record["reliability"] = [bin_.as_dict() for bin_ in report.reliability]
     if report.per_category:
         record["per_category"] = {
@@ -52,14 +60,22 @@ def row_record(report: RowReport) -> dict[str, Any]:
     return record
 
 
-def to_json(evaluation: Evaluation, *, sources: list[str]) -> str:
-    """Serialise an evaluation to the JSON text written by ``--json``."""
+def to_json(
+    evaluation: Evaluation, *, sources: list[str], undefined_answers: Mapping[str, int] | None = None
+) -> str:
+    """Serialise an evaluation to the JSON text written by ``--json``.
+
+    ``undefined_answers`` (judge -> count of answers its format does not define, read as invalid)
+    is written as given, ``{}`` when none.
+    """
     document = {
         "sources": sources,
         "n_items": evaluation.n_items,
         "n_labelled": evaluation.n_labelled,
         "options": asdict(evaluation.options),
-        "rows": [row_record(report) for report in evaluation.rows],
+        "ci_method": f"95% bootstrap, {CI_METHOD} (always contains the estimate)",
+        "rows": [row_record(report, undefined_answers) for report in evaluation.rows],
         "skipped_methods": evaluation.skipped_methods,
+        "undefined_answers": dict(undefined_answers or {}),
     }
     return json.dumps(_clean(document), indent=2, allow_nan=False) + "\n"

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from judgefuse import calibration
+from judgefuse.calibration.bootstrap import INTERVAL_METHOD, BootstrapInterval, bootstrap_interval
 from judgefuse.evaluation.scoring import ScoredRow, judge_names, score_judge, score_verdicts
 from judgefuse.fusion import NotEnoughLabels, cross_fit_predict, get_method, replayable_methods, requires_fit
 from judgefuse.fusion.verdict import Verdict
@@ -29,6 +30,8 @@ def default_methods() -> tuple[str, ...]:
     """Every method that can replay recorded votes, plus the recalibrated-majority variants."""
     return (*replayable_methods(), *RECALIBRATED_DEFAULTS)
 CI_METRICS = ("accuracy", "ece")
+CI_METHOD = INTERVAL_METHOD
+"""How every ``ci`` in a report is made (95%): printed in the tables' captions and the JSON."""
 
 
 class EvaluationError(ValueError):
@@ -57,6 +60,8 @@ class RowReport:
     reliability: list[calibration.ReliabilityBin]
     per_category: dict[str, dict[str, float]]
     helped_harmed: calibration.HelpedHarmed | None = None
+    intervals: dict[str, BootstrapInterval] = field(default_factory=dict)
+    """The bootstrap intervals behind ``ci`` (method, debiased value); each contains its metric."""
 
 
 @dataclass
@@ -133,12 +138,14 @@ def _fuse(name: str, items: Sequence[JudgedItem], options: EvaluationOptions) ->
 def _report(row: ScoredRow, reference: ScoredRow | None, options: EvaluationOptions) -> RowReport:
     conf, correct = row.confidence, row.correct
     metrics = calibration.summarize(conf, correct, n_bins=options.n_bins, eps=options.eps)
-    ci = {
-        metric: calibration.bootstrap_ci(
-            conf, correct, metric=metric, n_resamples=options.n_bootstrap, seed=options.seed
+    intervals = {
+        metric: bootstrap_interval(
+            conf, correct, metric=metric, n_resamples=options.n_bootstrap, seed=options.seed,
+            n_bins=options.n_bins, eps=options.eps,
         )
         for metric in CI_METRICS
     }
+    ci = {metric: (interval.low, interval.high) for metric, interval in intervals.items()}
     per_category: dict[str, dict[str, float]] = {}
     if np.any(row.categories != ""):
         per_category = calibration.per_category(conf, correct, row.categories)
@@ -152,6 +159,7 @@ def _report(row: ScoredRow, reference: ScoredRow | None, options: EvaluationOpti
         reliability=calibration.reliability_diagram(conf, correct, n_bins=options.n_bins),
         per_category=per_category,
         helped_harmed=helped,
+        intervals=intervals,
     )
 
 

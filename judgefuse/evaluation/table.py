@@ -1,19 +1,26 @@
-"""Terminal tables shaped like seed 002's Tables 1 and 4 (rows: judges, then methods).
+"""Terminal tables shaped like seed 002's Tables 1 and 4 (rows: judges, then methods), made to fit.
 
 Units follow the paper: accuracy, ECE, adaptive CE, MCE and MacroCE in percent; Brier, NLL and
 AUROC as fractions; TH-Score in its own units. The JSON report keeps fractions throughout.
-The main table ends with the cost of each row: model calls per item and the total cost in USD
-(summed over the votes behind each scored item; a fusion row counts every vote it fused).
+
+By default the output fits the console (80 columns and up, see :mod:`.display`): a compact main
+table (accuracy and ECE with their 95% intervals, Brier, TH, AUROC), then the other metrics and
+the cost (calls per item, total cost) in a second table, one table per category and helped/harmed
+counts; long judge names are shortened, uniquely, with a legend. ``wide=True`` prints the single
+full table instead (every metric, full names), for files and wide screens.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 from rich.console import Console
 from rich.table import Table
 
-from judgefuse.evaluation.runner import Evaluation, RowReport
+from judgefuse.evaluation.display import compact_table, fit, legend, natural_width, short_names
+from judgefuse.evaluation.runner import CI_METHOD, Evaluation, RowReport
 from judgefuse.evaluation.scoring import ScoredRow
 
 PERCENT = {"accuracy", "ece", "adaptive_ce", "mce", "macroce"}
@@ -28,9 +35,15 @@ COLUMNS = (
     ("macroce", "MacroCE %"),
     ("auroc", "AUROC"),
 )
+MAIN_COLUMNS = (("brier", "Brier"), ("th_score", "TH"), ("auroc", "AUROC"))
+MORE_COLUMNS = (("adaptive_ce", "AdaptCE%"), ("mce", "MCE%"), ("nll", "NLL"), ("macroce", "MacroCE%"))
+MORE_COST_COLUMNS = ("calls/item", "$ total")
+COST_COLUMNS = ("calls/item", "cost $ total")
+NAME_HEADER = "judge / method"
+CI_CAPTION = f"[..]: 95% bootstrap interval ({CI_METHOD}; it always contains the estimate)"
 
 
-def fmt(metric: str, value: float) -> str:
+def fmt(metric: str, value: float | None) -> str:
     """A metric in the paper's units, or '-' when undefined."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
@@ -39,20 +52,37 @@ def fmt(metric: str, value: float) -> str:
     return f"{value:.2f}" if metric == "th_score" else f"{value:.3f}"
 
 
-def _with_ci(report: RowReport, metric: str) -> str:
+def _interval(metric: str, low: float, high: float, digits: int) -> str:
+    if math.isnan(low) or math.isnan(high):
+        return "[-]"
+    scale = 100.0 if metric in PERCENT else 1.0
+    return f"[{scale * low:.{digits}f}, {scale * high:.{digits}f}]"
+
+
+def _with_ci(report: RowReport, metric: str, *, inline: bool = True) -> str:
     low, high = report.ci.get(metric, (math.nan, math.nan))
-    return f"{fmt(metric, report.metrics[metric])} [{fmt(metric, low)}, {fmt(metric, high)}]"
+    value = fmt(metric, report.metrics[metric])
+    if inline:
+        return f"{value} {_interval(metric, low, high, 2)}"
+    return f"{value}\n{_interval(metric, low, high, 1)}"
 
 
-def main_table(evaluation: Evaluation, *, title: str) -> Table:
-    """Every row over all labelled items, with bootstrap 95% CIs for accuracy and ECE."""
-    table = Table(title=title, title_justify="left")
-    table.add_column("judge / method")
+def cost_cells(row: ScoredRow) -> tuple[str, str]:
+    """Model calls per scored item and the total cost in USD (recorded votes carry neither: 0)."""
+    n = row.correct.size
+    calls = f"{row.calls / n:.2f}" if n else "-"
+    return calls, f"{row.cost_usd:.4f}"
+
+
+def wide_table(evaluation: Evaluation, *, title: str) -> Table:
+    """Every metric of every row, full names, intervals inline: the ``--wide`` table."""
+    table = Table(title=title, title_justify="left", caption=CI_CAPTION, caption_justify="left")
+    table.add_column(NAME_HEADER, no_wrap=True)
     table.add_column("kind")
     table.add_column("n", justify="right")
     table.add_column("invalid", justify="right")
     for _metric, header in COLUMNS:
-        table.add_column(header, justify="right")
+        table.add_column(header, justify="right", no_wrap=True)
     for header in COST_COLUMNS:
         table.add_column(header, justify="right")
     for report in evaluation.rows:
@@ -65,55 +95,154 @@ def main_table(evaluation: Evaluation, *, title: str) -> Table:
     return table
 
 
-COST_COLUMNS = ("calls/item", "cost $")
+@dataclass(frozen=True)
+class MainLayout:
+    """How the compact main table is laid out: name length and intervals on the value's line or below."""
+
+    name_limit: int
+    inline_ci: bool
 
 
-def cost_cells(row: ScoredRow) -> tuple[str, str]:
-    """Model calls per scored item and the total cost in USD (recorded votes carry neither: 0)."""
-    n = row.correct.size
-    calls = f"{row.calls / n:.2f}" if n else "-"
-    return calls, f"{row.cost_usd:.4f}"
+MAIN_LAYOUTS = tuple(
+    MainLayout(limit, inline) for inline in (True, False) for limit in (40, 32, 26, 22, 18, 15, 12, 10)
+)
 
 
-def category_table(evaluation: Evaluation, category: str) -> Table:
-    """Accuracy, ECE, Brier and TH of every row on one category."""
-    table = Table(title=f"category: {category}", title_justify="left")
-    for header in ("judge / method", "n", "Acc %", "ECE %", "Brier", "TH"):
-        table.add_column(header, justify="left" if header == "judge / method" else "right")
+def main_table(evaluation: Evaluation, *, title: str, layout: MainLayout = MAIN_LAYOUTS[0]) -> Table:
+    """The headline metrics of every row; judges and methods in two sections."""
+    names = short_names((report.row.name for report in evaluation.rows), layout.name_limit)
+    sizes = {report.row.correct.size for report in evaluation.rows}
+    same_n = len(sizes) == 1
+    caption = f"n = {next(iter(sizes))} items on every row; {CI_CAPTION}" if same_n else CI_CAPTION
+    table = compact_table(title, caption=caption + "; inv: invalid answers (scored wrong at 0.5)")
+    table.add_column(NAME_HEADER, no_wrap=True)
+    if not same_n:
+        table.add_column("n", justify="right")
+    table.add_column("inv", justify="right")
+    table.add_column("Acc %", justify="right", no_wrap=True)
+    table.add_column("ECE %", justify="right", no_wrap=True)
+    for _metric, header in MAIN_COLUMNS:
+        table.add_column(header, justify="right", no_wrap=True)
+    previous = None
     for report in evaluation.rows:
-        metrics = report.per_category.get(category)
-        if metrics is None:
-            continue
+        row = report.row
+        if previous is not None and previous != row.kind:
+            table.add_section()
+        previous = row.kind
         table.add_row(
-            report.row.name,
-            str(int(metrics["n"])),
+            names[row.name],
+            *(() if same_n else (str(row.correct.size),)),
+            str(row.n_invalid),
+            _with_ci(report, "accuracy", inline=layout.inline_ci),
+            _with_ci(report, "ece", inline=layout.inline_ci),
+            *(fmt(metric, report.metrics[metric]) for metric, _header in MAIN_COLUMNS),
+        )
+    return table
+
+
+def more_table(evaluation: Evaluation, names: dict[str, str]) -> Table:
+    """The metrics the main table leaves out, and the cost of each row."""
+    table = compact_table("other metrics and cost", caption="$ total: the cost of all the row's calls, in USD")
+    table.add_column(NAME_HEADER, no_wrap=True)
+    for _metric, header in MORE_COLUMNS:
+        table.add_column(header, justify="right", no_wrap=True)
+    for header in MORE_COST_COLUMNS:
+        table.add_column(header, justify="right", no_wrap=True)
+    for report in evaluation.rows:
+        table.add_row(
+            names[report.row.name],
+            *(fmt(metric, report.metrics[metric]) for metric, _header in MORE_COLUMNS),
+            *cost_cells(report.row),
+        )
+    return table
+
+
+def category_table(evaluation: Evaluation, category: str, names: dict[str, str] | None = None) -> Table:
+    """Accuracy, ECE, Brier and TH of every row on one category."""
+    rows = [(report, report.per_category[category]) for report in evaluation.rows if category in report.per_category]
+    sizes = {int(metrics["n"]) for _report, metrics in rows}
+    same_n = len(sizes) == 1
+    table = compact_table(f"category: {category}" + (f" (n = {next(iter(sizes))})" if same_n else ""))
+    for header in (NAME_HEADER, *(() if same_n else ("n",)), "Acc %", "ECE %", "Brier", "TH"):
+        table.add_column(header, justify="left" if header == NAME_HEADER else "right", no_wrap=True)
+    for report, metrics in rows:
+        table.add_row(
+            (names or {}).get(report.row.name, report.row.name),
+            *(() if same_n else (str(int(metrics["n"])),)),
             *(fmt(metric, metrics[metric]) for metric in ("accuracy", "ece", "brier", "th_score")),
         )
     return table
 
 
-def helped_table(evaluation: Evaluation) -> Table:
+def helped_table(evaluation: Evaluation, names: dict[str, str] | None = None) -> Table:
     """Seed 002 Figure 5: items each method got right (helped) or wrong (harmed) vs majority."""
-    table = Table(title="against majority voting", title_justify="left")
+    table = compact_table("against majority voting")
     for header in ("method", "helped", "harmed", "net"):
-        table.add_column(header, justify="left" if header == "method" else "right")
+        table.add_column(header, justify="left" if header == "method" else "right", no_wrap=True)
     for report in evaluation.rows:
         counts = report.helped_harmed
         if counts is None:
             continue
         table.add_row(
-            report.row.name, str(counts.helped), str(counts.harmed), f"{counts.helped - counts.harmed:+d}"
+            (names or {}).get(report.row.name, report.row.name),
+            str(counts.helped),
+            str(counts.harmed),
+            f"{counts.helped - counts.harmed:+d}",
         )
     return table
 
 
-def print_evaluation(evaluation: Evaluation, *, title: str, console: Console | None = None) -> None:
-    """Print the main table, one table per category, helped/harmed and skipped methods."""
+def _fit_main(evaluation: Evaluation, title: str, console: Console) -> tuple[Table, MainLayout]:
+    """The most readable main-table layout whose names also let the second table fit, else any that fits."""
+    rows = [report.row.name for report in evaluation.rows]
+    for layout in MAIN_LAYOUTS:
+        table = main_table(evaluation, title=title, layout=layout)
+        more = more_table(evaluation, short_names(rows, layout.name_limit))
+        if natural_width(console, table) <= console.width and natural_width(console, more) <= console.width:
+            return table, layout
+    return fit(console, MAIN_LAYOUTS, lambda lay: main_table(evaluation, title=title, layout=lay))
+
+
+def print_evaluation(
+    evaluation: Evaluation,
+    *,
+    title: str,
+    console: Console | None = None,
+    wide: bool = False,
+    undefined_answers: Mapping[str, int] | None = None,
+) -> None:
+    """Print the report tables (see the module docstring for what ``wide`` changes).
+
+    ``undefined_answers`` (judge -> answers its format does not define) is listed under the main
+    table, since such an answer only makes the vote invalid when no other game decides it.
+    """
     console = console or Console()
-    console.print(main_table(evaluation, title=title))
+    if wide:
+        table = wide_table(evaluation, title=title)
+        width = max(console.width, natural_width(console, table))  # asked for: never squeezed
+        Console(file=console.file, width=width, color_system=console.color_system and "auto").print(table)
+        names = {report.row.name: report.row.name for report in evaluation.rows}
+    else:
+        table, layout = _fit_main(evaluation, title, console)
+        console.print(table)
+        names = short_names((report.row.name for report in evaluation.rows), layout.name_limit)
+        shortened = legend(names)
+        if shortened:
+            console.print("names:", highlight=False)
+            for entry in shortened:
+                console.print(f"  {entry}", highlight=False, overflow="fold")
+        more = more_table(evaluation, names)
+        if natural_width(console, more) <= console.width:
+            console.print(more)
+        else:
+            console.print("(other metrics and cost: --wide, or --json)", highlight=False)
+    if undefined_answers:
+        counted = ", ".join(f"{names.get(judge, judge)}: {n}" for judge, n in undefined_answers.items())
+        console.print(f"undefined answers, read as no decision (inv counts the votes left invalid): {counted}",
+                      highlight=False)
     for category in evaluation.categories:
-        console.print(category_table(evaluation, category))
+        console.print(category_table(evaluation, category, names))
     if any(report.helped_harmed is not None for report in evaluation.rows):
-        console.print(helped_table(evaluation))
+        console.print(helped_table(evaluation, names))
     for name, reason in evaluation.skipped_methods.items():
         console.print(f"[yellow]skipped {name}[/yellow]: {reason}")

@@ -27,12 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
 from judgefuse.calibration.thresholds import ThresholdReport, tune_threshold
 from judgefuse.evaluation.atomic import write_atomic
-from judgefuse.evaluation.loaders import FORMATS, load
+from judgefuse.evaluation.arguments import add_source_arguments, float_in, int_at_least, load_sources, output_path
+from judgefuse.evaluation.display import compact_table, fit, legend, output_console, short_names
 from judgefuse.evaluation.scoring import (
     ScoredRow,
     judge_names,
@@ -80,12 +80,15 @@ def add_commands(subcommands: argparse._SubParsersAction) -> None:
         "fixed-sequence testing from high to low thresholds); report coverage, expected errors "
         "and the review load.",
     )
-    tune.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="data files or directories")
-    tune.add_argument("--format", choices=FORMATS, help="input format (detected when omitted)")
-    tune.add_argument("--target", type=float, default=0.9, help="target precision of auto-accepted verdicts (default 0.9)")
-    tune.add_argument("--delta", type=float, default=0.1, help="allowed failure probability of the guarantee (default 0.1)")
+    add_source_arguments(tune)
     tune.add_argument(
-        "--min-count", type=int, default=30,
+        "--target", type=float_in(0.0, 1.0), default=0.9, help="target precision of auto-accepted verdicts (default 0.9)"
+    )
+    tune.add_argument(
+        "--delta", type=float_in(0.0, 1.0), default=0.1, help="allowed failure probability of the guarantee (default 0.1)"
+    )
+    tune.add_argument(
+        "--min-count", type=int_at_least(1), default=30,
         help="skip thresholds accepting fewer labelled items than this (default 30)",
     )
     who = tune.add_mutually_exclusive_group()
@@ -105,9 +108,11 @@ def add_commands(subcommands: argparse._SubParsersAction) -> None:
         help="cascade: delta / stages (default: a 1 - delta guarantee for the whole cascade) or "
         "per_stage (delta per stage: more coverage, but the whole cascade is NOT guaranteed at 1 - delta)",
     )
-    tune.add_argument("--folds", type=int, default=5, help="cross-fitting folds for learned methods (default 5)")
-    tune.add_argument("--seed", type=int, default=0)
-    tune.add_argument("--json", dest="json_out", type=Path, help="write the report as JSON here")
+    tune.add_argument(
+        "--folds", type=int_at_least(2), default=5, help="cross-fitting folds for learned methods (default 5)"
+    )
+    tune.add_argument("--seed", type=int, default=0, help="seed of the cross-fitting folds (default 0)")
+    tune.add_argument("--json", dest="json_out", type=output_path, help="write the report as JSON here")
     tune.set_defaults(handler=run_tune)
 
 
@@ -237,22 +242,29 @@ def tune_cascade_items(
     )  # fmt: skip
 
 
-def cascade_table(report: CascadeReport, *, title: str) -> Table:
-    """Per-stage thresholds and the cascade's coverage and calls per item."""
-    table = Table(title=title, title_justify="left")
-    for header in ("stage", "judges", "reached", "accepted", "threshold", "precision", "lower bound"):
-        table.add_column(header, justify="left" if header in ("stage", "judges") else "right")
+def cascade_table(report: CascadeReport, *, title: str, name_limit: int = 40) -> Table:
+    """Per-stage thresholds and the cascade's coverage and calls per item.
+
+    Judge names are shortened to ``name_limit`` (uniquely, see :func:`short_names`); the judges
+    column folds rather than cuts, so no name is ever lost to the width.
+    """
+    names = short_names(report.cascade.judges, name_limit)
+    table = compact_table(title)
+    for header in ("stage", "judges", "reached", "accept", "threshold", "precision", "bound"):
+        left = header in ("stage", "judges")
+        table.add_column(header, justify="left" if left else "right", overflow="fold", no_wrap=header != "judges")
     for index, stage in enumerate(report.stages, start=1):
         rep = stage.report
         if stage.threshold is None or rep is None:
-            threshold = "[red]none: escalate all[/]"
+            threshold = "[red]none[/]"
             precision = lower = "-"
         else:
             threshold = f"{stage.threshold:.6g}"
             precision = f"{100 * rep.precision:.2f}%"
             lower = f"{100 * rep.lower_bound:.2f}%"
+        judges = "\n+".join(names.get(judge, judge) for judge in stage.judges)  # one judge a line
         table.add_row(
-            str(index), "+".join(stage.judges) if stage.name != "panel" else "panel (" + "+".join(stage.judges) + ")",
+            str(index), judges if stage.name != "panel" else f"panel ({judges})",
             str(stage.n_reached), str(stage.n_accepted), threshold, precision, lower,
         )  # fmt: skip
     ev = report.calibration
@@ -262,14 +274,16 @@ def cascade_table(report: CascadeReport, *, title: str) -> Table:
         f"guarantee: {report.guarantee} (Clopper-Pearson, fixed-sequence, min {report.min_count}); "
         f"coverage {100 * ev.coverage:.1f}% ({round(ev.coverage * ev.n)} of {ev.n} auto-accepted), "
         f"precision of accepted {accepted}, ECE {100 * ev.ece:.2f}%, "
-        f"calls/item {ev.calls_per_item:.3f} (full panel: {n_judges}); fallback: {report.cascade.fallback}"
+        f"calls/item {ev.calls_per_item:.3f} (full panel: {n_judges}); fallback: {report.cascade.fallback}; "
+        "threshold none: no threshold qualifies, the stage escalates every item; bound: the "
+        "1 - delta lower confidence bound on precision"
     )
     table.caption_justify = "left"
     return table
 
 
 def run_tune(args: argparse.Namespace) -> int:
-    items = load(args.paths, format=args.format)
+    items, _ = load_sources(args)
     if getattr(args, "cascade", None):
         return _run_tune_cascade(args, items)
     result = tune_items(
@@ -283,7 +297,7 @@ def run_tune(args: argparse.Namespace) -> int:
         seed=args.seed,
     )
     sources = [str(path) for path in args.paths]
-    console = Console() if Console().is_terminal else Console(width=160)
+    console = output_console()
     title = f"judgefuse tune: {', '.join(Path(s).name for s in sources)}"
     console.print(report_table(result, title=title))
     if args.json_out:
@@ -298,9 +312,12 @@ def _run_tune_cascade(args: argparse.Namespace, items: Sequence[JudgedItem]) -> 
         fallback=args.fallback, delta_split=args.delta_split,
     )  # fmt: skip
     sources = [str(path) for path in args.paths]
-    console = Console() if Console().is_terminal else Console(width=160)
+    console = output_console()
     title = f"judgefuse tune --cascade: {', '.join(Path(s).name for s in sources)}"
-    console.print(cascade_table(report, title=title))
+    table, limit = fit(console, (40, 24, 16, 12), lambda lim: cascade_table(report, title=title, name_limit=lim))
+    console.print(table)
+    for entry in legend(short_names(report.cascade.judges, limit)):
+        console.print(f"  {entry}", highlight=False, overflow="fold")
     if args.json_out:
         data = {"sources": sources, "kind": "cascade", "name": args.cascade, **report.as_dict()}
         text = json.dumps(data, indent=2, allow_nan=False) + "\n"

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import judgefuse.calibration as cal
+from judgefuse.calibration.bootstrap import bootstrap_interval
 
 
 def _judge(n: int, seed: int = 0):
@@ -79,3 +80,48 @@ def test_fast_enough_for_reports() -> None:
             cal.bootstrap_ci(c, z, metric=metric)
     per_call = (time.perf_counter() - start) / 9
     assert per_call < 0.1  # generous: ~15-35 ms measured on the 2-core machine
+
+
+# ------------------------------------------------------------------ intervals that contain their estimate
+
+
+@pytest.mark.parametrize("metric", sorted(POINT))
+def test_interval_estimate_is_the_metric_and_lies_inside(metric: str) -> None:
+    for n, seed in ((40, 1), (300, 2)):
+        c, z = _judge(n, seed=seed)
+        result = bootstrap_interval(c, z, metric=metric, n_resamples=300, seed=seed)
+        assert result.estimate == pytest.approx(POINT[metric](c, z), abs=1e-9)
+        assert result.low <= result.estimate <= result.high
+        low, high = cal.bootstrap_ci(c, z, metric=metric, n_resamples=300, seed=seed)
+        assert result.low <= low and high <= result.high  # the hull holds the percentile interval
+
+
+def test_calibrated_judge_ece_percentile_misses_the_estimate_hull_does_not() -> None:
+    """A judge calibrated exactly: plug-in ECE 0 and every bootstrap ECE above it."""
+    c = np.repeat([0.6, 0.7, 0.8, 0.9], 100)
+    z = np.concatenate([(np.arange(100) < k).astype(int) for k in (60, 70, 80, 90)])
+    low, _high = cal.bootstrap_ci(c, z, metric="ece", n_resamples=400)
+    result = bootstrap_interval(c, z, metric="ece", n_resamples=400)
+    assert cal.ece(c, z) == pytest.approx(0.0, abs=1e-12) and low > 0.0  # the failure this interval exists for
+    assert result.low == 0.0 <= result.estimate <= result.high and result.debiased == 0.0
+
+
+def _coverage(gap: float, n: int, runs: int, seed: int) -> tuple[float, float]:
+    """How often the true ECE (a constant gap in every bin) lies in the percentile / hull interval."""
+    rng = np.random.default_rng(seed)
+    percentile = hull = 0
+    for run in range(runs):
+        c = rng.uniform(0.55, 0.95, n)
+        z = (rng.uniform(size=c.size) < c - gap).astype(int)
+        result = bootstrap_interval(c, z, metric="ece", n_resamples=200, seed=run)
+        low, high = cal.bootstrap_ci(c, z, metric="ece", n_resamples=200, seed=run)
+        hull += result.low <= gap <= result.high
+        percentile += low <= gap <= high
+    return percentile / runs, hull / runs
+
+
+@pytest.mark.parametrize(("gap", "floor"), [(0.05, 0.90), (0.0, 0.6)])
+def test_hull_covers_the_true_ece_at_least_as_often(gap: float, floor: float) -> None:
+    percentile, hull = _coverage(gap, 400, 150, seed=11)
+    print(f"true ECE {gap}: coverage percentile {percentile:.3f}, hull {hull:.3f} (target 0.95)")
+    assert hull >= percentile and hull >= floor

@@ -14,6 +14,7 @@ from judgefuse.calibration import (
     ece,
     helped_harmed,
 )
+from judgefuse.calibration.comparison import compare_judges_with_intervals
 
 
 def test_helped_harmed_counts() -> None:
@@ -97,3 +98,55 @@ def test_degenerate_views_are_nan_not_errors() -> None:
 def test_length_mismatch() -> None:
     with pytest.raises(ValueError, match="same items"):
         compare_judges([0.5], [1], [0.5, 0.5], [1, 0])
+
+
+# ------------------------------------------------------------------ differences with intervals
+
+
+def _constant_judges(n: int, seed: int = 0):
+    """Judge 1: 90% right, always 0.95 sure; judge 2: 60% right, always 0.8 sure."""
+    rng = np.random.default_rng(seed)
+    z1 = (rng.uniform(size=n) < 0.9).astype(int)
+    z2 = (rng.uniform(size=n) < 0.6).astype(int)
+    return np.full(n, 0.95), z1, np.full(n, 0.8), z2
+
+
+def test_real_reversal_is_named_with_metric_and_view() -> None:
+    c1, z1, c2, z2 = _constant_judges(2000)
+    evidence = compare_judges_with_intervals(c1, z1, c2, z2, n_resamples=200)
+    raw = evidence.differences[("ece", "raw")]
+    assert raw.difference < 0 and raw.excludes_zero  # judge 1 better on raw ECE, clearly
+    da = evidence.differences[("ece", "distribution_aligned")]
+    assert da.flips and da.difference > 0  # reweighted to 60% accuracy, 0.95 confidence is far off
+    assert ("ece", "distribution_aligned") in evidence.reversals()
+    for diff in evidence.differences.values():
+        assert diff.interval.low <= diff.difference <= diff.interval.high
+
+
+def test_a_flip_inside_noise_is_not_a_reversal() -> None:
+    """Two draws of the same judge: the raw order is noise, so no aligned flip may be called a reversal."""
+    rng = np.random.default_rng(3)
+    c = rng.uniform(0.5, 1.0, 300)
+    z1 = (rng.uniform(size=300) < c).astype(int)
+    z2 = (rng.uniform(size=300) < c).astype(int)
+    evidence = compare_judges_with_intervals(c, z1, c, z2, n_resamples=200)
+    for metric in ("ece", "brier"):
+        raw = evidence.differences[(metric, "raw")]
+        if not raw.excludes_zero:
+            assert all(m != metric for m, _view in evidence.reversals())
+
+
+def test_reversal_calls_are_rare_when_judges_are_equal() -> None:
+    """False reversal rate by simulation: equally good judges, 60 runs; a reversal needs real evidence."""
+    rng = np.random.default_rng(8)
+    false_calls, naive_calls, runs = 0, 0, 60
+    for run in range(runs):
+        c = rng.uniform(0.5, 1.0, 200)
+        z1 = (rng.uniform(size=200) < c).astype(int)
+        z2 = (rng.uniform(size=200) < c).astype(int)
+        evidence = compare_judges_with_intervals(c, z1, c, z2, n_resamples=100, seed=run)
+        false_calls += bool(evidence.reversals())
+        naive_calls += evidence.comparison.ranking_reversal
+    print(f"reversal called on equal judges: {false_calls / runs:.3f} with intervals, "
+          f"{naive_calls / runs:.3f} by order alone (target: rare)")
+    assert false_calls <= naive_calls and false_calls / runs <= 0.1

@@ -198,6 +198,7 @@ def _vote_line(item_id: str, judge: str = "j1", confidence: float = 0.8, label: 
 
 
 def _run_bad(paths: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> str:
+    (tmp_path / "out").mkdir(exist_ok=True)  # report folders must exist (a missing one is a usage error)
     out, html = tmp_path / "out" / "r.json", tmp_path / "out" / "r.html"
     before = sorted(p.name for p in tmp_path.iterdir())
     code = main(["eval", *paths, "--json", str(out), "--html", str(html), "--quiet", "--bootstrap", "10", *extra])
@@ -205,6 +206,7 @@ def _run_bad(paths: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert code == 2, captured.err
     assert not out.exists() and not html.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == before, "a bad run must create nothing"
+    assert list((tmp_path / "out").iterdir()) == []
     assert "Traceback" not in captured.err
     return captured.err
 
@@ -253,7 +255,7 @@ def test_output_path_that_is_a_directory(shared_data: Path, tmp_path: Path, caps
     target.mkdir()
     code = main(["eval", str(shared_data / "trust_or_escalate"), "--methods", "majority", "--quiet", "--bootstrap", "10", "--json", str(target)])
     captured = capsys.readouterr()
-    assert code == 1
+    assert code == 2  # a usage error, refused before any work
     assert str(target) in captured.err and "Traceback" not in captured.err
     assert [p.name for p in tmp_path.iterdir()] == ["taken"]  # no temp file left beside it
     assert list(target.iterdir()) == []
@@ -261,13 +263,18 @@ def test_output_path_that_is_a_directory(shared_data: Path, tmp_path: Path, caps
 
 # ------------------------------------------------------------------ compare
 def test_compare_prints_three_views(shared_data: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["compare", str(shared_data / "trust_or_escalate"), "--judges", "gpt-4-turbo", "gpt-3.5-turbo"])
+    code = main(
+        ["compare", str(shared_data / "trust_or_escalate"), "--judges", "gpt-4-turbo", "gpt-3.5-turbo", "--bootstrap", "300"]
+    )
     captured = capsys.readouterr()
     assert code == 0, captured.err
-    for view in ("raw", "instance_aligned", "distribution_aligned"):
+    for view in ("raw", "instance-aligned", "distribution-aligned"):
         assert view in captured.out
-    assert "ranking reversal:" in captured.out
     assert "gpt-4-turbo" in captured.out and "gpt-3.5-turbo" in captured.out
+    # the only flip here is Brier 0.163 vs 0.164, inside resampling noise: named, and not a reversal
+    assert "ranking reversal: no" in captured.out
+    assert "Brier: no reliable difference" in captured.out and "no reversal" in captured.out
+    assert "ECE: gpt-3.5-turbo is better (raw interval excludes 0)" in captured.out
     print(captured.out)
 
 

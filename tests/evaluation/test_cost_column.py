@@ -8,7 +8,7 @@ from rich.console import Console
 
 from judgefuse.evaluation.loaders import load
 from judgefuse.evaluation.runner import EvaluationOptions, evaluate
-from judgefuse.evaluation.table import COST_COLUMNS, cost_cells, main_table
+from judgefuse.evaluation.table import COST_COLUMNS, cost_cells, wide_table
 from judgefuse.judges.types import JudgedItem, JudgeVote, PairwiseItem
 
 
@@ -35,7 +35,7 @@ def test_cost_columns(tmp_path: Path) -> None:
     assert cost_cells(mp.row) == ("6.50", "0.0100")
     assert cost_cells(sc.row) == ("1.00", "0.0020")
     assert cost_cells(majority.row) == ("7.50", "0.0120")  # a fusion row counts every vote it fused
-    table = main_table(evaluation, title="t")
+    table = wide_table(evaluation, title="t")
     assert [c.header for c in table.columns][-2:] == list(COST_COLUMNS)
     console = Console(width=400, record=True)
     console.print(table)

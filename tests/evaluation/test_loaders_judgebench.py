@@ -11,6 +11,7 @@ import pytest
 
 from judgefuse.evaluation.loaders import (
     DatasetError,
+    UndefinedAnswers,
     judge_name_from_path,
     judgebench_score,
     load_judgebench,
@@ -229,12 +230,28 @@ def test_unknown_label(shared_data: Path, tmp_path: Path) -> None:
     assert str(err).startswith(f"{pairs}:2: field 'label': unknown label 'C>A'")
 
 
-def test_unknown_decision(shared_data: Path, tmp_path: Path) -> None:
+def test_unknown_decision_is_an_error_when_strict(shared_data: Path, tmp_path: Path) -> None:
     pairs, out = _cut(shared_data, tmp_path)
     _edit(out, 3, lambda r: r["judgments"][1].update(decision="A>>B"))
-    with pytest.raises(DatasetError, match=r":3: field 'judgments\[1\].decision': unknown decision 'A>>B'") as info:
-        load_judgebench(pairs, [out])
+    with pytest.raises(DatasetError, match=r":3: field 'judgments\[1\].decision': undefined answer 'A>>B'") as info:
+        load_judgebench(pairs, [out], answers=UndefinedAnswers(strict=True))
     assert info.value.path == out
+
+
+def test_unknown_decision_is_an_invalid_game_by_default(shared_data: Path, tmp_path: Path) -> None:
+    pairs, out = _cut(shared_data, tmp_path)
+    _edit(out, 3, lambda r: [g.update(decision="A>A") for g in r["judgments"]])
+    answers = UndefinedAnswers()
+    items = load_judgebench(pairs, [out], answers=answers)
+    vote = items[2].votes[0]
+    assert vote.choice is None and vote.error is not None and "undefined answer 'A>A'" in vote.error
+    assert [(a.line, a.field, a.value) for a in answers.found] == [
+        (3, "judgments[0].decision", "A>A"),
+        (3, "judgments[1].decision", "A>A"),
+    ]
+    assert answers.per_judge() == {"arena_hard:o1-mini": 2}
+    (summary,) = answers.summary()
+    assert f"{out}: 2 answers the format does not define" in summary and f"first at {out}:3" in summary
 
 
 def test_malformed_json(shared_data: Path, tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from judgefuse.evaluation.loaders import DatasetError, load, load_llmbar
+from judgefuse.evaluation.loaders import DatasetError, UndefinedAnswers, load, load_llmbar
 
 DECISIONS = "llmbar_decisions_compact.jsonl"
 
@@ -125,7 +125,7 @@ def test_small_cut(shared_data: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("change", "field", "message"),
     [
-        (lambda r: r.update(winner_swap_true="3"), "winner_swap_true", "unknown winner '3'"),
+        (lambda r: r.update(winner_swap_true="3"), "winner_swap_true", "undefined answer '3'"),
         (lambda r: r.update(subset="LLMBar/Nope"), "subset", "no dataset file for subset 'LLMBar/Nope'"),
         (lambda r: r.update(label=3 - r["label"]), "label", "disagrees with the dataset file"),
         (lambda r: r.update(label="C"), "label", "unknown label 'C'"),
@@ -141,7 +141,20 @@ def test_faults_name_file_line_field(shared_data: Path, tmp_path: Path, change, 
     decisions = root / DECISIONS
     _edit(decisions, 4, lambda r: (r.update(score_1="1", score_2="2"), change(r)))
     with pytest.raises(DatasetError) as info:
-        load_llmbar(root)
+        load_llmbar(root, answers=UndefinedAnswers(strict=True))
     err = info.value
     assert (err.path, err.line, err.field) == (decisions, 4, field)
     assert str(err).startswith(f"{decisions}:4: field '{field}': {message}")
+
+
+def test_undefined_winner_is_an_invalid_vote_by_default(shared_data: Path, tmp_path: Path) -> None:
+    root = _cut(shared_data, tmp_path)
+    decisions = root / DECISIONS
+    row = json.loads(decisions.read_text().splitlines()[3])
+    _edit(decisions, 4, lambda r: r.update(winner_swap_true="3"))
+    answers = UndefinedAnswers()
+    items = load_llmbar(root, answers=answers)
+    judge = f"{row['base_llm']}/{row['strategy']}"
+    (vote,) = [v for j in items if j.item.id == f"{row['subset']}/{row['idx']}" for v in j.votes if v.judge == judge]
+    assert vote.choice is None and vote.error == "undefined answer '3' in winner_swap_true"
+    assert answers.per_judge() == {judge: 1} and answers.found[0].line == 4

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from judgefuse.evaluation.loaders import DatasetError, load, load_toe
+from judgefuse.evaluation.loaders import DatasetError, UndefinedAnswers, load, load_toe
 
 JUDGES = ["gpt-3.5-turbo", "gpt-4-turbo", "mistral-7b-instruct"]
 
@@ -81,7 +81,7 @@ def test_misaligned_files_are_refused(shared_data: Path, tmp_path: Path) -> None
     [
         (lambda r: r.update(preferences={"human": 3}), "preferences.human", "unknown label 3"),
         (lambda r: r.update(probs=[0.2]), "probs", "must be a list of two probabilities"),
-        (lambda r: r.update(probs=[0.0, 0.0]), "probs", "both probabilities are 0"),
+        (lambda r: r.update(probs=[0.0, 0.0]), "probs", "undefined answer [0.0, 0.0]"),
         (lambda r: r.update(probs=[1.7, 0.1]), "probs[0]", "must be in [0, 1] (got 1.7)"),
         (lambda r: r.pop("outputs"), "outputs", "required key is missing"),
     ],
@@ -91,7 +91,18 @@ def test_faults_name_file_line_field(shared_data: Path, tmp_path: Path, change, 
     for path in files:  # every file, so that alignment is not what fails
         _edit(path, 2, change)
     with pytest.raises(DatasetError) as info:
-        load_toe(files)
+        load_toe(files, answers=UndefinedAnswers(strict=True))
     err = info.value
     assert (err.path, err.line, err.field) == (files[0], 2, field)
     assert str(err).startswith(f"{files[0]}:2: field '{field}': {message}")
+
+
+def test_zero_probabilities_are_an_invalid_vote_by_default(shared_data: Path, tmp_path: Path) -> None:
+    files = _cut(shared_data, tmp_path)
+    _edit(files[1], 2, lambda r: r.update(probs=[0.0, 0.0]))
+    answers = UndefinedAnswers()
+    items = load_toe(files, answers=answers)
+    vote = items[1].votes[1]
+    assert vote.choice is None and vote.error == "undefined answer [0.0, 0.0] in probs"
+    assert all(v.choice is not None for j in items for v in j.votes if v is not vote)
+    assert [(a.path, a.line) for a in answers.found] == [(files[1], 2)]

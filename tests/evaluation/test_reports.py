@@ -8,10 +8,12 @@ import os
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from judgefuse.cli import main
 from judgefuse.evaluation import atomic
+from judgefuse.evaluation import svg as svg_module
 from judgefuse.evaluation.atomic import write_atomic
 from judgefuse.evaluation.html_report import render_html
 from judgefuse.evaluation.json_report import to_json
@@ -88,9 +90,12 @@ def test_html_has_one_diagram_per_row_and_bars_only_for_nonempty_bins() -> None:
         if name in conf:
             expected = _bins_hit(conf[name])
             assert svg.count('class="bin"') == len(expected), name
-            # each bar starts at the lower edge of its bin: x = 28 + 200 * i / 10
+            # each bar starts at the lower edge of its bin: x = LEFT + SIZE * i / 10
             xs = {float(x) for x in re.findall(r'class="bin" x="([0-9.]+)"', svg)}
-            assert xs == {round(28 + 200 * i / 10, 1) for i in expected}, name
+            assert xs == {round(svg_module.LEFT + svg_module.SIZE * i / 10, 1) for i in expected}, name
+            # one count per non-empty bin, and they add up to the items scored
+            counts = [int(c) for c in re.findall(r'class="count-label"[^>]*>(\d+)<', svg)]
+            assert len(counts) == len(expected) and sum(counts) == len(conf[name]), name
     main_table = html.split('<table id="main">', 1)[1].split("</table>", 1)[0]
     for name in names:
         assert f"<td>{name}</td>" in main_table
@@ -188,3 +193,37 @@ def test_write_atomic_keeps_an_existing_files_mode(tmp_path: Path) -> None:
     write_atomic(target, "new")
     assert target.read_text(encoding="utf-8") == "new"
     assert target.stat().st_mode & 0o777 == 0o640
+
+
+def test_html_panels_have_axes_titles_gaps_and_a_summary() -> None:
+    rng = np.random.default_rng(2)
+    items = []
+    for k in range(200):
+        label = "A" if k % 2 else "B"
+        votes = [
+            _vote("over", label if rng.uniform() < 0.6 else ("B" if label == "A" else "A"), 0.95),  # overconfident
+            _vote("under", label if rng.uniform() < 0.9 else ("B" if label == "A" else "A"), 0.6),  # underconfident
+        ]
+        items.append(JudgedItem(item=PairwiseItem(id=f"i{k}", label=label), votes=votes))
+    evaluation = evaluate(items, options=EvaluationOptions(methods=("majority", "mean_probability"), n_bootstrap=50))
+    html = render_html(evaluation, title="t", sources=["s"])
+    svgs = dict(zip((r.row.name for r in evaluation.rows), re.findall(r"<svg.*?</svg>", html, flags=re.DOTALL), strict=True))
+    for svg in svgs.values():
+        for tick in ("0", "0.2", "0.4", "0.6", "0.8", "1"):
+            assert f'text-anchor="middle">{tick}</text>' in svg and f'text-anchor="end">{tick}</text>' in svg
+        assert "stroke-dasharray" in svg and ">confidence</text>" in svg and ">accuracy</text>" in svg
+        assert 'class="region-high"' in svg and 'class="region-low"' in svg
+    assert 'class="gap-over"' in svgs["over"] and 'class="gap-under"' not in svgs["over"]
+    assert 'class="gap-under"' in svgs["under"] and 'class="gap-over"' not in svgs["under"]
+    for report in evaluation.rows:  # ECE and n in each panel's title, the full name on hover
+        caption = f'<span class="name">{report.row.name}</span>'
+        assert caption in html
+        assert f"ECE {100 * report.metrics['ece']:.2f}% · n={report.row.correct.size}" in html
+        assert f'<figure title="{report.row.name}">' in html
+    summary = html.split('id="summary"', 1)[1].split("</div>\n</div>", 1)[0]
+    assert "Best judge" in summary and '<div class="name">under <' in summary  # 90% beats 60%
+    assert "What fusion gained" in html and "accuracy points" in html
+    gain = html.split('id="gain"', 1)[1].split("</div></div>", 1)[0]
+    # majority of a 90% and a 60% judge loses to the 90% judge: the words must say so, not "gain"
+    assert "fusion lost accuracy" in gain or "no reliable difference" in gain
+    assert "grid-template-columns: repeat(auto-fill" in html  # the responsive grid

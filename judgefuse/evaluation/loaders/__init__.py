@@ -6,9 +6,11 @@ One loader per source, each with its vote rule documented in its module:
 the compact decisions file), :mod:`.trust_or_escalate` (three judges with letter probabilities),
 :mod:`.votes` (our own JSONL, with a crash-safe append-only writer). :func:`load` picks the
 loader from the paths (:mod:`.detect`). Every fault in the data is a :class:`DatasetError`
-naming file, line and field.
+naming file, line and field; a judge's answer the format does not define is not a fault but an
+invalid vote, recorded in :class:`UndefinedAnswers` (``strict=True`` makes it an error).
 """
 
+from judgefuse.evaluation.loaders.answers import UndefinedAnswer, UndefinedAnswers
 from judgefuse.evaluation.loaders.detect import FORMATS, Format, detect_format, load, timed_load
 from judgefuse.evaluation.loaders.errors import DatasetError
 from judgefuse.evaluation.loaders.judgebench import judge_name_from_path, load_judgebench, load_judgebench_paths
@@ -21,6 +23,8 @@ __all__ = [
     "FORMATS",
     "DatasetError",
     "Format",
+    "UndefinedAnswer",
+    "UndefinedAnswers",
     "VotesWriter",
     "detect_format",
     "done_ids",

@@ -9,7 +9,8 @@ Detection, per path (all paths must agree):
   record's keys: ``item`` + ``votes`` -> votes, ``pair_id`` + ``judgments``/``response_A`` ->
   judgebench, ``instruction`` + ``outputs`` + ``probs`` -> toe, ``subset`` + ``idx`` + ``base_llm`` +
   ``strategy`` -> llmbar.
-Anything else is a DatasetError saying the format cannot be told (pass ``format=``).
+Anything else is a DatasetError saying the format cannot be told (pass ``--format``); an empty
+file or folder is called empty.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
+from judgefuse.evaluation.loaders.answers import UndefinedAnswers
 from judgefuse.evaluation.loaders.errors import DatasetError
 from judgefuse.evaluation.loaders.jsonl import first_record
 from judgefuse.evaluation.loaders.judgebench import load_judgebench_paths
@@ -59,6 +61,15 @@ def _by_keys(path: Path) -> Format | None:
     return None
 
 
+def _is_empty(path: Path) -> bool:
+    """No non-blank line in the file (or it cannot be read as text, which the loader will say)."""
+    try:
+        with path.open("rb") as handle:
+            return all(not line.strip() for line in handle)
+    except OSError:
+        return False
+
+
 def _detect_file(path: Path) -> Format | None:
     name = path.name
     if name in (DECISIONS_FILE, "dataset.json"):
@@ -89,8 +100,14 @@ def detect_format(paths: PathsLike) -> Format:
             raise DatasetError(path, "no such file or folder")
         fmt = _detect_dir(path) if path.is_dir() else _detect_file(path)
         if fmt is None:
+            if path.is_file() and _is_empty(path):
+                raise DatasetError(path, "empty file: no records to read")
+            if path.is_dir() and not any(path.iterdir()):
+                raise DatasetError(path, "empty folder: no data files in it")
             raise DatasetError(
-                path, f"cannot tell the format (one of {', '.join(FORMATS)}) from the name or first record: pass format="
+                path,
+                f"cannot tell the format (one of {', '.join(FORMATS)}) from the name or first record: "
+                "pass --format (format= from Python)",
             )
         found.setdefault(fmt, path)
     if len(found) > 1:
@@ -106,22 +123,30 @@ def _votes_files(paths: list[Path]) -> list[Path]:
     return files
 
 
-def load(paths: PathsLike, *, format: Format | str | None = None) -> list[JudgedItem]:  # noqa: A002
+def load(
+    paths: PathsLike,
+    *,
+    format: Format | str | None = None,  # noqa: A002
+    answers: UndefinedAnswers | None = None,
+) -> list[JudgedItem]:
     """Judged items from files or folders of one source, in a stable order.
 
-    ``format`` is one of :data:`FORMATS`; detected from the paths when omitted.
+    ``format`` is one of :data:`FORMATS`; detected from the paths when omitted. Judge answers the
+    format does not define become invalid votes and are recorded in ``answers`` (pass
+    ``UndefinedAnswers(strict=True)`` to make them errors); broken records are always errors.
     """
+    answers = answers if answers is not None else UndefinedAnswers()
     path_list = _as_paths(paths)
     fmt = detect_format(path_list) if format is None else format
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
     if fmt == "judgebench":
-        return load_judgebench_paths(path_list)
+        return load_judgebench_paths(path_list, answers=answers)
     if fmt == "llmbar":
         root, decisions = llmbar_root(path_list)
-        return load_llmbar(root, decisions)
+        return load_llmbar(root, decisions, answers=answers)
     if fmt == "toe":
-        return load_toe(toe_files(path_list))
+        return load_toe(toe_files(path_list), answers=answers)
     items: list[JudgedItem] = []
     where: dict[str, Path] = {}
     for path in _votes_files(path_list):
@@ -133,8 +158,10 @@ def load(paths: PathsLike, *, format: Format | str | None = None) -> list[Judged
     return items
 
 
-def timed_load(paths: PathsLike, *, format: Format | str | None = None) -> tuple[list[JudgedItem], float]:
+def timed_load(
+    paths: PathsLike, *, format: Format | str | None = None, answers: UndefinedAnswers | None = None  # noqa: A002
+) -> tuple[list[JudgedItem], float]:
     """:func:`load` and its wall-clock time in seconds."""
     started = time.perf_counter()
-    items = load(paths, format=format)
+    items = load(paths, format=format, answers=answers)
     return items, time.perf_counter() - started

@@ -28,6 +28,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from judgefuse.evaluation.loaders.answers import UndefinedAnswers
 from judgefuse.evaluation.loaders.errors import DatasetError, from_validation
 from judgefuse.evaluation.loaders.jsonl import as_text, first_record, iter_jsonl, paused_gc, require
 from judgefuse.evaluation.loaders.judgebench_votes import (
@@ -139,19 +140,26 @@ def _read_pairs(path: Path) -> dict[str, PairwiseItem]:
     return items
 
 
-def load_judgebench(pairs: str | Path | None = None, outputs: Sequence[str | Path] = ()) -> list[JudgedItem]:
+def load_judgebench(
+    pairs: str | Path | None = None,
+    outputs: Sequence[str | Path] = (),
+    *,
+    answers: UndefinedAnswers | None = None,
+) -> list[JudgedItem]:
     """Items of the pairs file, each with one vote per output file (in the given order).
 
     Without a pairs file the items come from the first output file (its records carry the pair).
+    Undefined decisions are collected in ``answers`` (a lenient collector when omitted; pass
+    ``UndefinedAnswers(strict=True)`` to make them errors).
     """
     output_paths = [Path(p) for p in outputs]
     if pairs is None and not output_paths:
         raise ValueError("load_judgebench needs a pairs file or at least one output file")
     with paused_gc():
-        return _load(Path(pairs) if pairs is not None else None, output_paths)
+        return _load(Path(pairs) if pairs is not None else None, output_paths, answers or UndefinedAnswers())
 
 
-def _load(pairs: Path | None, output_paths: list[Path]) -> list[JudgedItem]:
+def _load(pairs: Path | None, output_paths: list[Path], answers: UndefinedAnswers) -> list[JudgedItem]:
     items = _read_pairs(pairs) if pairs is not None else _read_pairs(output_paths[0])
     votes: dict[str, list[JudgeVote]] = {item_id: [] for item_id in items}
     names: dict[str, Path] = {}
@@ -177,7 +185,7 @@ def _load(pairs: Path | None, output_paths: list[Path]) -> list[JudgedItem]:
             seen[pair_id] = line
             if record_label(record, path, line) != items[pair_id].label:
                 raise DatasetError(path, "disagrees with the pairs file", line=line, field="label")
-            votes[pair_id].append(vote_from_record(record, name, kind, path, line))
+            votes[pair_id].append(vote_from_record(record, name, kind, path, line, answers))
     return [JudgedItem(item=item, votes=votes[item_id]) for item_id, item in items.items()]
 
 
@@ -207,7 +215,9 @@ def split_paths(paths: Sequence[str | Path]) -> tuple[Path | None, list[Path]]:
     return (pairs[0] if pairs else None), outputs
 
 
-def load_judgebench_paths(paths: Sequence[str | Path]) -> list[JudgedItem]:
+def load_judgebench_paths(
+    paths: Sequence[str | Path], *, answers: UndefinedAnswers | None = None
+) -> list[JudgedItem]:
     """:func:`load_judgebench` on files and directories, sorted out by :func:`split_paths`."""
     pairs, outputs = split_paths(paths)
-    return load_judgebench(pairs, outputs)
+    return load_judgebench(pairs, outputs, answers=answers)

@@ -12,6 +12,9 @@ tie (``A=B``) or no decision (null). Sum > 0 -> A, < 0 -> B, 0 -> invalid vote w
 (both null). JudgeBench scores a pair +1 per game agreeing with the label, -1 per game
 contradicting it and counts it correct when the sum is > 0; as the label is A or B this is exactly
 "choice == label", so the accuracy of the votes equals :func:`judgebench_score` on the raw records.
+A decision the format does not define (``"A>A"``, seen in published files) counts 0 as in
+JudgeBench's scorer (it matches neither order of the label): it is noted on the vote, recorded in
+the loader's :class:`~.answers.UndefinedAnswers`, and is the vote's error when the vote is invalid.
 
 p_a (probability that the original A is better), by judge kind
 --------------------------------------------------------------
@@ -55,6 +58,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from judgefuse.evaluation.loaders.answers import UndefinedAnswers
 from judgefuse.evaluation.loaders.errors import DatasetError, from_validation
 from judgefuse.evaluation.loaders.jsonl import as_float, member, require
 from judgefuse.judges.types import JudgeVote, Letter
@@ -74,17 +78,28 @@ RUBRIC_FAILED = -1.0
 # ---------------------------------------------------------------- JudgeBench's own rule
 
 
-def _decision(game: Any, path: Path | None, line: int | None, index: int) -> str | None:
+def _decision(
+    game: Any,
+    path: Path | None,
+    line: int | None,
+    index: int,
+    answers: UndefinedAnswers | None = None,
+    judge: str = "",
+) -> str | None:
+    """The game's decision; an undefined one (``"A>A"``) reads as no decision and is recorded.
+
+    Without a collector an undefined decision is an error (the strict reading).
+    """
     if not isinstance(game, Mapping):
         raise DatasetError(path, "must be an object", line=line, field=f"judgments[{index}]")
     value = game.get("decision")
     if value is not None and not member(value, DECISIONS):
-        raise DatasetError(
-            path,
-            f"unknown decision {value!r} (expected one of {', '.join(DECISIONS)} or null)",
-            line=line,
-            field=f"judgments[{index}].decision",
-        )
+        field = f"judgments[{index}].decision"
+        expected = f"one of {', '.join(DECISIONS)} or null"
+        if answers is None:
+            raise DatasetError(path, f"unknown decision {value!r} (expected {expected})", line=line, field=field)
+        answers.add(path, line, field, judge, value, expected=expected)
+        return None
     return value
 
 
@@ -108,29 +123,44 @@ def record_label(record: Mapping[str, Any], path: Path | None, line: int | None)
 
 
 def original_order_decisions(
-    record: Mapping[str, Any], path: Path | None = None, line: int | None = None
+    record: Mapping[str, Any],
+    path: Path | None = None,
+    line: int | None = None,
+    answers: UndefinedAnswers | None = None,
+    judge: str = "",
 ) -> tuple[str | None, str | None]:
-    """The two games' decisions in the original order (g2's flipped)."""
+    """The two games' decisions in the original order (g2's flipped).
+
+    An undefined decision reads as None (JudgeBench's scorer: it matches neither order of the
+    label, so the game scores 0) and is recorded in ``answers``; without ``answers`` it is an error.
+    """
     games = _games(record, path, line)
-    return _decision(games[0], path, line, 0), _FLIP[_decision(games[1], path, line, 1)]
+    return (
+        _decision(games[0], path, line, 0, answers, judge),
+        _FLIP[_decision(games[1], path, line, 1, answers, judge)],
+    )
 
 
-def judgebench_pair_score(record: Mapping[str, Any], path: Path | None = None, line: int | None = None) -> int:
+def judgebench_pair_score(
+    record: Mapping[str, Any], path: Path | None = None, line: int | None = None, *, strict: bool = True
+) -> int:
     """JudgeBench's score of one pair: +1 per game agreeing with the label, -1 per game against it.
 
-    Ties and null decisions count 0; g2 (swapped order) is flipped first. Range -2..2.
+    Ties and null decisions count 0; g2 (swapped order) is flipped first. Range -2..2. An undefined
+    decision (``"A>A"``) is an error when ``strict``, else it counts 0 as in JudgeBench's scorer.
     """
     label = record_label(record, path, line)
     want, against = ("A>B", "B>A") if label == "A" else ("B>A", "A>B")
     score = 0
-    for decision in original_order_decisions(record, path, line):
+    answers = None if strict else UndefinedAnswers()
+    for decision in original_order_decisions(record, path, line, answers):
         score += 1 if decision == want else -1 if decision == against else 0
     return score
 
 
-def judgebench_score(records: Iterable[Mapping[str, Any]]) -> float:
+def judgebench_score(records: Iterable[Mapping[str, Any]], *, strict: bool = True) -> float:
     """JudgeBench accuracy of one judge's raw output records: the share of pairs scoring > 0."""
-    scores = [judgebench_pair_score(record) for record in records]
+    scores = [judgebench_pair_score(record, strict=strict) for record in records]
     if not scores:
         raise ValueError("judgebench_score needs at least one record")
     return sum(score > 0 for score in scores) / len(scores)
@@ -262,13 +292,24 @@ def _explanation(kind: Kind, games: Sequence[Mapping[str, Any]]) -> str:
 
 
 def vote_from_record(
-    record: Mapping[str, Any], judge: str, kind: Kind, path: Path | None = None, line: int | None = None
+    record: Mapping[str, Any],
+    judge: str,
+    kind: Kind,
+    path: Path | None = None,
+    line: int | None = None,
+    answers: UndefinedAnswers | None = None,
 ) -> JudgeVote:
-    """One judge's vote on one pair from its raw output record (rules in the module docstring)."""
+    """One judge's vote on one pair from its raw output record (rules in the module docstring).
+
+    With ``answers``, an undefined decision reads as no decision (noted on the vote, and its reason
+    is the vote's error when the vote ends up invalid); without, it is a DatasetError.
+    """
     path = path or Path("<record>")
     games = _games(record, path, line)
-    decisions = original_order_decisions(record, path, line)
-    notes: list[str] = []
+    before = len(answers.found) if answers is not None else 0
+    decisions = original_order_decisions(record, path, line, answers, judge)
+    undefined = [answer.reason for answer in answers.found[before:]] if answers is not None else []
+    notes: list[str] = list(undefined)
     signals: dict[str, float] = {}
     if kind == "reward":
         p_a = _reward(games, decisions, path, line, notes, signals)
@@ -297,7 +338,9 @@ def vote_from_record(
                 p_a = laplace_p_a(decisions) or 0.5
             confidence = p_a if choice == "A" else 1.0 - p_a
             return JudgeVote(judge=judge, mode="recorded", choice=choice, confidence=confidence, p_a=p_a, **common)
-        if 1 in signs and -1 in signs:
+        if undefined:
+            error = "; ".join(undefined)
+        elif 1 in signs and -1 in signs:
             error = "games disagree"
         elif all(d is None for d in decisions):
             error = "no decision"

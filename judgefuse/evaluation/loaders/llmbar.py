@@ -35,6 +35,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from judgefuse.evaluation.loaders.answers import UndefinedAnswers
 from judgefuse.evaluation.loaders.errors import DatasetError
 from judgefuse.evaluation.loaders.jsonl import as_float, as_text, iter_jsonl, member, paused_gc, read_json
 from judgefuse.judges.types import JudgedItem, JudgeVote, Letter, PairwiseItem
@@ -42,6 +43,7 @@ from judgefuse.judges.types import JudgedItem, JudgeVote, Letter, PairwiseItem
 DECISIONS_FILE = "llmbar_decisions_compact.jsonl"
 _WINNER: dict[Any, Letter | None] = {"1": "A", "2": "B", 1: "A", 2: "B", None: None}
 _LABEL: dict[Any, Letter] = {1: "A", 2: "B", "1": "A", "2": "B"}
+_EXPECTED = "'1', '2' or null"
 
 
 def _dataset(root: Path, subset: str, path: Path, line: int) -> list[PairwiseItem]:
@@ -107,16 +109,21 @@ def _vote(judge: str, swap_false: Any, swap_true: Any, margin: float | None) -> 
     return JudgeVote(judge=judge, samples=list(letters), signals=signals, **fields)
 
 
-def load_llmbar(root: str | Path, decisions: str | Path | None = None) -> list[JudgedItem]:
+def load_llmbar(
+    root: str | Path, decisions: str | Path | None = None, *, answers: UndefinedAnswers | None = None
+) -> list[JudgedItem]:
     """LLMBar items judged by every (base LLM, strategy) pair (rules in the module docstring).
 
-    ``root`` is the folder holding ``Dataset/`` (and, by default, the decisions file).
+    ``root`` is the folder holding ``Dataset/`` (and, by default, the decisions file). A winner
+    outside ``'1' | '2' | null`` is an undefined answer: that order reads as missing (so the vote
+    is invalid, with the answer as its error) and it is recorded in ``answers`` (lenient when
+    omitted; ``UndefinedAnswers(strict=True)`` makes it an error).
     """
     with paused_gc():
-        return _load_llmbar(Path(root), decisions)
+        return _load_llmbar(Path(root), decisions, answers or UndefinedAnswers())
 
 
-def _load_llmbar(root: Path, decisions: str | Path | None) -> list[JudgedItem]:
+def _load_llmbar(root: Path, decisions: str | Path | None, answers: UndefinedAnswers | None) -> list[JudgedItem]:
     dataset_root = root / "Dataset"
     path = Path(decisions) if decisions is not None else root / DECISIONS_FILE
     if not dataset_root.is_dir():
@@ -154,12 +161,19 @@ def _load_llmbar(root: Path, decisions: str | Path | None) -> list[JudgedItem]:
             raise DatasetError(path, f"a second row for judge {judge!r} on {subset}/{idx}", line=line)
         seen.add(key)
         judges.setdefault(judge, len(judges))
-        swap_false, swap_true = row.get("winner_swap_false"), row.get("winner_swap_true")
-        for field, value in (("winner_swap_false", swap_false), ("winner_swap_true", swap_true)):
+        winners = {"winner_swap_false": row.get("winner_swap_false"), "winner_swap_true": row.get("winner_swap_true")}
+        undefined: list[str] = []
+        for field, value in winners.items():
             if not member(value, _WINNER):
-                raise DatasetError(path, f"unknown winner {value!r} (expected '1', '2' or null)", line=line, field=field)
+                if answers is None:
+                    raise DatasetError(path, f"unknown winner {value!r} (expected {_EXPECTED})", line=line, field=field)
+                undefined.append(answers.add(path, line, field, judge, value, expected=_EXPECTED).reason)
+                winners[field] = None
         margin = _margin(row, path, line) if "score_1" in row or "score_2" in row else None
-        votes.setdefault((subset, idx), []).append(_vote(judge, swap_false, swap_true, margin))
+        vote = _vote(judge, winners["winner_swap_false"], winners["winner_swap_true"], margin)
+        if undefined:  # one order at most is left, so the vote is invalid: its reason is the odd answer
+            vote = vote.model_copy(update={"error": "; ".join(undefined), "notes": undefined})
+        votes.setdefault((subset, idx), []).append(vote)
     if not seen:
         raise DatasetError(path, "no decisions in the file")
     out = []

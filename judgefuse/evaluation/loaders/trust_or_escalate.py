@@ -10,7 +10,7 @@ distinct of 500), so items are keyed by position: id ``toe/<n>`` (0-based), no c
 Rule: ``probs`` are the exponentiated logprobs of the two answer letters and do not sum to 1;
 ``p_a = probs[0] / (probs[0] + probs[1])``, the softmax over the two letters (seed 002's logprob
 confidence), and the vote follows from it (:meth:`JudgeVote.from_p_a`: A above 0.5, B below,
-exactly 0.5 is an invalid "tie" vote). Signal ``log_odds = ln probs[0] - ln probs[1]`` when both are
+exactly 0.5 is an invalid "tie" vote; ``[0, 0]`` is an undefined answer, an invalid vote). Signal ``log_odds = ln probs[0] - ln probs[1]`` when both are
 positive. Label A iff ``preferences.human == 1``. Judge name = file name without
 ``.calibration.jsonl``; votes in the order the files are given (a folder: sorted by name).
 """
@@ -25,6 +25,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from judgefuse.evaluation.loaders.answers import UndefinedAnswers
 from judgefuse.evaluation.loaders.errors import DatasetError, from_validation
 from judgefuse.evaluation.loaders.jsonl import as_float, as_text, iter_jsonl, member, paused_gc, require
 from judgefuse.judges.types import JudgedItem, JudgeVote, Letter, PairwiseItem
@@ -47,8 +48,6 @@ def _probs(record: dict[str, Any], path: Path, line: int) -> tuple[float, float]
     for i, p in enumerate((p1, p2)):
         if not 0.0 <= p <= 1.0:
             raise DatasetError(path, f"must be in [0, 1] (got {p:g})", line=line, field=f"probs[{i}]")
-    if p1 + p2 <= 0.0:
-        raise DatasetError(path, "both probabilities are 0: no preference can be read", line=line, field="probs")
     return p1, p2
 
 
@@ -71,16 +70,20 @@ def _read(path: Path) -> list[tuple[int, dict[str, Any], Letter, tuple[str, str]
     return rows
 
 
-def load_toe(paths: Sequence[str | Path]) -> list[JudgedItem]:
-    """The Trust-or-Escalate items with one vote per file (rule in the module docstring)."""
+def load_toe(paths: Sequence[str | Path], *, answers: UndefinedAnswers | None = None) -> list[JudgedItem]:
+    """The Trust-or-Escalate items with one vote per file (rule in the module docstring).
+
+    ``probs`` of ``[0, 0]`` (no mass on either letter) is an undefined answer: an invalid vote,
+    recorded in ``answers`` (lenient when omitted; ``UndefinedAnswers(strict=True)`` makes it an error).
+    """
     files = [Path(p) for p in paths]
     if not files:
         raise ValueError("load_toe needs at least one .calibration.jsonl file")
     with paused_gc():
-        return _load(files)
+        return _load(files, answers or UndefinedAnswers())
 
 
-def _load(files: list[Path]) -> list[JudgedItem]:
+def _load(files: list[Path], answers: UndefinedAnswers) -> list[JudgedItem]:
     names = [judge_name(p) for p in files]
     for i, name in enumerate(names):
         if name in names[:i]:
@@ -108,12 +111,13 @@ def _load(files: list[Path]) -> list[JudgedItem]:
             row_line, row, _, _ = table[n]
             p1, p2 = _probs(row, path, row_line)
             signals = {"log_odds": math.log(p1) - math.log(p2)} if p1 > 0 and p2 > 0 else {}
+            raw = json.dumps([p1, p2])
             try:
-                votes.append(
-                    JudgeVote.from_p_a(
-                        name, "recorded", p1 / (p1 + p2), signals=signals, raw=json.dumps([p1, p2])
-                    )
-                )
+                if p1 + p2 <= 0.0:  # the judge put no mass on either letter: its answer, not a broken record
+                    reason = answers.add(path, row_line, "probs", name, [p1, p2], expected="at least one positive probability").reason
+                    votes.append(JudgeVote.invalid(name, "recorded", reason, raw=raw, notes=[reason]))
+                    continue
+                votes.append(JudgeVote.from_p_a(name, "recorded", p1 / (p1 + p2), signals=signals, raw=raw))
             except ValidationError as exc:
                 raise from_validation(exc, path, row_line) from exc
         item = PairwiseItem(

