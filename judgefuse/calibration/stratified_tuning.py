@@ -159,6 +159,34 @@ def stratified_precision_lower_bound(
     return 1.0 - _worst_mixture(u, weight * la, weight * ua)
 
 
+CENSUS = "census"
+"""The stratum that strata labelled in full are pooled into (see :func:`_pool_census`)."""
+
+
+def _pool_census(names: np.ndarray, population: Mapping[str, int]) -> tuple[np.ndarray, Mapping[str, int]]:
+    """Pool the strata labelled in full (a census: as many labels as verdicts) into one.
+
+    Every verdict of their union is labelled, so the union is one stratum sampled in full and
+    one pooled bound is valid for it; bounding them apart would only spend more of delta and
+    widen the box of stratum weights for nothing (e.g. inline labels of auto-accepted and of
+    reviewed verdicts, each a census). With fewer than two such strata nothing changes.
+    """
+    if not names.size:
+        return names, population
+    labelled: dict[str, int] = {}
+    for name in names.tolist():
+        labelled[str(name)] = labelled.get(str(name), 0) + 1
+    census = [s for s, n in population.items()
+              if not isinstance(n, bool) and isinstance(n, (int, np.integer)) and n > 0
+              and labelled.get(s, 0) == n]
+    if len(census) < 2 or CENSUS in population:
+        return names, population
+    pooled = {s: n for s, n in population.items() if s not in census}
+    pooled[CENSUS] = int(sum(population[s] for s in census))
+    members = set(census)
+    return np.asarray([CENSUS if str(s) in members else s for s in names.tolist()], dtype=object), pooled
+
+
 def tune_threshold_stratified(
     confidence: Any,
     correct: Any,
@@ -175,7 +203,8 @@ def tune_threshold_stratified(
     ``confidence``/``correct``/``stratum``: shape (n,), the labelled verdicts and the stratum
     name of each. ``population``: ``N_s`` for every stratum (labelled or not); a name in
     ``stratum`` missing from ``population``, or more labels than ``N_s``, is a ``ValueError``.
-    ``min_count`` and ``max_candidates`` as in :func:`tune_threshold`.
+    ``min_count`` and ``max_candidates`` as in :func:`tune_threshold`. Strata labelled in full
+    are pooled into one first (:func:`_pool_census`).
     """
     target = _check_unit_open("target_precision", target_precision)
     delta = _check_unit_open("delta", delta)
@@ -188,6 +217,7 @@ def tune_threshold_stratified(
     names_arr = np.asarray(stratum)
     if names_arr.shape != c.shape:
         raise ValueError(f"stratum must have shape ({c.size},), got {names_arr.shape}")
+    names_arr, population = _pool_census(names_arr, population)
     names = sorted(population)
     index = {name: i for i, name in enumerate(names)}
     big_n = np.empty(len(names))

@@ -280,7 +280,8 @@ class Gateway:
             "timings": {**verdict.timings, "judges_s": judged - started, "fuse_s": fused - judged,
                         "slowest_judge_s": slowest},
         })
-        stamp = stamp_review(route, used.code, runtime.panel.config.audit_rate, self.rng)
+        stamp = stamp_review(route, used.code, runtime.panel.config.audit_rate, self.rng,
+                             inline_label=request.label is not None)
         record = VerdictRecord(
             id=verdict_id, tenant=tenant, panel=runtime.name, created_at=created_at,
             verdict=verdict, item=item if self.settings.store_items else None,
@@ -520,6 +521,7 @@ class Gateway:
             max_labels=self.settings.refit_max_labels, n_folds=self.settings.refit_folds,
             now=self.clock, target=PromotionTarget.of(latest),
             promote_on=runtime.panel.config.promote_on,
+            traffic=await traffic_counts(self.storage, tenant, runtime.name, ALL_METHODS),
         )
         self.metrics.refits.labels(tenant, runtime.name, outcome.status).inc()
         if outcome.status == "promoted":

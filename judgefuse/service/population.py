@@ -37,7 +37,8 @@ from judgefuse.service.review_sampling import (
     ALL_METHODS,
     REVIEW,
     UNSOLICITED,
-    rate_of,
+    accepted_stratum,
+    is_population_stratum,
     traffic_prefix,
 )
 from judgefuse.service.storage import Storage
@@ -61,7 +62,7 @@ async def traffic_counts(
     out: dict[str, int] = {}
     for raw in await storage.list_accumulators(tenant, prefix):
         stratum = unquote(raw[len(prefix):])
-        if stratum != REVIEW and rate_of(stratum) is None:
+        if not is_population_stratum(stratum):
             continue
         fields = await storage.read_accumulator(tenant, raw, since_hour=since_hour)
         n = int(fields.get("n", 0))
@@ -125,7 +126,7 @@ async def population_block(
                                          level=level) if total else {}
         estimated = {name: _interval(estimates[name]) if name in estimates else None
                      for name in ("accuracy", "ece", "brier", "th_score")}
-        auto = [st for st in strata if rate_of(st.name) is not None]
+        auto = [st for st in strata if accepted_stratum(st.name)]
         estimated["auto_accept_precision"] = (
             _interval(precision_estimate(auto, level=level)) if auto else None
         )

@@ -43,10 +43,12 @@ from typing import Any, Literal
 
 import numpy as np
 
-from judgefuse.calibration import ThresholdReport, tune_threshold
+from judgefuse.calibration import ThresholdReport
+from judgefuse.calibration.stratified_tuning import tune_threshold_stratified
 from judgefuse.fusion import NotEnoughLabels, StackedFusion, cross_fit_predict, get_method
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote
+from judgefuse.service.review_sampling import UNSOLICITED, label_stratum_key
 from judgefuse.service.storage import ModelRecord, Storage, ThresholdRecord
 
 __all__ = [
@@ -174,14 +176,38 @@ class RefitOutcome:
         }
 
 
+@dataclass(frozen=True)
+class Population:
+    """Who the labels stand for, as ``POST /v1/thresholds/tune`` weighs them: each label's review
+    stratum key (``review``, ``auto@{rate}``, ``unsolicited``) and N_s, the panel's verdicts per
+    stratum (traffic counters). Unsolicited labels are fitted on but never tune a threshold."""
+
+    strata: Sequence[str]
+    counts: dict[str, int]
+
+
 def _tune_for(
-    verdicts: Sequence[Verdict], labels: Sequence[str], target: PromotionTarget
+    verdicts: Sequence[Verdict], labels: Sequence[str], target: PromotionTarget,
+    population: Population | None,
 ) -> ThresholdReport:
-    """The threshold tuned for these (cross-fitted or re-fused) verdicts on their labels."""
+    """The threshold tuned for these (cross-fitted or re-fused) verdicts on their labels, on the
+    population (``tune_threshold_stratified``; one stratum of every label without ``population``,
+    where it is exactly ``tune_threshold``)."""
     confidence = [v.confidence if v.choice is not None else 0.5 for v in verdicts]
     correct = [v.choice is not None and v.choice == y for v, y in zip(verdicts, labels, strict=True)]
-    return tune_threshold(confidence, correct, target_precision=target.target_precision,
-                          delta=target.delta, min_count=target.min_count)
+    if population is None:
+        strata: Sequence[str] = ["all"] * len(labels)
+        counts = {"all": len(labels)}
+    else:
+        strata, counts = population.strata, dict(population.counts)
+    keep = [i for i, stratum in enumerate(strata) if stratum != UNSOLICITED]
+    kept = [strata[i] for i in keep]
+    for stratum in set(kept):  # records from before the counters: at least their labels
+        counts[stratum] = max(counts.get(stratum, 0), kept.count(stratum))
+    return tune_threshold_stratified(
+        [confidence[i] for i in keep], [correct[i] for i in keep], kept, counts,
+        target_precision=target.target_precision, delta=target.delta, min_count=target.min_count,
+    )
 
 
 def _review_load(report: ThresholdReport) -> float:
@@ -230,6 +256,7 @@ class _Evaluation:
 def _evaluate(
     batches: list[list[JudgeVote]], labels: list[str], voting: str, n_folds: int,
     target: PromotionTarget | None = None, promote_on: PromoteOn = "both",
+    population: Population | None = None,
 ) -> _Evaluation:
     """CPU part (worker thread): cross-fit both, tune both at the target, fit the final model
     if the candidate wins by the ``promote_on`` rule (module docstring)."""
@@ -248,8 +275,8 @@ def _evaluate(
     }
     candidate: ThresholdReport | None = None
     if target is not None:
-        candidate = _tune_for(stacked_verdicts, labels, target)
-        baseline = _tune_for(voting_verdicts, labels, target)
+        candidate = _tune_for(stacked_verdicts, labels, target, population)
+        baseline = _tune_for(voting_verdicts, labels, target, population)
         metrics["stacked_review_load"] = _review_load(candidate)
         metrics["baseline_review_load"] = _review_load(baseline)
         metrics["target_precision"] = target.target_precision
@@ -276,10 +303,14 @@ async def refit(
     now: Callable[[], float] = time.time,
     target: PromotionTarget | None = None,
     promote_on: PromoteOn = "both",
+    traffic: dict[str, int] | None = None,
 ) -> tuple[RefitOutcome, StackedFusion | None]:
     """Refit the stacked model of (tenant, panel); see the module docstring. ``target``: what
     the promoted model's threshold must meet (None: promote on the Brier rule alone and pair
-    no threshold: nothing was ever tuned for this panel)."""
+    no threshold: nothing was ever tuned for this panel). ``traffic``: N_s per review stratum
+    of the panel's verdicts; with it the thresholds are tuned on the population (each label
+    weighted by its stratum, as ``POST /v1/thresholds/tune`` does), without it on the labels
+    as a plain sample."""
     records = await storage.iter_labelled(tenant, panel, limit=max_labels)
     n = len(records)
     current = await storage.get_model(tenant, panel)
@@ -297,8 +328,11 @@ async def refit(
     records.reverse()  # oldest first: deterministic folds for the same data
     batches = [list(r.verdict.votes) for r in records]
     labels = [str(r.label) for r in records]
+    population = None
+    if traffic is not None:
+        population = Population([label_stratum_key(r) for r in records], traffic)
     evaluation = await asyncio.to_thread(
-        _evaluate, batches, labels, voting_method, n_folds, target, promote_on
+        _evaluate, batches, labels, voting_method, n_folds, target, promote_on, population
     )
     fitted, metrics, why_not = evaluation.fitted, evaluation.metrics, evaluation.why_not
     if fitted is None:
@@ -345,7 +379,8 @@ async def _store_paired_threshold(
         n_labels=report.n,
         details={
             "report": report.as_dict(), "model_version": model_version, "paired": True,
-            "data": f"cross-fitted confidences of stacked model {model_version} on {n_labels} labels",
+            "data": f"cross-fitted confidences of stacked model {model_version} on {n_labels} labels"
+                    " (weighted by review stratum)",
         },
     )
     version = await storage.put_threshold(tenant, panel, record)

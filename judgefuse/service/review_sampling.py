@@ -7,7 +7,11 @@ stamped, at decision time and once, with a :class:`ReviewStamp`:
 
 * routed to ``human_review``: stratum ``review``, inclusion probability 1;
 * auto-accepted: a uniform draw ``u``; ``u < audit_rate`` puts it in stratum ``audit`` (queued
-  too, inclusion probability ``audit_rate``), else stratum ``none`` (not queued, 0).
+  too, inclusion probability ``audit_rate``), else stratum ``none`` (not queued, 0);
+* a request that carries its label (inline): stratum ``inline`` whatever the route, inclusion
+  probability 1, never queued. Its label was chosen by the client before any routing, so these
+  verdicts are a census of their own stratum; counting them "unsolicited" would throw away
+  every label of a pipeline that labels all its traffic inline.
 
 The audit rate is the panel's at that moment and is stored in the stamp: changing the panel
 file later never rewrites a stored probability. Every stamp also draws ``rank``, the queue's
@@ -18,6 +22,8 @@ Stratum keys (the names the population estimators use, one per sampling design):
 * ``review``: verdicts routed to review (N = their count, labels = theirs);
 * ``auto@{rate}``: verdicts auto-accepted while the audit rate was ``rate`` (N = all of them,
   audited or not; labels = the audit labels only: a random sample of the stratum);
+* ``inline@review`` / ``inline@auto``: verdicts labelled inline, by route (N = their count,
+  labels = all of them); ``inline@auto`` is part of what was auto-accepted;
 * ``unsolicited``: labels of verdicts that were never queued (kept apart, never in the
   population estimates: nobody chose them at random).
 
@@ -37,10 +43,14 @@ from judgefuse.service.storage import Number, ReviewStamp, VerdictRecord
 
 __all__ = [
     "ALL_METHODS",
+    "INLINE_AUTO",
+    "INLINE_REVIEW",
     "REVIEW",
     "UNSOLICITED",
+    "accepted_stratum",
     "auto_key",
     "label_stratum_key",
+    "is_population_stratum",
     "population_stratum_key",
     "rate_of",
     "stamp_review",
@@ -51,6 +61,8 @@ __all__ = [
 
 REVIEW = "review"
 UNSOLICITED = "unsolicited"
+INLINE_REVIEW = "inline@review"
+INLINE_AUTO = "inline@auto"
 ALL_METHODS = "*"
 """The method part of the panel-wide traffic counter."""
 
@@ -70,23 +82,42 @@ def rate_of(key: str) -> float | None:
         return None
 
 
-def stamp_review(route: str, code: str | None, audit_rate: float, rng: random.Random) -> ReviewStamp:
-    """The stamp of a verdict routed ``route`` for reason ``code`` (pure but for ``rng``)."""
+def stamp_review(
+    route: str, code: str | None, audit_rate: float, rng: random.Random, *, inline_label: bool = False
+) -> ReviewStamp:
+    """The stamp of a verdict routed ``route`` for reason ``code`` (pure but for ``rng``);
+    ``inline_label``: the request carried its label (stratum ``inline``)."""
     rank = rng.random()
+    routed = "auto_accept" if route == "auto_accept" else "human_review"
+    if inline_label:
+        return ReviewStamp(stratum="inline", inclusion_probability=1.0, reason="inline_label",
+                           audit_rate=audit_rate, draw=None, rank=rank, route=routed)
     if route != "auto_accept":
         return ReviewStamp(stratum="review", inclusion_probability=1.0, reason=code or "review",
-                           audit_rate=audit_rate, draw=None, rank=rank)
+                           audit_rate=audit_rate, draw=None, rank=rank, route=routed)
     draw = rng.random()
     if draw < audit_rate:
         return ReviewStamp(stratum="audit", inclusion_probability=audit_rate, reason="audit",
-                           audit_rate=audit_rate, draw=draw, rank=rank)
+                           audit_rate=audit_rate, draw=draw, rank=rank, route=routed)
     return ReviewStamp(stratum="none", inclusion_probability=0.0, reason="auto_accept",
-                       audit_rate=audit_rate, draw=draw, rank=rank)
+                       audit_rate=audit_rate, draw=draw, rank=rank, route=routed)
 
 
 def population_stratum_key(stamp: ReviewStamp) -> str:
-    """The traffic stratum a verdict counts in: ``review`` or ``auto@{rate}``."""
+    """The traffic stratum a verdict counts in: ``review``, ``auto@{rate}`` or ``inline@...``."""
+    if stamp.stratum == "inline":
+        return INLINE_AUTO if stamp.route == "auto_accept" else INLINE_REVIEW
     return REVIEW if stamp.stratum == "review" else auto_key(stamp.audit_rate)
+
+
+def is_population_stratum(key: str) -> bool:
+    """Whether ``key`` names a stratum of the population estimates (not ``unsolicited``)."""
+    return key in (REVIEW, INLINE_REVIEW, INLINE_AUTO) or rate_of(key) is not None
+
+
+def accepted_stratum(key: str) -> bool:
+    """Whether the stratum ``key`` holds auto-accepted verdicts (auto-accept precision)."""
+    return key == INLINE_AUTO or rate_of(key) is not None
 
 
 def label_stratum_key(record: VerdictRecord) -> str:
@@ -100,6 +131,8 @@ def label_stratum_key(record: VerdictRecord) -> str:
         return REVIEW
     if stamp.stratum == "audit":
         return auto_key(stamp.audit_rate)
+    if stamp.stratum == "inline":
+        return population_stratum_key(stamp)
     return UNSOLICITED
 
 

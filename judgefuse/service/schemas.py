@@ -114,7 +114,7 @@ class ReviewOut(BaseModel):
     """``below_threshold``, ``no_threshold``, ``review_everything``, ``method_mismatch``,
     ``model_mismatch``, ``undecided``, ``cascade`` (routed to review), ``audit`` (auto-accepted
     and drawn for audit) or ``auto_accept`` (not queued)."""
-    stratum: Literal["review", "audit", "none"]
+    stratum: Literal["review", "audit", "none", "inline"]
     inclusion_probability: float
     audit_rate: float
     threshold_version: int | None = None

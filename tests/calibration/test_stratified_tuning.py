@@ -23,7 +23,7 @@ def test_one_fully_labelled_stratum_is_tune_threshold(seed: int) -> None:
     bound is exactly the Clopper-Pearson bound of tune_threshold; never less conservative."""
     rng = np.random.default_rng(seed)
     c = rng.beta(5, 1.5, 300)
-    z = rng.uniform(size=300) < c
+    z = rng.uniform(size=300) < np.minimum(1.0, c + 0.15)
     plain = tune_threshold(c, z, target_precision=0.85, delta=0.1)
     strat = tune_threshold_stratified(c, z, ["review"] * 300, {"review": 300},
                                       target_precision=0.85, delta=0.1)
@@ -189,3 +189,28 @@ def test_a_stratum_without_verdicts_carries_no_weight() -> None:
         np.c_[acc, [[0]]], np.c_[err, [[0]]], [100, 10, 0], [500, 90, 0], delta=0.1)
     without = stratified_precision_lower_bound(acc, err, [100, 10], [500, 90], delta=0.1)
     assert with_empty[0] == pytest.approx(without[0], abs=1e-15)
+
+
+def test_strata_labelled_in_full_are_pooled_into_one_census():
+    """Two strata each labelled in full (e.g. inline labels of reviewed and of auto-accepted
+    verdicts) bound like one sample of their union: exactly tune_threshold on the pooled
+    labels. A sampled stratum beside them keeps its own bound."""
+    import numpy as np
+
+    from judgefuse.calibration import tune_threshold
+    from judgefuse.calibration.stratified_tuning import tune_threshold_stratified
+
+    rng = np.random.default_rng(3)
+    c = rng.uniform(0.5, 1.0, 300)
+    z = rng.uniform(size=300) < np.minimum(1.0, c + 0.15)
+    strata = np.where(np.arange(300) % 3 == 0, "inline@auto", "inline@review")
+    population = {"inline@auto": int((strata == "inline@auto").sum()),
+                  "inline@review": int((strata == "inline@review").sum())}
+    pooled = tune_threshold_stratified(c, z, strata, population, target_precision=0.8, delta=0.1)
+    plain = tune_threshold(c, z, target_precision=0.8, delta=0.1)
+    assert pooled.threshold == plain.threshold and pooled.threshold is not None
+    assert pooled.lower_bound == pytest.approx(plain.lower_bound)
+    # one stratum sampled (10 of 1,000 verdicts labelled): no pooling with it
+    sampled = {**population, "inline@auto": population["inline@auto"] * 10}
+    apart = tune_threshold_stratified(c, z, strata, sampled, target_precision=0.8, delta=0.1)
+    assert apart.threshold is None or apart.threshold >= pooled.threshold

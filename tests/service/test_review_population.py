@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
+import pytest
 from test_review_fuse import H, PAIR, SPLIT, UNANIMOUS, external_panel, put_threshold
 
 
@@ -110,7 +111,8 @@ async def test_tune_weights_labels_by_stratum_and_leaves_unsolicited_out(storage
         out = tuned.json()
         assert tuned.status_code == 200, out
         assert out["stored"] is True and out["threshold"] == 1.0, out
-        assert out["population"] == {"review": 90} and out["n_unsolicited"] == 0
+        # the labels came with the requests: a census of their own stratum, by route
+        assert out["population"] == {"inline@review": 90} and out["n_unsolicited"] == 0
         # now auto-accepted verdicts: half audited; label the unaudited ones too (unsolicited)
         unsolicited = 0
         for i in range(40):
@@ -123,7 +125,7 @@ async def test_tune_weights_labels_by_stratum_and_leaves_unsolicited_out(storage
                                                                 "min_count": 30}, headers=H)).json()
     assert again["n_unsolicited"] == unsolicited > 0
     assert again["n_labels"] == 90 + 40 - unsolicited
-    assert again["population"] == {"review": 90, "auto@0.5": 40}
+    assert again["population"] == {"inline@review": 90, "auto@0.5": 40}
     assert "weighted by review stratum" in again["data"]
 
 
@@ -139,3 +141,31 @@ async def test_dashboard_shows_population_estimates_first_with_their_label_count
     row = row[:row.index("</tr>")]
     assert '<td class="labels">10</td>' in row
     assert "review: 10 / 1.000" in row
+
+
+async def test_inline_labels_are_a_census_stratum_in_the_estimates(storage, tmp_path):
+    """A request that carries its label is stamped ``inline`` (inclusion probability 1, never
+    queued), whatever its route; such labels feed the population estimates (auto-accepted ones
+    the auto-accept precision too) instead of being thrown away as unsolicited."""
+    settings = S.make_settings(tmp_path, [external_panel(tmp_path, audit_rate=0.0)], review_seed=1)
+    await put_threshold(storage)
+    async with S.running_app(settings, storage) as (_app, client):
+        outs = []
+        for i in range(20):
+            body = {**PAIR, "id": f"in{i}", "votes": UNANIMOUS if i % 2 else SPLIT,
+                    "label": "A" if i % 4 else "B"}
+            outs.append((await client.post("/v1/fuse", json=body, headers=H)).json())
+        assert {o["review"]["stratum"] for o in outs} == {"inline"}
+        assert all(o["review"]["inclusion_probability"] == 1.0 and not o["review"]["queued"] for o in outs)
+        assert {o["route"] for o in outs} == {"auto_accept", "human_review"}
+        assert (await client.get("/v1/review/next", params={"panel": "ext", "n": 5}, headers=H)).json()["items"] == []
+        cal = (await client.get("/v1/calibration", params={"panel": "ext"}, headers=H)).json()
+    entry = next(k for k in cal["keys"] if k["key"] == "method:majority:fused")
+    pop = entry["population"]
+    auto = [o for o in outs if o["route"] == "auto_accept"]
+    assert pop["labelled"] == {"inline@auto": len(auto), "inline@review": 20 - len(auto)}
+    assert pop["unsolicited"]["labelled"] == 0
+    right = [o["choice"] == ("A" if int(o["id"][2:]) % 4 else "B") for o in outs]
+    assert pop["accuracy"]["estimate"] == pytest.approx(sum(right) / 20)
+    auto_right = [r for r, o in zip(right, outs, strict=True) if o["route"] == "auto_accept"]
+    assert pop["auto_accept_precision"]["estimate"] == pytest.approx(sum(auto_right) / len(auto_right))

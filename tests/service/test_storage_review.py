@@ -42,10 +42,11 @@ def stamped(
     """A verdict record carrying a review stamp."""
     stamp = ReviewStamp(
         stratum=stratum,
-        inclusion_probability={"review": 1.0, "audit": 0.1, "none": 0.0}[stratum],
-        reason={"review": "below_threshold", "audit": "audit", "none": "auto_accept"}[stratum],
+        inclusion_probability={"review": 1.0, "audit": 0.1, "none": 0.0, "inline": 1.0}[stratum],
+        reason={"review": "below_threshold", "audit": "audit", "none": "auto_accept",
+                "inline": "inline_label"}[stratum],
         audit_rate=0.1,
-        draw=None if stratum == "review" else 0.05 if stratum == "audit" else 0.7,
+        draw=None if stratum in ("review", "inline") else 0.05 if stratum == "audit" else 0.7,
         rank=rank,
     )
     record = make_record(vid, panel=panel, created_at=created_at)
@@ -144,7 +145,7 @@ async def test_label_removes_the_item_and_ends_the_lease(storage: Storage) -> No
 
 
 async def test_stats_move_exactly(storage: Storage) -> None:
-    empty = {"review": counts(), "audit": counts(), "none": counts()}
+    empty = {"review": counts(), "audit": counts(), "none": counts(), "inline": counts()}
     assert await storage.review_stats("acme", "p1", now=NOW) == empty
     for i in range(4):
         await storage.save_verdict("acme", stamped(f"r{i}", "review", 0.1 + i / 10))
@@ -156,7 +157,7 @@ async def test_stats_move_exactly(storage: Storage) -> None:
 
     async def expect(review: StratumCounts, audit: StratumCounts, none: StratumCounts) -> None:
         got = await storage.review_stats("acme", "p1", now=NOW)
-        assert got == {"review": review, "audit": audit, "none": none}
+        assert got == {"review": review, "audit": audit, "none": none, "inline": counts()}
 
     await expect(counts(4, 4), counts(3, 3), counts(5))
     assert await lease_ids(storage, "alice", 3) == ["r0", "a0", "r1"]
@@ -244,7 +245,7 @@ async def test_records_without_a_stamp_are_never_queued(storage: Storage) -> Non
     assert await lease_ids(storage, "alice", 5) == []
     await storage.set_label("acme", "old0", "A", incr, labelled_at=NOW)
     stats = await storage.review_stats("acme", "p1", now=NOW)
-    assert stats == {"review": counts(), "audit": counts(), "none": counts()}
+    assert stats == {"review": counts(), "audit": counts(), "none": counts(), "inline": counts()}
     assert await storage.release_review("acme", "old1", "alice", now=NOW) is False
 
 
@@ -482,3 +483,15 @@ async def test_reads_after_save_increments_are_current(storage: Storage) -> None
     assert await storage.read_accumulator("acme", key, until_hour=H0 + 1) == {"n": 3, "w": 0.75}
     await storage.save_verdict("acme", stamped("v2", created_at=T0 + 7200.0), {key: {"n": 99}})
     assert await storage.read_accumulator("acme", key, since_hour=H0 + 1) == {"n": 4, "w": 0.125}
+
+
+async def test_inline_stamps_are_counted_never_queued(storage: Storage) -> None:
+    """A verdict whose request carried its label (stratum ``inline``) is counted, never
+    queued, and its label counts in its own stratum."""
+    await storage.save_verdict("acme", stamped("in1", "inline", 0.1))
+    await storage.save_verdict("acme", stamped("rv1", "review", 0.2))
+    assert await lease_ids(storage, "ann", 5) == ["rv1"]
+    await storage.set_label("acme", "in1", "A", incr, labelled_at=NOW)
+    stats = await storage.review_stats("acme", "p1", now=NOW)
+    assert stats["inline"] == counts(routed=1, labelled=1)
+    assert stats["review"] == counts(routed=1, leased=1)

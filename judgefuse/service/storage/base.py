@@ -420,7 +420,7 @@ def check_versioned(panel: str, record: ThresholdRecord | ModelRecord) -> None:
         raise ValueError(f"record.panel {record.panel!r} does not match panel {panel!r}")
 
 
-STRATA: tuple[Stratum, ...] = ("review", "audit", "none")
+STRATA: tuple[Stratum, ...] = ("review", "audit", "none", "inline")
 """Every stratum, in the order ``review_stats`` reports them."""
 
 

@@ -15,11 +15,13 @@ from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import Letter, PairwiseItem
 
 LabelStatus = Literal["labelled", "relabelled", "unchanged"]
-Stratum = Literal["review", "audit", "none"]
+Stratum = Literal["review", "audit", "none", "inline"]
 """A verdict's review stratum (DESIGN.md "The review loop"), fixed when the verdict is decided:
 ``review`` (routed to human review, inclusion probability 1), ``audit`` (auto-accepted and drawn
 for audit with probability ``audit_rate``), ``none`` (auto-accepted, not drawn: never queued, so
-a label for it is "unsolicited" and stays out of the population estimates)."""
+a later label for it is "unsolicited" and stays out of the population estimates), ``inline``
+(the request carried its label: labelled at decision time whatever the route, so these verdicts
+are a census of their own stratum, never queued)."""
 
 
 class ReviewStamp(BaseModel):
@@ -46,11 +48,13 @@ class ReviewStamp(BaseModel):
     """The uniform draw compared with ``audit_rate`` (auto-accepted verdicts only)."""
     rank: float = Field(default=0.0, ge=0.0, lt=1.0)
     """Queue order key, uniform in [0, 1), drawn at decision time."""
+    route: Literal["auto_accept", "human_review"] | None = None
+    """The route at decision time (None in stamps from before it was recorded)."""
 
     @property
     def queued(self) -> bool:
         """Whether the verdict entered the review queue (``review`` and ``audit``)."""
-        return self.stratum != "none"
+        return self.stratum in ("review", "audit")
 
 
 class VerdictRecord(BaseModel):
