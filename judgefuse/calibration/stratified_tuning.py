@@ -67,7 +67,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import beta
 
-from .thresholds import ScanStep, ThresholdReport, _candidates, _check_unit_open
+from .thresholds import ScanStep, ThresholdReport, _candidates, _check_unit_open, _first_reachable
 from .validation import check_pair
 
 __all__ = ["stratified_precision_lower_bound", "tune_threshold_stratified"]
@@ -258,6 +258,11 @@ def tune_threshold_stratified(
                              math.nan)
 
     tested = n_acc >= min_count
+    if tested.any():  # label-free start, as in tune_threshold: skip what cannot pass error-free
+        perfect = np.full(cand.size, -np.inf)
+        perfect[tested] = stratified_precision_lower_bound(
+            acc_s[tested], np.zeros_like(err_s[tested]), n_lab, big_n, delta=delta)
+        tested &= np.arange(cand.size) >= _first_reachable(tested, perfect, target)
     n_skipped = int((~tested).sum())
     lower = np.full(cand.size, np.nan)
     if tested.any():
@@ -277,7 +282,8 @@ def tune_threshold_stratified(
     if ok.size == 0:
         if not tested.any():
             reason = (f"no candidate threshold accepts at least min_count={min_count} labelled "
-                      f"items (n={n}): too few labels to certify any threshold")
+                      f"items, or enough to reach {target:g} even with no error (n={n}): too few "
+                      "labels to certify any threshold")
         else:
             step = path[0]
             reason = (f"the highest testable threshold tau={step.tau:.4g} accepts "

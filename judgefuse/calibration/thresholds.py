@@ -167,6 +167,14 @@ def _candidates(c_desc: np.ndarray, candidates: Any, max_candidates: int | None)
     return np.unique(np.quantile(c_desc, levels, method="inverted_cdf"))[::-1]
 
 
+def _first_reachable(tested: np.ndarray, perfect_lower: np.ndarray, target: float) -> int:
+    """Index of the first tested candidate whose bound with zero errors reaches ``target``
+    (``len`` when none does): where a fixed-sequence scan can start without wasting its one
+    failure on a set too small to ever pass."""
+    reachable = np.flatnonzero(tested & (perfect_lower >= target))
+    return int(reachable[0]) if reachable.size else tested.size
+
+
 def tune_threshold(
     confidence: Any,
     correct: Any,
@@ -206,6 +214,11 @@ def tune_threshold(
     n_acc = np.searchsorted(-c_desc, -cand, side="right")  # count of c >= tau
     k_acc = cum_z[n_acc]
     tested = n_acc >= min_count
+    # label-free start: skip candidates that could not pass even with no error among their
+    # items (their count alone rules them out); depends on the confidences only, so the
+    # scan stays a fixed sequence (module docstring)
+    tested &= np.arange(cand.size) >= _first_reachable(
+        tested, clopper_pearson_lower(n_acc, n_acc, delta), target)
     n_skipped = int((~tested).sum())
     lower = np.full(cand.size, np.nan)
     lower[tested] = clopper_pearson_lower(k_acc[tested], n_acc[tested], delta)
@@ -227,8 +240,9 @@ def tune_threshold(
     if ok.size == 0:
         if not tested.any():
             reason = (
-                f"no candidate threshold accepts at least min_count={min_count} items "
-                f"(n={n}): too few labels to certify any threshold"
+                f"no candidate threshold accepts at least min_count={min_count} items, or "
+                f"enough to reach {target:g} even with no error (n={n}): too few labels to "
+                "certify any threshold"
             )
         else:
             step = path[0]

@@ -411,6 +411,21 @@ class Gateway:
 
     # ------------------------------------------------------------------ thresholds
     async def tune(self, tenant: str, request: TuneRequest) -> dict[str, Any]:
+        """Tune and store the threshold (:meth:`_tune`); then, when a learned model serves
+        without a threshold paired with it (promoted before any target was set), refit at the
+        requested target so the model and its threshold are promoted together and routing
+        starts now, not at the next scheduled refit (the answer's ``refit`` says what happened).
+        """
+        result = await self._tune(tenant, request)
+        runtime = self.runtime(request.panel)
+        serving = await self.model(tenant, runtime.name) if runtime.cascade is None else None
+        if request.method is None and serving is not None and serving[0].threshold is None:
+            outcome = await self.refit(tenant, runtime.name, target=PromotionTarget(
+                request.target_precision, request.delta, request.min_count))
+            result["refit"] = outcome.as_dict()
+        return result
+
+    async def _tune(self, tenant: str, request: TuneRequest) -> dict[str, Any]:
         """Tune the auto-accept threshold from the labelled store; store it (see the docs).
 
         The labels are weighted by review stratum (``tune_threshold_stratified``): each
@@ -495,9 +510,11 @@ class Gateway:
                 "report": report.as_dict()}
 
     # ------------------------------------------------------------------ refit
-    async def refit(self, tenant: str, panel: str | None) -> RefitOutcome:
+    async def refit(
+        self, tenant: str, panel: str | None, *, target: PromotionTarget | None = None
+    ) -> RefitOutcome:
         """Refit learned fusion; a promotion stores the model with a threshold tuned for it at
-        the target of the panel's latest threshold (so routing goes on: see
+        ``target`` or else the target of the panel's latest threshold (so routing goes on: see
         :mod:`judgefuse.service.refit`). A cascade panel is refused: its verdicts hold only
         the votes of the stages they reached, and a model fitted on such partial vote sets
         would be scored on full ones."""
@@ -519,7 +536,7 @@ class Gateway:
             if runtime.default_method != "fuser" else "majority",
             min_labels=self.settings.min_labels_for_refit,
             max_labels=self.settings.refit_max_labels, n_folds=self.settings.refit_folds,
-            now=self.clock, target=PromotionTarget.of(latest),
+            now=self.clock, target=target or PromotionTarget.of(latest),
             promote_on=runtime.panel.config.promote_on,
             traffic=await traffic_counts(self.storage, tenant, runtime.name, ALL_METHODS),
         )

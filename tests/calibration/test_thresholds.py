@@ -80,8 +80,13 @@ def test_small_sets_are_skipped_not_stopping() -> None:
     assert rep.threshold == 0.95 and rep.n_accepted == 205  # the top errors are folded in
     assert rep.precision == pytest.approx(198 / 205)
     assert [s.tau for s in rep.path] == [0.95]
-    # with min_count 5 the top block is tested and stops the scan
-    strict = tune_threshold(c, z, target_precision=0.9, min_count=5)
+    # with min_count 5 the top block is still skipped: 5 items cannot certify 0.9 even with no
+    # error (0.1 ** (1 / 5) = 0.63), a label-free reason, so the scan starts below it
+    small = tune_threshold(c, z, target_precision=0.9, min_count=5)
+    assert small.n_skipped == 1 and small.threshold == 0.95
+    # a wrong top block large enough to pass if it were right is tested and stops the scan
+    c2, z2 = _blocks((0.999, 30, 0), (0.95, 200, 198))
+    strict = tune_threshold(c2, z2, target_precision=0.9, min_count=5)
     assert strict.threshold is None and strict.path[0].tau == 0.999
 
 
@@ -261,3 +266,27 @@ def test_trust_or_escalate_gpt4_turbo(shared_data) -> None:
     assert 0.0 < rep.coverage < 1.0
     # fixed-sequence: the scan ended on a failure right after the chosen threshold
     assert rep.path[-1].lower_bound < 0.85 and rep.path[-2].tau == rep.threshold
+
+
+def test_the_label_free_start_keeps_the_guarantee() -> None:
+    """Skipping candidates that could not pass even error-free depends on counts only, so the
+    realised violation rate stays <= delta (over all runs; no threshold is no violation): a
+    process whose very top is a small bad block, with a small min_count so that the skip,
+    not min_count, decides where the scan starts."""
+    rng = np.random.default_rng(11)
+    violations = found = 0
+    runs = 400
+    for _ in range(runs):
+        c = rng.uniform(0.5, 1.0, 300)
+        p_right = np.where(c > 0.998, 0.3, np.minimum(1.0, c + 0.1))
+        z = rng.uniform(size=300) < p_right
+        rep = tune_threshold(c, z, target_precision=0.85, delta=0.1, min_count=5)
+        if rep.threshold is None:
+            continue
+        found += 1
+        assert rep.path[0].n_accepted >= 15  # 0.1 ** (1 / 14) < 0.85: never tested below 15
+        grid = np.linspace(rep.threshold, 1.0, 2001)  # c is uniform: the accepted region's truth
+        truth = np.where(grid > 0.998, 0.3, np.minimum(1.0, grid + 0.1)).mean()
+        violations += truth < 0.85
+    assert found > 100
+    assert violations / runs <= 0.1 + 0.03, (violations, found)

@@ -170,8 +170,10 @@ async def test_keys_in_the_query_string_never_reach_the_access_log(stub, tmp_pat
         finally:
             logging.getLogger("uvicorn.access").removeHandler(handler)
     assert len(lines) == 2, lines
-    assert "api_key=***" in lines[0] and "panel=main" in lines[0]
-    assert "token=***&x=1" in lines[1]
+    # ours masks the value (api_key=***); once litellm is imported in the process, its own log
+    # filter may rewrite the whole pair to REDACTED first: either way the value is gone
+    assert "panel=main" in lines[0] and ("api_key=***" in lines[0] or "&REDACTED" in lines[0]), lines[0]
+    assert "token=***&x=1" in lines[1] or "REDACTED" in lines[1], lines[1]
     assert not any(S.TENANT_KEYS["tenant-a"] in line or "s3cret" in line for line in lines)
 
 

@@ -86,16 +86,19 @@ async def test_a_candidate_with_no_qualifying_threshold_is_not_promoted(stub, tm
     settings = S.make_settings(tmp_path, [S.panel_yaml(tmp_path, server.url)], min_labels_for_refit=40,
                                storage_url=f"sqlite:///{tmp_path / 'db.sqlite3'}")
     async with S.running_app(settings) as (_app, client):
-        await _judge_range(client, 0, 60)
-        # 60 labels can never certify precision 0.999 at delta 0.1
-        await client.post("/v1/thresholds/tune", json={"target_precision": 0.999, "min_count": 10},
-                          headers=HEADERS)
-        outcome = (await client.post("/v1/fusion/refit", json={}, headers=HEADERS)).json()
+        await _judge_range(client, 0, 80)
+        first = (await client.post("/v1/fusion/refit", json={}, headers=HEADERS)).json()
+        assert first["status"] == "promoted" and first["threshold"] is None  # no target yet
+        # 80 labels can never certify precision 0.999 at delta 0.1: the tune refits at that
+        # target, and the candidate, with no qualifying threshold, is not promoted
+        tuned = (await client.post("/v1/thresholds/tune", json={"target_precision": 0.999, "min_count": 10},
+                                   headers=HEADERS)).json()
+        outcome = tuned["refit"]
         assert outcome["status"] == "kept", outcome
         assert "no threshold of the candidate meets precision 0.999" in outcome["reason"]
         assert outcome["metrics"]["stacked_review_load"] == 1.0
         models = (await client.get("/v1/fusion/models", headers=HEADERS)).json()
-        assert models["history"] == [] and models["active_method"] == "majority"
+        assert [m["version"] for m in models["history"]] == [1]  # the current model keeps serving
 
 
 def _report(threshold, coverage=0.5):
@@ -202,3 +205,26 @@ async def test_two_replicas_on_one_redis_refit_once_per_round_and_serve_the_same
             new = (await client.post("/v1/judge", json=item(1000 + len(rounds), label=False),
                                      headers=HEADERS)).json()
             assert new["model_version"] == latest and "retune" not in new["threshold"]["reason"]
+
+
+async def test_a_tune_while_an_unpaired_model_serves_promotes_a_pair(stub, tmp_path):
+    """A model promoted before any target existed has no threshold; tuning the active method
+    then (too few of its own verdicts to tune on) refits at the requested target and promotes
+    model and threshold together, so the very next verdict is routed by the pair."""
+    server, script = stub
+    script.by_question = skilled
+    settings = S.make_settings(tmp_path, [S.panel_yaml(tmp_path, server.url)], min_labels_for_refit=40,
+                               storage_url=f"sqlite:///{tmp_path / 'db.sqlite3'}")
+    async with S.running_app(settings) as (_app, client):
+        await _judge_range(client, 0, 80)
+        first = (await client.post("/v1/fusion/refit", json={}, headers=HEADERS)).json()
+        assert first["status"] == "promoted" and first["threshold_version"] is None, first
+        tuned = (await client.post("/v1/thresholds/tune", json={"target_precision": 0.8, "min_count": 10},
+                                   headers=HEADERS)).json()
+        assert tuned["method"] == "stacked" and tuned["stored"] is False  # none of its own verdicts yet
+        refit = tuned["refit"]
+        assert refit["status"] == "promoted" and refit["threshold_version"] is not None, refit
+        new = (await client.post("/v1/judge", json=item(500, label=False), headers=HEADERS)).json()
+        assert new["model_version"] == refit["model_version"]
+        assert new["threshold"]["version"] == refit["threshold_version"]
+        assert "retune" not in new["threshold"]["reason"]
