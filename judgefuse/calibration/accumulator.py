@@ -75,7 +75,7 @@ from .binning import (
 )
 from .reliability import ReliabilityBin
 from .scores import NLL_CLIP
-from .summary import SUMMARY_KEYS
+from .metric_registry import FieldTotals, registered_metrics
 from .th_score import TOLERANCE, th_score_from_parts
 from .validation import check_n_bins, check_pair
 
@@ -243,6 +243,9 @@ class CalibrationAccumulator:
     ) -> dict[str, Any]:
         """The :func:`summarize` dict (same keys) plus ``reliability`` (``n_bins`` bins).
 
+        A registered metric beyond the built-ins is read through its ``from_fields`` over a
+        :class:`~.metric_registry.FieldTotals` (NaN when it declares none).
+
         ``fields``: stored counters (values int or int-like strings, absent = 0). ``n_bins``
         must divide ``fine_bins``; ``eps`` must be one of ``th_eps``. See the module docstring
         for which values are exact and which approximate. With no labels, ``n`` is 0 and every
@@ -259,7 +262,7 @@ class CalibrationAccumulator:
         n = int(n_f.sum())
         edges = equal_width_edges(n_bins)
         if n == 0:
-            out: dict[str, Any] = {key: math.nan for key in SUMMARY_KEYS}
+            out: dict[str, Any] = {metric.name: math.nan for metric in registered_metrics()}
             out["n"] = 0.0
             out["reliability"] = [
                 ReliabilityBin(i, float(edges[i]), float(edges[i + 1]),
@@ -308,6 +311,14 @@ class CalibrationAccumulator:
             "auroc": _auroc_bins(n_f, k_f),
             "aurc": _aurc_bins(n_f, k_f),
         }
+        view = FieldTotals(
+            count=n_f.astype(np.float64), correct=k_f.astype(np.float64), sum_confidence=qc_f / scale,
+            sum_confidence_correct=sum_c_right, sum_brier=int(fields.get("sb", 0)) / scale,
+            sum_nll=int(fields.get("sl", 0)) / scale, fields=fields,
+        )
+        for metric in registered_metrics():  # the registered metrics beyond the fast path above
+            if metric.name not in out:
+                out[metric.name] = float(metric.from_fields(view)) if metric.from_fields else math.nan
         reliability = []
         for i in range(n_bins):
             m = int(cnt[i])

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from .binning import equal_width_bin_index
+from .metric_registry import MetricOptions, UnknownMetric, get_metric
 from .ranking import _aurc_sorted_desc, _auroc_sorted
 from .scores import _adaptive_ce_sorted
 from .th_score import TOLERANCE, _check_eps
@@ -282,12 +283,32 @@ def bootstrap_interval(
     accuracy) the two intervals coincide and so does the hull.
     """
     if metric not in BOOTSTRAP_METRICS:
-        raise ValueError(f"unknown metric {metric!r}; use one of {BOOTSTRAP_METRICS}")
+        return _registered_interval(confidence, correct, metric, n_resamples, level, seed, n_bins, eps)
     c, z, stats = _bootstrap_stats(
         confidence, correct, metric=metric, n_resamples=n_resamples, level=level, seed=seed, n_bins=n_bins, eps=eps
     )
     estimate = _point(metric, c, z, n_bins, eps)
     return interval_from_stats(estimate, stats, level=level, bounds=_RANGES[metric], n_resamples=n_resamples)
+
+
+def _registered_interval(
+    confidence: Any, correct: Any, name: str, n_resamples: int, level: float, seed: int, n_bins: int, eps: float
+) -> BootstrapInterval:
+    """:func:`bootstrap_interval` for a metric of the registry with no vectorised resampler:
+    its ``point`` function on each resample (a plugin's metric with ``interval=True``)."""
+    try:
+        declared = get_metric(name)
+    except UnknownMetric:
+        raise ValueError(f"unknown metric {name!r}; use one of {BOOTSTRAP_METRICS} or a registered metric") from None
+    options = MetricOptions(n_bins=n_bins, eps=eps)
+
+    def value(c: np.ndarray, z: np.ndarray) -> float:
+        return declared.compute(c, z, None, options)
+
+    c, z, stats = _bootstrap_stats(
+        confidence, correct, metric=value, n_resamples=n_resamples, level=level, seed=seed, n_bins=n_bins, eps=eps
+    )
+    return interval_from_stats(value(c, z), stats, level=level, bounds=declared.bounds, n_resamples=n_resamples)
 
 
 def interval_from_stats(

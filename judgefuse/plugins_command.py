@@ -1,0 +1,71 @@
+"""``judgefuse plugins``: what is registered in each extension point, and where it comes from.
+
+Lists judge backends, fusion methods, metrics and storage schemes, each with its origin
+(``built-in`` or the plugin's distribution and entry point), then every plugin that failed to
+load with its error. Exit status 1 when a plugin failed, so a deployment check can catch it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+
+from judgefuse.calibration.metric_registry import metric_origins
+from judgefuse.entry_points import GROUPS, failed_plugins
+from judgefuse.fusion.registry import method_origins
+from judgefuse.judges.registry import backend_origins
+from judgefuse.service.storage.registry import scheme_origins
+
+__all__ = ["EXTENSION_POINTS", "add_commands", "registered"]
+
+EXTENSION_POINTS: tuple[tuple[str, str, Callable[[], dict[str, str]]], ...] = (
+    ("judge backends", GROUPS[0], backend_origins),
+    ("fusion methods", GROUPS[1], method_origins),
+    ("metrics", GROUPS[2], metric_origins),
+    ("storage schemes", GROUPS[3], scheme_origins),
+)
+"""(title, entry-point group, name -> origin) for every extension point."""
+
+
+def registered() -> dict[str, object]:
+    """Everything ``judgefuse plugins --json`` prints: each group's names and origins, and failures."""
+    document: dict[str, object] = {group: origins() for _title, group, origins in EXTENSION_POINTS}
+    document["failed"] = [
+        {"group": load.group, "name": load.name, "value": load.value,
+         "distribution": load.distribution, "error": load.error}
+        for load in failed_plugins()
+    ]
+    return document
+
+
+def _run(args: argparse.Namespace) -> int:
+    document = registered()
+    failed = document["failed"]
+    if args.json:
+        print(json.dumps(document, indent=2))
+    else:
+        for title, group, _origins in EXTENSION_POINTS:
+            entries = document[group]
+            assert isinstance(entries, dict)
+            print(f"{title} ({group}):")
+            width = max((len(name) for name in entries), default=0)
+            for name, where in entries.items():
+                print(f"  {name:<{width}}  {where}")
+        assert isinstance(failed, list)
+        for load in failed:
+            print(f"failed: {load['distribution']} ({load['group']}: {load['name']} = {load['value']}): "
+                  f"{load['error']}")
+    return 1 if failed else 0
+
+
+def add_commands(subcommands: argparse._SubParsersAction) -> None:
+    """Register ``plugins`` on the top-level parser."""
+    parser = subcommands.add_parser(
+        "plugins",
+        help="list judge backends, fusion methods, metrics and storage schemes, and where each comes from",
+        description="List what is registered in each extension point (built-in or a plugin's "
+        "distribution and entry point) and any plugin that failed to load (exit status 1 then).",
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    parser.set_defaults(handler=_run)
