@@ -39,24 +39,23 @@ def registered() -> dict[str, object]:
     return document
 
 
+def _print_text() -> None:
+    for title, group, origins in EXTENSION_POINTS:
+        entries = origins()
+        print(f"{title} ({group}):")
+        width = max((len(name) for name in entries), default=0)
+        for name, where in entries.items():
+            print(f"  {name:<{width}}  {where}")
+    for load in failed_plugins():
+        print(f"failed: {load.where}: {load.error}")
+
+
 def _run(args: argparse.Namespace) -> int:
-    document = registered()
-    failed = document["failed"]
     if args.json:
-        print(json.dumps(document, indent=2))
+        print(json.dumps(registered(), indent=2))
     else:
-        for title, group, _origins in EXTENSION_POINTS:
-            entries = document[group]
-            assert isinstance(entries, dict)
-            print(f"{title} ({group}):")
-            width = max((len(name) for name in entries), default=0)
-            for name, where in entries.items():
-                print(f"  {name:<{width}}  {where}")
-        assert isinstance(failed, list)
-        for load in failed:
-            print(f"failed: {load['distribution']} ({load['group']}: {load['name']} = {load['value']}): "
-                  f"{load['error']}")
-    return 1 if failed else 0
+        _print_text()
+    return 1 if failed_plugins() else 0
 
 
 def add_commands(subcommands: argparse._SubParsersAction) -> None:

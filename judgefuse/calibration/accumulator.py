@@ -73,9 +73,9 @@ from .binning import (
     equal_width_bin_index,
     equal_width_edges,
 )
+from .metric_registry import FieldTotals, registered_metrics
 from .reliability import ReliabilityBin
 from .scores import NLL_CLIP
-from .metric_registry import FieldTotals, registered_metrics
 from .th_score import TOLERANCE, th_score_from_parts
 from .validation import check_n_bins, check_pair
 

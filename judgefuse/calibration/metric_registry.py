@@ -46,6 +46,7 @@ __all__ = [
     "metric_origins",
     "register_metric",
     "registered_metrics",
+    "unregister_metric",
 ]
 
 ENTRY_POINT_GROUP = "judgefuse.metrics"
@@ -176,6 +177,12 @@ def register_metric(metric: Metric) -> Metric:
     _METRICS[metric.name] = metric
     _ORIGINS[metric.name] = origin(getattr(metric.point, "__module__", None))
     return metric
+
+
+def unregister_metric(name: str) -> None:
+    """Remove a metric (a no-op when absent); for tests and for replacing a plugin's metric."""
+    _METRICS.pop(name, None)
+    _ORIGINS.pop(name, None)
 
 
 def _load() -> None:
