@@ -84,7 +84,7 @@ class FieldTotals:
     sum_brier: float
     sum_nll: float
     fields: Mapping[str, int] = field(default_factory=dict)
-    """The raw counters (a metric with its own fields reads them here)."""
+    """The metric's own counters (its ``increments`` fields, without the name prefix)."""
 
     @property
     def fine_bins(self) -> int:
@@ -131,6 +131,11 @@ class Metric:
     """The metric's range (bootstrap intervals are clipped to it)."""
     from_fields: Callable[[FieldTotals], float] | None = None
     """The value from a streaming record; None: the service reports null for it."""
+    increments: Callable[[float, bool], Mapping[str, int]] | None = None
+    """The metric's own accumulator fields: ``(confidence, correct) -> {field: integer delta}``
+    for one labelled verdict. Stored as ``<metric name>.<field>`` beside the built-in fields
+    (integers, so a relabel undoes them exactly); ``from_fields`` reads them back, unprefixed, as
+    ``FieldTotals.fields``."""
     table: Literal["main", "more", "json"] = "more"
     """Where the terminal report shows it: the main table, the second one, or only the JSON."""
     weighted: bool = False

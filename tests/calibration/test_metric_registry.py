@@ -135,3 +135,34 @@ def test_registration_errors() -> None:
         get_metric("nope")
     with pytest.raises(ValueError, match="unknown metric 'nope'"):
         bootstrap_interval([0.6, 0.7], [1, 0], metric="nope", n_resamples=10)
+
+
+def _very_sure_wrong(c: np.ndarray, z: np.ndarray, w: np.ndarray | None, o: MetricOptions) -> float:
+    return float(np.mean((c > 0.95) & (z == 0)))
+
+
+def test_a_metric_with_its_own_accumulator_fields_streams_exactly_and_undoes() -> None:
+    """Confidence > 0.95 is not a fine-bin edge question (0.951 and 0.9505 share a bin): the
+    metric keeps its own integer counter, and a relabel (sign -1) removes it exactly."""
+    register_metric(Metric(
+        "test_very_sure_wrong", _very_sure_wrong, label="VSW",
+        increments=lambda c, right: {"w": int(c > 0.95 and not right)},
+        from_fields=lambda t: t.fields.get("w", 0) / t.n if t.n else math.nan,
+    ))
+    try:
+        acc = CalibrationAccumulator()
+        c = np.array([0.9505, 0.9505, 0.951, 0.96, 0.5, 0.99])
+        z = np.array([0, 1, 0, 0, 0, 1.0])
+        one_by_one = acc.add_fields(*(acc.increments(float(ci), int(zi)) for ci, zi in zip(c, z, strict=True)))
+        assert one_by_one == acc.increments_many(c, z)
+        assert one_by_one["test_very_sure_wrong.w"] == 3
+        assert acc.metrics_from_fields(one_by_one)["test_very_sure_wrong"] == summarize(c, z)["test_very_sure_wrong"] == 0.5
+        relabel = acc.add_fields(one_by_one, acc.increments(0.96, 0, sign=-1), acc.increments(0.96, 1))
+        assert relabel["test_very_sure_wrong.w"] == 2
+        with pytest.raises(ValueError, match="unknown calibration fields"):
+            acc.metrics_from_fields({"n1": 1, "w": 1})
+    finally:
+        unregister_metric("test_very_sure_wrong")
+    # the plugin uninstalled: its stored fields are ignored, every other metric still reads
+    after = CalibrationAccumulator().metrics_from_fields(one_by_one)
+    assert "test_very_sure_wrong" not in after and after["n"] == 6 and after["accuracy"] == 2 / 6

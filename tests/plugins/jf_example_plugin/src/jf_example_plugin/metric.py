@@ -1,4 +1,8 @@
-"""A metric: the share of items answered wrongly with confidence >= 0.9 (lower is better)."""
+"""A metric: the share of items answered wrongly with confidence >= 0.9 (lower is better).
+
+For the live service it keeps its own counter (``jfx_confident_errors.wrong``), one integer per
+labelled verdict, so a relabel undoes it exactly.
+"""
 
 from __future__ import annotations
 
@@ -16,5 +20,6 @@ def confident_errors(confidence, correct, weights, options) -> float:  # noqa: A
 register_metric(Metric(
     "jfx_confident_errors", confident_errors, label="ConfErr", percent=True, digits=1,
     higher_is_better=False, interval=True, bounds=(0.0, 1.0), weighted=True,
-    from_fields=lambda totals: totals.share_wrong_at_or_above(THRESHOLD),
+    increments=lambda confidence, right: {"wrong": int(confidence >= THRESHOLD and not right)},
+    from_fields=lambda totals: totals.fields.get("wrong", 0) / totals.n if totals.n else float("nan"),
 ))
