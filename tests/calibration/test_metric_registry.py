@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from judgefuse.calibration import CalibrationAccumulator, per_category, summarize
-from judgefuse.calibration.bootstrap import bootstrap_interval
+from judgefuse.calibration.bootstrap import bootstrap_ci, bootstrap_interval
 from judgefuse.calibration.builtin_metrics import BUILTIN_NAMES
 from judgefuse.calibration.metric_registry import (
     DuplicateMetric,
@@ -166,3 +166,11 @@ def test_a_metric_with_its_own_accumulator_fields_streams_exactly_and_undoes() -
     # the plugin uninstalled: its stored fields are ignored, every other metric still reads
     after = CalibrationAccumulator().metrics_from_fields(one_by_one)
     assert "test_very_sure_wrong" not in after and after["n"] == 6 and after["accuracy"] == 2 / 6
+
+
+def test_percentile_bootstrap_takes_a_registered_name_like_its_callable(extra_metric: Metric) -> None:
+    c, z = _data(5)
+    by_name = bootstrap_ci(c, z, metric="test_confident_wrong", n_resamples=100, seed=4)
+    by_callable = bootstrap_ci(c, z, metric=lambda cc, zz: _share_wrong_confident(cc, zz, None, MetricOptions()),
+                               n_resamples=100, seed=4)
+    assert by_name == by_callable and by_name[0] < by_name[1]
