@@ -11,19 +11,19 @@ import argparse
 import json
 from collections.abc import Callable
 
-from judgefuse.calibration.metric_registry import metric_origins
-from judgefuse.entry_points import GROUPS, failed_plugins
-from judgefuse.fusion.registry import method_origins
-from judgefuse.judges.registry import backend_origins
-from judgefuse.service.storage.registry import scheme_origins
+from judgefuse.calibration import metric_registry
+from judgefuse.entry_points import failed_plugins
+from judgefuse.fusion import registry as fusion_registry
+from judgefuse.judges import registry as judge_registry
+from judgefuse.service.storage import registry as storage_registry
 
 __all__ = ["EXTENSION_POINTS", "add_commands", "registered"]
 
 EXTENSION_POINTS: tuple[tuple[str, str, Callable[[], dict[str, str]]], ...] = (
-    ("judge backends", GROUPS[0], backend_origins),
-    ("fusion methods", GROUPS[1], method_origins),
-    ("metrics", GROUPS[2], metric_origins),
-    ("storage schemes", GROUPS[3], scheme_origins),
+    ("judge backends", judge_registry.ENTRY_POINT_GROUP, judge_registry.backend_origins),
+    ("fusion methods", fusion_registry.ENTRY_POINT_GROUP, fusion_registry.method_origins),
+    ("metrics", metric_registry.ENTRY_POINT_GROUP, metric_registry.metric_origins),
+    ("storage schemes", storage_registry.ENTRY_POINT_GROUP, storage_registry.scheme_origins),
 )
 """(title, entry-point group, name -> origin) for every extension point."""
 

@@ -47,3 +47,13 @@ def test_load_group_imports_once_and_records_failures(tmp_path: Path, monkeypatc
 
 def test_an_empty_group_loads_nothing() -> None:
     assert ep.load_group("judgefuse.test_loader_nobody_declares_this") == []
+
+
+def test_the_plugins_command_covers_every_group_once() -> None:
+    from judgefuse.plugins_command import EXTENSION_POINTS, registered
+
+    assert tuple(group for _title, group, _origins in EXTENSION_POINTS) == ep.GROUPS
+    document = registered()
+    assert document["judgefuse.judge_backends"]["direct"] == ep.BUILTIN
+    assert document["judgefuse.storage"]["sqlite"] == ep.BUILTIN
+    assert set(document["judgefuse.metrics"]) >= {"ece", "th_score"}
