@@ -14,7 +14,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from judgefuse import __version__
+from judgefuse import __version__, plugins_command
 from judgefuse.evaluation import commands as evaluation_commands
 from judgefuse.evaluation import judge_command, tune_command
 from judgefuse.fusion import UnknownFusionMethod
@@ -34,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     judge_command.add_commands(subcommands)
     model_commands.add_commands(subcommands)
     serve_command.add_commands(subcommands)
+    plugins_command.add_commands(subcommands)
     return parser
 
 

@@ -63,6 +63,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -73,9 +74,9 @@ from .binning import (
     equal_width_bin_index,
     equal_width_edges,
 )
+from .metric_registry import FieldTotals, registered_metrics
 from .reliability import ReliabilityBin
 from .scores import NLL_CLIP
-from .summary import SUMMARY_KEYS
 from .th_score import TOLERANCE, th_score_from_parts
 from .validation import check_n_bins, check_pair
 
@@ -166,6 +167,7 @@ class CalibrationAccumulator:
         for key, value in values.items():
             if value:
                 out[key] = sign * value
+        _metric_increments(out, c, right, sign)
         return out
 
     def increments_many(self, confidence: Any, correct: Any, *, sign: int = +1) -> dict[str, int]:
@@ -210,6 +212,10 @@ class CalibrationAccumulator:
         for key, value in scalars.items():
             if value:
                 out[key] = sign * int(value)
+        if any(metric.increments for metric in registered_metrics()):
+            for c_item, right_item in zip(c.tolist(), right.tolist(), strict=True):
+                _metric_increments(out, c_item, right_item, sign)
+            out = {key: value for key, value in out.items() if value}
         return out
 
     @staticmethod
@@ -222,8 +228,13 @@ class CalibrationAccumulator:
         return {k: v for k, v in total.items() if v}
 
     # ------------------------------------------------------------ reading
+    def unknown_fields(self, fields: Mapping[str, Any]) -> list[str]:
+        """The field names this configuration never writes, sorted (a metric's own
+        ``name.field`` counters are known, registered or not). A set difference: O(fields) in C."""
+        return sorted(k for k in fields.keys() - self._known if not _is_metric_field(k))
+
     def _bins(self, fields: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        unknown = [k for k in fields if k not in self._known]
+        unknown = self.unknown_fields(fields)
         if unknown:
             raise ValueError(f"unknown calibration fields {sorted(unknown)[:5]} for {self!r}")
         get = fields.get
@@ -243,6 +254,9 @@ class CalibrationAccumulator:
     ) -> dict[str, Any]:
         """The :func:`summarize` dict (same keys) plus ``reliability`` (``n_bins`` bins).
 
+        A registered metric beyond the built-ins is read through its ``from_fields`` over a
+        :class:`~.metric_registry.FieldTotals` (NaN when it declares none).
+
         ``fields``: stored counters (values int or int-like strings, absent = 0). ``n_bins``
         must divide ``fine_bins``; ``eps`` must be one of ``th_eps``. See the module docstring
         for which values are exact and which approximate. With no labels, ``n`` is 0 and every
@@ -259,7 +273,7 @@ class CalibrationAccumulator:
         n = int(n_f.sum())
         edges = equal_width_edges(n_bins)
         if n == 0:
-            out: dict[str, Any] = {key: math.nan for key in SUMMARY_KEYS}
+            out: dict[str, Any] = {metric.name: math.nan for metric in registered_metrics()}
             out["n"] = 0.0
             out["reliability"] = [
                 ReliabilityBin(i, float(edges[i]), float(edges[i + 1]),
@@ -308,6 +322,19 @@ class CalibrationAccumulator:
             "auroc": _auroc_bins(n_f, k_f),
             "aurc": _aurc_bins(n_f, k_f),
         }
+        view = FieldTotals(
+            count=n_f.astype(np.float64), correct=k_f.astype(np.float64), sum_confidence=qc_f / scale,
+            sum_confidence_correct=sum_c_right, sum_brier=int(fields.get("sb", 0)) / scale,
+            sum_nll=int(fields.get("sl", 0)) / scale,
+        )
+        for metric in registered_metrics():  # the registered metrics beyond the fast path above
+            if metric.name not in out:
+                if metric.from_fields is None:
+                    out[metric.name] = math.nan
+                    continue
+                prefix = metric.name + "."
+                own = {k[len(prefix):]: int(v) for k, v in fields.items() if k.startswith(prefix)}
+                out[metric.name] = float(metric.from_fields(replace(view, fields=own)))
         reliability = []
         for i in range(n_bins):
             m = int(cnt[i])
@@ -317,6 +344,27 @@ class CalibrationAccumulator:
             reliability.append(ReliabilityBin(i, lo, hi, (lo + hi) / 2.0, m, acc, conf))
         out["reliability"] = reliability
         return out
+
+
+# ---------------------------------------------------------------- registered metrics' own fields
+def _metric_increments(out: dict[str, int], c: float, right: bool, sign: int) -> None:
+    """Add each registered metric's own field deltas for one item (``name.field``) to ``out``."""
+    for metric in registered_metrics():
+        if metric.increments is None:
+            continue
+        for key, value in metric.increments(c, right).items():
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise TypeError(f"metric {metric.name!r}: field {key!r} increment must be an int, got {value!r}")
+            if value:
+                name = f"{metric.name}.{key}"
+                out[name] = out.get(name, 0) + sign * int(value)
+
+
+def _is_metric_field(key: str) -> bool:
+    """A metric's own field (``name.field``; no built-in field has a dot). One of a metric no
+    longer registered (a plugin uninstalled) is kept in storage and ignored when read."""
+    name, dot, field = key.partition(".")
+    return bool(dot and name and field)
 
 
 # ---------------------------------------------------------------- approximations over fine bins

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from .binning import equal_width_bin_index
+from .metric_registry import MetricOptions, UnknownMetric, get_metric
 from .ranking import _aurc_sorted_desc, _auroc_sorted
 from .scores import _adaptive_ce_sorted
 from .th_score import TOLERANCE, _check_eps
@@ -159,9 +160,10 @@ def _bootstrap_stats(
     spec = _make_specs(n_bins, eps).get(metric) if isinstance(metric, str) else None
     fn = None
     if spec is None:
-        fn = _loop_metric(metric, n_bins) if isinstance(metric, str) else metric
+        fn = (_loop_metric(metric, n_bins) or _registered(metric, n_bins, eps)) if isinstance(metric, str) else metric
         if fn is None:
-            raise ValueError(f"unknown metric {metric!r}; use one of {BOOTSTRAP_METRICS} or a callable")
+            raise ValueError(f"unknown metric {metric!r}; use one of {BOOTSTRAP_METRICS}, "
+                             "a registered metric or a callable")
     x = spec[0](c, z) if spec is not None else None
     # resamples are drawn in blocks the same way on both paths, so a named metric and the
     # equivalent callable see identical resamples
@@ -281,13 +283,25 @@ def bootstrap_interval(
     time and in this one about 74% (n = 400); where bias is small (per-item means such as
     accuracy) the two intervals coincide and so does the hull.
     """
-    if metric not in BOOTSTRAP_METRICS:
-        raise ValueError(f"unknown metric {metric!r}; use one of {BOOTSTRAP_METRICS}")
+    if not isinstance(metric, str):
+        raise TypeError(f"metric must be a metric name, got {type(metric).__name__}")
     c, z, stats = _bootstrap_stats(
         confidence, correct, metric=metric, n_resamples=n_resamples, level=level, seed=seed, n_bins=n_bins, eps=eps
     )
     estimate = _point(metric, c, z, n_bins, eps)
-    return interval_from_stats(estimate, stats, level=level, bounds=_RANGES[metric], n_resamples=n_resamples)
+    bounds = _RANGES.get(metric) or get_metric(metric).bounds
+    return interval_from_stats(estimate, stats, level=level, bounds=bounds, n_resamples=n_resamples)
+
+
+def _registered(name: str, n_bins: int, eps: float) -> Callable[[np.ndarray, np.ndarray], float] | None:
+    """A metric of the registry with no vectorised resampler here (a plugin's), by its
+    ``point`` function on each resample; None when nobody registered ``name``."""
+    try:
+        declared = get_metric(name)
+    except UnknownMetric:
+        return None
+    options = MetricOptions(n_bins=n_bins, eps=eps)
+    return lambda c, z: declared.compute(c, z, None, options)
 
 
 def interval_from_stats(
@@ -326,7 +340,7 @@ def _point(metric: str, c: np.ndarray, z: np.ndarray, n_bins: int, eps: float) -
     spec = _make_specs(n_bins, eps).get(metric)
     if spec is not None:
         return float(spec[1](spec[0](c, z).sum(axis=0)[None, :], np.full(1, float(c.size)))[0])
-    fn = _loop_metric(metric, n_bins)
-    if fn is None:  # pragma: no cover - every name in BOOTSTRAP_METRICS has a spec or a loop
+    fn = _loop_metric(metric, n_bins) or _registered(metric, n_bins, eps)
+    if fn is None:  # pragma: no cover - _bootstrap_stats refused the name already
         raise ValueError(f"unknown metric {metric!r}")
     return float(fn(c, z))

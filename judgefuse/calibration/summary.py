@@ -2,7 +2,9 @@
 
 :func:`summarize` validates once, bins once (ECE and MCE share the equal-width totals) and
 sorts once (adaptive CE, AUROC and AURC share one argsort), so a full row costs about one
-sort of the data.
+sort of the data. Every other registered metric (:mod:`.metric_registry`: a plugin's, or a
+built-in declared without a fast path here) is added through its ``point`` function, so the
+keys are always :func:`~.metric_registry.metric_names`.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from typing import Any
 import numpy as np
 
 from .binning import bin_totals, equal_width_bin_index
+from .builtin_metrics import BUILTIN_NAMES
+from .metric_registry import MetricOptions, metric_names, registered_metrics
 from .ranking import _aurc_sorted_desc, _auroc_sorted
 from .scores import _adaptive_ce_sorted, _brier, _ice, _macroce, _nll
 from .th_score import _check_eps, _th_counts
@@ -20,13 +24,20 @@ from .validation import check_n_bins, check_pair
 
 __all__ = ["SUMMARY_KEYS", "per_category", "summarize"]
 
-SUMMARY_KEYS = (
-    "n", "accuracy", "ece", "adaptive_ce", "mce", "brier", "nll", "ice", "th_score",
-    "macroce", "auroc", "aurc",
-)
+SUMMARY_KEYS = BUILTIN_NAMES
+"""The built-in metrics, in order (plugins' metrics follow them in :func:`summarize`)."""
 
 
 def _summarize(c: np.ndarray, z: np.ndarray, n_bins: int, eps: float) -> dict[str, float]:
+    out = _fast_path(c, z, n_bins, eps)
+    options = MetricOptions(n_bins=n_bins, eps=eps)
+    for metric in registered_metrics():
+        if metric.name not in out:
+            out[metric.name] = metric.compute(c, z, None, options)
+    return out
+
+
+def _fast_path(c: np.ndarray, z: np.ndarray, n_bins: int, eps: float) -> dict[str, float]:
     totals = bin_totals(c, z, equal_width_bin_index(c, n_bins), n_bins)
     order = np.argsort(c)  # every consumer below is tie-order free
     c_asc, z_asc = c[order], z[order]
@@ -50,7 +61,7 @@ def _summarize(c: np.ndarray, z: np.ndarray, n_bins: int, eps: float) -> dict[st
 def summarize(
     confidence: Any, correct: Any, *, n_bins: int = 10, eps: float = 0.1
 ) -> dict[str, float]:
-    """Every headline metric of one row, as floats, keyed by :data:`SUMMARY_KEYS`.
+    """Every registered metric of one row, as floats: :data:`SUMMARY_KEYS` then plugins' metrics.
 
     ``confidence``/``correct``: shape (n,). ``n_bins`` is used by ECE, adaptive CE and MCE,
     ``eps`` by TH-Score. ``auroc`` is NaN when only one class is present; every other value
@@ -73,7 +84,7 @@ def per_category(
 
     ``categories``: shape (n,), any hashable labels (e.g. JudgeBench's knowledge, reasoning,
     math, coding). Every distinct value becomes a group, including an empty-string label.
-    ``metrics`` restricts the keys returned (default: all of :data:`SUMMARY_KEYS`). Small
+    ``metrics`` restricts the keys returned (default: every registered metric). Small
     categories give noisy numbers; ``n`` is in every summary so readers can tell.
     """
     c, z = check_pair(confidence, correct)
@@ -81,10 +92,11 @@ def per_category(
     cats = np.asarray(categories)
     if cats.ndim != 1 or cats.size != c.size:
         raise ValueError(f"categories must have shape ({c.size},), got {cats.shape}")
-    keys = tuple(SUMMARY_KEYS if metrics is None else metrics)
-    unknown = [k for k in keys if k not in SUMMARY_KEYS]
+    known = metric_names()
+    keys = tuple(known if metrics is None else metrics)
+    unknown = [k for k in keys if k not in known]
     if unknown:
-        raise ValueError(f"unknown metrics {unknown}; choose from {SUMMARY_KEYS}")
+        raise ValueError(f"unknown metrics {unknown}; choose from {known}")
     labels, inverse = np.unique(cats, return_inverse=True)
     out: dict[Any, dict[str, float]] = {}
     for g, label in enumerate(labels):

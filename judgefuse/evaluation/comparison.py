@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from judgefuse.calibration.comparison import ComparisonEvidence, ViewDifference, compare_judges_with_intervals
+from judgefuse.calibration.metric_registry import get_metric
 from judgefuse.evaluation.display import compact_table, fit
 from judgefuse.evaluation.scoring import judge_names, score_judge
 from judgefuse.evaluation.table import fmt
@@ -26,7 +27,6 @@ from judgefuse.judges.types import JudgedItem
 VIEWS = ("raw", "instance_aligned", "distribution_aligned")
 VIEW_LABELS = {"raw": "raw", "instance_aligned": "instance-aligned", "distribution_aligned": "distribution-aligned"}
 SHORT_VIEW_LABELS = {"raw": "raw", "instance_aligned": "inst.-aligned", "distribution_aligned": "distr.-aligned"}
-METRIC_LABELS = {"ece": "ECE %", "brier": "Brier"}
 
 
 def compare_rows(
@@ -119,7 +119,7 @@ def comparison_table(
         for view in VIEWS:
             diff = evidence.differences[(metric, view)]
             table.add_row(
-                METRIC_LABELS[metric],
+                get_metric(metric).header(),
                 (SHORT_VIEW_LABELS if layout.narrow else VIEW_LABELS)[view],
                 str(getattr(result, view).n),
                 _value(metric, diff.score_1),

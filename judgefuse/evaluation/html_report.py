@@ -14,7 +14,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from judgefuse.evaluation.headline import excludes_zero, headline
 from judgefuse.evaluation.runner import CI_METHOD, Evaluation
 from judgefuse.evaluation.svg import reliability_svg
-from judgefuse.evaluation.table import COLUMNS, fmt
+from judgefuse.evaluation.table import columns, fmt
 
 _ENV = Environment(
     loader=PackageLoader("judgefuse.evaluation", "templates"),
@@ -39,7 +39,7 @@ def render_html(evaluation: Evaluation, *, title: str, sources: list[str]) -> st
         sources=sources,
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         evaluation=evaluation,
-        columns=COLUMNS,
+        columns=columns(),
         diagrams=diagrams,
         head=headline(evaluation, n_resamples=evaluation.options.n_bootstrap, seed=evaluation.options.seed),
         ci_method=CI_METHOD,

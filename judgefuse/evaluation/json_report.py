@@ -2,7 +2,7 @@
 
 Each row has exactly ``name, kind, n, accuracy, ece, adaptive_ce, mce, brier, nll, th_score,
 macroce, auroc`` (fractions in [0, 1], TH-Score in the paper's units) and then extra keys
-(``ice``, ``aurc``, ``n_invalid``, ``calls_per_item`` / ``calls_total`` and ``cost_usd_per_item`` /
+(``ice``, ``aurc``, every registered plugin metric, ``n_invalid``, ``calls_per_item`` / ``calls_total`` and ``cost_usd_per_item`` /
 ``cost_usd_total``, confidence intervals (``ci95``, method in ``ci_method``) with the ``debiased``
 values, reliability-diagram bins, per-category metrics, helped/harmed against majority voting).
 NaN (an undefined AUROC on a single class) is written as ``null``: JSON has no NaN.
@@ -16,10 +16,19 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
+from judgefuse.calibration.builtin_metrics import BUILTIN_NAMES
+from judgefuse.calibration.metric_registry import metric_names
 from judgefuse.evaluation.runner import CI_METHOD, Evaluation, RowReport
 
 ROW_METRICS = ("accuracy", "ece", "adaptive_ce", "mce", "brier", "nll", "th_score", "macroce", "auroc")
-EXTRA_METRICS = ("ice", "aurc")
+"""The issue's fixed row keys, in its order."""
+EXTRA_METRICS = tuple(name for name in BUILTIN_NAMES if name not in ("n", *ROW_METRICS))
+"""The other built-in metrics (ice, aurc), written after the fixed keys."""
+
+
+def extra_metrics() -> tuple[str, ...]:
+    """Every registered metric after the fixed keys: :data:`EXTRA_METRICS`, then plugins' metrics."""
+    return tuple(name for name in metric_names() if name not in ("n", *ROW_METRICS))
 
 
 def _clean(value: Any) -> Any:
@@ -39,7 +48,7 @@ def row_record(report: RowReport, undefined_answers: Mapping[str, int] | None = 
     row = report.row
     record: dict[str, Any] = {"name": row.name, "kind": row.kind, "n": int(row.correct.size)}
     record.update({metric: report.metrics[metric] for metric in ROW_METRICS})
-    record.update({metric: report.metrics[metric] for metric in EXTRA_METRICS})
+    record.update({metric: report.metrics[metric] for metric in extra_metrics()})
     record["n_invalid"] = row.n_invalid
     if row.kind == "judge":
         record["n_undefined_answers"] = int((undefined_answers or {}).get(row.name, 0))

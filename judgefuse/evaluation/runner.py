@@ -16,6 +16,8 @@ import numpy as np
 
 from judgefuse import calibration
 from judgefuse.calibration.bootstrap import INTERVAL_METHOD, BootstrapInterval, bootstrap_interval
+from judgefuse.calibration.builtin_metrics import BUILTIN_METRICS
+from judgefuse.calibration.metric_registry import registered_metrics
 from judgefuse.evaluation.scoring import ScoredRow, judge_names, score_judge, score_verdicts
 from judgefuse.fusion import NotEnoughLabels, cross_fit_predict, get_method, replayable_methods, requires_fit
 from judgefuse.fusion.verdict import Verdict
@@ -29,7 +31,15 @@ RECALIBRATED_DEFAULTS = ("majority+platt", "majority+isotonic")
 def default_methods() -> tuple[str, ...]:
     """Every method that can replay recorded votes, plus the recalibrated-majority variants."""
     return (*replayable_methods(), *RECALIBRATED_DEFAULTS)
-CI_METRICS = ("accuracy", "ece")
+CI_METRICS = tuple(metric.name for metric in BUILTIN_METRICS if metric.interval)
+"""The built-in metrics with a bootstrap interval (accuracy, ECE); :func:`ci_metrics` adds plugins'."""
+
+
+def ci_metrics() -> tuple[str, ...]:
+    """Every registered metric declared with ``interval=True``."""
+    return tuple(metric.name for metric in registered_metrics() if metric.interval)
+
+
 CI_METHOD = INTERVAL_METHOD
 """How every ``ci`` in a report is made (95%): printed in the tables' captions and the JSON."""
 
@@ -143,7 +153,7 @@ def _report(row: ScoredRow, reference: ScoredRow | None, options: EvaluationOpti
             conf, correct, metric=metric, n_resamples=options.n_bootstrap, seed=options.seed,
             n_bins=options.n_bins, eps=options.eps,
         )
-        for metric in CI_METRICS
+        for metric in ci_metrics()
     }
     ci = {metric: (interval.low, interval.high) for metric, interval in intervals.items()}
     per_category: dict[str, dict[str, float]] = {}

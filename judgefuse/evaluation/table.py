@@ -19,24 +19,40 @@ from dataclasses import dataclass
 from rich.console import Console
 from rich.table import Table
 
+from judgefuse.calibration.builtin_metrics import BUILTIN_METRICS
+from judgefuse.calibration.metric_registry import UnknownMetric, get_metric, registered_metrics
 from judgefuse.evaluation.display import compact_table, fit, legend, natural_width, short_names
 from judgefuse.evaluation.runner import CI_METHOD, Evaluation, RowReport
 from judgefuse.evaluation.scoring import ScoredRow
 
-PERCENT = {"accuracy", "ece", "adaptive_ce", "mce", "macroce"}
-COLUMNS = (
-    ("accuracy", "Acc %"),
-    ("ece", "ECE %"),
-    ("adaptive_ce", "AdaptCE %"),
-    ("mce", "MCE %"),
-    ("brier", "Brier"),
-    ("nll", "NLL"),
-    ("th_score", "TH"),
-    ("macroce", "MacroCE %"),
-    ("auroc", "AUROC"),
-)
-MAIN_COLUMNS = (("brier", "Brier"), ("th_score", "TH"), ("auroc", "AUROC"))
-MORE_COLUMNS = (("adaptive_ce", "AdaptCE%"), ("mce", "MCE%"), ("nll", "NLL"), ("macroce", "MacroCE%"))
+Column = tuple[str, str]
+"""(metric name, header)."""
+
+
+def columns() -> tuple[Column, ...]:
+    """The wide table's metric columns: every registered metric shown in a table, in order."""
+    return tuple((m.name, m.header()) for m in registered_metrics() if m.table != "json")
+
+
+def main_columns() -> tuple[Column, ...]:
+    """The compact main table's plain columns (accuracy and ECE come first, with intervals)."""
+    return tuple((m.name, m.header(compact=True)) for m in registered_metrics()
+                 if m.table == "main" and m.name not in CI_COLUMNS)
+
+
+def more_columns() -> tuple[Column, ...]:
+    """The second table's metric columns."""
+    return tuple((m.name, m.header(compact=True)) for m in registered_metrics() if m.table == "more")
+
+
+CI_COLUMNS = ("accuracy", "ece")
+"""The main table's first two metric columns, each with its interval."""
+PERCENT = frozenset(m.name for m in BUILTIN_METRICS if m.percent)
+COLUMNS = tuple((m.name, m.header()) for m in BUILTIN_METRICS if m.table != "json")
+"""The built-in metrics' wide columns (:func:`columns` adds plugins')."""
+MAIN_COLUMNS = tuple((m.name, m.header(compact=True)) for m in BUILTIN_METRICS
+                     if m.table == "main" and m.name not in CI_COLUMNS)
+MORE_COLUMNS = tuple((m.name, m.header(compact=True)) for m in BUILTIN_METRICS if m.table == "more")
 MORE_COST_COLUMNS = ("calls/item", "$ total")
 COST_COLUMNS = ("calls/item", "cost $ total")
 NAME_HEADER = "judge / method"
@@ -44,18 +60,19 @@ CI_CAPTION = f"[..]: 95% bootstrap interval ({CI_METHOD}; it always contains the
 
 
 def fmt(metric: str, value: float | None) -> str:
-    """A metric in the paper's units, or '-' when undefined."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    if metric in PERCENT:
-        return f"{100 * value:.2f}"
-    return f"{value:.2f}" if metric == "th_score" else f"{value:.3f}"
+    """A metric in its declared display units (the paper's for the built-ins), or '-' when undefined."""
+    try:
+        return get_metric(metric).format(value)
+    except UnknownMetric:
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return "-"
+        return f"{value:.3f}"
 
 
 def _interval(metric: str, low: float, high: float, digits: int) -> str:
     if math.isnan(low) or math.isnan(high):
         return "[-]"
-    scale = 100.0 if metric in PERCENT else 1.0
+    scale = 100.0 if get_metric(metric).percent else 1.0
     return f"[{scale * low:.{digits}f}, {scale * high:.{digits}f}]"
 
 
@@ -81,14 +98,15 @@ def wide_table(evaluation: Evaluation, *, title: str) -> Table:
     table.add_column("kind")
     table.add_column("n", justify="right")
     table.add_column("invalid", justify="right")
-    for _metric, header in COLUMNS:
+    wide_columns = columns()
+    for _metric, header in wide_columns:
         table.add_column(header, justify="right", no_wrap=True)
     for header in COST_COLUMNS:
         table.add_column(header, justify="right")
     for report in evaluation.rows:
         cells = [
             _with_ci(report, metric) if metric in report.ci else fmt(metric, report.metrics[metric])
-            for metric, _header in COLUMNS
+            for metric, _header in wide_columns
         ]
         row = report.row
         table.add_row(row.name, row.kind, str(row.correct.size), str(row.n_invalid), *cells, *cost_cells(row))
@@ -119,9 +137,10 @@ def main_table(evaluation: Evaluation, *, title: str, layout: MainLayout = MAIN_
     if not same_n:
         table.add_column("n", justify="right")
     table.add_column("inv", justify="right")
-    table.add_column("Acc %", justify="right", no_wrap=True)
-    table.add_column("ECE %", justify="right", no_wrap=True)
-    for _metric, header in MAIN_COLUMNS:
+    for metric in CI_COLUMNS:
+        table.add_column(get_metric(metric).header(), justify="right", no_wrap=True)
+    plain = main_columns()
+    for _metric, header in plain:
         table.add_column(header, justify="right", no_wrap=True)
     previous = None
     for report in evaluation.rows:
@@ -133,9 +152,8 @@ def main_table(evaluation: Evaluation, *, title: str, layout: MainLayout = MAIN_
             names[row.name],
             *(() if same_n else (str(row.correct.size),)),
             str(row.n_invalid),
-            _with_ci(report, "accuracy", inline=layout.inline_ci),
-            _with_ci(report, "ece", inline=layout.inline_ci),
-            *(fmt(metric, report.metrics[metric]) for metric, _header in MAIN_COLUMNS),
+            *(_with_ci(report, metric, inline=layout.inline_ci) for metric in CI_COLUMNS),
+            *(fmt(metric, report.metrics[metric]) for metric, _header in plain),
         )
     return table
 
@@ -144,14 +162,15 @@ def more_table(evaluation: Evaluation, names: dict[str, str]) -> Table:
     """The metrics the main table leaves out, and the cost of each row."""
     table = compact_table("other metrics and cost", caption="$ total: the cost of all the row's calls, in USD")
     table.add_column(NAME_HEADER, no_wrap=True)
-    for _metric, header in MORE_COLUMNS:
+    more = more_columns()
+    for _metric, header in more:
         table.add_column(header, justify="right", no_wrap=True)
     for header in MORE_COST_COLUMNS:
         table.add_column(header, justify="right", no_wrap=True)
     for report in evaluation.rows:
         table.add_row(
             names[report.row.name],
-            *(fmt(metric, report.metrics[metric]) for metric, _header in MORE_COLUMNS),
+            *(fmt(metric, report.metrics[metric]) for metric, _header in more),
             *cost_cells(report.row),
         )
     return table

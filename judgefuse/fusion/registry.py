@@ -14,6 +14,10 @@ The recalibrator names are ``platt``, ``temperature``, ``isotonic`` and ``histog
 (:data:`judgefuse.calibration.recalibration.RECALIBRATORS`); ``+`` is reserved for this and
 cannot appear in a registered name. ``recalibrate_options`` (a dict) is passed to the
 recalibrator's constructor; every other option goes to the base method's factory.
+
+Methods from other distributions come through the ``judgefuse.fusion_methods`` entry-point
+group (:mod:`judgefuse.entry_points`): loaded after the built-ins, on the first lookup or
+listing. A plugin module only imports :func:`fusion_method` and decorates.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, Protocol, Self, TypeVar, runtime_checkable
 
+from judgefuse.entry_points import load_group, origin
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote
 
@@ -80,7 +85,9 @@ Factory = Callable[..., FusionMethod]
 F = TypeVar("F", bound=Callable[..., Any])
 
 _REGISTRY: dict[str, Factory] = {}
+_ORIGINS: dict[str, str] = {}
 _BUILTINS_LOADED = False
+ENTRY_POINT_GROUP = "judgefuse.fusion_methods"
 
 
 def fusion_method(name: str) -> Callable[[F], F]:
@@ -104,6 +111,7 @@ def fusion_method(name: str) -> Callable[[F], F]:
                 f"refusing to replace it with {getattr(factory, '__qualname__', repr(factory))}"
             )
         _REGISTRY[name] = factory
+        _ORIGINS[name] = origin(getattr(factory, "__module__", None))
         return factory
 
     return decorate
@@ -115,12 +123,19 @@ def _load_builtins() -> None:
         _BUILTINS_LOADED = True
         # Imported for their registrations.
         from judgefuse.fusion import fuser, stacking, voting  # noqa: F401
+    load_group(ENTRY_POINT_GROUP)
 
 
 def available_methods() -> list[str]:
     """Every registered method name, sorted (recalibrated combinations are not listed)."""
     _load_builtins()
     return sorted(_REGISTRY)
+
+
+def method_origins() -> dict[str, str]:
+    """Method name -> where it was registered (``built-in`` or a plugin's distribution)."""
+    _load_builtins()
+    return {name: _ORIGINS[name] for name in sorted(_REGISTRY)}
 
 
 def replayable_methods() -> list[str]:

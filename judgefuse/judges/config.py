@@ -24,7 +24,8 @@ A panel file::
 Backends (``backend``): ``direct`` is our aiohttp client for OpenAI-compatible endpoints (needs
 ``api_base`` or ``local``); ``litellm`` serves every other provider; ``auto`` (default) picks
 ``direct`` when there is an endpoint (``api_base`` or ``local``) and the model is ``openai/...``
-or the entry says ``openai_compatible: true``, else ``litellm``.
+or the entry says ``openai_compatible: true``, else ``litellm``. Any other name registered with
+``@judge_backend`` (a plugin's, see :mod:`judgefuse.judges.registry`) is accepted as well.
 
 Model names are litellm's. The direct backend sends the model with one leading ``openai/``
 removed, as litellm does (so ``openai/openai/gpt-oss-20b`` reaches vLLM as ``openai/gpt-oss-20b``
@@ -77,7 +78,8 @@ __all__ = [
     "parse_panel_config",
 ]
 
-Backend = Literal["auto", "direct", "litellm"]
+Backend = str
+"""``auto`` or a registered judge backend name (checked against the registry on validation)."""
 ElicitationMode = Literal["sc", "mp", "logprob"]
 FallbackMode = Literal["sc", "mp", "none"]
 
@@ -191,6 +193,17 @@ class JudgeConfig(BaseModel):
             raise ValueError("temperature must be finite")
         return value
 
+    @field_validator("backend")
+    @classmethod
+    def _registered_backend(cls, value: str) -> str:
+        # Imported here: the registry imports this module (it builds clients from a JudgeConfig).
+        from judgefuse.judges.registry import available_backends
+
+        known = available_backends()
+        if value != "auto" and value not in known:
+            raise ValueError(f"unknown backend {value!r}; use auto or one of: {', '.join(known)}")
+        return value
+
     @field_validator("api_key_env")
     @classmethod
     def _env_name(cls, value: str | None) -> str | None:
@@ -226,7 +239,7 @@ class JudgeConfig(BaseModel):
             raise ValueError("backend 'direct' needs api_base (or local)")
         return self
 
-    def resolved_backend(self) -> Literal["direct", "litellm"]:
+    def resolved_backend(self) -> str:
         """The backend ``auto`` stands for (see the module docstring)."""
         if self.backend != "auto":
             return self.backend

@@ -10,6 +10,10 @@ A new provider path is a new registered factory, not a branch in the judge. The 
 its SDK inside its body, so an unused backend costs nothing. Names are unique: registering a
 taken name raises :class:`DuplicateJudgeBackend`. :func:`build_client` refuses a factory whose
 result has no ``async def complete`` (checked when the client is built, not on first call).
+
+Backends from other distributions come through the ``judgefuse.judge_backends`` entry-point
+group (:mod:`judgefuse.entry_points`), loaded on the first lookup or listing; a panel's
+``backend:`` accepts any registered name.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import Protocol, TypeVar
 
 from pydantic import SecretStr
 
+from judgefuse.entry_points import load_group, origin
 from judgefuse.judges.config import JudgeConfig
 from judgefuse.judges.transport.request import ChatClient
 
@@ -28,6 +33,7 @@ __all__ = [
     "DuplicateJudgeBackend",
     "UnknownJudgeBackend",
     "available_backends",
+    "backend_origins",
     "build_client",
     "judge_backend",
 ]
@@ -52,6 +58,8 @@ class UnknownJudgeBackend(KeyError):
 
 F = TypeVar("F", bound=Callable[..., ChatClient])
 _BACKENDS: dict[str, BackendFactory] = {}
+_ORIGINS: dict[str, str] = {}
+ENTRY_POINT_GROUP = "judgefuse.judge_backends"
 
 
 def judge_backend(name: str) -> Callable[[F], F]:
@@ -70,14 +78,22 @@ def judge_backend(name: str) -> Callable[[F], F]:
                 f"refusing to replace it with {getattr(factory, '__qualname__', factory)!s}"
             )
         _BACKENDS[name] = factory
+        _ORIGINS[name] = origin(getattr(factory, "__module__", None))
         return factory
 
     return decorate
 
 
 def available_backends() -> list[str]:
-    """Registered backend names, sorted."""
+    """Registered backend names (plugins included), sorted."""
+    load_group(ENTRY_POINT_GROUP)
     return sorted(_BACKENDS)
+
+
+def backend_origins() -> dict[str, str]:
+    """Backend name -> where it was registered (``built-in`` or a plugin's distribution)."""
+    load_group(ENTRY_POINT_GROUP)
+    return {name: _ORIGINS[name] for name in sorted(_BACKENDS)}
 
 
 def build_client(
@@ -89,6 +105,7 @@ def build_client(
     max_connections: int | None = None,
 ) -> ChatClient:
     """The client of backend ``name`` for ``config``."""
+    load_group(ENTRY_POINT_GROUP)
     factory = _BACKENDS.get(name)
     if factory is None:
         raise UnknownJudgeBackend(

@@ -43,7 +43,8 @@ class Settings(BaseSettings):
     )
 
     storage_url: str = "sqlite:///./judgefuse.sqlite3"
-    """``sqlite:///path`` (embedded default), ``redis://host:port/db`` (shared by replicas)."""
+    """``sqlite:///path`` (embedded default), ``redis://host:port/db`` (shared by replicas), or
+    any scheme a storage plugin registers (``judgefuse plugins`` lists them)."""
     sqlite_synchronous: Literal["FULL", "NORMAL"] = "FULL"
     """SQLite durability: FULL (default) survives power loss; NORMAL survives a process kill
     and is much faster on slow disks (one fsync per checkpoint instead of per verdict)."""
@@ -178,10 +179,14 @@ class Settings(BaseSettings):
     def _check_storage(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("storage_url is empty")
-        if "://" in value and not value.startswith(
-            ("sqlite:///", "redis://", "rediss://", "unix://")
-        ):
-            raise ValueError("storage_url must be sqlite:///path, redis://, rediss:// or unix://")
+        # Any scheme of the storage registry (plugins' included); built when the app starts.
+        from judgefuse.service.storage.registry import scheme_of, schemes
+
+        known = schemes()
+        if "://" in value and (scheme_of(value) not in known or
+                               (scheme_of(value) == "sqlite" and not value.startswith("sqlite:///"))):
+            raise ValueError("storage_url must be sqlite:///path or one of "
+                             + ", ".join(f"{s}://" for s in known if s != "sqlite"))
         return value
 
     @field_validator("panels")

@@ -1,5 +1,6 @@
 """Service fixtures: a real redis-server on a free loopback port, a tmp SQLite file, and a
-``storage`` fixture parametrised over both backends (every behaviour test runs on each)."""
+``storage`` fixture parametrised over every registered storage backend (every behaviour test
+runs on each: SQLite, Redis, and any plugin's scheme installed in the environment)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 
 from judgefuse.service.storage import SQLiteStorage, Storage
 from judgefuse.service.storage.redis import RedisStorage
+from judgefuse.service.storage.registry import scheme_factory, schemes, storage_from_url
 
 
 def _free_port() -> int:
@@ -85,15 +87,27 @@ def sqlite_path(tmp_path: Path) -> Path:
     return tmp_path / "judgefuse.db"
 
 
-@pytest.fixture(params=["sqlite", "redis"])
-async def storage(request: pytest.FixtureRequest, sqlite_path: Path) -> AsyncIterator[Storage]:
-    """An open, empty storage of each backend."""
+def contract_backends() -> list[str]:
+    """One scheme per registered storage factory, SQLite and Redis first (aliases such as
+    ``rediss://`` and ``unix://`` share ``redis://``'s factory and are not run again)."""
+    first: dict[object, str] = {}
+    for scheme in schemes():
+        first.setdefault(scheme_factory(scheme), scheme)
+    return sorted(first.values(), key=lambda scheme: (scheme not in ("sqlite", "redis"), scheme))
+
+
+@pytest.fixture(params=contract_backends())
+async def storage(request: pytest.FixtureRequest, sqlite_path: Path, tmp_path: Path) -> AsyncIterator[Storage]:
+    """An open, empty storage of each registered backend. A plugin's scheme gets the URL
+    ``SCHEME://<fresh tmp dir>`` (a backend that needs a server brings its own fixture)."""
     backend: Storage
     if request.param == "sqlite":
         backend = SQLiteStorage(sqlite_path)
-    else:
+    elif request.param == "redis":
         url = request.getfixturevalue("redis_url")
         backend = RedisStorage(url)
+    else:
+        backend = storage_from_url(f"{request.param}://{tmp_path / request.param}")
     await backend.open()
     if isinstance(backend, RedisStorage):
         await backend.client.flushdb()

@@ -6,6 +6,10 @@ backend (PostgreSQL, DESIGN.md "Scale") is one :func:`register_scheme` call, not
 
 Factories receive the URL as given and the :class:`StorageOptions` (settings that only some
 backends read, e.g. SQLite's ``synchronous``); they build the storage without opening it.
+
+Backends from other distributions come through the ``judgefuse.storage`` entry-point group
+(:mod:`judgefuse.entry_points`): the entry point's module calls :func:`register_scheme` when
+imported. They are loaded on the first lookup or listing.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from judgefuse.entry_points import load_group, origin
 from judgefuse.service.storage.base import Storage
 from judgefuse.service.storage.sqlite import SQLiteStorage
 
@@ -21,7 +26,9 @@ __all__ = [
     "StorageFactory",
     "StorageOptions",
     "register_scheme",
+    "scheme_factory",
     "scheme_of",
+    "scheme_origins",
     "schemes",
     "storage_from_url",
     "unregister_scheme",
@@ -40,6 +47,8 @@ StorageFactory = Callable[[str, StorageOptions], Storage]
 """(url, options) -> an unopened storage."""
 
 _FACTORIES: dict[str, StorageFactory] = {}
+_ORIGINS: dict[str, str] = {}
+ENTRY_POINT_GROUP = "judgefuse.storage"
 
 
 def register_scheme(scheme: str, factory: StorageFactory, *, replace: bool = False) -> None:
@@ -51,16 +60,31 @@ def register_scheme(scheme: str, factory: StorageFactory, *, replace: bool = Fal
     if key in _FACTORIES and not replace:
         raise ValueError(f"storage scheme {key!r} is already registered")
     _FACTORIES[key] = factory
+    _ORIGINS[key] = origin(getattr(factory, "__module__", None))
 
 
 def unregister_scheme(scheme: str) -> None:
     """Stop serving ``scheme://`` URLs (a no-op when it is not registered)."""
     _FACTORIES.pop(scheme.lower(), None)
+    _ORIGINS.pop(scheme.lower(), None)
 
 
 def schemes() -> list[str]:
-    """The registered schemes, sorted."""
+    """The registered schemes (plugins included), sorted."""
+    load_group(ENTRY_POINT_GROUP)
     return sorted(_FACTORIES)
+
+
+def scheme_origins() -> dict[str, str]:
+    """Scheme -> where it was registered (``built-in`` or a plugin's distribution)."""
+    load_group(ENTRY_POINT_GROUP)
+    return {scheme: _ORIGINS[scheme] for scheme in sorted(_FACTORIES)}
+
+
+def scheme_factory(scheme: str) -> StorageFactory | None:
+    """The factory serving ``scheme://`` (None when none does): tells aliases apart."""
+    load_group(ENTRY_POINT_GROUP)
+    return _FACTORIES.get(scheme.lower())
 
 
 def scheme_of(url: str) -> str:
@@ -76,6 +100,7 @@ def storage_from_url(url: str, options: StorageOptions | None = None) -> Storage
     if not isinstance(url, str) or not url.strip():
         raise ValueError("storage_url is empty")
     scheme = scheme_of(url)
+    load_group(ENTRY_POINT_GROUP)
     factory = _FACTORIES.get(scheme)
     if factory is None:
         raise ValueError(
