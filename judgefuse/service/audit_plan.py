@@ -13,6 +13,7 @@ new plan never rewrites an inclusion probability.
 from __future__ import annotations
 
 import time
+from urllib.parse import unquote
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,7 +50,7 @@ async def daily_traffic(storage: Storage, tenant: str, panel: str, now: float) -
     since = hour_of(now) - DAY_HOURS + 1
     review = auto = 0.0
     for key in await storage.list_accumulators(tenant, prefix):
-        stratum = key.removeprefix(prefix)
+        stratum = unquote(key.removeprefix(prefix))
         if stratum != REVIEW and rate_of(stratum) is None:
             continue
         n = float((await storage.read_accumulator(tenant, key, since_hour=since)).get("n", 0))
@@ -108,7 +109,8 @@ def plan_report(planned: PlannedRate, *, target: float | None, alpha: float,
         out["expected_half_width"] = {"population": _num(hw.population),
                                       "auto_accept": _num(hw.auto_accept), "days": 1}
         if target is not None and 0.0 < target < 1.0:
-            before = min(0.99, max(target + 0.05, 0.9))
+            # a drop from 5 points above the target to 5 below (0.90 -> 0.80 at target 0.85)
+            before = min(0.99, target + 0.05)
             delay = expected_detection_delay(planned.audit_rate, planned.auto_per_day,
                                              target=target, precision_before=before, drop=0.10,
                                              alpha=alpha, method="path")

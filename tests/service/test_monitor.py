@@ -249,6 +249,7 @@ async def test_two_replicas_sharing_redis_see_the_same_alarm(redis_url, tmp_path
     settings = S.make_settings(tmp_path, [external_panel(tmp_path)], review_seed=13)
     one, two = RedisStorage(redis_url), RedisStorage(redis_url)
     await one.open()
+    await two.open()
     await one.client.flushdb()
     world = World(seed=21)
     try:
@@ -275,6 +276,7 @@ async def test_two_replicas_sharing_redis_see_the_same_alarm(redis_url, tmp_path
                 assert r.json()["threshold"]["code"] == "drift_alarm"
     finally:
         await one.close()
+        await two.close()
 
 
 async def test_monitor_state_round_trips_through_storage_with_compare_and_set(storage):
@@ -356,7 +358,7 @@ async def test_label_budget_plans_the_audit_rate_and_stats_report_the_plan(stora
         routed = await fuse(client, world, "good", 99)
         # (180 - 160 review) / auto-so-far: the planned rate falls as auto traffic grows
         rates = [v["review"]["audit_rate"] for v in routed]
-        assert rates[0] == pytest.approx(20 / 1) or rates[0] == 1.0
+        assert rates[0] == 1.0  # 20 labels left for 1 auto-accepted verdict: capped at rate 1
         assert rates[-1] == pytest.approx(20 / 99)
         stats = (await client.get("/v1/review/stats", params={"panel": "ext"}, headers=H)).json()
         plan = stats["audit_plan"]
