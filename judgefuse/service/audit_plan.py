@@ -13,9 +13,9 @@ new plan never rewrites an inclusion probability.
 from __future__ import annotations
 
 import time
-from urllib.parse import unquote
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote
 
 from judgefuse.calibration.label_budget import (
     AuditPlan,

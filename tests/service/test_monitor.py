@@ -16,7 +16,7 @@ from pathlib import Path
 import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import pytest
 
-from judgefuse.judges.config import PanelConfig
+from judgefuse.judges.config import PanelConfigError, load_panel_config
 from judgefuse.service.storage import MonitorEvent
 from judgefuse.service.storage.redis import RedisStorage
 
@@ -66,7 +66,7 @@ class World:
         else:
             choices = [wrong if self.rng.random() < 0.5 else truth] * 3
         self.truth[vid] = truth
-        votes = [{"judge": j, "choice": c, "confidence": 0.9} for j, c in zip(EXT, choices)]
+        votes = [{"judge": j, "choice": c, "confidence": 0.9} for j, c in zip(EXT, choices, strict=True)]
         return {**PAIR, "id": vid, "votes": votes}
 
     async def annotate(self, client, headers=H) -> int:
@@ -333,12 +333,16 @@ async def test_bad_input_is_named(tmp_path):
         assert r.status_code == 422 and "no threshold" in r.text
         r = await client.post("/v1/monitor/clear", json={"panel": "ext", "extra": 1}, headers=H)
         assert r.status_code == 422
-    with pytest.raises(ValueError, match="on_drift"):
-        PanelConfig.model_validate({"name": "p", "judges": [{"name": "e", "external": True}],
-                                    "on_drift": "panic"})
-    with pytest.raises(ValueError, match="label_budget_per_day"):
-        PanelConfig.model_validate({"name": "p", "judges": [{"name": "e", "external": True}],
-                                    "label_budget_per_day": -3})
+    bad = external_panel(tmp_path, on_drift="panic")
+    with pytest.raises(PanelConfigError, match=r"panel-ext-panic\.yaml.*on_drift") as err:
+        load_panel_config(bad)
+    assert "review_everything" in str(err.value)  # says what is allowed
+    with pytest.raises(PanelConfigError, match="label_budget_per_day"):
+        load_panel_config(external_panel(tmp_path, extra="label_budget_per_day: -3\n"))
+    # a bad panel file stops the app at startup, naming the file and the field
+    with pytest.raises(Exception, match="on_drift"):
+        async with S.running_app(S.make_settings(tmp_path, [bad])):
+            pass
 
 
 async def test_label_budget_plans_the_audit_rate_and_stats_report_the_plan(storage, tmp_path):
@@ -373,3 +377,41 @@ async def test_label_budget_plans_the_audit_rate_and_stats_report_the_plan(stora
         # stored stamps are never rewritten by a later plan
         again = (await client.get(f"/v1/verdicts/{first['id']}", headers=H)).json()
         assert again["review"]["audit_rate"] == 0.5
+
+
+async def test_a_judge_whose_votes_change_is_flagged_without_labels(tmp_path):
+    """Label-free judge drift: e1 starts voting "A" on everything; no label is ever given."""
+    settings = S.make_settings(tmp_path, [external_panel(tmp_path)], review_seed=1)
+    rng = random.Random(4)
+
+    def batch(n: int, e1_always_a: bool) -> dict:
+        items = []
+        for _ in range(n):
+            truth = rng.choice("AB")
+            e1 = "A" if e1_always_a else truth
+            items.append({**PAIR, "votes": [{"judge": "e1", "choice": e1, "confidence": 0.9},
+                                            {"judge": "e2", "choice": truth, "confidence": 0.9},
+                                            {"judge": "e3", "choice": truth, "confidence": 0.9}]})
+        return {"items": items}
+
+    async with S.running_app(settings) as (_app, client):
+        for _ in range(20):  # 640 verdicts: the reference period (512 votes) and some more
+            r = await client.post("/v1/fuse/batch", json=batch(32, False), headers=H)
+            assert r.status_code == 200 and r.json()["n_failed"] == 0, r.text
+        calm = (await client.get("/v1/monitor", params={"panel": "ext"}, headers=H)).json()
+        assert not any(j["votes"]["alarm"] for j in calm["judges"].values()), calm["judges"]
+        flagged_after = None
+        for k in range(1, 21):
+            await client.post("/v1/fuse/batch", json=batch(32, True), headers=H)
+            judges = (await client.get("/v1/monitor", params={"panel": "ext"}, headers=H)).json()["judges"]
+            if judges["e1"]["votes"]["alarm"]:
+                flagged_after = 32 * k
+                break
+        print(f"e1's share of 'A' 0.5 -> 1.0: flagged after {flagged_after} changed votes (no labels)")
+        assert flagged_after is not None
+        assert judges["e1"]["votes"]["share_a"]["direction"] == "up"
+        assert not judges["e2"]["votes"]["alarm"] and not judges["e3"]["votes"]["alarm"]
+        assert calm["state"] == "ok"  # no threshold, no labels: judge drift routes nothing
+        metrics = (await client.get("/metrics", headers=S.admin())).text
+        assert 'judgefuse_judge_drift_alarm{judge="e1",panel="ext",signal="votes",tenant="tenant-a"} 1.0' in metrics
+        assert 'judgefuse_judge_drift_alarm{judge="e2",panel="ext",signal="votes",tenant="tenant-a"} 0.0' in metrics

@@ -55,8 +55,6 @@ async def metrics(
         for tenant in tenants:
             for name in gateway.panels:
                 threshold = await gateway.storage.get_threshold(tenant, name)
-                if threshold is None:
-                    continue
                 registry.set_monitor(tenant, name,
                                      await gateway.monitors.snapshot(tenant, name, threshold))
     except Exception as exc:  # a scrape still returns the process metrics
