@@ -17,7 +17,7 @@ import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import pytest
 
 from judgefuse.judges.config import PanelConfigError, load_panel_config
-from judgefuse.service.storage import MonitorEvent
+from judgefuse.service.storage import MonitorEvent, ThresholdRecord
 from judgefuse.service.storage.redis import RedisStorage
 
 PAIR = {"question": "Which is right?", "answer_a": "this one", "answer_b": "that one"}
@@ -197,15 +197,25 @@ async def test_raise_threshold_reviews_below_the_raised_threshold_only(storage, 
     settings = S.make_settings(tmp_path, [external_panel(tmp_path, on_drift="raise_threshold")],
                                review_seed=9)
     world = World(seed=4)
-    async with S.running_app(settings, storage) as (app, client):
-        await tuned_and_good(client, world, 60)
+    async with S.running_app(settings, storage) as (_app, client):
+        # threshold 0.6: split verdicts (majority confidence 2/3) are auto-accepted too
+        await storage.put_threshold("tenant-a", "ext", ThresholdRecord(
+            panel="ext", threshold=0.6, created_at=1.0, method="majority",
+            target_precision=TARGET, delta=0.1))
+        [split] = await fuse(client, world, "split", 1)
+        assert split["route"] == "auto_accept"
+        await fuse(client, world, "good", 60)
+        await world.annotate(client)
         await drift_until_alarm(client, world)
-        gateway = app.state.gateway
-        thr = await gateway.storage.get_threshold("tenant-a", "ext")
-        # threshold 1.0 raised halfway to 1 is still 1.0: unanimous verdicts stay accepted
-        for verdict in await fuse(client, world, "good", 3):
-            assert verdict["route"] == "auto_accept" and "raised threshold" in verdict["threshold"]["reason"]
-        assert thr.threshold == 1.0
+        # raised halfway to 1: 0.8. Split verdicts (0.667) now go to review, unanimous (1.0) stay
+        [split] = await fuse(client, world, "split", 1)
+        assert split["route"] == "human_review" and split["threshold"]["code"] == "drift_alarm"
+        assert "raised threshold 0.8000" in split["threshold"]["reason"]
+        assert split["review"]["reason"] == "drift_alarm"
+        [good] = await fuse(client, world, "good", 1)
+        assert good["route"] == "auto_accept" and "raised threshold" in good["threshold"]["reason"]
+        events = (await client.get("/v1/monitor", params={"panel": "ext"}, headers=H)).json()["events"]
+        assert [e["action"] for e in events] == ["raise_threshold"]
 
 
 async def test_no_alarm_on_a_drift_free_stream_of_hundreds_of_audit_labels(storage, tmp_path):
