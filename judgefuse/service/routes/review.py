@@ -84,7 +84,7 @@ async def stats(
         review, auto = await daily_traffic(gateway.storage, tenant, runtime.name, gateway.clock())
         planned = replace(planned, review_per_day=review, auto_per_day=auto)
     threshold = await gateway.threshold(tenant, runtime.name)
-    plan = plan_report(planned, target=threshold.target_precision if threshold else None,
+    plan = await plan_report(planned, target=threshold.target_precision if threshold else None,
                        alpha=gateway.settings.monitor_alpha, budget=config.label_budget_per_day)
     return {"panel": runtime.name, "audit_rate": config.audit_rate, **stats_out(counts),
             "audit_plan": plan}
