@@ -425,3 +425,28 @@ async def test_a_judge_whose_votes_change_is_flagged_without_labels(tmp_path):
         metrics = (await client.get("/metrics", headers=S.admin())).text
         assert 'judgefuse_judge_drift_alarm{judge="e1",panel="ext",signal="votes",tenant="tenant-a"} 1.0' in metrics
         assert 'judgefuse_judge_drift_alarm{judge="e2",panel="ext",signal="votes",tenant="tenant-a"} 0.0' in metrics
+
+
+def test_the_stored_monitor_is_the_monitor_label_for_label():
+    """The blob a label writes (JSON round trip every time, as storage does) carries exactly
+    the monitor that saw the same labels in memory: same bounds, same alarm label."""
+    import json
+
+    from judgefuse.calibration.sequential import PrecisionMonitor
+    from judgefuse.service.monitor import SERIES_POINTS, _feed, _new_blob
+
+    rng = random.Random(5)
+    body = _new_blob(0.85, 0.05, 3)
+    direct = PrecisionMonitor(0.85, alpha=0.05)
+    for i in range(600):
+        correct = rng.random() < (0.92 if i < 300 else 0.6)
+        _feed(body, correct, [("e1", 0.8, correct)], float(i))
+        body = json.loads(json.dumps(body, allow_nan=False))
+        direct.update(correct)
+        stored = PrecisionMonitor.from_state(body["precision"])
+        assert stored.bounds()[1:] == direct.bounds()[1:]
+        assert stored.alarmed_at == direct.alarmed_at
+    assert direct.alarmed_at is not None and direct.alarmed_at > 300
+    assert body["alarm"]["labels"] == direct.alarmed_at
+    assert len(body["series"]) == SERIES_POINTS and body["series"][-1][1] == 600
+    assert body["judges"]["e1"]["kind"] == "brier_drift"
