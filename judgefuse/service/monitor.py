@@ -15,7 +15,11 @@ a label reads it, adds itself, and writes it back iff nobody wrote in between (e
 and retries). So replicas sharing Redis never lose or double an update, the hot path of a label
 is ``O(log t)`` and two round trips, and nothing is ever rebuilt from a log. The blob also holds
 the per-judge :class:`~judgefuse.calibration.drift.BrierDrift` (fed by the same audit labels)
-and the bound over time (the last :data:`SERIES_POINTS` labels) for the dashboard.
+and the bound over time (the last :data:`SERIES_POINTS` labels) for the dashboard. So each
+judge's Brier reference period is the first 200 audit labels after a tune: a retune also
+restarts judge drift, against the calibration the new threshold was tuned on. Per label the
+blob update costs ~5-8 ms of CPU (monitor, three judges' Brier detectors, JSON of ~20 kB at
+most), labels arrive at human speed, and the verdict hot path never touches it.
 
 **Relabels are ignored.** A sequential monitor consumes labels in arrival order and its state
 is sums over restart windows; a relabel would have to rewrite a past observation in every
