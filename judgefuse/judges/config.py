@@ -318,6 +318,16 @@ class PanelConfig(BaseModel):
     queue (an audit), drawn at decision time; the rate in force is stored with each verdict."""
     review_shows_verdict: bool = False
     """The review queue shows annotators the judges' verdict (off by default: anchoring)."""
+    on_drift: Literal["review_everything", "raise_threshold", "alert_only"] = "review_everything"
+    """What the service does when the precision monitor of the routing threshold alarms (its
+    upper bound fell below the threshold's target): ``review_everything`` (default: every new
+    verdict routed by that threshold version goes to human review, reason ``drift_alarm``),
+    ``raise_threshold`` (auto-accept only at confidence >= the threshold moved halfway to 1),
+    ``alert_only`` (route as before; the event, /v1/monitor and /metrics say it). Either way it
+    lasts until a new threshold version is tuned or an operator clears it."""
+    label_budget_per_day: float | None = Field(default=None, gt=0.0, allow_inf_nan=False)
+    """Labels per day the service may ask for: when set, the audit rate of new verdicts is
+    planned from it and the last day's traffic per stratum (instead of ``audit_rate``)."""
 
     @field_validator("quorum", mode="before")
     @classmethod

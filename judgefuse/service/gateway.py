@@ -53,7 +53,9 @@ from judgefuse.service.cascade_serving import (
 )
 from judgefuse.service.batch_items import batch_item_problems
 from judgefuse.service.errors import Conflict, FieldProblem, QuorumLost, ServiceError, TooLarge
+from judgefuse.service.audit_plan import AuditPlanner
 from judgefuse.service.metrics import ServiceMetrics
+from judgefuse.service.monitor import DRIFT_ALARM, Monitors, raised_threshold
 from judgefuse.service.pairing import routing_threshold
 from judgefuse.service.panels import PanelRuntime
 from judgefuse.service.refit import PromotionTarget, RefitOutcome, RefitScheduler, refit
@@ -140,6 +142,10 @@ class Gateway:
         )
         self.single_flight: SingleFlight[VerdictOut] = SingleFlight(
             storage, ttl_s=settings.single_flight_claim_s)
+        self.monitors = Monitors(settings, storage, clock=clock)
+        """Precision monitors per threshold version, judge drift (:mod:`judgefuse.service.monitor`)."""
+        self.audit_planner = AuditPlanner(settings, storage)
+        """The audit rate of new verdicts (a panel's ``label_budget_per_day``)."""
 
     # ------------------------------------------------------------------ panels and state
     def runtime(self, name: str | None, *, field: str = "body.panel") -> PanelRuntime:
@@ -272,6 +278,7 @@ class Gateway:
             fused = time.perf_counter()
             threshold = await self.routing_threshold(tenant, runtime.name, verdict)
             route, used = route_verdict(verdict, threshold, panel=runtime.name)
+            route, used = await self._drift_route(tenant, runtime, verdict, route, used)
             slowest = max((v.latency_s for v in votes), default=0.0)
         created_at = self.clock()
         verdict = verdict.model_copy(update={
@@ -280,7 +287,9 @@ class Gateway:
             "timings": {**verdict.timings, "judges_s": judged - started, "fuse_s": fused - judged,
                         "slowest_judge_s": slowest},
         })
-        stamp = stamp_review(route, used.code, runtime.panel.config.audit_rate, self.rng,
+        planned = await self.audit_planner.rate(tenant, runtime.name, runtime.panel.config,
+                                                created_at)
+        stamp = stamp_review(route, used.code, planned.audit_rate, self.rng,
                              inline_label=request.label is not None)
         record = VerdictRecord(
             id=verdict_id, tenant=tenant, panel=runtime.name, created_at=created_at,
@@ -306,6 +315,7 @@ class Gateway:
         verdict.timings["total_s"] = total
         verdict.timings["overhead_s"] = max(0.0, total - slowest)
         self.metrics.observe_votes(runtime.name, votes, tenant=tenant)
+        self.monitors.observe_votes(tenant, runtime.name, votes)
         self.metrics.observe_verdict(tenant, runtime.name, verdict, cascade_stage)
         self.metrics.overhead.observe(verdict.timings["overhead_s"])
         return VerdictOut.of(
@@ -313,6 +323,31 @@ class Gateway:
             labelled_at=labelled_at, feedback=feedback, category=request.category,
             cascade=cascade_out, review=review_out(record),
         )
+
+    async def _drift_route(
+        self, tenant: str, runtime: PanelRuntime, verdict: Verdict, route: str, used: ThresholdUsed
+    ) -> tuple[str, ThresholdUsed]:
+        """The panel's ``on_drift`` action while the routing threshold version's precision
+        monitor is in alarm (:mod:`judgefuse.service.monitor`): an auto-accept becomes human
+        review with code ``drift_alarm`` (``review_everything``; ``raise_threshold`` below the
+        raised threshold); ``alert_only`` and every other route are left as they are."""
+        if route != "auto_accept":
+            return route, used
+        alarm = await self.monitors.alarm(tenant, runtime.name, used.version)
+        action = runtime.panel.config.on_drift
+        if alarm is None or action == "alert_only":
+            return route, used
+        if action == "raise_threshold" and used.value is not None:
+            raised = raised_threshold(used.value)
+            if verdict.confidence >= raised:
+                return route, used.model_copy(update={"reason": (
+                    f"confidence {verdict.confidence:.4f} >= raised threshold {raised:.4f} "
+                    f"({alarm.reason('threshold raised halfway to 1')})")})
+            return "human_review", used.model_copy(update={
+                "code": DRIFT_ALARM, "reason": f"confidence {verdict.confidence:.4f} < raised "
+                f"threshold {raised:.4f}: {alarm.reason('threshold raised halfway to 1')}"})
+        return "human_review", used.model_copy(update={
+            "code": DRIFT_ALARM, "reason": alarm.reason("every verdict goes to human review")})
 
     async def _replay(
         self, tenant: str, existing: VerdictRecord, request: JudgeRequest, panel: str, prefix: str
@@ -403,7 +438,27 @@ class Gateway:
         self.metrics.labels.labels(tenant, panel, outcome.status).inc()
         if outcome.status == "labelled":
             self.scheduler.note_label(tenant, panel)
+            await self._monitor_label(tenant, outcome.record, label)
         return outcome
+
+    async def _monitor_label(self, tenant: str, record: VerdictRecord, label: Letter) -> None:
+        """A first label of an audit verdict feeds its threshold version's precision monitor
+        (relabels never do: see :mod:`judgefuse.service.monitor`). The label is stored
+        already, so a storage failure here is logged, not raised: the monitor misses one
+        label, chosen by an outage rather than by its value, and stays valid."""
+        stamp = record.review
+        if stamp is None or stamp.stratum != "audit" or record.threshold_version is None:
+            return
+        runtime = self.panels.get(record.panel)
+        try:
+            threshold = await self.storage.get_threshold(tenant, record.panel,
+                                                          version=record.threshold_version)
+            await self.monitors.on_label(
+                tenant, record, label, threshold,
+                on_drift=runtime.panel.config.on_drift if runtime else "review_everything")
+        except StorageError as exc:
+            log.error("monitor %s/%s: label not counted: %s", tenant, record.panel,
+                      type(exc).__name__)
 
     async def feedback(self, tenant: str, verdict_id: str, label: Letter) -> LabelResult:
         check_verdict_id(tenant, verdict_id)

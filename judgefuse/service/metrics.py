@@ -96,6 +96,28 @@ class ServiceMetrics:
         self.cal_n = Gauge(
             "judgefuse_calibration_labels", "Labelled items per calibration key",
             ("tenant", "panel", "key"), registry=r)
+        self.monitor_alarm = Gauge(
+            "judgefuse_monitor_alarm",
+            "1 while the precision monitor of the current threshold version is in alarm",
+            ("tenant", "panel"), registry=r)
+        self.monitor_lower = Gauge(
+            "judgefuse_monitor_precision_lower",
+            "Anytime-valid lower bound of the auto-accept precision (audit labels)",
+            ("tenant", "panel"), registry=r)
+        self.monitor_upper = Gauge(
+            "judgefuse_monitor_precision_upper",
+            "Anytime-valid upper bound of the auto-accept precision (alarm when below target)",
+            ("tenant", "panel"), registry=r)
+        self.monitor_target = Gauge(
+            "judgefuse_monitor_precision_target", "Target precision of the current threshold",
+            ("tenant", "panel"), registry=r)
+        self.monitor_labels = Gauge(
+            "judgefuse_monitor_labels", "Audit labels in the current threshold version's monitor",
+            ("tenant", "panel"), registry=r)
+        self.judge_drift = Gauge(
+            "judgefuse_judge_drift_alarm",
+            "1 when a judge's Brier score (audit labels) or vote distribution (per replica) moved",
+            ("tenant", "panel", "judge", "signal"), registry=r)
         self.judge_calls = Counter(
             "judgefuse_judge_calls", "Model calls per judge", ("panel", "judge"), registry=r)
         self.judge_tokens = Counter(
@@ -232,6 +254,22 @@ class ServiceMetrics:
         self.cal_th.labels(tenant, panel, key).set(value(metrics.get("th_score")))
         n = metrics.get("n") or 0
         self.cal_n.labels(tenant, panel, key).set(0 if math.isnan(float(n)) else float(n))
+
+    def set_monitor(self, tenant: str, panel: str, snapshot: dict[str, Any]) -> None:
+        """Refresh the monitor gauges of (tenant, panel) from ``Monitors.snapshot``."""
+        self.monitor_alarm.labels(tenant, panel).set(1 if snapshot["state"] == "alarm" else 0)
+        precision = snapshot["precision"]
+        self.monitor_lower.labels(tenant, panel).set(precision["lower"])
+        self.monitor_upper.labels(tenant, panel).set(precision["upper"])
+        self.monitor_labels.labels(tenant, panel).set(precision["labels"])
+        target = snapshot.get("target")
+        self.monitor_target.labels(tenant, panel).set(float("nan") if target is None else target)
+        for judge, drift in snapshot.get("judges", {}).items():
+            for signal in ("brier", "votes"):
+                report = drift.get(signal)
+                if report is not None:
+                    self.judge_drift.labels(tenant, panel, judge, signal).set(
+                        1 if report.get("alarm") else 0)
 
     def render(self) -> bytes:
         """Every series (the operator's view)."""

@@ -364,3 +364,61 @@ class ReviewItemOut(BaseModel):
     stratum: str
     lease_expires_at: float
     verdict: dict[str, Any] | None = None
+
+
+class MonitorClearRequest(BaseModel):
+    """``POST /v1/monitor/clear``: an operator ends the alarm of the panel's current threshold
+    version (its monitor restarts from zero labels)."""
+
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+
+    panel: str | None = Field(default=None, min_length=1, max_length=256)
+
+
+class MonitorPrecision(BaseModel):
+    """The auto-accept precision of the current threshold version from its audit labels:
+    ``upper < target`` is the alarm. ``estimate`` is None before any label."""
+
+    estimate: float | None
+    lower: float
+    upper: float
+    labels: int
+
+
+class MonitorEventOut(BaseModel):
+    version: int | None
+    created_at: float
+    kind: Literal["alarm", "clear"]
+    threshold_version: int
+    action: str
+    reason: str
+    evidence: dict[str, Any]
+
+
+class JudgeDriftOut(BaseModel):
+    """Per judge: ``brier`` (its Brier score on audit labels against its reference period,
+    shared by replicas) and ``votes`` (label-free: its share of "A" and mean confidence, per
+    replica); each has its own ``alarm``. Reported only: no routing action hangs on them."""
+
+    brier: dict[str, Any] | None = None
+    votes: dict[str, Any] | None = None
+
+
+class MonitorOut(BaseModel):
+    """``GET /v1/monitor``: the precision monitor of the panel's current threshold version."""
+
+    panel: str
+    state: Literal["ok", "alarm"]
+    precision: MonitorPrecision
+    target: float | None
+    threshold_version: int | None
+    on_drift: str
+    alpha: float
+    method: str = "restarted beta-mixture confidence sequence (anytime-valid)"
+    window: dict[str, int]
+    restarts: int
+    """Operator clears of this threshold version (each restarts the monitor)."""
+    series: list[list[float | None]]
+    """The bound over time: ``[time, labels, estimate, lower, upper]`` per label (the last 240)."""
+    judges: dict[str, JudgeDriftOut]
+    events: list[MonitorEventOut]

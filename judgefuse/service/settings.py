@@ -113,6 +113,13 @@ class Settings(BaseSettings):
     review_seed: int | None = None
     """Seed of the review loop's draws (audit sampling, queue order); None: fresh entropy.
     Set it for reproducible tests and simulations only."""
+    monitor_alpha: float = Field(default=0.05, gt=0.0, lt=1.0, allow_inf_nan=False)
+    """False-alarm budget of each precision monitor (one per tenant, panel and threshold
+    version): the chance it ever alarms while the auto-accept precision stays at or above the
+    target is at most this, however often it is read (:mod:`judgefuse.service.monitor`)."""
+    audit_plan_ttl_s: float = Field(default=300.0, ge=0.0, allow_inf_nan=False)
+    """How long a replica reuses a panel's planned audit rate (``label_budget_per_day``) before
+    re-reading the last day's traffic counters."""
     review_lease_s: float = Field(default=600.0, gt=0.0, le=7 * 24 * 3600, allow_inf_nan=False)
     """How long an annotator holds a leased review item before it returns to the queue."""
     review_max_lease: int = Field(default=100, ge=1, le=1000)

@@ -337,6 +337,7 @@ def test_schema_has_the_operations_fuzzed_here(app):
         ("GET", "/v1/thresholds"), ("POST", "/v1/thresholds/tune"), ("POST", "/v1/fusion/refit"),
         ("GET", "/v1/fusion/models"), ("POST", "/v1/fuse"), ("POST", "/v1/fuse/batch"),
         ("GET", "/v1/review/next"), ("POST", "/v1/review/skip"), ("GET", "/v1/review/stats"),
+        ("GET", "/v1/monitor"), ("POST", "/v1/monitor/clear"),
     }, "a new operation: add it to the fuzz tests"
 
 
@@ -346,6 +347,7 @@ def test_schema_has_the_operations_fuzzed_here(app):
     ("/v1/thresholds/tune", "TuneRequest", 500),
     ("/v1/feedback", "FeedbackRequest", 700),
     ("/v1/review/skip", "ReviewSkipRequest", 300),
+    ("/v1/monitor/clear", "MonitorClearRequest", 200),
 ])
 def test_bodies_from_schema_before_traffic(app, path, component, examples):
     body_test(path, component, examples)(app)
@@ -353,7 +355,7 @@ def test_bodies_from_schema_before_traffic(app, path, component, examples):
 
 @pytest.mark.parametrize(("path", "examples"), [
     ("/v1/calibration", 700), ("/v1/thresholds", 500), ("/v1/fusion/models", 500),
-    ("/v1/review/next", 400), ("/v1/review/stats", 200),
+    ("/v1/review/next", 400), ("/v1/review/stats", 200), ("/v1/monitor", 200),
 ])
 def test_query_parameters_from_schema(app, path, examples):
     @fuzz_settings(examples // PER_EXAMPLE)
@@ -411,7 +413,8 @@ PATHS = ["/v1/judge", "/v1/judge/batch", "/v1/feedback", "/v1/calibration", "/v1
          "/healthz", "/readyz", "/dashboard", "/metrics", "/v1/", "/v2/judge", "/v1/judge/",
          "/v1/verdicts/", "/v1/verdicts/a/b", "/%00", "/v1/judge%20", "/" + "a" * 3000,
          "/v1/fuse", "/v1/fuse/batch", "/v1/review/next", "/v1/review/skip", "/v1/review/stats",
-         "/review", "/review/login", "/review/label", "/review/skip", "/review/logout"]
+         "/review", "/review/login", "/review/label", "/review/skip", "/review/logout",
+         "/v1/monitor", "/v1/monitor/clear"]
 RAW_BODIES = st.one_of(
     st.binary(max_size=200),
     st.sampled_from([b"", b"{", b"}", b"null", b"[]", b"{}", b"\xef\xbb\xbf{}", b"\xff\xfe{\x00}\x00",
@@ -461,7 +464,7 @@ def test_schemathesis_positive_and_negative(app):
 
     schema = schemathesis.openapi.from_dict(app.openapi)
     operations = [op.ok() for op in schema.get_all_operations()]
-    assert len(operations) == 16
+    assert len(operations) == 18
     for operation in operations:
         has_input = bool(operation.definition.raw.get("parameters") or operation.definition.raw.get("requestBody"))
         modes = [GenerationMode.POSITIVE, GenerationMode.NEGATIVE] if has_input else [GenerationMode.POSITIVE]

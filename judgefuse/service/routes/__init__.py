@@ -10,6 +10,7 @@ from judgefuse.service.routes import (
     health,
     judge,
     metrics,
+    monitor,
     review,
     review_page,
     thresholds,
@@ -26,6 +27,7 @@ ROUTERS = [
     fusion.router,
     metrics.router,
     review.router,
+    monitor.router,
     review_page.router,
     dashboard.router,
 ]

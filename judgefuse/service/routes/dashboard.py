@@ -66,6 +66,34 @@ def _history_svg(history: list[dict[str, Any]], *, width: int = 420, height: int
             f'{line("th_score", "#3b6fb6")}{line("ece", "#c0392b")}</svg>')
 
 
+def _bound_svg(series: list[list[Any]], target: float | None, *, width: int = 420,
+               height: int = 90) -> str:
+    """The monitor's bound over audit labels: upper bound (red), lower bound (grey) and the
+    target (dashed). Numbers are all in the table beside it."""
+    points = [(p[1], p[3], p[4]) for p in series if p[3] is not None and p[4] is not None]
+    if not points:
+        return ""
+    first, last = points[0][0], points[-1][0]
+    span = max(last - first, 1)
+
+    def xy(n: float, v: float) -> str:
+        return f"{(n - first) / span * (width - 10) + 5:.1f},{height - 5 - v * (height - 10):.1f}"
+
+    upper = " ".join(xy(n, u) for n, _, u in points)
+    lower = " ".join(xy(n, lo) for n, lo, _ in points)
+    goal = ""
+    if target is not None:
+        y = height - 5 - float(target) * (height - 10)
+        goal = (f'<line class="target" x1="0" x2="{width}" y1="{y:.1f}" y2="{y:.1f}" '
+                'stroke="#333" stroke-dasharray="4 3"/>')
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img"'
+            ' aria-label="precision bounds over audit labels"><title>auto-accept precision: upper '
+            'bound (red), lower bound (grey), target (dashed), over audit labels</title>'
+            f'<rect width="{width}" height="{height}" fill="#fafafa" stroke="#ddd"/>{goal}'
+            f'<polyline class="upper" fill="none" stroke="#c0392b" stroke-width="2" points="{upper}"/>'
+            f'<polyline class="lower" fill="none" stroke="#888" stroke-width="2" points="{lower}"/></svg>')
+
+
 def _usd(value: float) -> str:
     """Money to 6 significant digits (judge calls cost fractions of a cent)."""
     return f"${value:.6g}" if value else "$0"
@@ -173,6 +201,9 @@ async def _tenant_page(
                          "history": history,
                          "history_svg": Markup(_history_svg(history)) if history else None})  # noqa: S704
         threshold = await gateway.threshold(tenant, name)
+        monitor = await gateway.monitors.snapshot(tenant, name, threshold)
+        monitor["on_drift"] = runtime.panel.config.on_drift
+        monitor["svg"] = Markup(_bound_svg(monitor["series"], monitor["target"]))  # noqa: S704
         active_method, model_version = await gateway.active_method(tenant, runtime)
         routes = metrics.route_counts.get((tenant, name), {"auto_accept": 0, "human_review": 0})
         total = sum(routes.values())
@@ -207,6 +238,7 @@ async def _tenant_page(
             "model_version": model_version, "routes": routes, "routes_total": total,
             "auto_rate": routes.get("auto_accept", 0) / total if total else None,
             "health": health, "judge_cost": judge_cost, "cost": panel_cost, "cascade": cascade,
+            "monitor": monitor,
         })
     html = request.app.state.templates.get_template("dashboard.html.j2").render(
         tenant=tenant, panels=panels, fmt=_fmt, usd=_usd, eps=settings.th_eps,

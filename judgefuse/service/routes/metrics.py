@@ -51,5 +51,13 @@ async def metrics(
                 )
     except Exception as exc:  # a scrape still returns the process metrics
         log.warning("calibration gauges not refreshed: %s", type(exc).__name__)
+    try:
+        for tenant in tenants:
+            for name in gateway.panels:
+                threshold = await gateway.storage.get_threshold(tenant, name)
+                registry.set_monitor(tenant, name,
+                                     await gateway.monitors.snapshot(tenant, name, threshold))
+    except Exception as exc:  # a scrape still returns the process metrics
+        log.warning("monitor gauges not refreshed: %s", type(exc).__name__)
     body = registry.render() if caller.admin else registry.render_for_tenant(caller.tenant or "")
     return Response(body, media_type=CONTENT_TYPE_LATEST)

@@ -8,10 +8,12 @@ what an item shows.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query
 
+from judgefuse.service.audit_plan import daily_traffic, plan_report
 from judgefuse.service.deps import GatewayDep, TenantDep
 from judgefuse.service.errors import FieldProblem, NotFound
 from judgefuse.service.request_checks import check_verdict_id
@@ -70,7 +72,19 @@ async def stats(
     panel: Annotated[str | None, Query(min_length=1, max_length=256)] = None,
 ) -> dict[str, Any]:
     """Per stratum (review, audit, none): verdicts routed, queued, leased, labelled, and the
-    labelled share (for ``none``, labels are unsolicited)."""
+    labelled share (for ``none``, labels are unsolicited). ``audit_plan``: the audit rate new
+    verdicts get (the static ``audit_rate``, or planned from ``label_budget_per_day`` and the
+    last day's traffic), the expected half-width it buys and the expected time to detect a
+    10-point precision drop (:mod:`judgefuse.service.audit_plan`)."""
     runtime = gateway.runtime(panel, field="query.panel")
+    config = runtime.panel.config
     counts = await gateway.storage.review_stats(tenant, runtime.name, now=gateway.clock())
-    return {"panel": runtime.name, "audit_rate": runtime.panel.config.audit_rate, **stats_out(counts)}
+    planned = await gateway.audit_planner.rate(tenant, runtime.name, config, gateway.clock())
+    if planned.plan is None and planned.auto_per_day == 0:  # static rate: traffic for the report
+        review, auto = await daily_traffic(gateway.storage, tenant, runtime.name, gateway.clock())
+        planned = replace(planned, review_per_day=review, auto_per_day=auto)
+    threshold = await gateway.threshold(tenant, runtime.name)
+    plan = await plan_report(planned, target=threshold.target_precision if threshold else None,
+                       alpha=gateway.settings.monitor_alpha, budget=config.label_budget_per_day)
+    return {"panel": runtime.name, "audit_rate": config.audit_rate, **stats_out(counts),
+            "audit_plan": plan}

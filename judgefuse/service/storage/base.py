@@ -51,13 +51,15 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 from judgefuse.judges.types import Letter
 from judgefuse.service.storage.records import (
     LabelOutcome,
     ModelRecord,
+    MonitorEvent,
     ReviewLease,
+    StateBlob,
     Stratum,
     StratumCounts,
     ThresholdRecord,
@@ -371,6 +373,30 @@ class Storage(abc.ABC):
     async def model_history(self, tenant: str, panel: str) -> list[ModelRecord]:
         """Every model version for (tenant, panel), oldest first."""
 
+    # -- state blobs (compare-and-set) and monitor events ---------------------------------------
+    @abc.abstractmethod
+    async def get_state(self, tenant: str, key: str) -> StateBlob | None:
+        """The state blob under ``key`` with its version, or ``None`` when none was written."""
+
+    @abc.abstractmethod
+    async def put_state(
+        self, tenant: str, key: str, body: dict[str, Any], *, expected_version: int
+    ) -> int | None:
+        """Compare-and-set: write ``body`` as version ``expected_version + 1`` iff the stored
+        version is ``expected_version`` (0: no blob yet); return the new version, or ``None``
+        (nothing written) when another writer got there first. Atomic across replicas, so a
+        read-modify-write loop on it never loses an update."""
+
+    @abc.abstractmethod
+    async def put_monitor_event(self, tenant: str, panel: str, event: MonitorEvent) -> int:
+        """Append a monitor event for (tenant, panel); returns its version (1, 2, ...)."""
+
+    @abc.abstractmethod
+    async def monitor_events(
+        self, tenant: str, panel: str, *, limit: int | None = None
+    ) -> list[MonitorEvent]:
+        """The newest ``limit`` (all when None) monitor events of (tenant, panel), oldest first."""
+
     # -- in-flight claims (single-flight idempotency) -----------------------------------------
     async def claim_verdict_id(
         self, tenant: str, verdict_id: str, owner: str, ttl_s: float
@@ -482,3 +508,16 @@ def check_named_lease(name: str, owner: str, ttl_s: float) -> float:
 def check_limit(limit: int | None) -> None:
     if limit is not None and limit < 0:
         raise ValueError("limit must be >= 0")
+
+
+def check_state_put(key: str, body: Any, expected_version: int) -> str:
+    """``put_state``'s preconditions, shared by the backends; the body as JSON."""
+    import json
+
+    check_name("state key", key)
+    if isinstance(expected_version, bool) or not isinstance(expected_version, int) or (
+            expected_version < 0):
+        raise ValueError(f"expected_version must be an integer >= 0, got {expected_version!r}")
+    if not isinstance(body, dict):
+        raise ValueError("state body must be a JSON object (a dict)")
+    return json.dumps(body, allow_nan=False, separators=(",", ":"))

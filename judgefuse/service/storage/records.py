@@ -175,3 +175,38 @@ class StratumCounts(BaseModel):
     queued: int = Field(default=0, ge=0)
     leased: int = Field(default=0, ge=0)
     labelled: int = Field(default=0, ge=0)
+
+
+class StateBlob(BaseModel):
+    """A small JSON document under a key, versioned for compare-and-set
+    (``Storage.get_state`` / ``Storage.put_state``): the sequential monitors' state."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = Field(ge=1)
+    body: dict[str, Any]
+
+
+MonitorEventKind = Literal["alarm", "clear"]
+
+
+class MonitorEvent(BaseModel):
+    """A versioned event of a panel's precision monitor (DESIGN.md "The review loop"): an alarm
+    with its evidence and the action taken, or an operator's clear.
+
+    ``version`` is assigned by storage (1, 2, ... per (tenant, panel)); leave it ``None``.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    panel: str = Field(min_length=1, max_length=256)
+    version: int | None = None
+    created_at: float
+    kind: MonitorEventKind
+    threshold_version: int = Field(ge=1)
+    action: str = Field(min_length=1, max_length=64)
+    """``review_everything``, ``raise_threshold`` or ``alert_only`` (an alarm); ``cleared``."""
+    reason: str = ""
+    evidence: dict[str, Any] = Field(default_factory=dict)
+    """The monitor's report when it fired: labels, correct, estimate, lower, upper, target,
+    alpha, window_start, window_labels, alarmed_at."""

@@ -22,6 +22,9 @@ key                                    content
 ``jf:{T}:thr:{panel}``                 hash: version -> threshold JSON (without ``version``)
 ``jf:{T}:modelseq:{panel}``            integer: the last fusion-model version
 ``jf:{T}:model:{panel}``               hash: version -> model JSON (without ``version``)
+``jf:{T}:state:{key}``                 hash: ``version``, ``body`` (a state blob, compare-and-set)
+``jf:{T}:meventseq:{panel}``           integer: the last monitor-event version
+``jf:{T}:mevent:{panel}``              hash: version -> monitor event JSON (without ``version``)
 ``jf:{T}:review:queue:{panel}``        sorted set: queued unlabelled ids, score = stamp ``rank``
 ``jf:{T}:review:stratum:{panel}``      hash: queued id -> its stratum (``review``/``audit``)
 ``jf:{T}:review:owner:{panel}``        hash: leased id -> annotator (live leases only)
@@ -101,6 +104,7 @@ from judgefuse.service.storage.base import (
     check_limit,
     check_name,
     check_named_lease,
+    check_state_put,
     check_tenant,
     check_verdict_record,
     check_versioned,
@@ -114,13 +118,15 @@ from judgefuse.service.storage.base import (
 from judgefuse.service.storage.records import (
     LabelOutcome,
     ModelRecord,
+    MonitorEvent,
     ReviewLease,
+    StateBlob,
     StratumCounts,
     ThresholdRecord,
     VerdictRecord,
 )
 
-V = TypeVar("V", ThresholdRecord, ModelRecord)
+V = TypeVar("V", ThresholdRecord, ModelRecord, MonitorEvent)
 _INT_RE = re.compile(r"^-?[0-9]+$")
 
 # Shared by the save and label scripts. plan(a, k) reads accumulators from ARGV[a..] (name,
@@ -304,6 +310,13 @@ redis.call('HSET', KEYS[2], v, ARGV[1])
 return v
 """
 
+_PUT_STATE_LUA = """
+local v = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
+if v ~= tonumber(ARGV[1]) then return -1 end
+redis.call('HSET', KEYS[1], 'version', v + 1, 'body', ARGV[2])
+return v + 1
+"""
+
 _NOT_RETRYABLE = (rexc.AuthenticationError, rexc.AuthorizationError, rexc.NoPermissionError)
 _RETRYABLE = (
     rexc.ConnectionError,
@@ -427,6 +440,7 @@ class RedisStorage(Storage):
         self._save_script = client.register_script(_SAVE_LUA)
         self._label_script = client.register_script(_LABEL_LUA)
         self._put_script = client.register_script(_PUT_VERSIONED_LUA)
+        self._put_state_script = client.register_script(_PUT_STATE_LUA)
         self._lease_script = client.register_script(_LEASE_LUA)
         self._release_script = client.register_script(_RELEASE_LUA)
         self._acquire_named_script = client.register_script(_ACQUIRE_LUA)
@@ -823,6 +837,39 @@ class RedisStorage(Storage):
 
     async def model_history(self, tenant: str, panel: str) -> list[ModelRecord]:
         return await self._history("model", ModelRecord, tenant, panel)
+
+    # -- state blobs and monitor events --------------------------------------------------------
+    async def get_state(self, tenant: str, key: str) -> StateBlob | None:
+        check_tenant(tenant)
+        check_name("state key", key)
+        with self._errors("get_state"):
+            version, body = await self.client.hmget(self._k(tenant, "state", key), ["version", "body"])
+        if version is None or body is None:
+            return None
+        try:
+            return StateBlob(version=int(version), body=json.loads(body))
+        except (ValueError, TypeError) as exc:
+            raise StorageCorrupt(f"redis: stored state {key!r} is invalid") from exc
+
+    async def put_state(
+        self, tenant: str, key: str, body: dict[str, Any], *, expected_version: int
+    ) -> int | None:
+        check_tenant(tenant)
+        text = check_state_put(key, body, expected_version)
+        with self._errors("put_state"):
+            result = int(await self._put_state_script(
+                keys=[self._k(tenant, "state", key)], args=[str(expected_version), text]))
+        return None if result < 0 else result
+
+    async def put_monitor_event(self, tenant: str, panel: str, event: MonitorEvent) -> int:
+        return await self._put_versioned("mevent", tenant, panel, event)
+
+    async def monitor_events(
+        self, tenant: str, panel: str, *, limit: int | None = None
+    ) -> list[MonitorEvent]:
+        check_limit(limit)
+        events = await self._history("mevent", MonitorEvent, tenant, panel)
+        return events if limit is None else events[len(events) - limit:] if limit else []
 
     # -- labelled records ----------------------------------------------------------------------
     def _labelled_key(self, tenant: str, panel: str | None) -> str:

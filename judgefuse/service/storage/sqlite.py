@@ -33,6 +33,7 @@ verdict and label queries. The rest, one job each:
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 import time
 from collections.abc import Callable, Mapping
@@ -56,6 +57,7 @@ from judgefuse.service.storage.base import (
     check_limit,
     check_name,
     check_named_lease,
+    check_state_put,
     check_tenant,
     check_verdict_record,
     check_versioned,
@@ -68,7 +70,9 @@ from judgefuse.service.storage.base import (
 from judgefuse.service.storage.records import (
     LabelOutcome,
     ModelRecord,
+    MonitorEvent,
     ReviewLease,
+    StateBlob,
     StratumCounts,
     ThresholdRecord,
     VerdictRecord,
@@ -554,6 +558,52 @@ class SQLiteStorage(Storage):
 
     async def model_history(self, tenant: str, panel: str) -> list[ModelRecord]:
         return await self._history("models", ModelRecord, tenant, panel)
+
+    # -- state blobs and monitor events --------------------------------------------------------
+    async def get_state(self, tenant: str, key: str) -> StateBlob | None:
+        check_tenant(tenant)
+        check_name("state key", key)
+        row = await self._run("get_state", lambda c: c.execute(
+            "SELECT version, body FROM state_blobs WHERE tenant = ? AND key = ?", (tenant, key)
+        ).fetchone())
+        if row is None:
+            return None
+        try:
+            return StateBlob(version=int(row[0]), body=json.loads(row[1]))
+        except (ValueError, TypeError) as exc:
+            raise StorageCorrupt(f"sqlite: stored state {key!r} is invalid") from exc
+
+    async def put_state(
+        self, tenant: str, key: str, body: dict[str, Any], *, expected_version: int
+    ) -> int | None:
+        check_tenant(tenant)
+        text = check_state_put(key, body, expected_version)
+
+        def txn(conn: sqlite3.Connection) -> int | None:
+            row = conn.execute(
+                "SELECT version FROM state_blobs WHERE tenant = ? AND key = ?", (tenant, key)
+            ).fetchone()
+            if (0 if row is None else int(row[0])) != expected_version:
+                return None
+            conn.execute(
+                "INSERT INTO state_blobs (tenant, key, version, body) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (tenant, key) DO UPDATE SET version = excluded.version, "
+                "body = excluded.body",
+                (tenant, key, expected_version + 1, text),
+            )
+            return expected_version + 1
+
+        return await self._run("put_state", lambda c: self._write(c, txn))
+
+    async def put_monitor_event(self, tenant: str, panel: str, event: MonitorEvent) -> int:
+        return await self._put_versioned("monitor_events", tenant, panel, event)
+
+    async def monitor_events(
+        self, tenant: str, panel: str, *, limit: int | None = None
+    ) -> list[MonitorEvent]:
+        check_limit(limit)
+        events = await self._history("monitor_events", MonitorEvent, tenant, panel)
+        return events if limit is None else events[len(events) - limit:] if limit else []
 
     # -- labelled records ----------------------------------------------------------------------
     async def iter_labelled(

@@ -33,7 +33,7 @@ from judgefuse.service.storage.base import StorageError
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "create_schema"]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -115,6 +115,21 @@ CREATE TABLE IF NOT EXISTS review_counts (
     labelled INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (tenant, panel, stratum)
 );
+CREATE TABLE IF NOT EXISTS state_blobs (
+    tenant TEXT NOT NULL,
+    key TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (tenant, key)
+);
+CREATE TABLE IF NOT EXISTS monitor_events (
+    tenant TEXT NOT NULL,
+    panel TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    created_at REAL NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (tenant, panel, version)
+);
 """
 
 
@@ -142,7 +157,7 @@ def create_schema(conn: sqlite3.Connection, path: Path) -> None:
                 f"({SCHEMA_VERSION})"
             )
         elif int(row[0]) < SCHEMA_VERSION:
-            # 1 -> 2 -> 3 only add tables (created above): stamp the new version
+            # 1 -> 2 -> 3 -> 4 only add tables (created above): stamp the new version
             conn.execute(
                 "UPDATE meta SET value = ? WHERE name = 'schema'", (str(SCHEMA_VERSION),)
             )

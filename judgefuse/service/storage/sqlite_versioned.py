@@ -1,10 +1,10 @@
-"""The SQLite backend's versioned records (thresholds, models): numbered inserts and reads.
+"""The SQLite backend's versioned records (thresholds, models, monitor events): numbered inserts and reads.
 
 Both tables are (tenant, panel, version, created_at, body), and a record's version is the next
 integer for its (tenant, panel). The caller runs :func:`insert_next_version` inside one
 ``BEGIN IMMEDIATE`` transaction, so reading the last version and inserting the next are atomic
 also against other processes on the same file. ``table`` is always one of the two fixed table
-names (never user input), which is why it may be formatted into the SQL.
+names (never user input; ``monitor_events`` too), which is why it may be formatted into the SQL.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import sqlite3
 from typing import Any, TypeVar
 
 from judgefuse.service.storage.base import StorageCorrupt
-from judgefuse.service.storage.records import ModelRecord, ThresholdRecord
+from judgefuse.service.storage.records import ModelRecord, MonitorEvent, ThresholdRecord
 
 __all__ = ["insert_next_version", "parse_versioned", "select_history", "select_version"]
 
-V = TypeVar("V", ThresholdRecord, ModelRecord)
+V = TypeVar("V", ThresholdRecord, ModelRecord, MonitorEvent)
 
 
 def insert_next_version(
