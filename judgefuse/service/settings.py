@@ -24,6 +24,8 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
+from judgefuse.field_path import field_path
+
 __all__ = ["DEFAULT_TENANT", "Settings", "SettingsError", "load_settings"]
 
 DEFAULT_TENANT = "default"
@@ -258,7 +260,7 @@ def load_settings(config_file: str | Path | None = None, **overrides: Any) -> Se
     except ValidationError as exc:
         where = f"{config_file}: " if config_file is not None else ""
         lines = [
-            f"{where}{'.'.join(str(p) for p in err['loc']) or '(settings)'}: {err['msg']}"
+            f"{where}{field_path(err['loc'], empty='(settings)')}: {err['msg']}"
             for err in exc.errors(include_url=False, include_input=False)
         ]
         raise SettingsError("invalid settings:\n" + "\n".join(lines)) from None
