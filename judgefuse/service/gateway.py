@@ -35,9 +35,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import time
 import uuid
-import random
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +45,7 @@ from judgefuse.fusion.capabilities import LEARNED_METHOD, ItemFusionMethod
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote, Letter, PairwiseItem
 from judgefuse.service.admission import Admission
+from judgefuse.service.batch_items import batch_item_problems
 from judgefuse.service.calibration_store import label_increments
 from judgefuse.service.cascade_serving import (
     cascade_route,
@@ -52,15 +53,14 @@ from judgefuse.service.cascade_serving import (
     stored_cascade_out,
     walk_cascade,
 )
-from judgefuse.service.batch_items import batch_item_problems
 from judgefuse.service.errors import Conflict, FieldProblem, QuorumLost, ServiceError, TooLarge
 from judgefuse.service.metrics import ServiceMetrics
 from judgefuse.service.pairing import routing_threshold
 from judgefuse.service.panels import PanelRuntime
-from judgefuse.service.refit import PromotionTarget, RefitOutcome, RefitScheduler, refit
-from judgefuse.service.posted_votes import posted_votes
-from judgefuse.service.request_checks import check_request, check_verdict_id
 from judgefuse.service.population import traffic_counts
+from judgefuse.service.posted_votes import posted_votes
+from judgefuse.service.refit import PromotionTarget, RefitOutcome, RefitScheduler, refit
+from judgefuse.service.request_checks import check_request, check_verdict_id
 from judgefuse.service.review_sampling import (
     ALL_METHODS,
     UNSOLICITED,

@@ -197,8 +197,12 @@ class Settings(BaseSettings):
     @field_validator("th_eps")
     @classmethod
     def _check_eps(cls, value: float) -> float:
-        if value not in (0.05, 0.1, 0.15):
-            raise ValueError("th_eps must be one of the tracked values 0.05, 0.1, 0.15")
+        from judgefuse.calibration import DEFAULT_TH_EPS
+
+        if value not in DEFAULT_TH_EPS:
+            raise ValueError(
+                f"th_eps must be one of the tracked values {', '.join(f'{e:g}' for e in DEFAULT_TH_EPS)}"
+            )
         return value
 
     @field_validator("calibration_bins")

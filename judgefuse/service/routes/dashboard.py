@@ -25,8 +25,8 @@ from fastapi.responses import HTMLResponse
 from markupsafe import Markup
 
 from judgefuse.evaluation.svg import reliability_svg
-from judgefuse.service.calibration_store import calibration_history, calibration_report
 from judgefuse.service.auth import Caller
+from judgefuse.service.calibration_store import calibration_history, calibration_report
 from judgefuse.service.deps import CallerDep, GatewayDep, MetricsDep
 from judgefuse.service.gateway import Gateway
 from judgefuse.service.metrics import ServiceMetrics
