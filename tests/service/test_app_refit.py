@@ -9,8 +9,8 @@ import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import pytest
 
 from judgefuse.fusion import StackedFusion
-from judgefuse.judges.types import JudgeVote
 from judgefuse.fusion.capabilities import method_params, restore_method
+from judgefuse.judges.types import JudgeVote
 
 stub = S.stub
 ITEM_RE = re.compile(r"\[item (\d+) truth ([AB])\]")
