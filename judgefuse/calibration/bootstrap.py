@@ -169,11 +169,12 @@ def _bootstrap_stats(
     for start in range(0, n_resamples, block):
         b = min(block, n_resamples - start)
         idx = rng.integers(0, n, size=(b, n))
-        if spec is not None:
+        if spec is not None and x is not None:
             flat = (idx + (np.arange(b) * n)[:, None]).ravel()
             counts = np.bincount(flat, minlength=b * n).reshape(b, n).astype(np.float64)
             stats[start : start + b] = spec[1](counts @ x, np.full(b, float(n)))
         else:
+            assert fn is not None  # no spec: fn was checked above
             for i in range(b):
                 stats[start + i] = float(fn(c[idx[i]], z[idx[i]]))
     return c, z, stats[~np.isnan(stats)]

@@ -85,6 +85,11 @@ def item_messages(mode: str, item: PairwiseItem) -> list[Message]:
 
 
 def chat_request(config: JudgeConfig, model: str | None, messages: list[Message], **fields: Any) -> ChatRequest:
-    fields.setdefault("temperature", config.temperature)
+    """The request of one call; ``model`` overrides the config's (a served local model's name)."""
+    wire_model = model or config.model
+    if wire_model is None:
+        raise ValueError(f"judge {config.name!r} is external (no model): its votes are posted, not asked for")
+    # JudgeConfig fills temperature per mode on validation; 0 covers a config built unvalidated
+    fields.setdefault("temperature", config.temperature if config.temperature is not None else 0.0)
     fields.setdefault("max_tokens", config.max_tokens)
-    return ChatRequest(model=model or config.model, messages=messages, timeout_s=config.timeout_s, **fields)
+    return ChatRequest(model=wire_model, messages=messages, timeout_s=config.timeout_s, **fields)

@@ -345,7 +345,7 @@ class Gateway:
     async def fuse_batch(self, tenant: str, requests: Sequence[FuseRequest]) -> BatchResponse:
         """As :meth:`judge_batch`; an item voting for a judge its panel does not have is that
         item's 422 (``fuse`` checks the votes before storing anything)."""
-        return await self._batch(tenant, requests, self.fuse)  # type: ignore[arg-type]
+        return await self._batch(tenant, requests, self.fuse)
 
     async def _batch(
         self, tenant: str, requests: Sequence[JudgeRequest | InvalidItem],

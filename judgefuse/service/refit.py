@@ -34,12 +34,13 @@ on the event loop; :class:`RefitScheduler` runs the automatic refits in the back
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 
@@ -48,7 +49,7 @@ from judgefuse.fusion import FusionMethod, LearnedFusionMethod, NotEnoughLabels,
 from judgefuse.fusion.capabilities import LEARNED_METHOD, capabilities, method_params, restore_method
 from judgefuse.fusion.registry import factory_of
 from judgefuse.fusion.verdict import Verdict
-from judgefuse.judges.types import JudgeVote
+from judgefuse.judges.types import JudgeVote, Letter
 from judgefuse.service.storage import ModelRecord, Storage, ThresholdRecord
 
 __all__ = [
@@ -183,9 +184,10 @@ def _evaluate(
 ) -> _Evaluation:
     """CPU part (worker thread): cross-fit both, tune both at the target, fit the final model
     if the candidate wins by the ``promote_on`` rule (module docstring)."""
+    letters = [cast(Letter, label) for label in labels]
     voting_verdicts = [get_method(voting)(b) for b in batches]
     try:
-        stacked_verdicts = cross_fit_predict(factory_of(learned), batches, labels, n_folds=n_folds)
+        stacked_verdicts = cross_fit_predict(factory_of(learned), batches, letters, n_folds=n_folds)
     except NotEnoughLabels as exc:
         return _Evaluation(None, {}, f"cannot cross-fit {learned} fusion: {exc}")
     metrics = {
@@ -210,7 +212,7 @@ def _evaluate(
     unfitted = factory_of(learned)()
     if not isinstance(unfitted, LearnedFusionMethod):
         return _Evaluation(None, metrics, f"internal error: {learned!r} has no fit()")
-    final = unfitted.fit(batches, labels)  # type: ignore[arg-type]
+    final = unfitted.fit(batches, letters)
     restored = restore_method(learned, method_params(final))
     if not np.allclose(_p_a_of(restored, batches), _p_a_of(final, batches), atol=1e-9):
         return _Evaluation(None, metrics, "internal error: the serialised model does not reproduce the fit")
@@ -375,7 +377,10 @@ class RefitScheduler:
             self._since[key] = 0
             task = asyncio.create_task(self._guarded(tenant, panel), name=f"refit:{tenant}:{panel}")
             self._tasks[key] = task
-            task.add_done_callback(lambda _t, k=key: self._tasks.pop(k, None))
+            task.add_done_callback(functools.partial(self._forget, key))
+
+    def _forget(self, key: tuple[str, str], _task: asyncio.Task[Any]) -> None:
+        self._tasks.pop(key, None)
 
     async def _check(self, tenant: str, panel: str) -> None:
         """Refit the current round if no replica has (the class docstring)."""

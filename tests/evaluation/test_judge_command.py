@@ -21,9 +21,6 @@ from judgefuse.evaluation.judge_command import (
 from judgefuse.evaluation.loaders import DatasetError, read_votes
 
 
-
-
-
 def sc_reply(body: dict, delay_s: float = 0.0):
     """A judge that prefers whichever output mentions 'correct'."""
     user = body["messages"][-1]["content"]

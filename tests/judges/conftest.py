@@ -17,9 +17,6 @@ import pytest
 from jf_test_support import openai_stub as stub_module
 
 
-
-
-
 @pytest.fixture
 def stub_actions() -> ModuleType:
     """The stub module: ``Reply``, ``Status``, ``Hang``, ``Close``, ``Garbage``."""

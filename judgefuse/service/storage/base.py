@@ -386,7 +386,9 @@ class Storage(abc.ABC):
         return True
 
     async def release_verdict_id(self, tenant: str, verdict_id: str, owner: str) -> None:
-        """Drop ``owner``'s claim on (tenant, id) (someone else's is left alone)."""
+        """Drop ``owner``'s claim on (tenant, id) (someone else's is left alone). A backend
+        whose claims always succeed (SQLite) holds none: nothing to drop by default."""
+        return None
 
     async def verdict_id_claimed(self, tenant: str, verdict_id: str) -> bool:
         """True while any process holds a claim on (tenant, id)."""
