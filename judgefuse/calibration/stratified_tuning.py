@@ -67,7 +67,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import beta
 
-from .thresholds import ScanStep, ThresholdReport, _candidates, _check_unit_open
+from .thresholds import ScanStep, ThresholdReport, check_unit_open, threshold_candidates
 from .validation import check_pair
 
 __all__ = ["stratified_precision_lower_bound", "tune_threshold_stratified"]
@@ -177,8 +177,8 @@ def tune_threshold_stratified(
     ``stratum`` missing from ``population``, or more labels than ``N_s``, is a ``ValueError``.
     ``min_count`` and ``max_candidates`` as in :func:`tune_threshold`.
     """
-    target = _check_unit_open("target_precision", target_precision)
-    delta = _check_unit_open("delta", delta)
+    target = check_unit_open("target_precision", target_precision)
+    delta = check_unit_open("delta", delta)
     if isinstance(min_count, bool) or not isinstance(min_count, (int, np.integer)) or min_count < 1:
         raise ValueError(f"min_count must be an integer >= 1, got {min_count!r}")
     if isinstance(max_candidates, bool) or not isinstance(max_candidates, (int, np.integer)) \
@@ -210,7 +210,7 @@ def tune_threshold_stratified(
     n = c.size
     order = np.argsort(-c, kind="stable")
     c_desc, wrong_desc, s_desc = c[order], 1.0 - z[order], s_idx[order]
-    cand = _candidates(c_desc, None, max_candidates)
+    cand = threshold_candidates(c_desc, None, max_candidates)
     n_acc = np.searchsorted(-c_desc, -cand, side="right")
     # per stratum cumulative accepted / wrong counts along the descending order
     one_hot = np.zeros((n, len(names)))

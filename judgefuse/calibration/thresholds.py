@@ -140,7 +140,7 @@ def clopper_pearson_lower(k: Any, n: Any, delta: float) -> np.ndarray:
     return out
 
 
-def _check_unit_open(name: str, value: Any) -> float:
+def check_unit_open(name: str, value: Any) -> float:
     try:
         v = float(value)
     except (TypeError, ValueError):
@@ -150,7 +150,7 @@ def _check_unit_open(name: str, value: Any) -> float:
     return v
 
 
-def _candidates(c_desc: np.ndarray, candidates: Any, max_candidates: int | None) -> np.ndarray:
+def threshold_candidates(c_desc: np.ndarray, candidates: Any, max_candidates: int | None) -> np.ndarray:
     """Candidate thresholds, distinct, descending."""
     if candidates is not None:
         cand = np.asarray(candidates, dtype=np.float64).ravel()
@@ -186,8 +186,8 @@ def tune_threshold(
     thinned to ``max_candidates`` quantiles when there are more (``None``: never thin).
     Raises ``ValueError`` on invalid input.
     """
-    target = _check_unit_open("target_precision", target_precision)
-    delta = _check_unit_open("delta", delta)
+    target = check_unit_open("target_precision", target_precision)
+    delta = check_unit_open("delta", delta)
     if isinstance(min_count, bool) or not isinstance(min_count, (int, np.integer)) or min_count < 1:
         raise ValueError(f"min_count must be an integer >= 1, got {min_count!r}")
     if max_candidates is not None and (
@@ -199,7 +199,7 @@ def tune_threshold(
     n = c.size
     order = np.argsort(-c, kind="stable")
     c_desc, z_desc = c[order], z[order]
-    cand = _candidates(c_desc, candidates, max_candidates)
+    cand = threshold_candidates(c_desc, candidates, max_candidates)
 
     # accepted count and correct count at every candidate: items with c >= tau
     cum_z = np.r_[0.0, np.cumsum(z_desc)]
