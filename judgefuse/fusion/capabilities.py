@@ -18,6 +18,7 @@ the configured one is not.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -94,9 +95,13 @@ def _builds_without_options(factory: Any) -> bool:
     )
 
 
+@functools.lru_cache(maxsize=256)
 def capabilities(name: str) -> Capabilities:
     """The capabilities of ``name`` (its base method for ``base+recalibrator``: recalibration
-    adds a fit of its own). Raises :class:`~judgefuse.fusion.registry.UnknownFusionMethod`."""
+    adds a fit of its own). Raises :class:`~judgefuse.fusion.registry.UnknownFusionMethod`.
+
+    Cached: a registered name's factory never changes (re-registering is refused), and an
+    unknown name raises, which is not cached. The gateway asks on every request."""
     factory = factory_of(name)
     recalibrated = "+" in name
     fit = bool(getattr(factory, "requires_fit", False)) or recalibrated
