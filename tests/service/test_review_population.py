@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
-from test_review_fuse import PAIR, SPLIT, UNANIMOUS, H, external_panel, put_threshold
+from panel_support import PAIR, SPLIT, UNANIMOUS, H, external_panel, put_threshold
 
 
 def weighted(items: list[tuple[float, bool, float]]) -> dict[str, float]:
