@@ -8,7 +8,7 @@ Accuracy is against the item's true majority letter (A iff P(A) > 0.5). Three ru
 1. ``simulated``: the pure sampler (:func:`judgefuse.judges.adaptive.sample_adaptively`) on
    ``--n-sim`` items, no HTTP;
 2. ``stub``: ``--n-stub`` items through real HTTP (the scripted OpenAI-compatible server of
-   ``tests/judges/openai_stub.py`` on loopback), the judge's own ``mp_vote``, one call per sample;
+   ``tests/jf_test_support/openai_stub.py`` on loopback), the judge's own ``mp_vote``, one call per sample;
 3. ``--local``: the real SmolLM2-135M through llama.cpp (1 thread) on a few short items.
 
 Target: >= 50% fewer calls at <= 1 point accuracy loss.
@@ -35,7 +35,7 @@ from judgefuse.judges.config import JudgeConfig
 from judgefuse.judges.judge import Judge
 from judgefuse.judges.types import Letter, PairwiseItem
 
-STUB = Path(__file__).resolve().parents[1] / "tests" / "judges" / "openai_stub.py"
+STUB = Path(__file__).resolve().parents[1] / "tests" / "jf_test_support" / "openai_stub.py"
 
 
 def unit(item: str, seed: int) -> float:

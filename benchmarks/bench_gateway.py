@@ -2,7 +2,7 @@
 
 Usage: ``python benchmarks/bench_gateway.py [--judges 5] [--latency-ms 50] [--seconds 8]``
 
-Three processes: the scripted OpenAI stub (``tests/judges/openai_stub.py``, every reply an SC
+Three processes: the scripted OpenAI stub (``tests/jf_test_support/openai_stub.py``, every reply an SC
 JSON verdict after a fixed delay), the gateway (uvicorn + the app, SQLite, a panel of N judges
 in SC mode on the direct aiohttp path, open mode), and this load generator (aiohttp).
 
@@ -36,7 +36,7 @@ from pathlib import Path
 import aiohttp
 
 REPO = Path(__file__).resolve().parents[1]
-STUB = REPO / "tests" / "judges" / "openai_stub.py"
+STUB = REPO / "tests" / "jf_test_support" / "openai_stub.py"
 PAIR = {"question": "Which answer is correct: what is 2+2?", "answer_a": "4", "answer_b": "5"}
 FUSE = {**PAIR, "panel": "bench-ext"}
 """The /v1/fuse body: the same pair with every external judge's vote (filled in by main)."""

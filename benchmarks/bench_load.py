@@ -2,7 +2,7 @@
 
 Usage: ``python benchmarks/bench_load.py [--clients 200] [--seconds 60] [--latency-ms 50]``
 
-Three processes: the scripted OpenAI stub (``tests/judges/openai_stub.py``; every reply an SC JSON
+Three processes: the scripted OpenAI stub (``tests/jf_test_support/openai_stub.py``; every reply an SC JSON
 verdict after a fixed delay), the gateway as users run it (``judgefuse serve``: SQLite, one tenant
 API key, a 3-judge SC panel at the stub), and this load generator (aiohttp, closed loop: each
 client sends its next ``POST /v1/judge`` when the previous answer arrives; every 10th request
@@ -33,7 +33,7 @@ from pathlib import Path
 import aiohttp
 
 REPO = Path(__file__).resolve().parents[1]
-STUB = REPO / "tests" / "judges" / "openai_stub.py"
+STUB = REPO / "tests" / "jf_test_support" / "openai_stub.py"
 API_KEY = "bench-load-key-0001"
 SC_REPLY = json.dumps({"selected_output": "Output (a)", "confidence_score": 85, "explanation": "4 is right"})
 

@@ -3,7 +3,7 @@
 Usage: ``python benchmarks/bench_modes.py [--items 50]``
 
 Each mode's judge (direct aiohttp path) judges ``--items`` pairs against the scripted
-OpenAI-compatible stub (``tests/judges/openai_stub.py``, in this process) answering valid
+OpenAI-compatible stub (``tests/jf_test_support/openai_stub.py``, in this process) answering valid
 SC/MP JSON and first-token logprobs; the table is what each mode costs a provider per verdict:
 HTTP requests, samples drawn and tokens, with and without position swap, MP with and without the
 provider's ``n``, and adaptive MP.
@@ -27,7 +27,7 @@ from judgefuse.judges.judge import Judge
 from judgefuse.judges.types import PairwiseItem
 
 ITEM_RE = re.compile(r"question (q\d+)\b")
-STUB = Path(__file__).resolve().parents[1] / "tests" / "judges" / "openai_stub.py"
+STUB = Path(__file__).resolve().parents[1] / "tests" / "jf_test_support" / "openai_stub.py"
 
 
 def _stub_module():

@@ -2,7 +2,7 @@
 
 Usage: ``python benchmarks/bench_overload.py [--burst 100] [--latency-ms 500] [--per-tenant 32] [--tenant-cap 6]``
 
-Three processes: the scripted OpenAI stub (``tests/judges/openai_stub.py``; every reply an SC JSON
+Three processes: the scripted OpenAI stub (``tests/jf_test_support/openai_stub.py``; every reply an SC JSON
 verdict after ``--latency-ms``), the gateway as users run it (``judgefuse serve``: SQLite, two
 tenants with API keys, a panel of 3 SC judges with ``timeout_s: 3`` and ``max_concurrency: 8``,
 a panel deadline of ``--deadline-s``), and this client (aiohttp). The script:
@@ -39,7 +39,7 @@ from typing import Any
 import aiohttp
 
 REPO = Path(__file__).resolve().parents[1]
-STUB = REPO / "tests" / "judges" / "openai_stub.py"
+STUB = REPO / "tests" / "jf_test_support" / "openai_stub.py"
 KEYS = {"tenant-a": "bench-overload-key-a-0001", "tenant-b": "bench-overload-key-b-0002"}
 METRICS_TOKEN = "bench-overload-metrics-token-0003"  # /metrics is protected once keys are set
 SC_REPLY = json.dumps({"selected_output": "Output (a)", "confidence_score": 85, "explanation": "4 is right"})

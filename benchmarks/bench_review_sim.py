@@ -244,7 +244,10 @@ def simulate(
         labels_given = rng.uniform(size=stream_len) < label_share
         audit_draw = rng.uniform(size=stream_len) < audit_rate
 
-        def route_block(lo: int, hi: int, tau: float | None) -> None:
+        def route_block(lo: int, hi: int, tau: float | None, c: np.ndarray = c,
+                        route: np.ndarray = route, audit_draw: np.ndarray = audit_draw,
+                        labelled: np.ndarray = labelled, labels_given: np.ndarray = labels_given) -> None:
+            """Route and label the block [lo, hi) of this run's arrays (bound now: B023)."""
             if tau is not None:
                 auto = c[lo:hi] >= tau
                 route[lo:hi] = np.where(auto, np.where(audit_draw[lo:hi], "audit", "none"),

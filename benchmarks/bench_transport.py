@@ -2,7 +2,7 @@
 
 Usage: ``python benchmarks/bench_transport.py [--calls 1000] [--litellm-calls 300]``
 
-The scripted OpenAI-compatible stub (``tests/judges/openai_stub.py``) runs in a separate
+The scripted OpenAI-compatible stub (``tests/jf_test_support/openai_stub.py``) runs in a separate
 process, so its CPU is not counted. For each concurrency level, each client makes ``calls``
 requests through ``concurrency`` workers; client CPU is ``time.process_time()`` of this process
 (all its threads) divided by calls. A short warm-up precedes each measurement and is not
@@ -26,7 +26,7 @@ from judgefuse.judges.transport import ChatRequest, DirectOpenAIClient, LiteLLMC
 from judgefuse.judges.transport.litellm_client import import_litellm
 
 REPO = Path(__file__).resolve().parents[1]
-STUB = REPO / "tests" / "judges" / "openai_stub.py"
+STUB = REPO / "tests" / "jf_test_support" / "openai_stub.py"
 MESSAGES = [
     {"role": "system", "content": "You are a fair judge. Answer with a single letter."},
     {"role": "user", "content": "Question: what is 2+2?\nOutput (a): 4\nOutput (b): 5\nWhich output is better?"},

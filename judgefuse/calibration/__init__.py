@@ -9,6 +9,7 @@ from .binning import BinTotals, bin_totals, equal_width_bin_index, equal_width_e
 from .bootstrap import BOOTSTRAP_METRICS, bootstrap_ci
 from .capability import capability_brier, capability_random_baseline, expected_accuracy
 from .comparison import HelpedHarmed, JudgeComparison, ViewScores, compare_judges, helped_harmed
+from .drift import BrierDrift, MeanShiftDetector, VoteDrift
 from .label_budget import (
     AuditPlan,
     DetectionDelay,
@@ -18,7 +19,6 @@ from .label_budget import (
     plan_audit_rate,
 )
 from .ranking import aurc, auroc, risk_coverage_curve
-from .drift import BrierDrift, MeanShiftDetector, VoteDrift
 from .recalibration import (
     RECALIBRATORS,
     HistogramBinning,
@@ -29,12 +29,8 @@ from .recalibration import (
     make_recalibrator,
 )
 from .reliability import ReliabilityBin, reliability_diagram
-from .sequential import PrecisionMonitor, first_crossing, precision_alarm_times
 from .scores import accuracy, adaptive_ce, brier, ece, ice, macroce, mce, nll
-from .summary import SUMMARY_KEYS, per_category, summarize
-from .th_score import THScore, th_score, th_score_from_parts
-from .thresholds import ScanStep, ThresholdReport, clopper_pearson_lower, tune_threshold
-from .validation import check_confidence, check_correct, check_pair
+from .sequential import PrecisionMonitor, first_crossing, precision_alarm_times
 from .stratified import (
     BOOTSTRAP_REPLICATES,
     TH_RANGE,
@@ -44,3 +40,7 @@ from .stratified import (
     precision_estimate,
 )
 from .stratified_tuning import stratified_precision_lower_bound, tune_threshold_stratified
+from .summary import SUMMARY_KEYS, per_category, summarize
+from .th_score import THScore, th_score, th_score_from_parts
+from .thresholds import ScanStep, ThresholdReport, clopper_pearson_lower, tune_threshold
+from .validation import check_confidence, check_correct, check_pair

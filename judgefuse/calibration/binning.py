@@ -92,7 +92,7 @@ def bin_totals(
     """Totals per bin via ``np.bincount`` (O(n), no Python loop over items or bins)."""
     count = np.bincount(bin_index, minlength=n_bins).astype(np.float64)
     if weight is None:
-        w_sum = count
+        w_sum: np.ndarray = count
         s_c = np.bincount(bin_index, weights=c, minlength=n_bins)
         s_z = np.bincount(bin_index, weights=z, minlength=n_bins)
     else:

@@ -26,9 +26,9 @@ import numpy as np
 
 from .binning import equal_width_bin_index
 from .metric_registry import MetricOptions, UnknownMetric, get_metric
-from .ranking import _aurc_sorted_desc, _auroc_sorted
-from .scores import _adaptive_ce_sorted
-from .th_score import TOLERANCE, _check_eps
+from .ranking import aurc_sorted_desc, auroc_sorted
+from .scores import adaptive_ce_sorted
+from .th_score import TOLERANCE, check_eps
 from .validation import check_n_bins, check_pair
 
 __all__ = [
@@ -120,11 +120,11 @@ def _loop_metric(name: str, n_bins: int) -> Callable[[np.ndarray, np.ndarray], f
         return run
 
     if name == "adaptive_ce":
-        return sorted_call(lambda c, z: _adaptive_ce_sorted(c, z, n_bins), desc=False)
+        return sorted_call(lambda c, z: adaptive_ce_sorted(c, z, n_bins), desc=False)
     if name == "auroc":
-        return sorted_call(_auroc_sorted, desc=False)
+        return sorted_call(auroc_sorted, desc=False)
     if name == "aurc":
-        return sorted_call(_aurc_sorted_desc, desc=True)
+        return sorted_call(aurc_sorted_desc, desc=True)
     return None
 
 
@@ -148,7 +148,7 @@ def _bootstrap_stats(
     """(confidence, correct, defined bootstrap statistics) after validating every input."""
     c, z = check_pair(confidence, correct)
     n_bins = check_n_bins(n_bins)
-    eps = _check_eps(eps)
+    eps = check_eps(eps)
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
         raise ValueError(f"n_resamples must be an integer >= 1, got {n_resamples!r}")
     if not 0.0 < level < 1.0:
@@ -171,11 +171,12 @@ def _bootstrap_stats(
     for start in range(0, n_resamples, block):
         b = min(block, n_resamples - start)
         idx = rng.integers(0, n, size=(b, n))
-        if spec is not None:
+        if spec is not None and x is not None:
             flat = (idx + (np.arange(b) * n)[:, None]).ravel()
             counts = np.bincount(flat, minlength=b * n).reshape(b, n).astype(np.float64)
             stats[start : start + b] = spec[1](counts @ x, np.full(b, float(n)))
         else:
+            assert fn is not None  # no spec: fn was checked above
             for i in range(b):
                 stats[start + i] = float(fn(c[idx[i]], z[idx[i]]))
     return c, z, stats[~np.isnan(stats)]

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from .bootstrap import BootstrapInterval, interval_from_stats
-from .scores import _brier, _ece
+from .scores import brier_arrays, ece_arrays
 from .validation import check_correct, check_n_bins, check_pair
 
 __all__ = [
@@ -160,17 +160,17 @@ def compare_judges(
     n = c1.size
     a1, a2 = float(z1.mean()), float(z2.mean())
 
-    raw = ViewScores(_ece(c1, z1, n_bins), _ece(c2, z2, n_bins), _brier(c1, z1), _brier(c2, z2), n)
+    raw = ViewScores(ece_arrays(c1, z1, n_bins), ece_arrays(c2, z2, n_bins), brier_arrays(c1, z1), brier_arrays(c2, z2), n)
 
     same = z1 == z2
     n_ia = int(same.sum())
     n_br = int(np.count_nonzero(same & (z1 == 1.0)))
     if n_ia:
         ia = ViewScores(
-            _ece(c1[same], z1[same], n_bins),
-            _ece(c2[same], z2[same], n_bins),
-            _brier(c1[same], z1[same]),
-            _brier(c2[same], z2[same]),
+            ece_arrays(c1[same], z1[same], n_bins),
+            ece_arrays(c2[same], z2[same], n_bins),
+            brier_arrays(c1[same], z1[same]),
+            brier_arrays(c2[same], z2[same]),
             n_ia,
         )
     else:
@@ -185,7 +185,7 @@ def compare_judges(
         if w is None:
             e_hi = b_hi = math.nan
         else:
-            e_hi, b_hi = _ece(c_hi, z_hi, n_bins, w), _brier(c_hi, z_hi, w)
+            e_hi, b_hi = ece_arrays(c_hi, z_hi, n_bins, w), brier_arrays(c_hi, z_hi, w)
         if more == 1:
             da = ViewScores(e_hi, raw.ece_2, b_hi, raw.brier_2, n)
         else:

@@ -33,7 +33,7 @@ fixed interval plus one-sample sequences simpler and the state smaller.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -118,8 +118,12 @@ class MeanShiftDetector:
         w = self._monitored.windows(lambda s, n: low * n - s >= need or s - high * n >= need)
         if w.sums.size == 0:
             return
-        for side, edge, past, direction in (("below", low, w.sums < low * w.counts, "down"),
-                                            ("above", high, w.sums > high * w.counts, "up")):
+        assert w.squares is not None  # the monitored mean keeps squares (squares=True)
+        sides: tuple[tuple[Literal["below", "above"], float, np.ndarray, str], ...] = (
+            ("below", low, w.sums < low * w.counts, "down"),
+            ("above", high, w.sums > high * w.counts, "up"),
+        )
+        for side, edge, past, direction in sides:
             if not past.any():
                 continue
             thr = log_threshold(self.alpha / 4.0, w.levels[past], w.starts[past],
@@ -146,6 +150,7 @@ class MeanShiftDetector:
         w = self._monitored.windows()
         keep = w.counts > 0
         if keep.any():
+            assert w.squares is not None  # the monitored mean keeps squares (squares=True)
             levels, starts, sums, counts = w.levels[keep], w.starts[keep], w.sums[keep], w.counts[keep]
             thr = log_threshold(self.alpha / 4.0, levels, starts, self._monitored.min_level)
             lo, up = bernstein_bounds(sums, w.squares[keep], counts, thr)
@@ -216,7 +221,10 @@ class BrierDrift:
         if not isinstance(state, dict) or state.get("kind") != "brier_drift":
             raise ValueError("state is not a brier_drift state (field 'kind')")
         out = cls.__new__(cls)
-        out.detector = MeanShiftDetector.from_state(state.get("detector"))
+        detector = state.get("detector")
+        if not isinstance(detector, dict):
+            raise ValueError("brier_drift state has no detector (field 'detector')")
+        out.detector = MeanShiftDetector.from_state(detector)
         return out
 
 

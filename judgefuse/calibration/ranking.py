@@ -28,7 +28,7 @@ def _tie_groups(c_sorted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return starts, ends
 
 
-def _auroc_sorted(c_sorted: np.ndarray, z_sorted: np.ndarray) -> float:
+def auroc_sorted(c_sorted: np.ndarray, z_sorted: np.ndarray) -> float:
     """AUROC from arrays sorted ascending by confidence (Mann-Whitney U, ties averaged)."""
     n = c_sorted.size
     n_pos = float(z_sorted.sum())
@@ -51,7 +51,7 @@ def _risk_coverage_sorted_desc(
     return ends / n, cum_err / ends, c_desc[starts]
 
 
-def _aurc_sorted_desc(c_desc: np.ndarray, z_desc: np.ndarray) -> float:
+def aurc_sorted_desc(c_desc: np.ndarray, z_desc: np.ndarray) -> float:
     n = c_desc.size
     starts, ends = _tie_groups(c_desc)
     sizes = ends - starts
@@ -77,7 +77,7 @@ def auroc(confidence: Any, correct: Any) -> float:
     """
     c, z = check_pair(confidence, correct)
     order = np.argsort(c)
-    return _auroc_sorted(c[order], z[order])
+    return auroc_sorted(c[order], z[order])
 
 
 def risk_coverage_curve(
@@ -103,4 +103,4 @@ def aurc(confidence: Any, correct: Any) -> float:
     """
     c, z = check_pair(confidence, correct)
     order = np.argsort(-c)
-    return _aurc_sorted_desc(c[order], z[order])
+    return aurc_sorted_desc(c[order], z[order])

@@ -24,8 +24,9 @@ __all__ = ["accuracy", "adaptive_ce", "brier", "ece", "ice", "macroce", "mce", "
 NLL_CLIP = 1e-12
 
 
-# ---------------------------------------------------------------- core (validated arrays)
-def _ece(c: np.ndarray, z: np.ndarray, n_bins: int, w: np.ndarray | None = None) -> float:
+# ------------------------------------------------ core (validated arrays; shared with summary,
+# bootstrap and comparison, which validate once and call these per view or resample)
+def ece_arrays(c: np.ndarray, z: np.ndarray, n_bins: int, w: np.ndarray | None = None) -> float:
     return bin_totals(c, z, equal_width_bin_index(c, n_bins), n_bins, w).calibration_error()
 
 
@@ -33,7 +34,7 @@ def _mce(c: np.ndarray, z: np.ndarray, n_bins: int) -> float:
     return bin_totals(c, z, equal_width_bin_index(c, n_bins), n_bins).max_gap()
 
 
-def _adaptive_ce_sorted(c_sorted: np.ndarray, z_sorted: np.ndarray, n_bins: int) -> float:
+def adaptive_ce_sorted(c_sorted: np.ndarray, z_sorted: np.ndarray, n_bins: int) -> float:
     """Equal-mass CE from arrays sorted ascending by confidence (see :func:`adaptive_ce`)."""
     n = c_sorted.size
     bounds = equal_mass_bounds(n, n_bins)
@@ -48,22 +49,22 @@ def _adaptive_ce_sorted(c_sorted: np.ndarray, z_sorted: np.ndarray, n_bins: int)
     return float(np.abs(np.diff(z_at) - np.diff(cum_c[bounds])).sum() / n)
 
 
-def _brier(c: np.ndarray, z: np.ndarray, w: np.ndarray | None = None) -> float:
+def brier_arrays(c: np.ndarray, z: np.ndarray, w: np.ndarray | None = None) -> float:
     sq = (c - z) ** 2
     return float(sq.mean() if w is None else np.dot(w, sq) / w.sum())
 
 
-def _nll(c: np.ndarray, z: np.ndarray) -> float:
+def nll_arrays(c: np.ndarray, z: np.ndarray) -> float:
     p = np.clip(c, NLL_CLIP, 1.0 - NLL_CLIP)
     # probability given to what happened: c if right, 1 - c if wrong (one log per item)
     return float(-np.mean(np.log(np.where(z == 1.0, p, 1.0 - p))))
 
 
-def _ice(c: np.ndarray, z: np.ndarray) -> float:
+def ice_arrays(c: np.ndarray, z: np.ndarray) -> float:
     return float(np.abs(z - c).mean())
 
 
-def _macroce(c: np.ndarray, z: np.ndarray) -> float:
+def macroce_arrays(c: np.ndarray, z: np.ndarray) -> float:
     right = z == 1.0
     n_right = int(right.sum())
     n_wrong = z.size - n_right
@@ -93,7 +94,7 @@ def ece(
     become weighted.
     """
     c, z = check_pair(confidence, correct)
-    return _ece(c, z, check_n_bins(n_bins), check_weights(sample_weight, c.size))
+    return ece_arrays(c, z, check_n_bins(n_bins), check_weights(sample_weight, c.size))
 
 
 def adaptive_ce(confidence: Any, correct: Any, *, n_bins: int = 10) -> float:
@@ -111,7 +112,7 @@ def adaptive_ce(confidence: Any, correct: Any, *, n_bins: int = 10) -> float:
     """
     c, z = check_pair(confidence, correct)
     order = np.argsort(c)  # tie order is irrelevant (see Ties)
-    return _adaptive_ce_sorted(c[order], z[order], check_n_bins(n_bins))
+    return adaptive_ce_sorted(c[order], z[order], check_n_bins(n_bins))
 
 
 def mce(confidence: Any, correct: Any, *, n_bins: int = 10) -> float:
@@ -127,7 +128,7 @@ def mce(confidence: Any, correct: Any, *, n_bins: int = 10) -> float:
 def brier(confidence: Any, correct: Any, *, sample_weight: Any = None) -> float:
     """Brier score mean (c - z)^2 (weighted mean with ``sample_weight``, shape (n,))."""
     c, z = check_pair(confidence, correct)
-    return _brier(c, z, check_weights(sample_weight, c.size))
+    return brier_arrays(c, z, check_weights(sample_weight, c.size))
 
 
 def nll(confidence: Any, correct: Any) -> float:
@@ -137,13 +138,13 @@ def nll(confidence: Any, correct: Any) -> float:
     instead of infinity: one such item should hurt, not make the score unusable.
     """
     c, z = check_pair(confidence, correct)
-    return _nll(c, z)
+    return nll_arrays(c, z)
 
 
 def ice(confidence: Any, correct: Any) -> float:
     """Instance-level calibration error mean |z - c| (seed 001): ECE without the binning."""
     c, z = check_pair(confidence, correct)
-    return _ice(c, z)
+    return ice_arrays(c, z)
 
 
 def macroce(confidence: Any, correct: Any) -> float:
@@ -158,4 +159,4 @@ def macroce(confidence: Any, correct: Any) -> float:
     finite and still says how far the judge is from perfect on the items it has.
     """
     c, z = check_pair(confidence, correct)
-    return _macroce(c, z)
+    return macroce_arrays(c, z)

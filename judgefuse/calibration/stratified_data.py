@@ -31,7 +31,8 @@ class StratumData:
 
     name: str
     population: int
-    fields: Mapping[str, int]
+    fields: Mapping[str, float]
+    """Accumulator counters (fixed-point integers as storage returns them: int or float)."""
 
 
 @dataclass(frozen=True)

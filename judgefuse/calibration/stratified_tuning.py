@@ -67,7 +67,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import beta
 
-from .thresholds import ScanStep, ThresholdReport, _candidates, _check_unit_open, _first_reachable
+from .thresholds import ScanStep, ThresholdReport, check_unit_open, first_reachable, threshold_candidates
 from .validation import check_pair
 
 __all__ = ["stratified_precision_lower_bound", "tune_threshold_stratified"]
@@ -206,8 +206,8 @@ def tune_threshold_stratified(
     ``min_count`` and ``max_candidates`` as in :func:`tune_threshold`. Strata labelled in full
     are pooled into one first (:func:`_pool_census`).
     """
-    target = _check_unit_open("target_precision", target_precision)
-    delta = _check_unit_open("delta", delta)
+    target = check_unit_open("target_precision", target_precision)
+    delta = check_unit_open("delta", delta)
     if isinstance(min_count, bool) or not isinstance(min_count, (int, np.integer)) or min_count < 1:
         raise ValueError(f"min_count must be an integer >= 1, got {min_count!r}")
     if isinstance(max_candidates, bool) or not isinstance(max_candidates, (int, np.integer)) \
@@ -240,7 +240,7 @@ def tune_threshold_stratified(
     n = c.size
     order = np.argsort(-c, kind="stable")
     c_desc, wrong_desc, s_desc = c[order], 1.0 - z[order], s_idx[order]
-    cand = _candidates(c_desc, None, max_candidates)
+    cand = threshold_candidates(c_desc, None, max_candidates)
     n_acc = np.searchsorted(-c_desc, -cand, side="right")
     # per stratum cumulative accepted / wrong counts along the descending order
     one_hot = np.zeros((n, len(names)))
@@ -262,7 +262,7 @@ def tune_threshold_stratified(
         perfect = np.full(cand.size, -np.inf)
         perfect[tested] = stratified_precision_lower_bound(
             acc_s[tested], np.zeros_like(err_s[tested]), n_lab, big_n, delta=delta)
-        tested &= np.arange(cand.size) >= _first_reachable(tested, perfect, target)
+        tested &= np.arange(cand.size) >= first_reachable(tested, perfect, target)
     n_skipped = int((~tested).sum())
     lower = np.full(cand.size, np.nan)
     if tested.any():

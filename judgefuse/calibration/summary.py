@@ -17,9 +17,9 @@ import numpy as np
 from .binning import bin_totals, equal_width_bin_index
 from .builtin_metrics import BUILTIN_NAMES
 from .metric_registry import MetricOptions, metric_names, registered_metrics
-from .ranking import _aurc_sorted_desc, _auroc_sorted
-from .scores import _adaptive_ce_sorted, _brier, _ice, _macroce, _nll
-from .th_score import _check_eps, _th_counts
+from .ranking import aurc_sorted_desc, auroc_sorted
+from .scores import adaptive_ce_sorted, brier_arrays, ice_arrays, macroce_arrays, nll_arrays
+from .th_score import check_eps, th_counts
 from .validation import check_n_bins, check_pair
 
 __all__ = ["SUMMARY_KEYS", "per_category", "summarize"]
@@ -45,16 +45,16 @@ def _fast_path(c: np.ndarray, z: np.ndarray, n_bins: int, eps: float) -> dict[st
         "n": float(c.size),
         "accuracy": float(z.mean()),
         "ece": totals.calibration_error(),
-        "adaptive_ce": _adaptive_ce_sorted(c_asc, z_asc, n_bins),
+        "adaptive_ce": adaptive_ce_sorted(c_asc, z_asc, n_bins),
         "mce": totals.max_gap(),
-        "brier": _brier(c, z),
-        "nll": _nll(c, z),
-        "ice": _ice(c, z),
-        "th_score": _th_counts(c, z, eps).score,
-        "macroce": _macroce(c, z),
-        "auroc": _auroc_sorted(c_asc, z_asc),
+        "brier": brier_arrays(c, z),
+        "nll": nll_arrays(c, z),
+        "ice": ice_arrays(c, z),
+        "th_score": th_counts(c, z, eps).score,
+        "macroce": macroce_arrays(c, z),
+        "auroc": auroc_sorted(c_asc, z_asc),
         # reversing an ascending sort gives a descending one; AURC is tie-order free
-        "aurc": _aurc_sorted_desc(c_asc[::-1], z_asc[::-1]),
+        "aurc": aurc_sorted_desc(c_asc[::-1], z_asc[::-1]),
     }
 
 
@@ -68,7 +68,7 @@ def summarize(
     is finite. ``n`` is the item count (as a float, so the dict is uniformly typed).
     """
     c, z = check_pair(confidence, correct)
-    return _summarize(c, z, check_n_bins(n_bins), _check_eps(eps))
+    return _summarize(c, z, check_n_bins(n_bins), check_eps(eps))
 
 
 def per_category(
@@ -88,7 +88,7 @@ def per_category(
     categories give noisy numbers; ``n`` is in every summary so readers can tell.
     """
     c, z = check_pair(confidence, correct)
-    n_bins, eps = check_n_bins(n_bins), _check_eps(eps)
+    n_bins, eps = check_n_bins(n_bins), check_eps(eps)
     cats = np.asarray(categories)
     if cats.ndim != 1 or cats.size != c.size:
         raise ValueError(f"categories must have shape ({c.size},), got {cats.shape}")

@@ -59,7 +59,7 @@ class THScore:
         return self.score
 
 
-def _check_eps(eps: float) -> float:
+def check_eps(eps: float) -> float:
     eps = float(eps)
     if not 0.0 <= eps < 0.5:
         raise ValueError(f"eps must lie in [0, 0.5) so the two intervals are disjoint, got {eps}")
@@ -90,7 +90,7 @@ def th_score_from_parts(
     return 0.5 * (_term(acc_high, coverage_high) + _term(acc_low, coverage_low))
 
 
-def _th_counts(c: np.ndarray, z: np.ndarray, eps: float) -> THScore:
+def th_counts(c: np.ndarray, z: np.ndarray, eps: float) -> THScore:
     high = c >= (1.0 - eps) - TOLERANCE
     low = c <= eps + TOLERANCE
     n = c.size
@@ -111,4 +111,4 @@ def th_score(confidence: Any, correct: Any, *, eps: float = 0.1) -> THScore:
     the paper's main setting).
     """
     c, z = check_pair(confidence, correct)
-    return _th_counts(c, z, _check_eps(eps))
+    return th_counts(c, z, check_eps(eps))

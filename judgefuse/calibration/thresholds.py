@@ -140,7 +140,7 @@ def clopper_pearson_lower(k: Any, n: Any, delta: float) -> np.ndarray:
     return out
 
 
-def _check_unit_open(name: str, value: Any) -> float:
+def check_unit_open(name: str, value: Any) -> float:
     try:
         v = float(value)
     except (TypeError, ValueError):
@@ -150,7 +150,7 @@ def _check_unit_open(name: str, value: Any) -> float:
     return v
 
 
-def _candidates(c_desc: np.ndarray, candidates: Any, max_candidates: int | None) -> np.ndarray:
+def threshold_candidates(c_desc: np.ndarray, candidates: Any, max_candidates: int | None) -> np.ndarray:
     """Candidate thresholds, distinct, descending."""
     if candidates is not None:
         cand = np.asarray(candidates, dtype=np.float64).ravel()
@@ -167,7 +167,7 @@ def _candidates(c_desc: np.ndarray, candidates: Any, max_candidates: int | None)
     return np.unique(np.quantile(c_desc, levels, method="inverted_cdf"))[::-1]
 
 
-def _first_reachable(tested: np.ndarray, perfect_lower: np.ndarray, target: float) -> int:
+def first_reachable(tested: np.ndarray, perfect_lower: np.ndarray, target: float) -> int:
     """Index of the first tested candidate whose bound with zero errors reaches ``target``
     (``len`` when none does): where a fixed-sequence scan can start without wasting its one
     failure on a set too small to ever pass."""
@@ -194,8 +194,8 @@ def tune_threshold(
     thinned to ``max_candidates`` quantiles when there are more (``None``: never thin).
     Raises ``ValueError`` on invalid input.
     """
-    target = _check_unit_open("target_precision", target_precision)
-    delta = _check_unit_open("delta", delta)
+    target = check_unit_open("target_precision", target_precision)
+    delta = check_unit_open("delta", delta)
     if isinstance(min_count, bool) or not isinstance(min_count, (int, np.integer)) or min_count < 1:
         raise ValueError(f"min_count must be an integer >= 1, got {min_count!r}")
     if max_candidates is not None and (
@@ -207,7 +207,7 @@ def tune_threshold(
     n = c.size
     order = np.argsort(-c, kind="stable")
     c_desc, z_desc = c[order], z[order]
-    cand = _candidates(c_desc, candidates, max_candidates)
+    cand = threshold_candidates(c_desc, candidates, max_candidates)
 
     # accepted count and correct count at every candidate: items with c >= tau
     cum_z = np.r_[0.0, np.cumsum(z_desc)]
@@ -217,7 +217,7 @@ def tune_threshold(
     # label-free start: skip candidates that could not pass even with no error among their
     # items (their count alone rules them out); depends on the confidences only, so the
     # scan stays a fixed sequence (module docstring)
-    tested &= np.arange(cand.size) >= _first_reachable(
+    tested &= np.arange(cand.size) >= first_reachable(
         tested, clopper_pearson_lower(n_acc, n_acc, delta), target)
     n_skipped = int((~tested).sum())
     lower = np.full(cand.size, np.nan)

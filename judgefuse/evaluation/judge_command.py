@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -196,15 +195,17 @@ def _load_panel(path: Path | None) -> tuple[Path, PanelConfig]:
 
 
 def _fusion_for(config: PanelConfig) -> Any:
-    """The panel's fusion method (``fuser`` is imported only when a panel asks for it)."""
+    """The panel's fusion method; one that reads the item is built with the panel's ``fuser:`` model."""
     from judgefuse.fusion import get_method
+    from judgefuse.fusion.capabilities import capabilities
 
-    if config.fusion == "fuser":
-        importlib.import_module("judgefuse.fusion.fuser")  # registers "fuser" on first import
-
+    if capabilities(config.fusion).reads_item:
         if config.fuser is None:
-            raise JudgeCommandError("panel fusion 'fuser' needs a 'fuser:' model entry in the panel file")
-        return get_method("fuser", judge=config.fuser)
+            raise JudgeCommandError(
+                f"panel fusion {config.fusion!r} reads the item with a model and needs a "
+                "'fuser:' model entry in the panel file"
+            )
+        return get_method(config.fusion, judge=config.fuser)
     return get_method(config.fusion)
 
 

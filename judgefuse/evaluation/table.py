@@ -239,7 +239,7 @@ def print_evaluation(
     if wide:
         table = wide_table(evaluation, title=title)
         width = max(console.width, natural_width(console, table))  # asked for: never squeezed
-        Console(file=console.file, width=width, color_system=console.color_system and "auto").print(table)
+        Console(file=console.file, width=width, color_system="auto" if console.color_system else None).print(table)
         names = {report.row.name: report.row.name for report in evaluation.rows}
     else:
         table, layout = _fit_main(evaluation, title, console)

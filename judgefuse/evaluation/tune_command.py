@@ -30,8 +30,8 @@ from typing import Any
 from rich.table import Table
 
 from judgefuse.calibration.thresholds import ThresholdReport, tune_threshold
-from judgefuse.evaluation.atomic import write_atomic
 from judgefuse.evaluation.arguments import add_source_arguments, float_in, int_at_least, load_sources, output_path
+from judgefuse.evaluation.atomic import write_atomic
 from judgefuse.evaluation.display import compact_table, fit, legend, output_console, short_names
 from judgefuse.evaluation.scoring import (
     ScoredRow,

@@ -174,3 +174,19 @@ def get_method(name: str, **options: Any) -> FusionMethod:
     from judgefuse.fusion.recalibrated import Recalibrated
 
     return Recalibrated(method, make_recalibrator(recalibrate, **recalibrate_options))
+
+
+def factory_of(name: str) -> Factory:
+    """The factory registered as ``name`` (its base, for ``base+recalibrator``), unbuilt.
+
+    Lets callers read what a method declares (``requires_fit``, ``requires_item``,
+    ``from_params``) without building it (:mod:`judgefuse.fusion.capabilities`).
+    Raises :class:`UnknownFusionMethod`.
+    """
+    _load_builtins()
+    base = name.partition("+")[0]
+    if base not in _REGISTRY:
+        raise UnknownFusionMethod(
+            f"unknown fusion method {name!r}; known methods: {', '.join(available_methods())}"
+        )
+    return _REGISTRY[base]

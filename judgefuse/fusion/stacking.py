@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal, Self
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 import numpy as np
 from numpy.typing import NDArray
@@ -43,6 +43,8 @@ from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote, Letter
 
 P_CLIP = 1e-4
+PARAMS_FORMAT = "judgefuse.stacked/1"
+"""The ``format`` tag of :meth:`StackedFusion.to_params` output."""
 
 
 def check_labels(
@@ -256,6 +258,57 @@ class StackedFusion:
             notes=notes,
             model_version=self.model_version,
         )
+
+    # -- parameters to save and restore (the service stores them; DESIGN.md "Fusion") -------
+
+    def to_params(self) -> dict[str, Any]:
+        """JSON-ready parameters of the fitted model; :meth:`from_params` rebuilds it.
+
+        Raises :class:`~judgefuse.fusion.registry.NotFitted` when unfitted.
+        """
+        coefficients = self.coefficients
+        return {
+            "format": PARAMS_FORMAT,
+            "C": self.C,
+            "use_signals": self.use_signals,
+            "min_labels": self.min_labels,
+            "judges": list(self.judges),
+            "signal_keys": [list(k) for k in self.signal_keys],
+            "feature_names": list(self.feature_names),
+            "coef": [coefficients[name] for name in self.feature_names],
+            "intercept": coefficients["intercept"],
+            "signal_mean": [float(x) for x in np.asarray(self._mean)],
+            "signal_std": [float(x) for x in np.asarray(self._std)],
+            "model_version": self.model_version,
+        }
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> StackedFusion:
+        """A ready model from :meth:`to_params` output (``ValueError`` for another format)."""
+        if params.get("format") != PARAMS_FORMAT:
+            raise ValueError(f"unknown stacked model format {params.get('format')!r}")
+        from sklearn.linear_model import LogisticRegression
+
+        model = cls(
+            C=float(params["C"]), min_labels=int(params["min_labels"]),
+            use_signals=bool(params["use_signals"]),
+        )
+        model.judges = [str(j) for j in params["judges"]]
+        model.signal_keys = [(str(k[0]), str(k[1])) for k in params["signal_keys"]]
+        model.feature_names = [str(f) for f in params["feature_names"]]
+        model.model_version = params["model_version"]
+        model._mean = np.asarray(params["signal_mean"], dtype=float)
+        model._std = np.asarray(params["signal_std"], dtype=float)
+        coef = np.asarray(params["coef"], dtype=float)
+        if coef.size != len(model.feature_names):
+            raise ValueError("stacked model: coefficient count does not match the feature names")
+        lr = LogisticRegression(C=model.C)
+        lr.coef_ = coef.reshape(1, -1)
+        lr.intercept_ = np.asarray([float(params["intercept"])])
+        lr.classes_ = np.asarray([0, 1])
+        lr.n_features_in_ = coef.size
+        model._model = lr
+        return model
 
     def __call__(self, votes: Sequence[JudgeVote]) -> Verdict:
         return self.predict([votes])[0]

@@ -65,6 +65,7 @@ from pydantic import (
     model_validator,
 )
 
+from judgefuse.field_path import field_path
 from judgefuse.judges.local.config import LocalModelConfig
 
 __all__ = [
@@ -373,21 +374,10 @@ class PanelConfig(BaseModel):
         return max(1, math.ceil(self.quorum * len(self.judges) - 1e-9))
 
 
-def _loc(loc: tuple[int | str, ...]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
-    return out or "(top level)"
-
-
 def _describe(exc: ValidationError, source: str) -> PanelConfigError:
     lines = []
     for error in exc.errors(include_url=False, include_input=False):
-        loc = tuple(part for part in error["loc"] if not (isinstance(part, str) and part.startswith("function-")))
-        lines.append(f"{source}: {_loc(loc)}: {error['msg']}")
+        lines.append(f"{source}: {field_path(error['loc'], empty='(top level)')}: {error['msg']}")
     return PanelConfigError("\n".join(lines))
 
 

@@ -60,7 +60,7 @@ class FairLimiter:
         """Slots ``tenant`` holds now."""
         return self._held.get(tenant, 0)
 
-    def waiting(self, tenant: Hashable = ...) -> int:  # type: ignore[assignment]
+    def waiting(self, tenant: Hashable = ...) -> int:
         """Waiters of ``tenant`` (every tenant's when not given)."""
         if tenant is ...:
             return sum(len(queue) for queue in self._waiting.values())

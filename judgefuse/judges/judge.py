@@ -344,7 +344,7 @@ class Judge:
         request = ChatRequest(
             model=self.wire_model,
             messages=messages,
-            temperature=self.config.temperature if temperature is None else temperature,
+            temperature=temperature if temperature is not None else (self.config.temperature or 0.0),
             max_tokens=self.config.max_tokens if max_tokens is None else max_tokens,
             timeout_s=self.config.timeout_s,
         )

@@ -23,7 +23,7 @@ from judgefuse.judges.transport.request import (
 from judgefuse.judges.types import JudgeVote, PairwiseItem
 from judgefuse.prompts import render_messages
 
-__all__ = ["ModeFunction", "describe_error"]
+__all__ = ["CallTally", "ModeFunction", "chat_request", "counted_call", "describe_error", "item_messages"]
 
 
 class ModeFunction(Protocol):
@@ -39,7 +39,7 @@ def describe_error(exc: BaseException) -> str:
 
 
 @dataclass
-class _Tally:
+class CallTally:
     """Calls, tokens and cost of one vote (a failed call counts as a call)."""
 
     calls: int = 0
@@ -69,7 +69,7 @@ class _Tally:
         }
 
 
-async def _call(client: ChatClient, request: ChatRequest, tally: _Tally) -> ChatResponse:
+async def counted_call(client: ChatClient, request: ChatRequest, tally: CallTally) -> ChatResponse:
     """``client.complete``; counts the call whether it succeeds or raises a TransportError."""
     try:
         response = await client.complete(request)
@@ -80,11 +80,16 @@ async def _call(client: ChatClient, request: ChatRequest, tally: _Tally) -> Chat
     return response
 
 
-def _messages(mode: str, item: PairwiseItem) -> list[Message]:
+def item_messages(mode: str, item: PairwiseItem) -> list[Message]:
     return render_messages(mode, question=item.question, answer_a=item.answer_a, answer_b=item.answer_b)
 
 
-def _request(config: JudgeConfig, model: str | None, messages: list[Message], **fields: Any) -> ChatRequest:
-    fields.setdefault("temperature", config.temperature)
+def chat_request(config: JudgeConfig, model: str | None, messages: list[Message], **fields: Any) -> ChatRequest:
+    """The request of one call; ``model`` overrides the config's (a served local model's name)."""
+    wire_model = model or config.model
+    if wire_model is None:
+        raise ValueError(f"judge {config.name!r} is external (no model): its votes are posted, not asked for")
+    # JudgeConfig fills temperature per mode on validation; 0 covers a config built unvalidated
+    fields.setdefault("temperature", config.temperature if config.temperature is not None else 0.0)
     fields.setdefault("max_tokens", config.max_tokens)
-    return ChatRequest(model=model or config.model, messages=messages, timeout_s=config.timeout_s, **fields)
+    return ChatRequest(model=wire_model, messages=messages, timeout_s=config.timeout_s, **fields)

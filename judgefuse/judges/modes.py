@@ -27,7 +27,14 @@ from __future__ import annotations
 import time
 
 from judgefuse.judges.config import JudgeConfig
-from judgefuse.judges.mode_calls import ModeFunction, _call, _messages, _request, _Tally, describe_error
+from judgefuse.judges.mode_calls import (
+    CallTally,
+    ModeFunction,
+    chat_request,
+    counted_call,
+    describe_error,
+    item_messages,
+)
 from judgefuse.judges.mp_sampling import mp_vote
 from judgefuse.judges.position_swap import position_swapped
 from judgefuse.judges.transport.errors import TransportError, Unsupported
@@ -55,10 +62,10 @@ async def sc_vote(
 ) -> JudgeVote:
     """One call; the judge's own JSON choice and 0-100 confidence."""
     started = time.perf_counter()
-    tally = _Tally()
-    request = _request(config, model, _messages("sc", item))
+    tally = CallTally()
+    request = chat_request(config, model, item_messages("sc", item))
     try:
-        response = await _call(client, request, tally)
+        response = await counted_call(client, request, tally)
     except TransportError as exc:
         return JudgeVote.invalid(config.name, "sc", describe_error(exc), **tally.fields(started))
     text = response.texts[0] if response.texts else ""
@@ -84,7 +91,7 @@ async def sc_vote(
 # ---------------------------------------------------------------- logprob
 
 
-def _merge_fallback(vote: JudgeVote, tally: _Tally, started: float, note: str) -> JudgeVote:
+def _merge_fallback(vote: JudgeVote, tally: CallTally, started: float, note: str) -> JudgeVote:
     tally.add_vote(vote)
     fields = tally.fields(started)
     return vote.model_copy(update={**fields, "notes": [note, *vote.notes]})
@@ -95,18 +102,18 @@ async def logprob_vote(
 ) -> JudgeVote:
     """One token; p_a from the two letters' top logprobs (module docstring)."""
     started = time.perf_counter()
-    tally = _Tally()
-    request = _request(
+    tally = CallTally()
+    request = chat_request(
         config,
         model,
-        _messages("logprob", item),
+        item_messages("logprob", item),
         temperature=0.0,
         max_tokens=1,
         logprobs=True,
         top_logprobs=config.top_logprobs,
     )
     try:
-        response = await _call(client, request, tally)
+        response = await counted_call(client, request, tally)
     except Unsupported as exc:
         reason = describe_error(exc)
         if config.fallback_mode == "none":

@@ -26,7 +26,7 @@ import time
 
 from judgefuse.judges.adaptive import adaptive_note, sample_adaptively
 from judgefuse.judges.config import JudgeConfig
-from judgefuse.judges.mode_calls import _call, _messages, _request, _Tally, describe_error
+from judgefuse.judges.mode_calls import CallTally, chat_request, counted_call, describe_error, item_messages
 from judgefuse.judges.transport.errors import BadRequest, TransportError, Unsupported
 from judgefuse.judges.transport.request import ChatClient, Message
 from judgefuse.judges.types import JudgeVote, Letter, PairwiseItem
@@ -36,27 +36,27 @@ __all__ = ["mp_vote"]
 
 
 async def _one_sample(
-    config: JudgeConfig, client: ChatClient, messages: list[Message], model: str | None, tally: _Tally, index: int
+    config: JudgeConfig, client: ChatClient, messages: list[Message], model: str | None, tally: CallTally, index: int
 ) -> str | TransportError:
     """Sample ``index`` as its own call (seed ``seed + index``); a transport failure is returned, not raised."""
-    request = _request(config, model, messages, seed=config.seed + index, sample_index=index)
+    request = chat_request(config, model, messages, seed=config.seed + index, sample_index=index)
     try:
-        response = await _call(client, request, tally)
+        response = await counted_call(client, request, tally)
     except TransportError as exc:
         return exc
     return response.texts[0] if response.texts else ""
 
 
 async def _mp_texts_with_n(
-    config: JudgeConfig, client: ChatClient, messages: list[Message], model: str | None, tally: _Tally
+    config: JudgeConfig, client: ChatClient, messages: list[Message], model: str | None, tally: CallTally
 ) -> list[str]:
-    request = _request(config, model, messages, n=config.samples, seed=config.seed)
-    response = await _call(client, request, tally)
+    request = chat_request(config, model, messages, n=config.samples, seed=config.seed)
+    response = await counted_call(client, request, tally)
     return list(response.texts)
 
 
 async def _mp_texts_by_calls(
-    config: JudgeConfig, client: ChatClient, messages: list[Message], model: str | None, tally: _Tally
+    config: JudgeConfig, client: ChatClient, messages: list[Message], model: str | None, tally: CallTally
 ) -> tuple[list[str | None], list[str]]:
     """k concurrent calls, sample i with seed ``seed + i``; (texts or None, per-sample errors)."""
     results = await asyncio.gather(
@@ -78,7 +78,7 @@ async def _mp_texts_adaptive(
     client: ChatClient,
     messages: list[Message],
     model: str | None,
-    tally: _Tally,
+    tally: CallTally,
     notes: list[str],
 ) -> tuple[list[str | None], list[str]]:
     """Adaptive MP (:mod:`judgefuse.judges.adaptive`): rounds until the stopping rule fires.
@@ -99,9 +99,9 @@ async def _mp_texts_adaptive(
         nonlocal use_n
         got: list[str | None] | None = None
         if use_n and count > 1:
-            request = _request(config, model, messages, n=count, seed=config.seed + start)
+            request = chat_request(config, model, messages, n=count, seed=config.seed + start)
             try:
-                response = await _call(client, request, tally)
+                response = await counted_call(client, request, tally)
             except BadRequest as exc:
                 if not _n_refused(exc, config):
                     errors.append(f"samples {start}..{start + count - 1}: {describe_error(exc)}")
@@ -178,8 +178,8 @@ async def mp_vote(
 ) -> JudgeVote:
     """k samples, majority letter, confidence = majority share (module docstring)."""
     started = time.perf_counter()
-    tally = _Tally()
-    messages = _messages("mp", item)
+    tally = CallTally()
+    messages = item_messages("mp", item)
     notes: list[str] = []
     texts: list[str | None] | None = None
     errors: list[str] = []

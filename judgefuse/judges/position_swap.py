@@ -18,7 +18,7 @@ import json
 from typing import Any
 
 from judgefuse.judges.config import JudgeConfig
-from judgefuse.judges.mode_calls import ModeFunction, _Tally
+from judgefuse.judges.mode_calls import CallTally, ModeFunction
 from judgefuse.judges.transport.request import ChatClient
 from judgefuse.judges.types import JudgeVote, PairwiseItem, other
 
@@ -51,7 +51,7 @@ async def position_swapped(
         mode(config, client, item, model=model), mode(config, client, swapped, model=model)
     )
     back = _flipped(second)
-    tally = _Tally()
+    tally = CallTally()
     tally.add_vote(first)
     tally.add_vote(back)
     shared: dict[str, Any] = {

@@ -128,9 +128,9 @@ def _read(top_logprobs: Iterable[Any]) -> LetterProbs:
         notes.append(f"skipped {skipped} malformed top-logprob entries")
     if not letters["A"] and not letters["B"]:
         return LetterProbs(None, None, "neither A nor B in top logprobs", tuple(notes))
-    for letter, values in letters.items():
+    for name, values in letters.items():
         if len(values) > 1:
-            notes.append(f"merged {len(values)} token variants of {letter}")
+            notes.append(f"merged {len(values)} token variants of {name}")
     if letters["A"] and letters["B"]:
         l_a = _logsumexp(letters["A"])
         l_b = _logsumexp(letters["B"])

@@ -35,7 +35,7 @@ def batch_item_problems(
         try:
             gateway.check_limits(item, prefix)
             runtime = gateway.runtime(item.panel, field=f"{prefix}.panel")
-            if item.method is not None and item.method != "stacked":
+            if item.method is not None and not runtime.is_learned(item.method):
                 runtime.method(item.method, field=f"{prefix}.method")
         except ServiceError as exc:
             problems[i] = exc

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html, get_swagger_ui_oauth2_redirect_html
@@ -49,8 +50,8 @@ def install_docs(app: FastAPI, *, title: str) -> None:
 
     @app.get("/docs", include_in_schema=False)
     async def docs() -> HTMLResponse:
-        extra = {k: v for k, v in {"swagger_js_url": js, "swagger_css_url": css,
-                                   "swagger_favicon_url": icon}.items() if v is not None}
+        extra: dict[str, Any] = {k: v for k, v in {"swagger_js_url": js, "swagger_css_url": css,
+                                                    "swagger_favicon_url": icon}.items() if v is not None}
         return get_swagger_ui_html(openapi_url=app.openapi_url or "/openapi.json",
                                    title=f"{title} - API docs", oauth2_redirect_url=redirect,
                                    **extra)

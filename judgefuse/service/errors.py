@@ -32,6 +32,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from judgefuse.field_path import field_path
 from judgefuse.judges.types import JudgeVote
 from judgefuse.service.storage import StorageError, StorageUnavailable, VerdictNotFound
 
@@ -93,7 +94,7 @@ class InvalidFields(ServiceError):
 
     @classmethod
     def of_pydantic(cls, prefix: str, errors: Sequence[dict[str, Any]]) -> InvalidFields:
-        fields = [(_field_name([prefix, *e.get("loc", ())]), str(e.get("msg", "invalid")))
+        fields = [(field_path([prefix, *e.get("loc", ())], empty="body"), str(e.get("msg", "invalid")))
                   for e in errors] or [(prefix, "invalid")]
         summary = "; ".join(f"{f}: {p}" for f, p in fields[:5])
         return cls(f"invalid request: {summary}", fields=fields)
@@ -159,24 +160,13 @@ class QuorumLost(ServiceError):
         )
 
 
-def _field_name(loc: Sequence[Any]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
-    return out or "body"
-
-
 def validation_fields(exc: RequestValidationError) -> list[tuple[str, str]]:
     fields = []
     for err in exc.errors():
-        loc = [p for p in err.get("loc", ()) if not (isinstance(p, str) and p.startswith("function-"))]
         problem = str(err.get("msg", "invalid"))
         if err.get("type") == "json_invalid":
             problem = "the body is not valid JSON"
-        fields.append((_field_name(loc), problem))
+        fields.append((field_path(err.get("loc", ()), empty="body"), problem))
     return fields
 
 

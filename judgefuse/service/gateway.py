@@ -5,8 +5,8 @@ panels, and is usable without HTTP (tests, benchmarks, other front ends).
 
 Which fusion method decides a verdict (stamped on it as ``method`` + ``model_version``):
 
-1. the request's ``method`` when given ("stacked" needs a promoted model);
-2. else the promoted stacked model of (tenant, panel) when there is one;
+1. the request's ``method`` when given (a learned method needs a promoted model of it);
+2. else the promoted learned model of (tenant, panel) when there is one;
 3. else ``settings.fusion_method`` or the panel file's ``fusion``.
 
 Routing (DESIGN.md "Routing"): ``auto_accept`` iff the latest threshold of (tenant, panel)
@@ -35,15 +35,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import time
 import uuid
-import random
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from judgefuse.fusion.capabilities import LEARNED_METHOD, ItemFusionMethod
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote, Letter, PairwiseItem
 from judgefuse.service.admission import Admission
+from judgefuse.service.audit_plan import AuditPlanner
+from judgefuse.service.batch_items import batch_item_problems
 from judgefuse.service.calibration_store import label_increments
 from judgefuse.service.cascade_serving import (
     cascade_route,
@@ -51,17 +54,15 @@ from judgefuse.service.cascade_serving import (
     stored_cascade_out,
     walk_cascade,
 )
-from judgefuse.service.batch_items import batch_item_problems
 from judgefuse.service.errors import Conflict, FieldProblem, QuorumLost, ServiceError, TooLarge
-from judgefuse.service.audit_plan import AuditPlanner
 from judgefuse.service.metrics import ServiceMetrics
 from judgefuse.service.monitor import DRIFT_ALARM, Monitors, raised_threshold
 from judgefuse.service.pairing import routing_threshold
 from judgefuse.service.panels import PanelRuntime
-from judgefuse.service.refit import PromotionTarget, RefitOutcome, RefitScheduler, refit
-from judgefuse.service.posted_votes import posted_votes
-from judgefuse.service.request_checks import check_request, check_verdict_id
 from judgefuse.service.population import traffic_counts
+from judgefuse.service.posted_votes import posted_votes
+from judgefuse.service.refit import PromotionTarget, RefitOutcome, RefitScheduler, refit
+from judgefuse.service.request_checks import check_request, check_verdict_id
 from judgefuse.service.review_sampling import (
     ALL_METHODS,
     UNSOLICITED,
@@ -166,7 +167,7 @@ class Gateway:
         return routing_threshold(latest, model[0] if model is not None else None, verdict)
 
     async def model(self, tenant: str, panel: str) -> tuple[ModelRecord, Any] | None:
-        """The promoted stacked model of (tenant, panel), restored, or None."""
+        """The promoted learned model of (tenant, panel), restored, or None."""
         return await self.state.model(tenant, panel)
 
     async def active_method(self, tenant: str, runtime: PanelRuntime) -> tuple[str, str | None]:
@@ -175,7 +176,7 @@ class Gateway:
             return "cascade", None
         model = await self.model(tenant, runtime.name)
         if model is not None:
-            return "stacked", model[1].model_version
+            return model[0].method or LEARNED_METHOD, model[1].model_version
         return runtime.default_method, None
 
     # ------------------------------------------------------------------ judging
@@ -189,20 +190,20 @@ class Gateway:
         votes: list[JudgeVote],
     ) -> Verdict:
         name = request.method
-        if name is None or name == "stacked":
+        if name is None or runtime.is_learned(name):
             model = await self.model(tenant, runtime.name)
-            if model is not None:
+            if model is not None and (name is None or (model[0].method or LEARNED_METHOD) == name):
                 return model[1](votes)
-            if name == "stacked":
+            if name is not None:
                 raise FieldProblem(
                     "body.method",
-                    f"no stacked model promoted for panel {runtime.name!r} yet "
+                    f"no {name} model promoted for panel {runtime.name!r} yet "
                     "(POST /v1/fusion/refit once there are enough labels)",
                 )
             name = runtime.default_method
         method = runtime.method(name)
-        if name == "fuser":
-            return await method.afuse(item, votes, tenant=tenant)  # type: ignore[attr-defined]
+        if isinstance(method, ItemFusionMethod):
+            return await method.afuse(item, votes, tenant=tenant)
         return method(votes)
 
     async def judge(self, tenant: str, request: JudgeRequest, *, prefix: str = "body") -> VerdictOut:
@@ -237,7 +238,7 @@ class Gateway:
         started = time.perf_counter()
         self.check_limits(request, prefix)
         runtime = self.runtime(request.panel, field=f"{prefix}.panel")
-        if request.method is not None and request.method != "stacked":
+        if request.method is not None and not runtime.is_learned(request.method):
             runtime.method(request.method, field=f"{prefix}.method")  # 422 before any judge call
         verdict_id = request.id or uuid.uuid4().hex
         if request.id is not None:
@@ -380,7 +381,7 @@ class Gateway:
     async def fuse_batch(self, tenant: str, requests: Sequence[FuseRequest]) -> BatchResponse:
         """As :meth:`judge_batch`; an item voting for a judge its panel does not have is that
         item's 422 (``fuse`` checks the votes before storing anything)."""
-        return await self._batch(tenant, requests, self.fuse)  # type: ignore[arg-type]
+        return await self._batch(tenant, requests, self.fuse)
 
     async def _batch(
         self, tenant: str, requests: Sequence[JudgeRequest | InvalidItem],
@@ -491,10 +492,10 @@ class Gateway:
         runtime = self.runtime(request.panel)
         if request.method is not None:
             method_name, model_version = request.method, None
-            if method_name == "stacked":
+            if runtime.is_learned(method_name):
                 model = await self.model(tenant, runtime.name)
-                if model is None:
-                    raise FieldProblem("body.method", "no stacked model promoted for this panel")
+                if model is None or (model[0].method or LEARNED_METHOD) != method_name:
+                    raise FieldProblem("body.method", f"no {method_name} model promoted for this panel")
                 model_version = model[1].model_version
             else:
                 runtime.method(method_name)
@@ -516,8 +517,8 @@ class Gateway:
         correct = [data.correct[i] for i in keep]
         strata = [data.strata[i] for i in keep]
         # N_s: every verdict of the strata (a voting method is re-fused on every record, so its
-        # population is the panel's whole traffic; a stacked model's or the fuser's, its own)
-        traffic_method = method_name if method_name in ("stacked", "fuser") else ALL_METHODS
+        # population is the panel's whole traffic; a learned or item-reading method's, its own)
+        traffic_method = ALL_METHODS if runtime.capabilities(method_name).voting else method_name
         population = await traffic_counts(self.storage, tenant, runtime.name, traffic_method)
         for stratum in set(strata):  # records from before the counters: at least their labels
             population[stratum] = max(population.get(stratum, 0), strata.count(stratum))
@@ -587,8 +588,7 @@ class Gateway:
             return outcome
         latest = await self.storage.get_threshold(tenant, runtime.name)
         outcome, _fitted = await refit(
-            self.storage, tenant, runtime.name, voting_method=runtime.default_method
-            if runtime.default_method != "fuser" else "majority",
+            self.storage, tenant, runtime.name, voting_method=runtime.voting_method,
             min_labels=self.settings.min_labels_for_refit,
             max_labels=self.settings.refit_max_labels, n_folds=self.settings.refit_folds,
             now=self.clock, target=target or PromotionTarget.of(latest),

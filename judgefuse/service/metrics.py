@@ -277,7 +277,7 @@ class ServiceMetrics:
 
     def render_for_tenant(self, tenant: str) -> bytes:
         """Only the samples labelled ``tenant=<tenant>`` (a tenant's view)."""
-        return generate_latest(_TenantSeries(self.registry, tenant))  # type: ignore[arg-type]
+        return generate_latest(_TenantSeries(self.registry, tenant))
 
 
 class _TenantSeries:

@@ -12,9 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from judgefuse.fusion import FusionMethod, available_methods, get_method, requires_fit
+from judgefuse.fusion.capabilities import (
+    DEFAULT_VOTING_METHOD,
+    ITEM_METHOD,
+    Capabilities,
+    known_capabilities,
+    reads_item,
+)
 from judgefuse.fusion.cascade import Cascade, cascade_from_config
 from judgefuse.judges.panel import Panel
 from judgefuse.service.errors import FieldProblem
@@ -23,7 +30,9 @@ __all__ = ["PanelRuntime"]
 
 
 class PanelRuntime:
-    """A started panel plus its fusion methods (voting ones built once, the fuser if any)."""
+    """A started panel plus its fusion methods (voting ones built once, the item-reading one if
+    the panel file has a ``fuser:`` model). Every decision asks the method what it is
+    (:func:`judgefuse.fusion.capabilities.capabilities`), never its name."""
 
     def __init__(
         self, panel: Panel, *, fusion_method: str | None, environ: Mapping[str, str] | None = None
@@ -33,23 +42,51 @@ class PanelRuntime:
         self.default_method = fusion_method or panel.config.fusion
         self._methods: dict[str, FusionMethod] = {}
         self.fuser: Any = None
-        if self.default_method == "fuser" or panel.config.fuser is not None:
-            from judgefuse.fusion import fuser as _fuser  # noqa: F401  (registers "fuser")
-
+        """The item-reading method built from the panel's ``fuser:`` model entry, if any."""
+        default = self.capabilities(self.default_method, field="settings.fusion_method")
+        if default.reads_item or panel.config.fuser is not None:
             if panel.config.fuser is None:
-                raise ValueError(f"panel {self.name!r}: fusion 'fuser' needs a 'fuser:' entry")
+                raise ValueError(
+                    f"panel {self.name!r}: fusion {self.default_method!r} reads the item with a "
+                    "model and needs a 'fuser:' entry"
+                )
             from judgefuse.judges.judge import Judge
 
             # built here so its API key is read from the same environment as the panel's
-            self.fuser = get_method("fuser", judge=Judge.from_config(panel.config.fuser, environ=environ))
-        if self.default_method not in ("fuser", "stacked"):
-            self.method(self.default_method, field="settings.fusion_method")
-        elif self.default_method == "stacked":
-            raise ValueError(
-                f"panel {self.name!r}: 'stacked' cannot be the configured method (it is fitted "
-                "from labels and promoted automatically): configure a voting method"
+            self.fuser = get_method(
+                self.default_method if default.reads_item else ITEM_METHOD,
+                judge=Judge.from_config(panel.config.fuser, environ=environ),
             )
+        if default.requires_fit:
+            raise ValueError(
+                f"panel {self.name!r}: {self.default_method!r} cannot be the configured method "
+                "(it is fitted from labels and promoted automatically): configure a voting method"
+            )
+        if not default.reads_item:
+            self.method(self.default_method, field="settings.fusion_method")
         self.cascade: Cascade | None = self._cascade()
+
+    def capabilities(self, name: str, *, field: str = "body.method") -> Capabilities:
+        """What method ``name`` declares; FieldProblem naming ``field`` when it is unknown."""
+        found = known_capabilities(name)
+        if found is None:
+            raise FieldProblem(
+                field, f"unknown fusion method {name!r}; known: {', '.join(available_methods())}"
+            )
+        return found
+
+    def is_learned(self, name: str) -> bool:
+        """True when ``name`` is a registered method fitted from labels (served from the
+        promoted model, never built here); False for unknown names (``method`` reports them)."""
+        found = known_capabilities(name)
+        return found is not None and found.requires_fit and found.saves_params
+
+    @property
+    def voting_method(self) -> str:
+        """The configured method when it is a voting one, else the default voting method (what a
+        learned candidate is compared with, and what an item-reading method falls back to)."""
+        found = known_capabilities(self.default_method)
+        return self.default_method if found is not None and found.voting else DEFAULT_VOTING_METHOD
 
     def _cascade(self) -> Cascade | None:
         """The panel file's cascade, its stage methods checked now (a bad name fails startup)."""
@@ -65,44 +102,44 @@ class PanelRuntime:
         return cascade
 
     def _voting(self, name: str, where: str) -> None:
-        if name == "fuser":
-            raise ValueError(
-                f"panel {self.name!r}: {where}: 'fuser' is not a voting method; a cascade stage "
-                "fuses with a voting method (majority, confidence_weighted, ...)"
-            )
-        try:
-            method = get_method(name)
-        except (KeyError, ValueError, TypeError) as exc:
-            raise ValueError(f"panel {self.name!r}: {where}: {exc}") from None
-        if requires_fit(method) or getattr(method, "requires_item", False):
+        found = known_capabilities(name)
+        if found is None:
+            try:
+                get_method(name)  # for the registry's own message
+            except (KeyError, ValueError, TypeError) as exc:
+                raise ValueError(f"panel {self.name!r}: {where}: {exc}") from None
+            raise ValueError(f"panel {self.name!r}: {where}: unknown fusion method {name!r}")
+        if not found.voting:
             raise ValueError(
                 f"panel {self.name!r}: {where}: {name!r} is not a voting method; a cascade "
                 "stage fuses with a voting method (majority, confidence_weighted, ...)"
             )
+        try:
+            get_method(name)
+        except (KeyError, ValueError, TypeError) as exc:
+            raise ValueError(f"panel {self.name!r}: {where}: {exc}") from None
 
     def method(self, name: str, *, field: str = "body.method") -> FusionMethod:
-        """A ready voting method (or the fuser); FieldProblem for anything else."""
+        """A ready voting method (or the panel's item-reading one); FieldProblem for anything else."""
         cached = self._methods.get(name)
         if cached is not None:
             return cached
-        if name == "fuser":
-            if self.fuser is None:
-                raise FieldProblem(field, f"panel {self.name!r} has no fuser model configured")
-            return self.fuser
-        base = name.partition("+")[0]
-        if base not in available_methods():
-            raise FieldProblem(
-                field, f"unknown fusion method {name!r}; known: {', '.join(available_methods())}"
-            )
+        found = self.capabilities(name, field=field)
+        if found.reads_item:
+            if self.fuser is None or self.fuser.name != name:
+                raise FieldProblem(
+                    field, f"panel {self.name!r} has no {name!r} model configured (a 'fuser:' entry)"
+                )
+            return cast(FusionMethod, self.fuser)
         try:
             method = get_method(name)
         except (KeyError, ValueError, TypeError) as exc:  # e.g. "majority+" (no recalibrator)
             raise FieldProblem(field, f"unknown fusion method {name!r}: {exc}") from None
-        if requires_fit(method) or getattr(method, "requires_item", False):
+        if requires_fit(method) or reads_item(method):
             raise FieldProblem(
                 field,
-                f"method {name!r} must be fitted; the service fits only 'stacked' "
-                "(POST /v1/fusion/refit) — use it or a voting method",
+                f"method {name!r} must be fitted; the service fits only learned methods it can "
+                "refit from labels (POST /v1/fusion/refit) — use the promoted one or a voting method",
             )
         self._methods[name] = method
         return method

@@ -12,6 +12,7 @@ before anything is stored.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -26,7 +27,7 @@ NOT_POSTED = "no vote posted for this judge"
 
 
 def _vote(posted: FuseVote, mode: str, field: str) -> JudgeVote:
-    fields = {"signals": posted.signals, "explanation": posted.explanation}
+    fields: dict[str, Any] = {"signals": posted.signals, "explanation": posted.explanation}
     try:
         if "choice" not in posted.model_fields_set and posted.p_a is not None:
             return JudgeVote.from_p_a(posted.judge, mode, posted.p_a, **fields)  # type: ignore[arg-type]

@@ -14,18 +14,18 @@
    voting Brier AND review load <= the voting method's; ``brier`` or ``review_load`` weigh one.
    With a target, a candidate for which no threshold qualifies is never promoted (it could
    only send everything to review): the current model and threshold keep serving. To promote:
-   fit on every label, serialise (:func:`stacked_to_params`), check the round trip reproduces
+   fit on every label, serialise (the method's ``to_params``), check the round trip reproduces
    the fitted model's P(A) on the training votes, store the tuned threshold (a new threshold
    version naming the new model version) and then the :class:`ModelRecord` with that
    threshold embedded: one record holds the pair, so a reader never gets the model without
    its threshold (:mod:`judgefuse.service.pairing`). Otherwise nothing is stored and the
    outcome says why, with both methods' Brier and review load.
 
-``StackedFusion`` has no to_dict/from_dict, so the (de)serialisation lives here: it uses the
-public attributes (judges, signal_keys, feature_names, coefficients, model_version, C,
-use_signals) plus the signal standardisation (``_mean``/``_std``) and sets the fitted
-``LogisticRegression`` on a fresh instance. The round-trip check guards against drift in
-``StackedFusion``'s internals.
+The learned method is any registered method that is *refittable*
+(:func:`judgefuse.fusion.capabilities.capabilities`: requires a fit, saves and restores its
+parameters with ``to_params``/``from_params``, builds without options); the default is
+:data:`~judgefuse.fusion.capabilities.LEARNED_METHOD`. Nothing here names it. The round-trip
+check guards against drift between a method's ``to_params`` and ``from_params``.
 
 CPU-heavy steps run in a worker thread (``asyncio.to_thread``) so requests are never blocked
 on the event loop; :class:`RefitScheduler` runs the automatic refits in the background.
@@ -34,20 +34,23 @@ on the event loop; :class:`RefitScheduler` runs the automatic refits in the back
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 
 from judgefuse.calibration import ThresholdReport
 from judgefuse.calibration.stratified_tuning import tune_threshold_stratified
-from judgefuse.fusion import NotEnoughLabels, StackedFusion, cross_fit_predict, get_method
+from judgefuse.fusion import FusionMethod, LearnedFusionMethod, NotEnoughLabels, cross_fit_predict, get_method
+from judgefuse.fusion.capabilities import LEARNED_METHOD, capabilities, method_params, restore_method
+from judgefuse.fusion.registry import factory_of
 from judgefuse.fusion.verdict import Verdict
-from judgefuse.judges.types import JudgeVote
+from judgefuse.judges.types import JudgeVote, Letter
 from judgefuse.service.review_sampling import UNSOLICITED, label_stratum_key
 from judgefuse.service.storage import ModelRecord, Storage, ThresholdRecord
 
@@ -58,13 +61,9 @@ __all__ = [
     "RefitOutcome",
     "RefitScheduler",
     "refit",
-    "restore_stacked",
-    "stacked_to_params",
 ]
 
 log = logging.getLogger("judgefuse.service.refit")
-
-PARAMS_FORMAT = "judgefuse.stacked/1"
 
 PromoteOn = Literal["both", "brier", "review_load"]
 
@@ -86,55 +85,6 @@ class PromotionTarget:
         min_count = report.get("min_count") if isinstance(report, dict) else None
         return cls(record.target_precision, record.delta,
                    int(min_count) if isinstance(min_count, int) and min_count >= 1 else 30)
-
-
-def stacked_to_params(model: StackedFusion) -> dict[str, Any]:
-    """JSON-ready parameters of a fitted :class:`StackedFusion`."""
-    coefficients = model.coefficients  # raises NotFitted when unfitted
-    mean = getattr(model, "_mean", np.zeros(0))
-    std = getattr(model, "_std", np.ones(0))
-    return {
-        "format": PARAMS_FORMAT,
-        "C": model.C,
-        "use_signals": model.use_signals,
-        "min_labels": model.min_labels,
-        "judges": list(model.judges),
-        "signal_keys": [list(k) for k in model.signal_keys],
-        "feature_names": list(model.feature_names),
-        "coef": [coefficients[name] for name in model.feature_names],
-        "intercept": coefficients["intercept"],
-        "signal_mean": [float(x) for x in np.asarray(mean)],
-        "signal_std": [float(x) for x in np.asarray(std)],
-        "model_version": model.model_version,
-    }
-
-
-def restore_stacked(params: dict[str, Any]) -> StackedFusion:
-    """A ready :class:`StackedFusion` from :func:`stacked_to_params` output."""
-    if params.get("format") != PARAMS_FORMAT:
-        raise ValueError(f"unknown stacked model format {params.get('format')!r}")
-    from sklearn.linear_model import LogisticRegression
-
-    model = StackedFusion(
-        C=float(params["C"]), min_labels=int(params["min_labels"]),
-        use_signals=bool(params["use_signals"]),
-    )
-    model.judges = list(params["judges"])
-    model.signal_keys = [tuple(k) for k in params["signal_keys"]]  # type: ignore[misc]
-    model.feature_names = list(params["feature_names"])
-    model.model_version = params["model_version"]
-    model._mean = np.asarray(params["signal_mean"], dtype=float)
-    model._std = np.asarray(params["signal_std"], dtype=float)
-    coef = np.asarray(params["coef"], dtype=float)
-    if coef.size != len(model.feature_names):
-        raise ValueError("stacked model: coefficient count does not match the feature names")
-    lr = LogisticRegression(C=model.C)
-    lr.coef_ = coef.reshape(1, -1)
-    lr.intercept_ = np.asarray([float(params["intercept"])])
-    lr.classes_ = np.asarray([0, 1])
-    lr.n_features_in_ = coef.size
-    model._model = lr
-    return model
 
 
 def brier_of(verdicts: Sequence[Verdict], labels: Sequence[str]) -> float:
@@ -247,7 +197,7 @@ def promotion_problems(
 
 @dataclass
 class _Evaluation:
-    fitted: StackedFusion | None
+    fitted: FusionMethod | None
     metrics: dict[str, float]
     why_not: str | None
     threshold: ThresholdReport | None = None
@@ -257,14 +207,16 @@ def _evaluate(
     batches: list[list[JudgeVote]], labels: list[str], voting: str, n_folds: int,
     target: PromotionTarget | None = None, promote_on: PromoteOn = "both",
     population: Population | None = None,
+    learned: str = LEARNED_METHOD,
 ) -> _Evaluation:
     """CPU part (worker thread): cross-fit both, tune both at the target, fit the final model
     if the candidate wins by the ``promote_on`` rule (module docstring)."""
+    letters = [cast(Letter, label) for label in labels]
     voting_verdicts = [get_method(voting)(b) for b in batches]
     try:
-        stacked_verdicts = cross_fit_predict(StackedFusion, batches, labels, n_folds=n_folds)
+        stacked_verdicts = cross_fit_predict(factory_of(learned), batches, letters, n_folds=n_folds)
     except NotEnoughLabels as exc:
-        return _Evaluation(None, {}, f"cannot cross-fit stacked fusion: {exc}")
+        return _Evaluation(None, {}, f"cannot cross-fit {learned} fusion: {exc}")
     metrics = {
         "stacked_brier": brier_of(stacked_verdicts, labels),
         "stacked_accuracy": accuracy_of(stacked_verdicts, labels),
@@ -284,9 +236,12 @@ def _evaluate(
     problems = promotion_problems(metrics, candidate, voting=voting, target=target, promote_on=promote_on)
     if problems:
         return _Evaluation(None, metrics, "; ".join(problems) + ": not promoted", candidate)
-    final = StackedFusion().fit(batches, labels)  # type: ignore[arg-type]
-    restored = restore_stacked(stacked_to_params(final))
-    if not np.allclose(restored.predict_p_a(batches), final.predict_p_a(batches), atol=1e-9):
+    unfitted = factory_of(learned)()
+    if not isinstance(unfitted, LearnedFusionMethod):
+        return _Evaluation(None, metrics, f"internal error: {learned!r} has no fit()")
+    final = unfitted.fit(batches, letters)
+    restored = restore_method(learned, method_params(final))
+    if not np.allclose(_p_a_of(restored, batches), _p_a_of(final, batches), atol=1e-9):
         return _Evaluation(None, metrics, "internal error: the serialised model does not reproduce the fit")
     return _Evaluation(final, metrics, None, candidate)
 
@@ -304,17 +259,24 @@ async def refit(
     target: PromotionTarget | None = None,
     promote_on: PromoteOn = "both",
     traffic: dict[str, int] | None = None,
-) -> tuple[RefitOutcome, StackedFusion | None]:
-    """Refit the stacked model of (tenant, panel); see the module docstring. ``target``: what
+    learned: str = LEARNED_METHOD,
+) -> tuple[RefitOutcome, FusionMethod | None]:
+    """Refit the learned model of (tenant, panel); see the module docstring. ``target``: what
     the promoted model's threshold must meet (None: promote on the Brier rule alone and pair
     no threshold: nothing was ever tuned for this panel). ``traffic``: N_s per review stratum
     of the panel's verdicts; with it the thresholds are tuned on the population (each label
     weighted by its stratum, as ``POST /v1/thresholds/tune`` does), without it on the labels
-    as a plain sample."""
+    as a plain sample. ``learned``: the registered method to fit (it must be refittable:
+    ``ValueError`` otherwise)."""
+    if not capabilities(learned).refittable:
+        raise ValueError(
+            f"fusion method {learned!r} cannot be refitted from labels (it needs requires_fit, "
+            "to_params/from_params and a factory that builds without options)"
+        )
     records = await storage.iter_labelled(tenant, panel, limit=max_labels)
     n = len(records)
     current = await storage.get_model(tenant, panel)
-    current_method = "stacked" if current is not None else voting_method
+    current_method = (current.method or learned) if current is not None else voting_method
     if n < min_labels:
         return RefitOutcome(
             status="skipped", panel=panel, n_labels=n, active_method=current_method,
@@ -332,7 +294,7 @@ async def refit(
     if traffic is not None:
         population = Population([label_stratum_key(r) for r in records], traffic)
     evaluation = await asyncio.to_thread(
-        _evaluate, batches, labels, voting_method, n_folds, target, promote_on, population
+        _evaluate, batches, labels, voting_method, n_folds, target, promote_on, population, learned
     )
     fitted, metrics, why_not = evaluation.fitted, evaluation.metrics, evaluation.why_not
     if fitted is None:
@@ -345,41 +307,57 @@ async def refit(
     paired = None
     if target is not None and evaluation.threshold is not None:
         paired = await _store_paired_threshold(
-            storage, tenant, panel, evaluation.threshold, target, fitted.model_version, n, now()
+            storage, tenant, panel, evaluation.threshold, target, _version_of(fitted), n, now(),
+            learned,
         )
     record = ModelRecord(
-        panel=panel, created_at=now(), method="stacked", params=stacked_to_params(fitted),
+        panel=panel, created_at=now(), method=learned, params=method_params(fitted),
         metrics={k: v for k, v in metrics.items() if math.isfinite(v)}, threshold=paired,
     )
     version = await storage.put_model(tenant, panel, record)
-    why = f"cross-fitted stacked Brier {metrics['stacked_brier']:.4f} vs {voting_method}'s {metrics['baseline_brier']:.4f}"
+    why = f"cross-fitted {learned} Brier {metrics['stacked_brier']:.4f} vs {voting_method}'s {metrics['baseline_brier']:.4f}"
     if paired is not None:
         why += (f"; review load at precision {target.target_precision:g} "  # type: ignore[union-attr]
                 f"{metrics['stacked_review_load']:.3f} vs {metrics['baseline_review_load']:.3f}; "
                 f"promoted with threshold {paired.threshold:.4g} (threshold version {paired.version})")
     return RefitOutcome(
-        status="promoted", panel=panel, n_labels=n, active_method="stacked",
-        model_version=fitted.model_version, version=version, metrics=metrics,
+        status="promoted", panel=panel, n_labels=n, active_method=learned,
+        model_version=_version_of(fitted), version=version, metrics=metrics,
         threshold_version=paired.version if paired is not None else None,
         threshold=paired.threshold if paired is not None else None,
         reason=f"{why} on {n} labels: promoted as version {version}",
     ), fitted
 
 
+def _p_a_of(method: FusionMethod, batches: Sequence[Sequence[JudgeVote]]) -> list[float]:
+    """P(A) of every batch (one vectorised call when the method offers ``predict_p_a``)."""
+    predict = getattr(method, "predict_p_a", None)
+    if callable(predict):
+        return [float(p) for p in predict(batches)]
+    return [v.p_a for v in map(method, batches)]
+
+
+def _version_of(method: FusionMethod) -> str | None:
+    """A fitted method's ``model_version`` (None when it declares none)."""
+    version = getattr(method, "model_version", None)
+    return str(version) if version is not None else None
+
+
 async def _store_paired_threshold(
     storage: Storage, tenant: str, panel: str, report: ThresholdReport,
-    target: PromotionTarget, model_version: str, n_labels: int, created_at: float,
+    target: PromotionTarget, model_version: str | None, n_labels: int, created_at: float,
+    learned: str,
 ) -> ThresholdRecord:
     """Store the candidate's threshold as a new version naming its model (so it applies only to
     that model's verdicts), before the model: until the model is stored it routes nothing."""
     assert report.threshold is not None
     record = ThresholdRecord(
-        panel=panel, threshold=report.threshold, created_at=created_at, method="stacked",
+        panel=panel, threshold=report.threshold, created_at=created_at, method=learned,
         target_precision=target.target_precision, delta=target.delta, coverage=report.coverage,
         n_labels=report.n,
         details={
             "report": report.as_dict(), "model_version": model_version, "paired": True,
-            "data": f"cross-fitted confidences of stacked model {model_version} on {n_labels} labels"
+            "data": f"cross-fitted confidences of {learned} model {model_version} on {n_labels} labels"
                     " (weighted by review stratum)",
         },
     )
@@ -434,7 +412,10 @@ class RefitScheduler:
             self._since[key] = 0
             task = asyncio.create_task(self._guarded(tenant, panel), name=f"refit:{tenant}:{panel}")
             self._tasks[key] = task
-            task.add_done_callback(lambda _t, k=key: self._tasks.pop(k, None))
+            task.add_done_callback(functools.partial(self._forget, key))
+
+    def _forget(self, key: tuple[str, str], _task: asyncio.Task[Any]) -> None:
+        self._tasks.pop(key, None)
 
     async def _check(self, tenant: str, panel: str) -> None:
         """Refit the current round if no replica has (the class docstring)."""

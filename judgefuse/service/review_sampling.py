@@ -36,6 +36,7 @@ so N_s of any window is a read of O(hours) counters.
 from __future__ import annotations
 
 import random
+from typing import Literal
 from collections.abc import Mapping
 from urllib.parse import quote
 
@@ -88,7 +89,9 @@ def stamp_review(
     """The stamp of a verdict routed ``route`` for reason ``code`` (pure but for ``rng``);
     ``inline_label``: the request carried its label (stratum ``inline``)."""
     rank = rng.random()
-    routed = "auto_accept" if route == "auto_accept" else "human_review"
+    routed: Literal["auto_accept", "human_review"] = (
+        "auto_accept" if route == "auto_accept" else "human_review"
+    )
     if inline_label:
         return ReviewStamp(stratum="inline", inclusion_probability=1.0, reason="inline_label",
                            audit_rate=audit_rate, draw=None, rank=rank, route=routed)

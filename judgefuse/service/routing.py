@@ -9,6 +9,8 @@ and as one word (``code``: the review queue's ``reason``).
 
 from __future__ import annotations
 
+from typing import Any
+
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.service.schemas import ThresholdUsed
 from judgefuse.service.storage import ThresholdRecord
@@ -26,7 +28,7 @@ def route_verdict(
             reason=f"no threshold tuned for panel {panel!r} (POST /v1/thresholds/tune): "
                    "every verdict goes to human review",
         )
-    used = {"value": record.threshold, "version": record.version, "method": record.method}
+    used: dict[str, Any] = {"value": record.threshold, "version": record.version, "method": record.method}
     if record.details.get("review_everything"):
         return "human_review", ThresholdUsed(
             **{**used, "value": None}, code="review_everything",

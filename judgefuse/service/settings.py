@@ -24,6 +24,8 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
+from judgefuse.field_path import field_path
+
 __all__ = ["DEFAULT_TENANT", "Settings", "SettingsError", "load_settings"]
 
 DEFAULT_TENANT = "default"
@@ -207,8 +209,12 @@ class Settings(BaseSettings):
     @field_validator("th_eps")
     @classmethod
     def _check_eps(cls, value: float) -> float:
-        if value not in (0.05, 0.1, 0.15):
-            raise ValueError("th_eps must be one of the tracked values 0.05, 0.1, 0.15")
+        from judgefuse.calibration import DEFAULT_TH_EPS
+
+        if value not in DEFAULT_TH_EPS:
+            raise ValueError(
+                f"th_eps must be one of the tracked values {', '.join(f'{e:g}' for e in DEFAULT_TH_EPS)}"
+            )
         return value
 
     @field_validator("calibration_bins")
@@ -270,7 +276,7 @@ def load_settings(config_file: str | Path | None = None, **overrides: Any) -> Se
     except ValidationError as exc:
         where = f"{config_file}: " if config_file is not None else ""
         lines = [
-            f"{where}{'.'.join(str(p) for p in err['loc']) or '(settings)'}: {err['msg']}"
+            f"{where}{field_path(err['loc'], empty='(settings)')}: {err['msg']}"
             for err in exc.errors(include_url=False, include_input=False)
         ]
         raise SettingsError("invalid settings:\n" + "\n".join(lines)) from None

@@ -4,7 +4,7 @@ Every verdict needs both (the model to fuse, the threshold to route), and readin
 the store on every request would put two storage round trips on the hot path. So each is
 cached per (tenant, panel) for ``settings.state_ttl_s``: a write through this gateway updates
 its cache at once (:meth:`StateCache.store_threshold`, :meth:`StateCache.drop_model`); other
-replicas see it within the TTL. A restored stacked model is kept per (tenant, panel, version),
+replicas see it within the TTL. A restored learned model is kept per (tenant, panel, version),
 so a TTL expiry that finds the same version does not restore (unpickle, rebuild) it again.
 """
 
@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from judgefuse.service.refit import restore_stacked
+from judgefuse.fusion.capabilities import LEARNED_METHOD, restore_method
 from judgefuse.service.settings import Settings
 from judgefuse.service.storage import ModelRecord, Storage, ThresholdRecord
 
@@ -52,7 +52,7 @@ class StateCache:
         return entry.value
 
     async def model(self, tenant: str, panel: str) -> tuple[ModelRecord, Any] | None:
-        """The promoted stacked model of (tenant, panel), restored, or None."""
+        """The promoted learned model of (tenant, panel), restored by its method, or None."""
         key = (tenant, panel)
         entry = self._fresh(self._models, key)
         if entry is None:
@@ -62,7 +62,7 @@ class StateCache:
                 rkey = (tenant, panel, record.version)
                 restored = self._restored.get(rkey)
                 if restored is None:
-                    restored = restore_stacked(record.params)
+                    restored = restore_method(record.method or LEARNED_METHOD, record.params)
                     self._restored = {k: v for k, v in self._restored.items() if k[:2] != key}
                     self._restored[rkey] = restored
                 value = (record, restored)

@@ -1,8 +1,9 @@
 """Which labelled verdicts are evidence for a method's threshold, as (confidence, correct).
 
 A threshold is tuned for one fusion method (and, for a learned one, one model version), so
-only data that method would have produced counts: a stacked model's own verdicts (never in its
-training set, so an honest hold-out), the fuser's own verdicts (it is not re-runnable offline),
+only data that method would have produced counts: a learned model's own verdicts (never in its
+training set, so an honest hold-out), an item-reading method's own verdicts (the fuser LLM is
+not re-runnable offline),
 or, for a voting method, every stored vote set re-fused (a pure function of the votes). Cascade
 verdicts hold only the votes of the judges they consulted, so they are never re-fused.
 
@@ -42,19 +43,21 @@ def tuning_data(
     correct: list[bool] = []
     strata: list[str] = []
     how: str
-    if method_name == "stacked":
+    kind = runtime.capabilities(method_name, field="body.method")
+    if kind.requires_fit:
         # only verdicts this very model made: their labels were never in its training set
-        how = f"verdicts made by stacked model {model_version} (held out from its fit)"
+        how = f"verdicts made by {method_name} model {model_version} (held out from its fit)"
         for r in records:
             v = r.verdict
-            if v.method == "stacked" and v.model_version == model_version:
+            if v.method == method_name and v.model_version == model_version:
                 confidences.append(v.confidence if v.choice else 0.5)
                 correct.append(v.choice == r.label)
                 strata.append(label_stratum_key(r))
-    elif method_name == "fuser":
-        how = "verdicts made by the fuser"
+    elif kind.reads_item:
+        # it reads the item and calls a model: not re-runnable offline, only its own verdicts
+        how = f"verdicts made by {method_name}"
         for r in records:
-            if r.verdict.method == "fuser":
+            if r.verdict.method == method_name:
                 confidences.append(r.verdict.confidence)
                 correct.append(r.verdict.choice == r.label)
                 strata.append(label_stratum_key(r))

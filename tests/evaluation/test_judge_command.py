@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import json
 import re
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from jf_test_support import openai_stub as S
 
 from judgefuse.evaluation.judge_command import (
     JudgeCommandError,
@@ -21,24 +19,6 @@ from judgefuse.evaluation.judge_command import (
     read_pairs,
 )
 from judgefuse.evaluation.loaders import DatasetError, read_votes
-
-_STUB_NAME = "judgefuse_tests_openai_stub"
-
-
-def _stub_module() -> ModuleType:
-    loaded = sys.modules.get(_STUB_NAME)
-    if loaded is not None:
-        return loaded
-    path = Path(__file__).resolve().parents[1] / "judges" / "openai_stub.py"
-    spec = importlib.util.spec_from_file_location(_STUB_NAME, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[_STUB_NAME] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-S = _stub_module()
 
 
 def sc_reply(body: dict, delay_s: float = 0.0):

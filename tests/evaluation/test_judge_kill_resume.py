@@ -9,7 +9,6 @@ The scripted OpenAI stub and the commands run as subprocesses; the process helpe
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import os
 import signal
@@ -19,25 +18,12 @@ import textwrap
 import time
 from collections import Counter
 from pathlib import Path
-from types import ModuleType
+
+from jf_test_support import crash_harness as C
 
 from judgefuse.evaluation.loaders import VotesWriter, read_votes
 from judgefuse.judges.types import JudgedItem, JudgeVote, PairwiseItem
 
-
-def _crash_support() -> ModuleType:
-    name = "judgefuse_tests_crash_support"
-    if name not in sys.modules:
-        path = Path(__file__).resolve().parents[1] / "service" / "test_crash.py"
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-C = _crash_support()
 N_ITEMS = 40
 
 

@@ -5,18 +5,16 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
-import sys
 from collections.abc import AsyncIterator
-from pathlib import Path
 from types import ModuleType
 
 import pytest
+from jf_test_support import openai_stub as S
 
 from judgefuse.fusion import registry
 from judgefuse.judges.config import JudgeConfig
 from judgefuse.judges.types import JudgeVote, PairwiseItem
 
-_STUB_NAME = "judgefuse_tests_openai_stub"
 ITEM = PairwiseItem(id="f1", question="2+2?", answer_a="4", answer_b="5", label="A")
 VOTES = [
     JudgeVote(judge="j1", mode="sc", choice="A", confidence=0.9, explanation="4 is right"),
@@ -26,20 +24,6 @@ VOTES = [
 ]
 
 
-def _stub_module() -> ModuleType:
-    loaded = sys.modules.get(_STUB_NAME)
-    if loaded is not None:
-        return loaded
-    path = Path(__file__).resolve().parents[1] / "judges" / "openai_stub.py"
-    spec = importlib.util.spec_from_file_location(_STUB_NAME, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[_STUB_NAME] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-S = _stub_module()
 
 
 @pytest.fixture(scope="module")

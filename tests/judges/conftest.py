@@ -1,40 +1,20 @@
 """Fixtures for the judge tests: a scripted OpenAI-compatible server on loopback.
 
-``openai_stub.py`` is loaded by path (the suite runs with ``--import-mode=importlib``, so test
-folders are not packages); tests reach its action types through the ``stub_actions`` fixture.
+The stub is :mod:`jf_test_support.openai_stub` (``tests`` is on pytest's pythonpath); tests
+reach its action types through the ``stub_actions`` fixture.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 from types import ModuleType
 
 import pytest
-
-_STUB_NAME = "judgefuse_tests_openai_stub"
-
-
-def _load_stub_module() -> ModuleType:
-    loaded = sys.modules.get(_STUB_NAME)
-    if loaded is not None:
-        return loaded
-    spec = importlib.util.spec_from_file_location(_STUB_NAME, Path(__file__).with_name("openai_stub.py"))
-    if spec is None or spec.loader is None:
-        raise RuntimeError("cannot load tests/judges/openai_stub.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[_STUB_NAME] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-stub_module = _load_stub_module()
+from jf_test_support import openai_stub as stub_module
 
 
 @pytest.fixture

@@ -4,15 +4,13 @@ text or a vote: verbatim, encoded (base64, URL, hex, escapes) or as a fragment l
 from __future__ import annotations
 
 import base64
-import importlib.util
 import json
 import logging
 import sys
 import traceback
-from pathlib import Path
-from types import ModuleType
 
 import pytest
+from jf_test_support import secret_forms
 from pydantic import SecretStr
 
 from judgefuse.judges.config import JudgeConfig
@@ -27,19 +25,6 @@ from judgefuse.judges.transport import (
 )
 from judgefuse.judges.transport.errors import redact
 from judgefuse.judges.types import PairwiseItem
-
-def _load_secret_forms() -> ModuleType:
-    """tests/judges/secret_forms.py, loaded by path (test folders are not packages)."""
-    name = "judgefuse_tests_secret_forms"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("secret_forms.py"))
-        assert spec is not None and spec.loader is not None
-        sys.modules[name] = module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-secret_forms = _load_secret_forms()
 
 PLANTED = "sk-test-PLANTED-123"
 MESSAGES = [{"role": "user", "content": "hi"}]
@@ -98,7 +83,6 @@ def test_litellm_client_reaches_no_network_when_built(tmp_path):
     """Importing litellm through our client must not fetch the remote price map (or anything)."""
     import os
     import subprocess
-    import sys
 
     script = tmp_path / "probe.py"
     script.write_text(

@@ -86,7 +86,7 @@ def _reads_as_tag(text: str) -> bool:
 def _blocks(user: str) -> dict[str, list[str]]:
     """Every block of the rendered user message, by tag: the text between ``<tag_N>`` and ``</tag_N>``."""
     out: dict[str, list[str]] = {}
-    for match in re.finditer(r"<(\w+)_([0-9a-f]{%d})(?: [^>]*)?>\n(.*?)\n</\1_\2>" % NONCE_HEX, user, re.DOTALL):
+    for match in re.finditer(rf"<(\w+)_([0-9a-f]{{{NONCE_HEX}}})(?: [^>]*)?>\n(.*?)\n</\1_\2>", user, re.DOTALL):
         out.setdefault(match.group(1), []).append(match.group(3))
     return out
 

@@ -33,7 +33,7 @@ INJECTION = (
 )
 
 
-NONCE = r"_[0-9a-f]{%d}" % NONCE_HEX
+NONCE = rf"_[0-9a-f]{{{NONCE_HEX}}}"
 
 
 def _block(content: str, tag: str) -> str:

@@ -1,8 +1,8 @@
 """Shared helpers for the app tests (no tests here): a scripted judge panel on the OpenAI stub,
 an app with its lifespan running, an httpx client over ASGI, and a real uvicorn server.
 
-``tests/judges/openai_stub.py`` is loaded by path (the suite runs with ``--import-mode=importlib``,
-test folders are not packages); its ``StubServer`` class is reused, not copied. Test modules
+The stub server is :mod:`jf_test_support.openai_stub` (``tests`` is on pytest's pythonpath);
+its ``StubServer`` class is reused, not copied. Test modules
 ``import app_support`` (``tests/service`` is on pytest's ``pythonpath``) and re-export the
 fixtures they use.
 """
@@ -12,19 +12,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import importlib.util
 import json
 import socket
-import sys
 import textwrap
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import httpx
 import pytest
+from jf_test_support import openai_stub as stub_module
 
 from judgefuse.service.app import create_app
 from judgefuse.service.settings import Settings
@@ -39,20 +37,6 @@ METRICS_TOKEN = "operator-metrics-token-0003"
 JUDGES = ("j1", "j2", "j3")
 
 
-def _load(name: str, path: Path) -> ModuleType:
-    loaded = sys.modules.get(name)
-    if loaded is not None:
-        return loaded
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise RuntimeError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-stub_module = _load("judgefuse_tests_openai_stub", TESTS / "judges" / "openai_stub.py")
 
 
 def sc_text(choice: str, confidence: int) -> str:

@@ -4,11 +4,9 @@ after the last stage human review, or the full panel with ``cascade_fallback: pa
 
 from __future__ import annotations
 
-import textwrap
-from pathlib import Path
-
 import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import pytest
+from panel_support import cascade_yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 stub = S.stub
@@ -16,32 +14,6 @@ PAIR = {"question": "Which is right?", "answer_a": "4", "answer_b": "5"}
 HEADERS = S.auth("tenant-a")
 
 
-def cascade_yaml(tmp_path: Path, url: str, *, fallback: str = "review", panel_threshold: float = 0.0,
-                 thresholds: tuple[float | None, ...] = (0.9, 0.9, 0.9), stage_method: str = "majority",
-                 timeouts: dict[str, float] | None = None, deadline_s: float = 10, quorum: int = 1,
-                 name: str = "casc") -> Path:
-    """Judges j1, j2, j3 at the stub; one stage per judge, cheapest first."""
-    timeouts = timeouts or {}
-    entries = "".join(textwrap.dedent(f"""\
-          - name: {j}
-            model: openai/{j}
-            backend: direct
-            api_base: {url}
-            api_key_env: {S.PLANTED_ENV}
-            mode: sc
-            timeout_s: {timeouts.get(j, 3.0)}
-            retries: {{attempts: 1, base_delay_s: 0, max_delay_s: 0}}
-        """) for j in S.JUDGES)
-    stages = "".join(
-        f"  - {{judges: [{j}], threshold: {'null' if t is None else t}, method: {stage_method}}}\n"
-        for j, t in zip(S.JUDGES, thresholds, strict=True)
-    )
-    text = (f"name: {name}\nfusion: majority\nquorum: {quorum}\ndeadline_s: {deadline_s}\n"
-            f"judges:\n{textwrap.indent(entries, '  ')}cascade:\n{stages}"
-            f"cascade_fallback: {fallback}\ncascade_panel_threshold: {panel_threshold}\n")
-    path = tmp_path / f"panel-{name}.yaml"
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 def asked(server) -> list[str]:

@@ -9,8 +9,8 @@ import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import pytest
 
 from judgefuse.fusion import StackedFusion
+from judgefuse.fusion.capabilities import method_params, restore_method
 from judgefuse.judges.types import JudgeVote
-from judgefuse.service.refit import restore_stacked, stacked_to_params
 
 stub = S.stub
 ITEM_RE = re.compile(r"\[item (\d+) truth ([AB])\]")
@@ -139,6 +139,7 @@ def test_stacked_params_round_trip_reproduces_predictions():
         ])
         labels.append(truth)
     model = StackedFusion().fit(batches, labels)
-    restored = restore_stacked(stacked_to_params(model))
+    restored = restore_method("stacked", method_params(model))
+    assert isinstance(restored, StackedFusion)
     assert restored.model_version == model.model_version
     assert restored.predict_p_a(batches) == pytest.approx(model.predict_p_a(batches), abs=1e-12)

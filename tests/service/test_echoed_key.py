@@ -4,31 +4,17 @@ stored verdict (SQLite file, every Redis key); a megabyte reply is stored cut to
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
+from jf_test_support import secret_forms as forms
 
 stub = S.stub
 PAIR = {"question": "What is 2+2?", "answer_a": "4", "answer_b": "5"}
 
 
-def _load_secret_forms() -> ModuleType:
-    """tests/judges/secret_forms.py, loaded by path (test folders are not packages)."""
-    name = "judgefuse_tests_secret_forms"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, S.TESTS / "judges" / "secret_forms.py")
-        assert spec is not None and spec.loader is not None
-        sys.modules[name] = module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-forms = _load_secret_forms()
 
 
 async def _stored_text(storage: Any, sqlite_path: Path) -> str:

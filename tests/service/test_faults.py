@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import re
 import sys
 import textwrap
@@ -213,14 +214,11 @@ MARGIN_S = 0.75
 #: stdin closes, then prints what it injected as JSON: counts per judge and one event per
 #: request, (monotonic time, judge, kind, Retry-After, case number).
 PROVIDER = r"""
-import asyncio, importlib.util, json, logging, re, sys, time
+import asyncio, json, logging, re, sys, time
 # a reset or an abandoned hang makes aiohttp log "Cannot write to closing transport": expected here
 logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)
-spec = importlib.util.spec_from_file_location("judgefuse_tests_openai_stub", sys.argv[1])
-stub = importlib.util.module_from_spec(spec)
-sys.modules[spec.name] = stub
-spec.loader.exec_module(stub)
-cfg = json.loads(sys.argv[2])
+from jf_test_support import openai_stub as stub
+cfg = json.loads(sys.argv[1])
 case_re = re.compile(r"case-(\d+)\b")
 
 def ok(body):
@@ -264,8 +262,9 @@ async def provider_process(**cfg: Any) -> AsyncIterator[tuple[str, dict[str, Any
         sys.executable,
         "-c",
         PROVIDER,
-        str(S.TESTS / "judges" / "openai_stub.py"),
         json.dumps(cfg),
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(
+            p for p in (str(S.TESTS), os.environ.get("PYTHONPATH", "")) if p)},
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
     )

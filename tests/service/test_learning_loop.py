@@ -9,7 +9,7 @@ import re
 
 import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import pytest
-from test_app_cascade import cascade_yaml
+from panel_support import cascade_yaml
 
 stub = S.stub
 ITEM_RE = re.compile(r"\[item (\d+) truth ([AB])\]")

@@ -16,29 +16,13 @@ same panel, Redis started with the compose file's flags (AOF everysec, noevictio
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-import sys
 import time
 from collections import Counter
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import aiohttp
+from jf_test_support import crash_harness as C
 
-
-def _crash_support() -> ModuleType:
-    name = "judgefuse_tests_crash_support"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("test_crash.py"))
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-C = _crash_support()
 STATE_TTL_S = 1.0
 N_CROSS = 60  # judged on replica 1, labelled on replica 2
 N_SAME = 30  # the same label sent twice to each replica at once

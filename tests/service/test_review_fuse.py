@@ -8,54 +8,16 @@ accumulators match a recount from the stored records exactly, relabels included;
 from __future__ import annotations
 
 import math
-import textwrap
 from collections import Counter
-from pathlib import Path
 
 import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import pytest
+from panel_support import PAIR, SPLIT, UNANIMOUS, H, external_panel, put_threshold, votes
 
 from judgefuse.service.calibration_store import label_increments
 from judgefuse.service.review_sampling import ALL_METHODS, label_stratum_key, traffic_key
-from judgefuse.service.storage import ThresholdRecord
 
 stub = S.stub
-PAIR = {"question": "Which is right?", "answer_a": "this one", "answer_b": "that one"}
-EXT = ("e1", "e2", "e3")
-H = S.auth("tenant-a")
-
-
-def external_panel(tmp_path: Path, *, audit_rate: float = 0.05, name: str = "ext",
-                   shows_verdict: bool = False) -> Path:
-    judges = "".join(f"  - {{name: {j}, external: true}}\n" for j in EXT)
-    text = textwrap.dedent(f"""\
-        name: {name}
-        fusion: majority
-        quorum: 2
-        audit_rate: {audit_rate}
-        review_shows_verdict: {str(shows_verdict).lower()}
-        judges:
-        """) + judges
-    path = tmp_path / f"panel-{name}-{audit_rate}.yaml"
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def votes(*choices: str | None, confidence: float = 0.9) -> list[dict]:
-    return [{"judge": j, "choice": c, "confidence": None if c is None else confidence}
-            for j, c in zip(EXT, choices, strict=False)]
-
-
-UNANIMOUS = votes("A", "A", "A")  # majority confidence 1.0: auto-accepted at threshold 0.9
-SPLIT = votes("A", "A", "B")  # 2/3: below 0.9, human review
-
-
-async def put_threshold(storage, value: float = 0.9, panel: str = "ext") -> None:
-    await storage.put_threshold("tenant-a", panel, ThresholdRecord(
-        panel=panel, threshold=value, created_at=1.0, method="majority", target_precision=0.9,
-        delta=0.1, coverage=0.5, n_labels=100))
-
-
 async def test_audit_draw_is_seeded_its_share_matches_the_rate_and_a_new_rate_rewrites_nothing(
     storage, tmp_path
 ):

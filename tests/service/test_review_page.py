@@ -15,7 +15,7 @@ import aiohttp
 import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import httpx
 import pytest
-from test_review_fuse import H, PAIR, SPLIT, external_panel
+from panel_support import PAIR, SPLIT, H, external_panel
 
 from judgefuse.service.app import create_app
 from judgefuse.service.review_session import COOKIE

@@ -9,7 +9,7 @@ import math
 
 import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import pytest
-from test_review_fuse import H, PAIR, SPLIT, UNANIMOUS, external_panel, put_threshold
+from panel_support import PAIR, SPLIT, UNANIMOUS, H, external_panel, put_threshold
 
 
 def weighted(items: list[tuple[float, bool, float]]) -> dict[str, float]:

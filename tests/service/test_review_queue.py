@@ -10,7 +10,7 @@ import asyncio
 import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import httpx
 import pytest
-from test_review_fuse import H, PAIR, SPLIT, UNANIMOUS, external_panel, put_threshold
+from panel_support import PAIR, SPLIT, UNANIMOUS, H, external_panel, put_threshold
 
 from judgefuse.service.app import create_app
 

@@ -11,6 +11,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from judgefuse.field_path import field_path
+
 
 class DatasetError(ValueError):
     """A data file that cannot be read as it claims to be, with the place of the fault."""
@@ -41,16 +43,6 @@ def _short(value: Any, limit: int = 60) -> str:
 
 def _num(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
-
-
-def _loc(loc: tuple[int | str, ...]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
-    return out
 
 
 def _reason(err: dict[str, Any]) -> str:
@@ -85,5 +77,5 @@ def from_validation(exc: ValidationError, path: str | Path | None, line: int | N
     reason = _reason(dict(first))
     if len(errors) > 1:
         reason += f" (and {len(errors) - 1} more error{'s' if len(errors) > 2 else ''})"
-    field = _loc(tuple(first.get("loc", ()))) or None
+    field = field_path(first.get("loc", ())) or None
     return DatasetError(path, reason, line=line, field=field)

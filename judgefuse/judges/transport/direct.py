@@ -202,7 +202,7 @@ class DirectOpenAIClient:
                 f"HTTP {status} body is not JSON: {_body_excerpt(raw, secret)!r}", status=status
             ) from exc
         texts, tops, prompt_tokens, completion_tokens, model = parse_body(data, request)
-        response = ChatResponse(
+        answer = ChatResponse(
             texts=texts,
             first_token_top_logprobs=tops,
             prompt_tokens=prompt_tokens,
@@ -211,7 +211,7 @@ class DirectOpenAIClient:
             cost_usd=pricing.cost_usd(request.model, prompt_tokens, completion_tokens),
             model=model,
         )
-        return scrub_response(response, secret)  # below the response cache: it never stores a key
+        return scrub_response(answer, secret)  # below the response cache: it never stores a key
 
     async def aclose(self) -> None:
         """Close the session and its connections."""

@@ -127,7 +127,8 @@ def _scrub(exc: BaseException, secret: str | None) -> None:
 def _body_param_and_message(exc: BaseException) -> tuple[str | None, str]:
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
-        error = body.get("error") if isinstance(body.get("error"), dict) else body
+        inner = body.get("error")
+        error: dict[str, Any] = inner if isinstance(inner, dict) else body
         param = error.get("param")
         return (param if isinstance(param, str) else None), str(error.get("message") or "")
     return None, ""

@@ -3,12 +3,14 @@ the window, and the population estimates (:mod:`judgefuse.service.population`)."
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from judgefuse.calibration import DEFAULT_TH_EPS
 from judgefuse.service.calibration_store import calibration_report
 from judgefuse.service.deps import GatewayDep, SettingsDep, TenantDep
+from judgefuse.service.responses import CalibrationOut
 
 router = APIRouter(prefix="/v1", tags=["calibration"])
 
@@ -23,7 +25,7 @@ async def calibration(
     eps: Annotated[float | None, Query()] = None,
     n_bins: Annotated[int | None, Query(ge=1, le=1000)] = None,
     population: Annotated[bool, Query()] = True,
-) -> dict[str, Any]:
+) -> CalibrationOut:
     """Keys: ``method:<name>:fused``, ``judge:<name>:<mode>``, ``mode:all:<mode>``.
 
     ``window_hours`` 0 skips the window. Metrics are those of ``metrics_from_fields`` (n,
@@ -38,8 +40,11 @@ async def calibration(
 
     runtime = gateway.runtime(panel, field="query.panel")
     eps = settings.th_eps if eps is None else eps
-    if eps not in (0.05, 0.1, 0.15):
-        raise FieldProblem("query.eps", "must be one of the tracked values 0.05, 0.1, 0.15")
+    if eps not in DEFAULT_TH_EPS:
+        raise FieldProblem(
+            "query.eps",
+            f"must be one of the tracked values {', '.join(f'{e:g}' for e in DEFAULT_TH_EPS)}",
+        )
     n_bins = settings.calibration_bins if n_bins is None else n_bins
     if 1000 % n_bins:
         raise FieldProblem("query.n_bins", "must divide 1000")
@@ -47,7 +52,7 @@ async def calibration(
         gateway.storage, tenant, runtime.name, window_hours=window_hours or None,
         n_bins=n_bins, eps=eps, now=gateway.clock(), population=population,
     )
-    return {
+    return CalibrationOut.model_validate({
         "panel": runtime.name, "window_hours": window_hours or None, "eps": eps,
         "n_bins": n_bins, "keys": keys,
-    }
+    })

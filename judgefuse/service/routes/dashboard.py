@@ -25,8 +25,8 @@ from fastapi.responses import HTMLResponse
 from markupsafe import Markup
 
 from judgefuse.evaluation.svg import reliability_svg
-from judgefuse.service.calibration_store import calibration_history, calibration_report
 from judgefuse.service.auth import Caller
+from judgefuse.service.calibration_store import calibration_history, calibration_report
 from judgefuse.service.deps import CallerDep, GatewayDep, MetricsDep
 from judgefuse.service.gateway import Gateway
 from judgefuse.service.metrics import ServiceMetrics
@@ -214,11 +214,14 @@ async def _tenant_page(
             {"judge": judge.name, "model": judge.config.model, **tallies[judge.name][1]}
             for judge in runtime.panel.judges
         ]
-        panel_cost = dict(metrics.panel_cost_totals.get((tenant, name), {
-            "verdicts": 0, "calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "usd": 0.0}))
-        n_verdicts = panel_cost["verdicts"]
-        panel_cost["usd_per_verdict"] = panel_cost["usd"] / n_verdicts if n_verdicts else None
-        panel_cost["calls_per_verdict"] = panel_cost["calls"] / n_verdicts if n_verdicts else None
+        totals = metrics.panel_cost_totals.get((tenant, name), {
+            "verdicts": 0, "calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "usd": 0.0})
+        n_verdicts = totals["verdicts"]
+        panel_cost: dict[str, float | None] = {
+            **totals,
+            "usd_per_verdict": totals["usd"] / n_verdicts if n_verdicts else None,
+            "calls_per_verdict": totals["calls"] / n_verdicts if n_verdicts else None,
+        }
         cascade = None
         if runtime.cascade is not None:
             decided = (metrics.cascade_counts.get(name, {}) if process_totals

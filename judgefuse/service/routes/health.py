@@ -5,12 +5,14 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
+from judgefuse.service.responses import HealthOut
+
 router = APIRouter(tags=["health"])
 
 
 @router.get("/healthz")
-async def healthz() -> dict[str, str]:
-    return {"status": "ok"}
+async def healthz() -> HealthOut:
+    return HealthOut(status="ok")
 
 
 @router.get("/readyz")

@@ -34,7 +34,8 @@ async def metrics(
     registry.set_circuits(
         (name, judge.name, judge.circuit) for name, runtime in gateway.panels.items() for judge in runtime.panel.judges
     )
-    tenants = authenticator.tenants if caller.admin else [caller.tenant]
+    own = [] if caller.tenant is None else [caller.tenant]  # a non-admin caller without a tenant sees none
+    tenants = authenticator.tenants if caller.admin else own
     try:
         for tenant in tenants:
             for raw in await gateway.storage.list_accumulators(tenant):

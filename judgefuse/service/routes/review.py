@@ -9,7 +9,7 @@ what an item shows.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Header, Query
 
@@ -17,6 +17,7 @@ from judgefuse.service.audit_plan import daily_traffic, plan_report
 from judgefuse.service.deps import GatewayDep, TenantDep
 from judgefuse.service.errors import FieldProblem, NotFound
 from judgefuse.service.request_checks import check_verdict_id
+from judgefuse.service.responses import ReviewNextOut, ReviewSkipOut, ReviewStatsOut
 from judgefuse.service.review_queue import annotator_name, item_out, stats_out
 from judgefuse.service.schemas import ReviewSkipRequest
 
@@ -31,7 +32,7 @@ async def next_items(
     n: Annotated[int, Query()] = 1,
     annotator: Annotated[str | None, Query()] = None,
     x_annotator: Annotated[str | None, Header()] = None,
-) -> dict[str, Any]:
+) -> ReviewNextOut:
     """Lease up to ``n`` pending items of the panel's queue to one annotator, in random order
     (two annotators never hold the same item; an expired lease returns the item)."""
     limit = gateway.settings.review_max_lease
@@ -43,8 +44,8 @@ async def next_items(
         tenant, runtime.name, n=n, annotator=who, lease_s=gateway.settings.review_lease_s,
         now=gateway.clock(),
     )
-    return {"panel": runtime.name, "annotator": who,
-            "items": [item_out(lease, runtime).model_dump() for lease in leases]}
+    return ReviewNextOut(panel=runtime.name, annotator=who,
+                         items=[item_out(lease, runtime) for lease in leases])
 
 
 @router.post("/skip")
@@ -53,7 +54,7 @@ async def skip(
     tenant: TenantDep,
     gateway: GatewayDep,
     x_annotator: Annotated[str | None, Header()] = None,
-) -> dict[str, Any]:
+) -> ReviewSkipOut:
     """Give a leased item back to the queue (at its random rank). 404 when this annotator
     holds no live lease on it."""
     check_verdict_id(tenant, body.verdict_id)
@@ -62,7 +63,7 @@ async def skip(
     if not released:
         raise NotFound(f"annotator {who!r} holds no live lease on verdict {body.verdict_id!r}",
                        fields=[("body.verdict_id", "not leased by this annotator")])
-    return {"verdict_id": body.verdict_id, "annotator": who, "released": True}
+    return ReviewSkipOut(verdict_id=body.verdict_id, annotator=who, released=True)
 
 
 @router.get("/stats")
@@ -70,7 +71,7 @@ async def stats(
     tenant: TenantDep,
     gateway: GatewayDep,
     panel: Annotated[str | None, Query(min_length=1, max_length=256)] = None,
-) -> dict[str, Any]:
+) -> ReviewStatsOut:
     """Per stratum (review, audit, none): verdicts routed, queued, leased, labelled, and the
     labelled share (for ``none``, labels are unsolicited). ``audit_plan``: the audit rate new
     verdicts get (the static ``audit_rate``, or planned from ``label_budget_per_day`` and the
@@ -85,6 +86,8 @@ async def stats(
         planned = replace(planned, review_per_day=review, auto_per_day=auto)
     threshold = await gateway.threshold(tenant, runtime.name)
     plan = await plan_report(planned, target=threshold.target_precision if threshold else None,
-                       alpha=gateway.settings.monitor_alpha, budget=config.label_budget_per_day)
-    return {"panel": runtime.name, "audit_rate": config.audit_rate, **stats_out(counts),
-            "audit_plan": plan}
+                             alpha=gateway.settings.monitor_alpha, budget=config.label_budget_per_day)
+    return ReviewStatsOut.model_validate(
+        {"panel": runtime.name, "audit_rate": config.audit_rate, **stats_out(counts),
+         "audit_plan": plan}
+    )

@@ -412,7 +412,9 @@ class Storage(abc.ABC):
         return True
 
     async def release_verdict_id(self, tenant: str, verdict_id: str, owner: str) -> None:
-        """Drop ``owner``'s claim on (tenant, id) (someone else's is left alone)."""
+        """Drop ``owner``'s claim on (tenant, id) (someone else's is left alone). A backend
+        whose claims always succeed (SQLite) holds none: nothing to drop by default."""
+        return None
 
     async def verdict_id_claimed(self, tenant: str, verdict_id: str) -> bool:
         """True while any process holds a claim on (tenant, id)."""
@@ -439,8 +441,8 @@ def check_verdict_record(tenant: str, record: VerdictRecord) -> None:
         raise ValueError("save_verdict stores unlabelled records: use set_label for the label")
 
 
-def check_versioned(panel: str, record: ThresholdRecord | ModelRecord) -> None:
-    """``put_threshold`` / ``put_model`` preconditions."""
+def check_versioned(panel: str, record: ThresholdRecord | ModelRecord | MonitorEvent) -> None:
+    """``put_threshold`` / ``put_model`` / ``put_monitor_event`` preconditions."""
     check_name("panel", panel)
     if record.panel != panel:
         raise ValueError(f"record.panel {record.panel!r} does not match panel {panel!r}")

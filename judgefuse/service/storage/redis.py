@@ -330,8 +330,15 @@ _RETRYABLE = (
 )
 
 
-def _number(text: str) -> Number:
+def _text(value: str | bytes | Any) -> str:
+    """A reply value as text. The client decodes replies (``decode_responses=True``), but
+    redis-py types them ``bytes | str``; bytes would mean a client built otherwise."""
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+
+
+def _number(value: str | bytes) -> Number:
     """A stored field: an integer string is an exact int (HINCRBY), anything else a float."""
+    text = _text(value)
     return int(text) if _INT_RE.match(text) else float(text)
 
 
@@ -531,7 +538,7 @@ class RedisStorage(Storage):
             )
 
     @staticmethod
-    def _parse_record(raw: str) -> VerdictRecord:
+    def _parse_record(raw: str | bytes) -> VerdictRecord:
         try:
             return VerdictRecord.model_validate_json(raw)
         except ValidationError as exc:
@@ -613,7 +620,7 @@ class RedisStorage(Storage):
             ]
             first_stamped = record.label is None and record.review is not None
             args: list[str] = [
-                hashlib.sha1(raw.encode("utf-8")).hexdigest(),
+                hashlib.sha1(_text(raw).encode("utf-8")).hexdigest(),
                 new.model_dump_json(),
                 repr(record.created_at),
                 verdict_id,
@@ -666,7 +673,7 @@ class RedisStorage(Storage):
             )
             if not ids:
                 return []
-            raws = await self.client.mget([self._k(tenant, "v", i) for i in ids])
+            raws = await self.client.mget([self._k(tenant, "v", _text(i)) for i in ids])
         leases = []
         for vid, raw in zip(ids, raws, strict=True):
             if raw is None:
@@ -752,7 +759,7 @@ class RedisStorage(Storage):
         with self._errors("read_accumulator"):
             if since_hour is None and until_hour is None:
                 raw = await self.client.hgetall(self._k(tenant, "acc", "total", key))
-                return {field: _number(value) for field, value in raw.items()}
+                return {_text(field): _number(value) for field, value in raw.items()}
             low = "-inf" if since_hour is None else str(int(since_hour))
             high = "+inf" if until_hour is None else f"({int(until_hour)}"
             hours = await self.client.zrangebyscore(self._k(tenant, "acc", "hours", key), low, high)
@@ -760,7 +767,7 @@ class RedisStorage(Storage):
                 return {}
             async with self.client.pipeline(transaction=False) as pipe:
                 for hour in hours:
-                    pipe.hgetall(self._k(tenant, "acc", "hour", hour, key))
+                    pipe.hgetall(self._k(tenant, "acc", "hour", _text(hour), key))
                 buckets = await pipe.execute()
         total: dict[str, Number] = {}
         for bucket in buckets:
@@ -773,7 +780,7 @@ class RedisStorage(Storage):
         check_tenant(tenant)
         with self._errors("list_accumulators"):
             keys = await self.client.zrange(self._k(tenant, "acc", "keys"), 0, -1)
-        return sorted(k for k in keys if k.startswith(prefix))
+        return sorted(name for name in map(_text, keys) if name.startswith(prefix))
 
     # -- versioned records ---------------------------------------------------------------------
     async def _put_versioned(self, kind: str, tenant: str, panel: str, record: V) -> int:
@@ -787,7 +794,7 @@ class RedisStorage(Storage):
         return int(version)
 
     @staticmethod
-    def _parse_versioned(model_cls: type[V], version: int, raw: str) -> V:
+    def _parse_versioned(model_cls: type[V], version: int, raw: str | bytes) -> V:
         try:
             data: Any = json.loads(raw)
             data["version"] = version
@@ -890,7 +897,7 @@ class RedisStorage(Storage):
             ids = await self.client.zrevrange(index, 0, -1 if limit is None else limit - 1)
             if not ids:
                 return []
-            raws = await self.client.mget([self._k(tenant, "v", i) for i in ids])
+            raws = await self.client.mget([self._k(tenant, "v", _text(i)) for i in ids])
         return [self._parse_record(raw) for raw in raws if raw is not None]
 
     async def count_labelled(self, tenant: str, panel: str | None = None) -> int:

@@ -50,7 +50,6 @@ from judgefuse.service.storage.base import (
     Storage,
     StorageCorrupt,
     StorageError,
-    StorageUnavailable,
     VerdictExists,
     VerdictNotFound,
     check_lease,
@@ -83,6 +82,7 @@ from judgefuse.service.storage.sqlite_accumulators import (
     sum_accumulator,
 )
 from judgefuse.service.storage.sqlite_cache import AccumulatorCache, Written
+from judgefuse.service.storage.sqlite_errors import map_sqlite_error
 from judgefuse.service.storage.sqlite_review import (
     dequeue_labelled,
     enqueue_new,
@@ -102,19 +102,6 @@ from judgefuse.service.storage.sqlite_versioned import (
 T = TypeVar("T")
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStorage"]
-
-_CORRUPT_MARKERS = ("not a database", "malformed", "corrupt")
-_UNAVAILABLE_MARKERS = ("locked", "busy", "unable to open", "disk i/o", "readonly", "read-only")
-
-
-def _map_sqlite_error(exc: sqlite3.Error, what: str) -> StorageError:
-    text = str(exc).lower()
-    if any(marker in text for marker in _CORRUPT_MARKERS):
-        return StorageCorrupt(f"sqlite: {what}: {exc}")
-    if isinstance(exc, sqlite3.OperationalError) and any(m in text for m in _UNAVAILABLE_MARKERS):
-        return StorageUnavailable(f"sqlite: {what}: {exc}")
-    return StorageError(f"sqlite: {what}: {type(exc).__name__}: {exc}")
-
 
 class SQLiteStorage(Storage):
     """Storage in one SQLite file (see the module docstring for durability and atomicity)."""
@@ -148,7 +135,7 @@ class SQLiteStorage(Storage):
             try:
                 return fn(conn)
             except sqlite3.Error as exc:
-                raise _map_sqlite_error(exc, what) from exc
+                raise map_sqlite_error(exc, what) from exc
 
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, call)
@@ -205,7 +192,7 @@ class SQLiteStorage(Storage):
             try:
                 return fn()
             except sqlite3.Error as exc:
-                raise _map_sqlite_error(exc, what) from exc
+                raise map_sqlite_error(exc, what) from exc
 
         return call
 

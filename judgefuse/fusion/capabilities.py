@@ -1,0 +1,147 @@
+"""What a fusion method needs and offers, so callers ask the method instead of its name.
+
+The service and the offline commands must not branch on method names (a plugin's learned
+method would be refused, a renamed one would break them). Each registered factory declares:
+
+* ``requires_fit`` (class attribute): it is fitted on labelled batches before use;
+* ``requires_item``: it reads the item text as well as the votes and is awaited as
+  ``afuse(item, votes, tenant=...)`` (the fuser LLM);
+* ``to_params()`` / classmethod ``from_params(params)``: its fitted state can be saved as JSON
+  and restored (what the service stores in a model record);
+
+and a method that requires a fit, has parameters to save, and is built without options can be
+**refitted from labels** by the service. :data:`LEARNED_METHOD` names the learned method the
+service fits by default, :data:`ITEM_METHOD` the item-reading method a panel's ``fuser:`` entry
+builds, :data:`DEFAULT_VOTING_METHOD` the voting method used where a voting one is needed and
+the configured one is not.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from judgefuse.fusion.registry import FusionMethod, UnknownFusionMethod, factory_of
+from judgefuse.fusion.verdict import Verdict
+from judgefuse.judges.types import JudgeVote, PairwiseItem
+
+__all__ = [
+    "DEFAULT_VOTING_METHOD",
+    "ITEM_METHOD",
+    "LEARNED_METHOD",
+    "Capabilities",
+    "ItemFusionMethod",
+    "ParamsFusionMethod",
+    "capabilities",
+    "known_capabilities",
+    "method_params",
+    "reads_item",
+    "restore_method",
+]
+
+LEARNED_METHOD = "stacked"
+"""The learned method the service refits from its labels and promotes."""
+ITEM_METHOD = "fuser"
+"""The item-reading method built from a panel's ``fuser:`` model entry."""
+DEFAULT_VOTING_METHOD = "majority"
+"""The voting method used where a voting method is needed and none is configured."""
+
+
+@runtime_checkable
+class ItemFusionMethod(FusionMethod, Protocol):
+    """A method that reads the item as well as the votes (and may call a model)."""
+
+    requires_item: bool
+
+    async def afuse(
+        self, item: PairwiseItem, votes: Sequence[JudgeVote], *, tenant: str | None = None
+    ) -> Verdict: ...
+
+
+@runtime_checkable
+class ParamsFusionMethod(FusionMethod, Protocol):
+    """A fitted method whose state round-trips through JSON-ready parameters."""
+
+    def to_params(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What the method registered as ``name`` declares (see the module docstring)."""
+
+    name: str
+    requires_fit: bool
+    reads_item: bool
+    saves_params: bool
+    refittable: bool
+
+    @property
+    def voting(self) -> bool:
+        """A pure function of the votes, usable with no fit and no item (cascade stages, re-fusing)."""
+        return not self.requires_fit and not self.reads_item
+
+
+def _builds_without_options(factory: Any) -> bool:
+    try:
+        signature = inspect.signature(factory)
+    except (TypeError, ValueError):
+        return False
+    return all(
+        p.default is not inspect.Parameter.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        for p in signature.parameters.values()
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def capabilities(name: str) -> Capabilities:
+    """The capabilities of ``name`` (its base method for ``base+recalibrator``: recalibration
+    adds a fit of its own). Raises :class:`~judgefuse.fusion.registry.UnknownFusionMethod`.
+
+    Cached: a registered name's factory never changes (re-registering is refused), and an
+    unknown name raises, which is not cached. The gateway asks on every request."""
+    factory = factory_of(name)
+    recalibrated = "+" in name
+    fit = bool(getattr(factory, "requires_fit", False)) or recalibrated
+    saves = callable(getattr(factory, "from_params", None)) and not recalibrated
+    return Capabilities(
+        name=name,
+        requires_fit=fit,
+        reads_item=bool(getattr(factory, "requires_item", False)),
+        saves_params=saves,
+        refittable=fit and saves and _builds_without_options(factory),
+    )
+
+
+def known_capabilities(name: str) -> Capabilities | None:
+    """:func:`capabilities`, or None for a name nobody registered (the caller reports it)."""
+    try:
+        return capabilities(name)
+    except (UnknownFusionMethod, ValueError):
+        return None
+
+
+def reads_item(method: object) -> bool:
+    """True when a built ``method`` must be awaited with the item (:class:`ItemFusionMethod`)."""
+    return bool(getattr(method, "requires_item", False))
+
+
+def method_params(method: FusionMethod) -> dict[str, Any]:
+    """The JSON-ready parameters of a fitted method (``TypeError`` when it has none)."""
+    if not isinstance(method, ParamsFusionMethod):
+        raise TypeError(f"fusion method {method.name!r} has no parameters to save (no to_params)")
+    return method.to_params()
+
+
+def restore_method(name: str, params: Mapping[str, Any]) -> FusionMethod:
+    """The fitted method ``name`` rebuilt from :func:`method_params` output."""
+    factory = factory_of(name)
+    from_params = getattr(factory, "from_params", None)
+    if not callable(from_params) or "+" in name:
+        raise TypeError(f"fusion method {name!r} cannot be restored from parameters (no from_params)")
+    method = from_params(params)
+    if not isinstance(method, FusionMethod):
+        raise TypeError(f"{name!r}.from_params returned {type(method).__name__}, not a fusion method")
+    return method

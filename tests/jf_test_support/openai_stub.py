@@ -1,0 +1,365 @@
+"""A scripted OpenAI-compatible chat-completions server on loopback, for tests and benchmarks.
+
+Each POST to ``/v1/chat/completions`` takes the next scripted action from a queue (or asks
+``handler(body)`` when the queue is empty and a handler is set, else uses ``default``):
+
+* :class:`Reply`   a completion: texts (one per choice, cycled to ``n``), first-token top
+                   logprobs, usage, an optional delay before answering;
+* :class:`Status`  an error status with an OpenAI-shaped error body (and Retry-After);
+* :class:`Hang`    never answer (until the server stops), to drive client timeouts;
+* :class:`Close`   drop the connection without a response;
+* :class:`Garbage` a 200 whose body is not JSON;
+* :class:`Truncated` a 200 announcing a full completion's length that sends part of it and
+                   then resets the connection.
+
+:class:`FaultPlan` is a ready ``handler``: per request it picks a fault (timeout/hang, 429
+with Retry-After, 500/502/503, connection reset, truncated body, garbage body) or a normal
+answer at configured rates, deterministically from a seed (each judge draws from its own
+seeded stream, so the n-th request of a judge gets the same fault in every run), and counts
+what it injected.
+
+Server-wide switches: ``reject_n`` (400 with ``param: "n"`` when ``n`` > 1, as providers
+without multi-choice support do) and ``require_key`` (401 unless the Bearer token matches;
+the error message echoes the offered key, as careless providers do, to test redaction).
+Every request is recorded (body, headers, arrival time) before the action runs.
+
+Run as a script it serves ``default`` replies until killed, printing ``READY <url>`` first:
+the transport benchmark uses that to keep the server's CPU out of the client's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import itertools
+import json
+import random
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+
+@dataclass
+class Reply:
+    texts: list[str] | str = "A"
+    top_logprobs: list[tuple[str, float]] | None = None
+    """The first output token's top-k; sent (for every choice) only when the request asked."""
+    usage: tuple[int, int] | None = (12, 1)
+    delay_s: float = 0.0
+    model: str | None = None
+
+
+@dataclass
+class Status:
+    status: int
+    message: str = "scripted error"
+    param: str | None = None
+    retry_after: str | None = None
+
+
+@dataclass
+class Hang:
+    seconds: float = 3600.0
+
+
+@dataclass
+class Close:
+    pass
+
+
+@dataclass
+class Garbage:
+    body: bytes = b"<html>502 bad gateway from some proxy"
+    status: int = 200
+
+
+@dataclass
+class Truncated:
+    """A 200 whose headers promise ``text``'s full completion but whose body stops part-way
+    (``fraction`` of it) before the connection is reset."""
+
+    texts: str = "A"
+    fraction: float = 0.5
+
+
+Action = Reply | Status | Hang | Close | Garbage | Truncated
+
+#: The fault kinds :class:`FaultPlan` knows, and what each one injects.
+FAULT_KINDS = ("timeout", "429", "500", "502", "503", "reset", "truncated", "garbage")
+
+
+@dataclass
+class FaultPlan:
+    """A ``StubServer.handler`` injecting faults at configured rates, reproducibly.
+
+    ``rates`` maps a fault kind (:data:`FAULT_KINDS`) to its probability per request (their sum
+    at most 1); ``per_key`` overrides the rates for one key (the judge: by default the request's
+    ``model``). What is not a fault is ``ok(body)`` (default: a plain ``Reply()``).
+    ``retry_after`` are the Retry-After values a 429 sends (picked from the same stream);
+    ``hang_s`` is how long a "timeout" hangs (longer than the client waits).
+
+    Determinism: each key draws from its own ``random.Random(f"{seed}:{key}")``, so the
+    sequence of faults one judge sees does not depend on how requests of different judges
+    interleave. ``injected[key][kind]`` counts what was sent ("ok" included); ``healed``
+    keys get ``ok`` only; :meth:`set_rates` changes a key's rates at run time; ``last_kind``
+    is the kind of the latest request.
+    """
+
+    rates: Mapping[str, float] = field(default_factory=dict)
+    seed: int = 0
+    per_key: dict[str, Mapping[str, float]] = field(default_factory=dict)
+    ok: Callable[[dict[str, Any]], Action] | None = None
+    retry_after: tuple[str | None, ...] = ("0",)
+    hang_s: float = 5.0
+    key: Callable[[dict[str, Any]], str] = field(default=lambda body: str(body.get("model", "")))
+    injected: dict[str, Counter[str]] = field(default_factory=dict)
+    healed: set[str] = field(default_factory=set)
+    last_kind: str = ""
+    """The kind the latest request got (for handlers that wrap the plan and log)."""
+    _streams: dict[str, random.Random] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self._check(self.rates)
+        for rates in self.per_key.values():
+            self._check(rates)
+
+    @staticmethod
+    def _check(rates: Mapping[str, float]) -> None:
+        unknown = set(rates) - set(FAULT_KINDS)
+        if unknown:
+            raise ValueError(f"unknown fault kinds {sorted(unknown)}; known: {FAULT_KINDS}")
+        if any(rate < 0 for rate in rates.values()) or sum(rates.values()) > 1 + 1e-9:
+            raise ValueError(f"fault rates must be >= 0 and sum to at most 1: {dict(rates)}")
+
+    def set_rates(self, key: str, rates: Mapping[str, float]) -> None:
+        self._check(rates)
+        self.per_key[key] = rates
+
+    def pick(self, key: str) -> str:
+        """The next kind for ``key`` ("ok" or a fault kind), from its seeded stream."""
+        stream = self._streams.get(key)
+        if stream is None:
+            stream = self._streams[key] = random.Random(f"{self.seed}:{key}")
+        draw = stream.random()
+        if key in self.healed:
+            return "ok"
+        rates = self.per_key.get(key, self.rates)
+        edge = 0.0
+        for kind in FAULT_KINDS:
+            edge += rates.get(kind, 0.0)
+            if draw < edge:
+                return kind
+        return "ok"
+
+    def __call__(self, body: dict[str, Any]) -> Action:
+        key = self.key(body)
+        kind = self.last_kind = self.pick(key)
+        self.injected.setdefault(key, Counter())[kind] += 1
+        good = self.ok(body) if self.ok is not None else Reply()
+        if kind == "ok":
+            return good
+        if kind == "timeout":
+            return Hang(self.hang_s)
+        if kind == "429":
+            after = self._streams[key].choice(self.retry_after)
+            return Status(429, "rate limited (injected)", retry_after=after)
+        if kind in ("500", "502", "503"):
+            return Status(int(kind), f"server error {kind} (injected)")
+        if kind == "reset":
+            return Close()
+        if kind == "truncated":
+            text = good.texts if isinstance(good, Reply) and isinstance(good.texts, str) else "A"
+            return Truncated(text)
+        return Garbage()
+
+    def totals(self) -> Counter[str]:
+        """Injected kinds summed over every key."""
+        total: Counter[str] = Counter()
+        for counts in self.injected.values():
+            total.update(counts)
+        return total
+
+
+@dataclass
+class Recorded:
+    body: dict[str, Any]
+    headers: dict[str, str]
+    at: float = field(default_factory=time.monotonic)
+
+
+class StubServer:
+    """The server; ``url`` is the api_base to give clients (``http://127.0.0.1:<port>/v1``)."""
+
+    def __init__(self, *, default: Action | None = None) -> None:
+        self.default: Action = default or Reply()
+        self.handler: Callable[[dict[str, Any]], Action] | None = None
+        self.reject_n = False
+        self.require_key: str | None = None
+        self.requests: list[Recorded] = []
+        self.record = True
+        self._queue: deque[Action] = deque()
+        self._runner: web.AppRunner | None = None
+        self._stopping = asyncio.Event()
+        self._ids = itertools.count()
+        self.url = ""
+
+    def script(self, *actions: Action) -> StubServer:
+        """Queue actions for the next requests, in order."""
+        self._queue.extend(actions)
+        return self
+
+    async def start(self, port: int = 0) -> StubServer:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._handle)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", port, backlog=1024)
+        await site.start()
+        sockets = self._runner.addresses
+        self.url = f"http://127.0.0.1:{sockets[0][1]}/v1"
+        return self
+
+    async def stop(self) -> None:
+        self._stopping.set()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        raw = await request.read()
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            return self._error(400, "body is not JSON")
+        if self.record:
+            self.requests.append(Recorded(body=body, headers=dict(request.headers)))
+        if self.require_key is not None:
+            offered = request.headers.get("Authorization", "").removeprefix("Bearer ")
+            if offered != self.require_key:
+                return self._error(401, f"Incorrect API key provided: {offered}", code="invalid_api_key")
+        n = int(body.get("n") or 1)
+        if self.reject_n and n > 1:
+            return self._error(400, "n not supported", param="n", code="unsupported_value")
+        if self._queue:
+            action = self._queue.popleft()
+        elif self.handler is not None:
+            action = self.handler(body)
+        else:
+            action = self.default
+        if isinstance(action, Status):
+            headers = {"Retry-After": action.retry_after} if action.retry_after is not None else None
+            return self._error(action.status, action.message, param=action.param, headers=headers)
+        if isinstance(action, Hang):
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), timeout=action.seconds)
+            return self._error(504, "hang ended")
+        if isinstance(action, Close):
+            if request.transport is not None:
+                request.transport.abort()
+            return web.Response(status=200)
+        if isinstance(action, Garbage):
+            return web.Response(status=action.status, body=action.body, content_type="application/json")
+        if isinstance(action, Truncated):
+            return await self._truncated(request, action, body, n)
+        if action.delay_s:
+            await asyncio.sleep(action.delay_s)
+        return web.Response(body=self._completion(action, body, n), content_type="application/json")
+
+    async def _truncated(
+        self, request: web.Request, action: Truncated, body: dict[str, Any], n: int
+    ) -> web.StreamResponse:
+        full = self._completion(Reply(texts=action.texts), body, n)
+        response = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
+        response.content_length = len(full)
+        await response.prepare(request)
+        await response.write(full[: max(1, int(len(full) * action.fraction))])
+        if request.transport is not None:
+            request.transport.abort()
+        return response
+
+    def _completion(self, reply: Reply, body: dict[str, Any], n: int) -> bytes:
+        texts = [reply.texts] if isinstance(reply.texts, str) else list(reply.texts)
+        want_logprobs = bool(body.get("logprobs")) and reply.top_logprobs is not None
+        choices = []
+        for index, text in zip(range(n), itertools.cycle(texts)):
+            choice: dict[str, Any] = {
+                "index": index,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": "stop",
+            }
+            if want_logprobs and reply.top_logprobs is not None:
+                k = int(body.get("top_logprobs") or 0)
+                top = [{"token": t, "logprob": lp, "bytes": list(t.encode())} for t, lp in reply.top_logprobs[:k]]
+                first_token, first_lp = reply.top_logprobs[0]
+                choice["logprobs"] = {
+                    "content": [
+                        {
+                            "token": first_token,
+                            "logprob": first_lp,
+                            "bytes": list(first_token.encode()),
+                            "top_logprobs": top,
+                        }
+                    ],
+                    "refusal": None,
+                }
+            else:
+                choice["logprobs"] = None
+            choices.append(choice)
+        data: dict[str, Any] = {
+            "id": f"chatcmpl-stub{next(self._ids)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": reply.model or body.get("model", "stub"),
+            "choices": choices,
+            "system_fingerprint": "fp_stub",
+        }
+        if reply.usage is not None:
+            prompt, completion = reply.usage
+            data["usage"] = {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            }
+        return json.dumps(data).encode()
+
+    @staticmethod
+    def _error(
+        status: int,
+        message: str,
+        *,
+        param: str | None = None,
+        code: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> web.Response:
+        error = {"message": message, "type": "invalid_request_error", "param": param, "code": code}
+        return web.Response(
+            status=status, body=json.dumps({"error": error}).encode(), content_type="application/json", headers=headers
+        )
+
+
+async def _serve_forever(port: int) -> None:
+    server = StubServer()
+    server.record = False
+    await server.start(port)
+    print(f"READY {server.url}", flush=True)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await server.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args()
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_serve_forever(args.port))
+
+
+if __name__ == "__main__":
+    main()
