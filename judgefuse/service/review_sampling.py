@@ -36,8 +36,8 @@ so N_s of any window is a read of O(hours) counters.
 from __future__ import annotations
 
 import random
-from typing import Literal
 from collections.abc import Mapping
+from typing import Literal
 from urllib.parse import quote
 
 from judgefuse.service.storage import Number, ReviewStamp, VerdictRecord

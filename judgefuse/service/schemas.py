@@ -395,6 +395,16 @@ class MonitorEventOut(BaseModel):
     evidence: dict[str, Any]
 
 
+class MonitorClearOut(BaseModel):
+    """What ``POST /v1/monitor/clear`` did: ``cleared`` false when there was no alarm (nothing
+    written); else the ``clear`` event stored with the evidence."""
+
+    panel: str
+    threshold_version: int | None
+    cleared: bool
+    event: MonitorEventOut | None = None
+
+
 class JudgeDriftOut(BaseModel):
     """Per judge: ``brier`` (its Brier score on audit labels against its reference period,
     shared by replicas) and ``votes`` (label-free: its share of "A" and mean confidence, per

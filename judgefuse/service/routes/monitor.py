@@ -6,13 +6,13 @@ See :mod:`judgefuse.service.monitor` for what the monitor guarantees and what an
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query
 
 from judgefuse.service.deps import GatewayDep, TenantDep
 from judgefuse.service.errors import FieldProblem
-from judgefuse.service.schemas import MonitorClearRequest, MonitorEventOut, MonitorOut
+from judgefuse.service.schemas import MonitorClearOut, MonitorClearRequest, MonitorEventOut, MonitorOut
 
 router = APIRouter(prefix="/v1/monitor", tags=["monitor"])
 
@@ -36,8 +36,8 @@ async def monitor(
     )
 
 
-@router.post("/clear")
-async def clear(body: MonitorClearRequest, tenant: TenantDep, gateway: GatewayDep) -> dict[str, Any]:
+@router.post("/clear", response_model=MonitorClearOut)
+async def clear(body: MonitorClearRequest, tenant: TenantDep, gateway: GatewayDep) -> MonitorClearOut:
     """End the alarm of the panel's current threshold version and restart its monitor (the
     evidence is kept in a ``clear`` event). Not in alarm: nothing is written."""
     runtime = gateway.runtime(body.panel, field="body.panel")
@@ -46,6 +46,7 @@ async def clear(body: MonitorClearRequest, tenant: TenantDep, gateway: GatewayDe
         raise FieldProblem("body.panel", f"panel {runtime.name!r} has no threshold tuned: "
                                          "no monitor to clear")
     event = await gateway.monitors.clear(tenant, runtime.name, threshold)
-    return {"panel": runtime.name, "threshold_version": threshold.version,
-            "cleared": event is not None,
-            "event": None if event is None else event.model_dump(exclude={"panel"})}
+    return MonitorClearOut(
+        panel=runtime.name, threshold_version=threshold.version, cleared=event is not None,
+        event=None if event is None else MonitorEventOut(**event.model_dump(exclude={"panel"})),
+    )
