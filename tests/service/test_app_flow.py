@@ -168,7 +168,10 @@ async def test_tune_that_fails_every_threshold_stores_review_everything(stub, tm
                                storage_url=f"sqlite:///{tmp_path / 'db.sqlite3'}")
     headers = S.auth("tenant-a")
     async with S.running_app(settings) as (_app, client):
-        for i in range(12):  # the panel says A; the truth is mostly B
+        # the panel says A; the truth is mostly B. 30 labels: enough that a clean record could
+        # have certified 0.9 (0.1 ** (1 / 30) > 0.9), so failing is evidence against every
+        # threshold (fewer could never pass and store nothing: no evidence either way)
+        for i in range(30):
             await client.post("/v1/judge", json={**PAIR, "label": "A" if i < 2 else "B"}, headers=headers)
         tuned = (await client.post("/v1/thresholds/tune", json={"target_precision": 0.9, "min_count": 5},
                                    headers=headers)).json()
