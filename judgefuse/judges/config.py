@@ -3,7 +3,7 @@
 A panel file::
 
     name: default
-    fusion: majority          # a fusion method name; checked against fusion's registry by the caller
+    fusion: mean_probability  # a fusion method name; checked against fusion's registry by the caller
     quorum: 1                 # minimum valid votes: a count (int >= 1) or a fraction of the judges
     deadline_s: 60            # the whole panel's budget per item (None: no panel deadline)
     judges:
@@ -283,8 +283,11 @@ class PanelConfig(BaseModel):
 
     name: str = Field(default="panel", min_length=1)
     judges: list[JudgeConfig] = Field(min_length=1)
-    fusion: str = Field(default="majority", min_length=1)
-    """A fusion method name, validated against fusion's registry by the caller."""
+    fusion: str = Field(default="mean_probability", min_length=1)
+    """A fusion method name, validated against fusion's registry by the caller. The default,
+    ``mean_probability``, never answers a confidence above the most confident vote for its answer
+    (a vote share such as ``majority``'s says 1.0 whenever the judges agree): the honest rule
+    before labels exist; the service's refit promotes a learned method once they do."""
     fuser: JudgeConfig | None = None
     """The fuser model when ``fusion`` is ``fuser`` (judged with the fuser prompt)."""
     quorum: int | float = 1
