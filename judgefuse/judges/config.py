@@ -159,6 +159,10 @@ class JudgeConfig(BaseModel):
     circuit: CircuitConfig = Field(default_factory=CircuitConfig)
     """Cool down a judge that keeps failing (on by default; ``circuit: {enabled: false}``)."""
     position_swap: bool = False
+    structured_output: bool = True
+    """SC (and a fuser): constrain the reply to the verdict JSON schema with ``response_format``
+    where the backend supports it; a backend that refuses gets prompt-and-parse, remembered
+    (:mod:`judgefuse.judges.structured_output`)."""
     fallback_mode: FallbackMode = "sc"
     """Logprob mode, when the provider cannot return logprobs: judge in this mode instead
     (``none``: an invalid vote with the reason). Ignored by SC and MP."""
