@@ -15,10 +15,10 @@ from judgefuse.evaluation.comparison import compare_rows, print_comparison
 from judgefuse.evaluation.display import output_console
 from judgefuse.evaluation.html_report import render_html
 from judgefuse.evaluation.json_report import to_json
+from judgefuse.evaluation.panel_structure import panel_structure, print_panel_structure
 from judgefuse.evaluation.runner import EvaluationOptions, default_methods, evaluate
 from judgefuse.evaluation.scoring import judge_names
 from judgefuse.evaluation.table import print_evaluation
-from judgefuse.evaluation.panel_structure import panel_structure, print_panel_structure
 from judgefuse.fusion import get_method
 
 

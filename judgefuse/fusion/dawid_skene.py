@@ -117,7 +117,8 @@ def fit_em(
     confusion = np.full((n_judges, 2, 2), 0.5)
     prior_a = 0.5
     n_iter = 0
-    for n_iter in range(1, max_iter + 1):
+    while n_iter < max_iter:
+        n_iter += 1
         # M step: prior and confusion from the current posteriors.
         prior_a = float(np.clip((post[has_obs].sum() + 1.0) / (has_obs.sum() + 2.0), 1e-3, 1 - 1e-3))
         counts = np.zeros((n_judges, 2, 2))

@@ -22,9 +22,8 @@ def _synthetic(n_items: int, seed: int, *, swap_judges: tuple[str, ...] = ()) ->
     for truth in truths:
         batch = []
         for judge, (sens_a, spec_b) in TRUE_CONFUSION.items():
-            def say() -> str:
-                right = rng.random() < (sens_a if truth == "A" else spec_b)
-                return str(truth) if right else ("B" if truth == "A" else "A")
+            def say(truth: str = str(truth), p_right: float = sens_a if truth == "A" else spec_b) -> str:
+                return truth if rng.random() < p_right else ("B" if truth == "A" else "A")
 
             if judge in swap_judges:  # a replayed position-swapped vote keeps its two games
                 games = [say(), say()]
