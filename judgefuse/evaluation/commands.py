@@ -15,6 +15,7 @@ from judgefuse.evaluation.comparison import compare_rows, print_comparison
 from judgefuse.evaluation.display import output_console
 from judgefuse.evaluation.html_report import render_html
 from judgefuse.evaluation.json_report import to_json
+from judgefuse.evaluation.panel_structure import panel_structure, print_panel_structure
 from judgefuse.evaluation.runner import EvaluationOptions, default_methods, evaluate
 from judgefuse.evaluation.scoring import judge_names
 from judgefuse.evaluation.table import print_evaluation
@@ -116,6 +117,9 @@ def run_eval(args: argparse.Namespace) -> int:
         print_evaluation(
             evaluation, title=title, console=console, wide=args.wide, undefined_answers=answers.per_judge()
         )
+        structure = panel_structure([judged for judged in items if judged.item.label is not None])
+        if structure is not None:
+            print_panel_structure(structure, console)
     if args.json_out:
         console.print(f"wrote {write_atomic(args.json_out, to_json(evaluation, sources=sources, undefined_answers=answers.per_judge()))}")
     if args.html_out:

@@ -20,6 +20,7 @@ from judgefuse.calibration.builtin_metrics import BUILTIN_METRICS
 from judgefuse.calibration.metric_registry import registered_metrics
 from judgefuse.evaluation.scoring import ScoredRow, judge_names, score_judge, score_verdicts
 from judgefuse.fusion import NotEnoughLabels, cross_fit_predict, get_method, replayable_methods, requires_fit
+from judgefuse.fusion.crossfit import predict_many
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgedItem, Letter
 
@@ -142,7 +143,7 @@ def _fuse(name: str, items: Sequence[JudgedItem], options: EvaluationOptions) ->
         return cross_fit_predict(
             lambda: get_method(name), batches, labels, n_folds=options.n_folds, seed=options.seed
         )
-    return [method(votes) for votes in batches]
+    return predict_many(method, batches)  # a label-free method (dawid_skene) fits on every item here
 
 
 def _report(row: ScoredRow, reference: ScoredRow | None, options: EvaluationOptions) -> RowReport:

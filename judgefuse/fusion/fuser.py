@@ -114,7 +114,7 @@ class LLMFuser:
             return self._fallback_verdict(votes, f"fuser not called: {exc}; fell back to {fallback}", {})
         started = time.perf_counter()
         try:
-            response = await self.judge.chat(messages, tenant=tenant)
+            response = await self.judge.chat(messages, tenant=tenant, structured=True)
         except TransportError as exc:
             timings = {"fuser_s": time.perf_counter() - started}
             note = f"fuser call failed: {describe_error(exc)}; fell back to {fallback}"

@@ -122,7 +122,7 @@ def _load_builtins() -> None:
     if not _BUILTINS_LOADED:
         _BUILTINS_LOADED = True
         # Imported for their registrations.
-        from judgefuse.fusion import fuser, stacking, voting  # noqa: F401
+        from judgefuse.fusion import dawid_skene, fuser, stacking, voting  # noqa: F401
     load_group(ENTRY_POINT_GROUP)
 
 

@@ -17,6 +17,11 @@ For ``mean_probability`` a mean of exactly 0.5 goes to A. Whenever a tie rule de
 ``tie_broken`` is True and a note says which rule. Scores are compared with a relative/absolute
 tolerance of 1e-12 and summed with ``math.fsum`` so the order of the votes never matters.
 
+One valid vote (a panel of one, or a degraded verdict where the other judges failed): every
+method answers that vote's choice with that vote's own confidence
+(:func:`single_valid_vote_verdict`). A vote share of one vote is 1.0, a certainty nobody claimed;
+with two or more valid votes the paper's definitions above apply unchanged.
+
 Invalid votes (``choice`` None) are counted in ``n_invalid`` and otherwise ignored; with no valid
 vote the verdict has ``choice=None``, ``confidence=p_a=0.5`` and a note saying why.
 ``Verdict.p_a`` is the confidence for A and one minus it for B.
@@ -107,12 +112,29 @@ def _decide(
     return "A", True, "tie survived the highest-confidence rule: broken toward A"
 
 
+def single_valid_vote_verdict(method: str, votes: Sequence[JudgeVote]) -> Verdict | None:
+    """The verdict of the only valid vote, carrying that vote's confidence; None unless exactly
+    one vote is valid. Shared by every fusion method so one judge's word is never promoted to a
+    certainty it did not claim."""
+    valid, n_invalid = _count_invalid(votes)
+    if len(valid) != 1:
+        return None
+    vote = valid[0]
+    assert vote.choice is not None  # valid
+    confidence = vote.confidence if vote.confidence is not None else 0.5
+    notes = [f"one valid vote ({vote.judge}): its own confidence {confidence:.4g}"]
+    return _verdict(method, votes, vote.choice, confidence, n_valid=1, n_invalid=n_invalid, notes=notes)
+
+
 def _weighted(
     method: str, votes: Sequence[JudgeVote], weight: Callable[[float], float]
 ) -> Verdict:
     valid, n_invalid = _count_invalid(votes)
     if not valid:
         return _undecided(method, votes, "no valid vote: undecided", n_invalid)
+    single = single_valid_vote_verdict(method, votes)
+    if single is not None:
+        return single
     score = {
         letter: math.fsum(weight(v.confidence or 0.0) for v in valid if v.choice == letter)
         for letter in ("A", "B")
@@ -162,6 +184,9 @@ def entropy_weighted(votes: Sequence[JudgeVote]) -> Verdict:
 def mean_probability(votes: Sequence[JudgeVote]) -> Verdict:
     """Mean of p_a over the votes that carry one; A iff mean > 0.5 (exactly 0.5: A, tie)."""
     method = "mean_probability"
+    single = single_valid_vote_verdict(method, votes)
+    if single is not None:
+        return single
     valid, n_invalid = _count_invalid(votes)
     carried = [v.p_a for v in votes if v.p_a is not None]
     if not carried:

@@ -3,7 +3,7 @@
 A panel file::
 
     name: default
-    fusion: majority          # a fusion method name; checked against fusion's registry by the caller
+    fusion: mean_probability  # a fusion method name; checked against fusion's registry by the caller
     quorum: 1                 # minimum valid votes: a count (int >= 1) or a fraction of the judges
     deadline_s: 60            # the whole panel's budget per item (None: no panel deadline)
     judges:
@@ -162,6 +162,10 @@ class JudgeConfig(BaseModel):
     circuit: CircuitConfig = Field(default_factory=CircuitConfig)
     """Cool down a judge that keeps failing (on by default; ``circuit: {enabled: false}``)."""
     position_swap: bool = False
+    structured_output: bool = True
+    """SC (and a fuser): constrain the reply to the verdict JSON schema with ``response_format``
+    where the backend supports it; a backend that refuses gets prompt-and-parse, remembered
+    (:mod:`judgefuse.judges.structured_output`)."""
     fallback_mode: FallbackMode = "sc"
     """Logprob mode, when the provider cannot return logprobs: judge in this mode instead
     (``none``: an invalid vote with the reason). Ignored by SC and MP."""
@@ -297,8 +301,11 @@ class PanelConfig(BaseModel):
 
     name: str = Field(default="panel", min_length=1)
     judges: list[JudgeConfig] = Field(min_length=1)
-    fusion: str = Field(default="majority", min_length=1)
-    """A fusion method name, validated against fusion's registry by the caller."""
+    fusion: str = Field(default="mean_probability", min_length=1)
+    """A fusion method name, validated against fusion's registry by the caller. The default,
+    ``mean_probability``, never answers a confidence above the most confident vote for its answer
+    (a vote share such as ``majority``'s says 1.0 whenever the judges agree): the honest rule
+    before labels exist; the service's refit promotes a learned method once they do."""
     fuser: JudgeConfig | None = None
     """The fuser model when ``fusion`` is ``fuser`` (judged with the fuser prompt)."""
     quorum: int | float = 1

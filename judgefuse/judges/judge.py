@@ -46,6 +46,7 @@ from judgefuse.judges.fair_limiter import FairLimiter
 from judgefuse.judges.finalise import finalise_vote
 from judgefuse.judges.modes import elicit
 from judgefuse.judges.registry import build_client
+from judgefuse.judges.structured_output import call_structured
 from judgefuse.judges.transport.cache import ResponseCache, with_cache
 from judgefuse.judges.transport.errors import BadRequest, JudgeTimeout, TransportError
 from judgefuse.judges.transport.redaction import scrub_response
@@ -337,9 +338,12 @@ class Judge:
         temperature: float | None = None,
         max_tokens: int | None = None,
         tenant: str | None = None,
+        structured: bool = False,
     ) -> ChatResponse:
         """One plain call through this judge's stack (the fuser uses it); raises TransportError.
-        ``timeout_s`` counts from the moment the call gets its slot, as for a vote."""
+        ``timeout_s`` counts from the moment the call gets its slot, as for a vote. ``structured``
+        constrains the reply to the verdict schema where the backend allows (falls back once,
+        remembered: :mod:`judgefuse.judges.structured_output`)."""
         client = await self._ready_client()
         request = ChatRequest(
             model=self.wire_model,
@@ -352,7 +356,10 @@ class Judge:
         try:
             async with asyncio.timeout(None) as timeout:  # scheduled when the call gets its slot
                 calls.timeout = timeout
-                response = await client.complete(request)
+                if structured:
+                    response, _notes = await call_structured(self.config, request, client.complete)
+                else:
+                    response = await client.complete(request)
         except TimeoutError as exc:
             raise JudgeTimeout(f"{self.name!r}: no answer within {self.config.timeout_s:g}s") from exc
         finally:

@@ -4,8 +4,10 @@ Each mode is ``async (config, client, item, *, model=None) -> JudgeVote``. Model
 failures never raise: they become an invalid vote (``choice=None``) whose ``error`` keeps the
 reason (already redacted by the transport). Only programming errors raise.
 
-* **SC** (:func:`sc_vote`): one call at the configured temperature (default 0); the reply is read
-  with :func:`~judgefuse.prompts.parse_judgment`; a reply without a readable confidence is invalid.
+* **SC** (:func:`sc_vote`): one call at the configured temperature (default 0), constrained to the
+  verdict JSON schema where the backend allows (:mod:`judgefuse.judges.structured_output`); the
+  reply is read with :func:`~judgefuse.prompts.parse_judgment`; a reply without a readable
+  confidence is invalid.
 * **MP** (:func:`mp_vote`, in :mod:`judgefuse.judges.mp_sampling`): ``k = samples`` samples at
   temperature T (default 0.7), by one ``n=k`` request, k seeded calls or adaptive rounds; the
   majority letter wins; confidence = majority count / valid samples.
@@ -37,6 +39,7 @@ from judgefuse.judges.mode_calls import (
 )
 from judgefuse.judges.mp_sampling import mp_vote
 from judgefuse.judges.position_swap import position_swapped
+from judgefuse.judges.structured_output import call_structured
 from judgefuse.judges.transport.errors import TransportError, Unsupported
 from judgefuse.judges.transport.request import ChatClient
 from judgefuse.judges.types import JudgeVote, PairwiseItem
@@ -65,16 +68,17 @@ async def sc_vote(
     tally = CallTally()
     request = chat_request(config, model, item_messages("sc", item))
     try:
-        response = await counted_call(client, request, tally)
+        response, notes = await call_structured(config, request, lambda r: counted_call(client, r, tally))
     except TransportError as exc:
         return JudgeVote.invalid(config.name, "sc", describe_error(exc), **tally.fields(started))
     text = response.texts[0] if response.texts else ""
     parsed = parse_judgment(text)
     fields = tally.fields(started)
+    notes = [*notes, *parsed.notes]
     if parsed.choice is None or parsed.confidence is None:
         error = parsed.error or "no usable verdict"
         return JudgeVote.invalid(
-            config.name, "sc", error, raw=text, explanation=parsed.explanation, notes=list(parsed.notes), **fields
+            config.name, "sc", error, raw=text, explanation=parsed.explanation, notes=notes, **fields
         )
     return JudgeVote(
         judge=config.name,
@@ -83,7 +87,7 @@ async def sc_vote(
         confidence=parsed.confidence,
         explanation=parsed.explanation,
         raw=text,
-        notes=list(parsed.notes),
+        notes=notes,
         **fields,
     )
 

@@ -133,7 +133,7 @@ def test_panel_rules():
 
 def test_default_panel_is_packaged_and_shares_one_local_server():
     config = load_panel_config(default_panel_path())
-    assert config.fusion == "majority" and config.quorum == 1
+    assert config.fusion == "mean_probability" and config.quorum == 1
     assert [j.mode for j in config.judges] == ["logprob", "sc"]
     assert len({j.local.model_dump_json() for j in config.judges if j.local}) == 1
     assert all(j.api_key_env is None for j in config.judges)

@@ -46,7 +46,7 @@ __all__ = [
 ]
 
 #: Request parameters whose rejection means "this endpoint does not support the feature".
-UNSUPPORTED_PARAMS = frozenset({"n", "logprobs", "top_logprobs", "seed"})
+UNSUPPORTED_PARAMS = frozenset({"n", "logprobs", "top_logprobs", "seed", "response_format"})
 _MAX_DETAIL = 300
 
 
@@ -142,6 +142,8 @@ def error_for_status(
         return AuthenticationFailed(message, status=status)
     if status >= 400 and param in UNSUPPORTED_PARAMS:
         return Unsupported(message, feature=param, status=status)
+    if status == 400 and param is None and "response_format" in detail:  # named in the text only
+        return Unsupported(message, feature="response_format", status=status)
     if status >= 400:
         return BadRequest(message, status=status)
     return MalformedResponse(f"unexpected HTTP status {status}: {detail}", status=status)

@@ -1,0 +1,213 @@
+"""Dawid-Skene fusion: learn each judge's confusion between A and B from unlabelled votes.
+
+Before any label exists, the only evidence of which judge to trust is how the judges agree with
+each other. Dawid & Skene (1979) model it: item i's true answer ``t_i`` is A with prior ``pi``;
+judge j says letter ``l`` with probability ``theta_j[t, l]`` (its 2x2 confusion matrix), every
+observation independent given the truth. EM alternates the posterior ``P(t_i = A)`` (E step) and
+the prior and confusion matrices re-estimated from those posteriors (M step), started from the
+smoothed majority share of each item. A Laplace prior (``alpha`` pseudo-counts per cell) keeps a
+judge with few observations away from 0/1.
+
+Observations are **hard votes**. A position-swapped judge contributes two observations, one per
+answer order (DESIGN.md "Position swap"): from ``samples`` when a replayed vote keeps its two games,
+else reconstructed from the ``position_inconsistent`` signal (consistent: the choice twice;
+inconsistent: one A and one B). MP votes and votes without swap count once (their ``choice``).
+
+Use: ``fit_unlabelled(batches)`` (or ``fit(batches, labels)``, which ignores the labels: the model
+is label-free by construction, so offline it is fitted transductively on every item, honestly) and
+then ``predict`` / ``__call__``. ``predict`` on an unfitted instance fits on the batches it is
+given first (at least ``min_items`` of them). A single item with no fitted model cannot teach EM
+anything: it gets the cold-start rule (``mean_probability``, whose confidence never exceeds the
+most confident supporting vote) with a note saying so. Posteriors are products over judges that
+are assumed independent, so confidence grows quickly with agreement: recalibrate it
+(``dawid_skene+isotonic``) once labels exist.
+
+After fitting, :attr:`estimated_accuracy` holds each judge's accuracy estimated without labels
+(``pi * theta[A, A] + (1 - pi) * theta[B, B]``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal, Self
+
+import numpy as np
+from numpy.typing import NDArray
+
+from judgefuse.fusion.registry import fusion_method
+from judgefuse.fusion.verdict import Verdict
+from judgefuse.fusion.voting import mean_probability, single_valid_vote_verdict
+from judgefuse.judges.types import JudgeVote, Letter
+
+NAME = "dawid_skene"
+
+Observation = tuple[str, Letter]
+
+
+def observations(votes: Sequence[JudgeVote]) -> list[Observation]:
+    """The hard (judge, letter) observations of one item's votes (module docstring)."""
+    out: list[Observation] = []
+    for vote in votes:
+        games = [s for s in vote.samples if s is not None] if vote.mode != "mp" else []
+        if games and len(vote.samples) <= 2:
+            out.extend((vote.judge, letter) for letter in games)
+        elif "position_inconsistent" in vote.signals:
+            if vote.signals["position_inconsistent"] >= 0.5:
+                out.extend([(vote.judge, "A"), (vote.judge, "B")])
+            elif vote.choice is not None:
+                out.extend([(vote.judge, vote.choice), (vote.judge, vote.choice)])
+        elif vote.choice is not None:
+            out.append((vote.judge, vote.choice))
+    return out
+
+
+class DawidSkeneModel:
+    """The fitted parameters: class prior and one 2x2 confusion matrix per judge (rows: truth B, A;
+    columns: said B, A)."""
+
+    def __init__(self, judges: list[str], prior_a: float, confusion: NDArray[np.float64], n_iter: int):
+        self.judges = judges
+        self.prior_a = prior_a
+        self.confusion = confusion  # shape (n_judges, 2, 2)
+        self.n_iter = n_iter
+        self._index = {name: j for j, name in enumerate(judges)}
+
+    def posterior_a(self, batch_obs: Sequence[Observation]) -> float | None:
+        """P(truth = A | observations); None when no observation comes from a known judge."""
+        log_a, log_b, seen = np.log(self.prior_a), np.log1p(-self.prior_a), False
+        for judge, letter in batch_obs:
+            j = self._index.get(judge)
+            if j is None:
+                continue
+            col = 1 if letter == "A" else 0
+            log_a += np.log(self.confusion[j, 1, col])
+            log_b += np.log(self.confusion[j, 0, col])
+            seen = True
+        if not seen:
+            return None
+        return float(1.0 / (1.0 + np.exp(log_b - log_a)))
+
+    def accuracy(self) -> dict[str, float]:
+        pi = self.prior_a
+        return {
+            name: float(pi * self.confusion[j, 1, 1] + (1.0 - pi) * self.confusion[j, 0, 0])
+            for name, j in self._index.items()
+        }
+
+
+def fit_em(
+    batches_obs: Sequence[Sequence[Observation]],
+    *,
+    alpha: float = 1.0,
+    max_iter: int = 500,
+    tol: float = 1e-7,
+) -> DawidSkeneModel:
+    """EM for the two-class Dawid-Skene model over hard observations (module docstring)."""
+    judges = sorted({judge for obs in batches_obs for judge, _ in obs})
+    if not judges:
+        raise ValueError("no valid observation in any item: Dawid-Skene has nothing to fit")
+    index = {name: j for j, name in enumerate(judges)}
+    rows = [(i, index[judge], 1 if letter == "A" else 0) for i, obs in enumerate(batches_obs) for judge, letter in obs]
+    item, judge, said = (np.array(col, dtype=np.int64) for col in zip(*rows, strict=True))
+    n_items, n_judges = len(batches_obs), len(judges)
+    has_obs = np.bincount(item, minlength=n_items) > 0
+    n_a = np.bincount(item, weights=said, minlength=n_items)
+    n_all = np.bincount(item, minlength=n_items)
+    post = (n_a + 0.5) / (n_all + 1.0)  # smoothed majority share: starts EM in the sensible mode
+    confusion = np.full((n_judges, 2, 2), 0.5)
+    prior_a = 0.5
+    n_iter = 0
+    while n_iter < max_iter:
+        n_iter += 1
+        # M step: prior and confusion from the current posteriors.
+        prior_a = float(np.clip((post[has_obs].sum() + 1.0) / (has_obs.sum() + 2.0), 1e-3, 1 - 1e-3))
+        counts = np.zeros((n_judges, 2, 2))
+        np.add.at(counts[:, 1, :], (judge, said), post[item])  # views: written into counts
+        np.add.at(counts[:, 0, :], (judge, said), 1.0 - post[item])
+        confusion = (counts + alpha) / (counts.sum(axis=2, keepdims=True) + 2.0 * alpha)
+        # E step: posteriors from the prior and confusion.
+        log_ratio = np.full(n_items, np.log(prior_a) - np.log1p(-prior_a))
+        np.add.at(log_ratio, item, np.log(confusion[judge, 1, said]) - np.log(confusion[judge, 0, said]))
+        new_post = np.where(has_obs, 1.0 / (1.0 + np.exp(-log_ratio)), 0.5)
+        change = float(np.max(np.abs(new_post - post)))
+        post = new_post
+        if change < tol:
+            break
+    return DawidSkeneModel(judges, prior_a, confusion, n_iter)
+
+
+@fusion_method(NAME)
+class DawidSkeneFusion:
+    """Dawid-Skene EM over the panel's hard votes, fitted without labels (module docstring)."""
+
+    requires_fit = False
+    label_free = True
+
+    def __init__(self, *, alpha: float = 1.0, min_items: int = 2, max_iter: int = 500, name: str = NAME):
+        if alpha <= 0:
+            raise ValueError("alpha must be > 0")
+        self.name = name
+        self.alpha = alpha
+        self.min_items = min_items
+        self.max_iter = max_iter
+        self.model: DawidSkeneModel | None = None
+
+    @property
+    def fitted(self) -> bool:
+        return self.model is not None
+
+    @property
+    def estimated_accuracy(self) -> dict[str, float]:
+        """Each judge's accuracy estimated from unlabelled votes ({} before fitting)."""
+        return self.model.accuracy() if self.model is not None else {}
+
+    def fit_unlabelled(self, batches: Sequence[Sequence[JudgeVote]]) -> Self:
+        self.model = fit_em([observations(b) for b in batches], alpha=self.alpha, max_iter=self.max_iter)
+        return self
+
+    def fit(self, batches: Sequence[Sequence[JudgeVote]], labels: Sequence[Literal["A", "B"]] | None = None) -> Self:
+        """Fit on ``batches``; ``labels`` are ignored (the model is label-free)."""
+        del labels
+        return self.fit_unlabelled(batches)
+
+    def predict(self, batches: Sequence[Sequence[JudgeVote]]) -> list[Verdict]:
+        if self.model is None and len(batches) >= self.min_items and any(observations(b) for b in batches):
+            self.fit_unlabelled(batches)
+        return [self(batch) for batch in batches]
+
+    def __call__(self, votes: Sequence[JudgeVote]) -> Verdict:
+        single = single_valid_vote_verdict(self.name, votes)
+        if single is not None:
+            return single
+        if self.model is None:
+            verdict = mean_probability(votes)
+            return verdict.model_copy(
+                update={
+                    "method": self.name,
+                    "notes": [*verdict.notes, "dawid_skene not fitted: cold-start rule mean_probability"],
+                }
+            )
+        n_valid = sum(1 for v in votes if v.valid)
+        n_invalid = len(votes) - n_valid
+        p_a = self.model.posterior_a(observations(votes))
+        if p_a is None:
+            return Verdict(
+                choice=None, confidence=0.5, p_a=0.5, method=self.name, votes=list(votes),
+                n_valid=n_valid, n_invalid=n_invalid, notes=["no observation from a judge seen at fit: undecided"],
+            )
+        tie = bool(np.isclose(p_a, 0.5, rtol=0.0, atol=1e-12))
+        choice: Letter = "A" if p_a >= 0.5 else "B"
+        return Verdict(
+            choice=choice,
+            confidence=max(p_a, 1.0 - p_a),
+            p_a=p_a,
+            method=self.name,
+            votes=list(votes),
+            n_valid=n_valid,
+            n_invalid=n_invalid,
+            tie_broken=tie,
+            notes=["posterior is 0.5: tie broken toward A"] if tie else [],
+        )
+
+    def __repr__(self) -> str:
+        return f"DawidSkeneFusion(alpha={self.alpha}, fitted={self.fitted})"
