@@ -69,6 +69,18 @@ async def test_sc_good_answer_gives_choice_confidence_and_usage(make_judge, open
     assert body["model"] == "stub" and body["temperature"] == 0
 
 
+@pytest.mark.parametrize("score", [0, 10, 49])
+async def test_sc_confidence_below_even_is_read_as_even_never_as_the_other_answer(
+    make_judge, openai_stub, stub_actions, score
+):
+    """A small local model under the verdict schema answered "Output (a)" at confidence 0 on
+    every pair: read literally (p_a = 0) it argued for B and flipped the fused verdict."""
+    openai_stub.script(stub_actions.Reply(texts=sc_json("a", score)))
+    vote = await make_judge(mode="sc").vote(ITEM)
+    assert (vote.choice, vote.confidence, vote.p_a) == ("A", 0.5, 0.5)
+    assert any("below 0.5" in note for note in vote.notes)
+
+
 async def test_sc_garbage_text_is_an_invalid_vote_with_raw_kept(make_judge, openai_stub, stub_actions):
     openai_stub.script(stub_actions.Reply(texts="I like turtles."))
     vote = await make_judge(mode="sc").vote(ITEM)
