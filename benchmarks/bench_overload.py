@@ -27,7 +27,6 @@ import hashlib
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import tempfile
@@ -37,55 +36,12 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+from bench_load import free_port, serve_stub, wait_ready  # the same stub child and readiness wait
 
 REPO = Path(__file__).resolve().parents[1]
-STUB = REPO / "tests" / "jf_test_support" / "openai_stub.py"
 KEYS = {"tenant-a": "bench-overload-key-a-0001", "tenant-b": "bench-overload-key-b-0002"}
 METRICS_TOKEN = "bench-overload-metrics-token-0003"  # /metrics is protected once keys are set
-SC_REPLY = json.dumps({"selected_output": "Output (a)", "confidence_score": 85, "explanation": "4 is right"})
 PAIR = {"question": "What is 2+2?", "answer_a": "4", "answer_b": "5"}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def serve_stub(port: int, latency_ms: float) -> None:
-    """Child process: the stub, every reply an SC verdict after ``latency_ms``."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("openai_stub", STUB)
-    assert spec is not None and spec.loader is not None
-    stub = importlib.util.module_from_spec(spec)
-    sys.modules["openai_stub"] = stub
-    spec.loader.exec_module(stub)
-
-    async def run() -> None:
-        server = stub.StubServer(default=stub.Reply(texts=SC_REPLY, delay_s=latency_ms / 1000))
-        server.record = False
-        await server.start(port)
-        print(f"READY {server.url}", flush=True)
-        await asyncio.Event().wait()
-
-    asyncio.run(run())
-
-
-async def wait_ready(url: str, proc: subprocess.Popen, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    async with aiohttp.ClientSession() as session:
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise RuntimeError(f"gateway exited with {proc.returncode}")
-            try:
-                async with session.get(f"{url}/readyz") as r:
-                    if r.status == 200:
-                        return
-            except aiohttp.ClientError:
-                pass
-            await asyncio.sleep(0.2)
-    raise RuntimeError("gateway not ready")
 
 
 class Answer:

@@ -125,17 +125,19 @@ class LLMFuser:
         if parsed.choice is None or parsed.confidence is None:
             reason = parsed.error or "no usable verdict"
             return self._fallback_verdict(votes, f"fuser output invalid: {reason}; fell back to {fallback}", timings)
-        p_a = parsed.confidence if parsed.choice == "A" else 1.0 - parsed.confidence
+        confidence, clamped = parsed.choice_confidence()
+        assert confidence is not None
+        p_a = confidence if parsed.choice == "A" else 1.0 - confidence
         fields: dict[str, Any] = {
             "choice": parsed.choice,
-            "confidence": parsed.confidence,
+            "confidence": confidence,
             "p_a": p_a,
             "method": self.name,
             "votes": votes,
             "n_valid": n_valid,
             "n_invalid": len(votes) - n_valid,
             "explanation": parsed.explanation,
-            "notes": list(parsed.notes),
+            "notes": [*parsed.notes, *([clamped] if clamped else [])],
             "timings": timings,
         }
         return Verdict(**fields)

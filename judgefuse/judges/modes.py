@@ -80,13 +80,9 @@ async def sc_vote(
         return JudgeVote.invalid(
             config.name, "sc", error, raw=text, explanation=parsed.explanation, notes=notes, **fields
         )
-    confidence = parsed.confidence
-    if confidence < 0.5:
-        # a judge cannot be less than even on the answer it chose between two: read it as a
-        # coin flip (p_a 0.5), never as a vote for the other answer (a small model under a
-        # schema answering "Output (a)" at 0 would otherwise argue for B)
-        notes.append(f"confidence {confidence:.2f} below 0.5 for the chosen answer: read as 0.5")
-        confidence = 0.5
+    confidence, note = parsed.choice_confidence()
+    if note:
+        notes.append(note)
     return JudgeVote(
         judge=config.name,
         mode="sc",

@@ -92,6 +92,18 @@ class ParsedJudgment:
         """A choice was read and nothing is missing."""
         return self.choice is not None and self.error is None
 
+    def choice_confidence(self) -> tuple[float | None, str | None]:
+        """The confidence to give the chosen answer, and a note when it was changed.
+
+        A judge cannot be less than even on the answer it chose between two: a confidence
+        below 0.5 (read literally above) is taken as 0.5, a coin flip, never as a vote for the
+        other answer (a small model under the verdict schema answered "Output (a)" at 0 on every
+        pair, which read as p_a = 0 argued for B). Used by every consumer of a verdict JSON.
+        """
+        if self.confidence is None or self.confidence >= 0.5:
+            return self.confidence, None
+        return 0.5, f"confidence {self.confidence:.2f} below 0.5 for the chosen answer: read as 0.5"
+
 
 # ---------------------------------------------------------------- building a result
 

@@ -74,6 +74,15 @@ async def test_fuser_choosing_b_sets_p_a_from_its_confidence(fuser, stub):
     assert (verdict.choice, verdict.confidence, verdict.p_a) == ("B", 0.7, pytest.approx(0.3))
 
 
+async def test_fuser_confidence_below_even_is_read_as_even(fuser, stub):
+    """The fuser reads verdict JSON through the same rule as an SC judge: "Output (b)" at 10
+    is a coin flip for B, never a vote for A."""
+    stub.script(S.Reply(texts='{"selected_output": "Output (b)", "confidence_score": 10, "explanation": "x"}'))
+    verdict = await fuser.afuse(ITEM, VOTES)
+    assert (verdict.choice, verdict.confidence, verdict.p_a) == ("B", 0.5, 0.5)
+    assert any("below 0.5" in note for note in verdict.notes)
+
+
 async def test_garbage_falls_back_to_majority_with_a_note(fuser, stub):
     stub.script(S.Reply(texts="As an AI, I cannot decide."))
     verdict = await fuser.afuse(ITEM, VOTES)

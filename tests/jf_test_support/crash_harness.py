@@ -1,24 +1,11 @@
-"""Crash safety of the gateway as a real process (DESIGN.md "Live calibration", deploy/README.md
-"Durability").
+"""The crash-safety harness: start the scripted OpenAI stub, ``judgefuse serve`` and Redis as real
+processes, drive concurrent labelled load, SIGKILL a process, restart it, and audit what was
+acknowledged against what was stored (records, and accumulators recounted with the service's
+own ``label_increments``).
 
-Each test starts the scripted OpenAI stub and ``judgefuse serve`` as subprocesses, drives
-concurrent ``POST /v1/judge`` (some with an inline label) and ``POST /v1/feedback`` (labels and
-relabels) with aiohttp, records every acknowledged (200) verdict and label, kills a process with
-SIGKILL while requests are in flight, restarts it, and proves:
-
-* every acknowledged verdict is present with the same choice, and every acknowledged label is on
-  its record (a label that was in flight at the kill may or may not be there; nothing else);
-* the stored calibration accumulators (running totals and the sum of the hour buckets) equal,
-  integer for integer, a recount from the stored labelled records with the service's own
-  ``label_increments``, so no label was half applied or counted twice.
-
-Backends: SQLite (WAL, ``synchronous=FULL``) with the gateway killed; Redis with AOF
-``appendfsync always`` with the gateway killed; the same Redis itself killed (``kill -9``) and
-restarted from its AOF directory under the running gateway.
-
-This module is the harness (processes, load, audit, recount); ``tests/service/test_crash.py``
-holds the crash tests and ``test_replicas.py`` / ``test_judge_kill_resume.py`` reuse it by
-import (``tests`` is on pytest's pythonpath).
+What the crash tests prove with it, and on which backends, is said once, in
+``tests/service/test_crash.py``; ``test_replicas.py`` and ``test_judge_kill_resume.py`` reuse it
+by import (``tests`` is on pytest's pythonpath).
 """
 
 from __future__ import annotations
