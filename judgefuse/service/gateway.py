@@ -65,7 +65,7 @@ from judgefuse.service.refit import PromotionTarget, RefitOutcome, RefitSchedule
 from judgefuse.service.request_checks import check_request, check_verdict_id
 from judgefuse.service.review_sampling import (
     ALL_METHODS,
-    UNSOLICITED,
+    solicited,
     stamp_review,
     traffic_increments,
 )
@@ -512,16 +512,13 @@ class Gateway:
             tenant, runtime.name, limit=self.settings.refit_max_labels
         )
         data = tuning_data(records, runtime, method_name, model_version)
-        keep = [i for i, stratum in enumerate(data.strata) if stratum != UNSOLICITED]
-        confidences = [data.confidences[i] for i in keep]
-        correct = [data.correct[i] for i in keep]
-        strata = [data.strata[i] for i in keep]
         # N_s: every verdict of the strata (a voting method is re-fused on every record, so its
         # population is the panel's whole traffic; a learned or item-reading method's, its own)
         traffic_method = ALL_METHODS if runtime.capabilities(method_name).voting else method_name
-        population = await traffic_counts(self.storage, tenant, runtime.name, traffic_method)
-        for stratum in set(strata):  # records from before the counters: at least their labels
-            population[stratum] = max(population.get(stratum, 0), strata.count(stratum))
+        keep, strata, population = solicited(
+            data.strata, await traffic_counts(self.storage, tenant, runtime.name, traffic_method))
+        confidences = [data.confidences[i] for i in keep]
+        correct = [data.correct[i] for i in keep]
         how = (f"{data.how}; weighted by review stratum ({len(keep)} labels; "
                f"{len(data.strata) - len(keep)} unsolicited left out)")
         base: dict[str, Any] = {

@@ -51,7 +51,7 @@ from judgefuse.fusion.capabilities import LEARNED_METHOD, capabilities, method_p
 from judgefuse.fusion.registry import factory_of
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote, Letter
-from judgefuse.service.review_sampling import UNSOLICITED, label_stratum_key
+from judgefuse.service.review_sampling import label_stratum_key, solicited
 from judgefuse.service.storage import ModelRecord, Storage, ThresholdRecord
 
 __all__ = [
@@ -149,11 +149,8 @@ def _tune_for(
         strata: Sequence[str] = ["all"] * len(labels)
         counts = {"all": len(labels)}
     else:
-        strata, counts = population.strata, dict(population.counts)
-    keep = [i for i, stratum in enumerate(strata) if stratum != UNSOLICITED]
-    kept = [strata[i] for i in keep]
-    for stratum in set(kept):  # records from before the counters: at least their labels
-        counts[stratum] = max(counts.get(stratum, 0), kept.count(stratum))
+        strata, counts = population.strata, population.counts
+    keep, kept, counts = solicited(strata, counts)
     return tune_threshold_stratified(
         [confidence[i] for i in keep], [correct[i] for i in keep], kept, counts,
         target_precision=target.target_precision, delta=target.delta, min_count=target.min_count,

@@ -36,7 +36,7 @@ so N_s of any window is a read of O(hours) counters.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Literal
 from urllib.parse import quote
 
@@ -54,6 +54,7 @@ __all__ = [
     "is_population_stratum",
     "population_stratum_key",
     "rate_of",
+    "solicited",
     "stamp_review",
     "traffic_increments",
     "traffic_key",
@@ -156,3 +157,18 @@ def traffic_increments(panel: str, method: str, stamp: ReviewStamp) -> dict[str,
         traffic_key(panel, method, key): {"n": 1},
         traffic_key(panel, ALL_METHODS, key): {"n": 1},
     }
+
+
+def solicited(
+    strata: Sequence[str], traffic: Mapping[str, int]
+) -> tuple[list[int], list[str], dict[str, int]]:
+    """What a stratified tuner gets from labelled points with stratum keys ``strata`` and the
+    traffic counters ``traffic`` (N_s): the indices of the points it may use (unsolicited
+    labels left out: nobody chose them at random), their strata, and N_s with every stratum at
+    least as large as its labels (records from before the counters have labels but no count)."""
+    keep = [i for i, stratum in enumerate(strata) if stratum != UNSOLICITED]
+    kept = [strata[i] for i in keep]
+    counts = dict(traffic)
+    for stratum in set(kept):
+        counts[stratum] = max(counts.get(stratum, 0), kept.count(stratum))
+    return keep, kept, counts
