@@ -288,5 +288,7 @@ def test_the_label_free_start_keeps_the_guarantee() -> None:
         grid = np.linspace(rep.threshold, 1.0, 2001)  # c is uniform: the accepted region's truth
         truth = np.where(grid > 0.998, 0.3, np.minimum(1.0, grid + 0.1)).mean()
         violations += truth < 0.85
+    print(f"label-free start: realised precision below target in {violations / runs:.3f} of "
+          f"{runs} problems (target <= delta 0.1); a threshold found in {found}")
     assert found > 100
     assert violations / runs <= 0.1 + 0.03, (violations, found)
