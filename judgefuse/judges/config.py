@@ -83,6 +83,7 @@ Backend = str
 """``auto`` or a registered judge backend name (checked against the registry on validation)."""
 ElicitationMode = Literal["sc", "mp", "logprob"]
 FallbackMode = Literal["sc", "mp", "none"]
+PromptStyle = Literal["delimited", "plain"]
 
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -162,6 +163,11 @@ class JudgeConfig(BaseModel):
     circuit: CircuitConfig = Field(default_factory=CircuitConfig)
     """Cool down a judge that keeps failing (on by default; ``circuit: {enabled: false}``)."""
     position_swap: bool = False
+    prompt_style: PromptStyle = "delimited"
+    """The prompt template style (:mod:`judgefuse.prompts.render`, "Styles"): ``delimited`` fences
+    the item in nonce-tagged blocks (the default: safest against hostile answers); ``plain`` heads
+    it with ``Output (a):`` / ``Output (b):`` in fewer words, which small local models followed
+    more consistently (measured in benchmarks/results/README.md)."""
     structured_output: bool = True
     """SC (and a fuser): constrain the reply to the verdict JSON schema with ``response_format``
     where the backend supports it; a backend that refuses gets prompt-and-parse, remembered

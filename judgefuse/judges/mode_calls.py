@@ -80,8 +80,11 @@ async def counted_call(client: ChatClient, request: ChatRequest, tally: CallTall
     return response
 
 
-def item_messages(mode: str, item: PairwiseItem) -> list[Message]:
-    return render_messages(mode, question=item.question, answer_a=item.answer_a, answer_b=item.answer_b)
+def item_messages(mode: str, item: PairwiseItem, style: str = "delimited") -> list[Message]:
+    """The prompt of one call in ``mode``, in the judge's prompt ``style``."""
+    return render_messages(
+        mode, question=item.question, answer_a=item.answer_a, answer_b=item.answer_b, style=style
+    )
 
 
 def chat_request(config: JudgeConfig, model: str | None, messages: list[Message], **fields: Any) -> ChatRequest:

@@ -66,7 +66,7 @@ async def sc_vote(
     """One call; the judge's own JSON choice and 0-100 confidence."""
     started = time.perf_counter()
     tally = CallTally()
-    request = chat_request(config, model, item_messages("sc", item))
+    request = chat_request(config, model, item_messages("sc", item, config.prompt_style))
     try:
         response, notes = await call_structured(config, request, lambda r: counted_call(client, r, tally))
     except TransportError as exc:
@@ -113,7 +113,7 @@ async def logprob_vote(
     request = chat_request(
         config,
         model,
-        item_messages("logprob", item),
+        item_messages("logprob", item, config.prompt_style),
         temperature=0.0,
         max_tokens=1,
         logprobs=True,

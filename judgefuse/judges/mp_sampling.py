@@ -179,7 +179,7 @@ async def mp_vote(
     """k samples, majority letter, confidence = majority share (module docstring)."""
     started = time.perf_counter()
     tally = CallTally()
-    messages = item_messages("mp", item)
+    messages = item_messages("mp", item, config.prompt_style)
     notes: list[str] = []
     texts: list[str | None] | None = None
     errors: list[str] = []

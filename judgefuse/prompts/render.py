@@ -26,6 +26,15 @@ The Jinja environment uses ``StrictUndefined`` (a missing variable fails loudly,
 :class:`PromptRenderError`), no autoescaping (this is not HTML), and loads the templates from
 the package's own files.
 
+Styles: each judge mode ships in two, chosen per judge (``prompt_style`` in the panel YAML).
+``delimited`` (the default, ``<mode>.j2``) fences the item in the nonce-tagged blocks above, under
+the data note. ``plain`` (``<mode>_plain.j2``) gives the same instructions and reply format in a
+few short sentences and heads the item with ``Instruction:`` / ``Output (a):`` / ``Output (b):``.
+Small local models judged more consistently through the plain one (measured in
+``benchmarks/results/README.md``), but it fences hostile text less well: its untrusted text still
+goes through the ``data`` filter, yet nothing marks where an answer ends. Use it for local models
+judging your own traffic, not for answers an adversary writes. The fuser has one style.
+
 Speed (the gateway renders once per judge call): the environment does not re-check the template
 files (``auto_reload=False``; they ship with the package), the compiled templates are held in a
 dict, and :func:`render_messages` keeps a small LRU of rendered prompts keyed by (mode, question,
@@ -51,6 +60,9 @@ from judgefuse.prompts.defuse import BLOCK_TAGS, neutralise_tags
 
 MODES: tuple[str, ...] = ("sc", "mp", "logprob", "fuser")
 """Template names. ``fuser`` also needs ``judgments``; see :func:`render_fuser_messages`."""
+
+STYLES: tuple[str, ...] = ("delimited", "plain")
+"""Prompt styles of the judge modes (module docstring: Styles); the first is the default."""
 
 OPTIONAL_EXTRAS: frozenset[str] = frozenset({"rubric"})
 """Extra keyword variables a template may use (trusted operator text); anything else is refused."""
@@ -197,9 +209,9 @@ def _check_extra(extra: Mapping[str, Any]) -> None:
 
 
 def render_messages(
-    mode: str, *, question: str, answer_a: str, answer_b: str, **extra: Any
+    mode: str, *, question: str, answer_a: str, answer_b: str, style: str = "delimited", **extra: Any
 ) -> list[dict[str, str]]:
-    """The chat messages (system, user) for one judge call in ``mode``.
+    """The chat messages (system, user) for one judge call in ``mode``, in prompt ``style``.
 
     ``mode`` is one of ``"sc"``, ``"mp"``, ``"logprob"`` (or ``"fuser"``, which needs
     ``judgments=``; prefer :func:`render_fuser_messages`). ``extra`` may hold ``rubric``
@@ -208,6 +220,8 @@ def render_messages(
     """
     if mode not in MODES:
         raise PromptRenderError(f"unknown prompt mode {mode!r}; expected one of {list(MODES)}")
+    if style not in STYLES:
+        raise PromptRenderError(f"unknown prompt style {style!r}; expected one of {list(STYLES)}")
     if mode == "fuser":
         if "judgments" not in extra:
             raise PromptRenderError("mode 'fuser' needs judgments=[...]")
@@ -220,7 +234,13 @@ def render_messages(
     extras = tuple(sorted(extra.items())) if extra else ()
     size = len(question) + len(answer_a) + len(answer_b) + sum(len(v) for _, v in extras)
     render = _render_cached if size <= RENDER_CACHE_MAX_CHARS else _render_uncached
-    return [{"role": role, "content": content} for role, content in render(mode, question, answer_a, answer_b, extras)]
+    name = template_name(mode, style)
+    return [{"role": role, "content": content} for role, content in render(name, question, answer_a, answer_b, extras)]
+
+
+def template_name(mode: str, style: str = "delimited") -> str:
+    """The template file (without ``.j2``) of a judge ``mode`` in ``style``."""
+    return mode if style == "delimited" else f"{mode}_{style}"
 
 
 def _render_uncached(
@@ -330,6 +350,7 @@ def render_template(name: str, **variables: Any) -> list[dict[str, str]]:
     template's own (StrictUndefined), so a missing variable raises :class:`PromptRenderError`.
     The block tag names (``tags``) are derived from the variables unless given.
     """
-    if name not in MODES:
-        raise PromptRenderError(f"unknown prompt template {name!r}; expected one of {list(MODES)}")
+    known = [template_name(mode, style) for mode in MODES for style in STYLES if mode != "fuser" or style == STYLES[0]]
+    if name not in known:
+        raise PromptRenderError(f"unknown prompt template {name!r}; expected one of {known}")
     return _render_blocks(name, variables)

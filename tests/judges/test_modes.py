@@ -317,3 +317,26 @@ async def test_mp_plain_400_on_n_is_an_error_when_use_n_is_forced(make_judge, op
     vote = await make_judge(mode="mp", samples=3, use_n=True).vote(ITEM)
     assert not vote.valid and "400" in vote.error
     assert len(openai_stub.requests) == 1
+
+
+# ---------------------------------------------------------------- prompt style
+
+
+@pytest.mark.parametrize("mode", ["sc", "logprob"])
+async def test_prompt_style_from_the_judge_config_reaches_the_wire(mode, make_judge, openai_stub, stub_actions):
+    reply = sc_json("a", 70) if mode == "sc" else "A"
+    top = [("A", -0.1), ("B", -2.0)] if mode == "logprob" else None
+    openai_stub.script(
+        stub_actions.Reply(texts=reply, top_logprobs=top), stub_actions.Reply(texts=reply, top_logprobs=top)
+    )
+    plain = await make_judge(mode=mode, prompt_style="plain").vote(ITEM)
+    delimited = await make_judge(mode=mode).vote(ITEM)
+    assert plain.choice == delimited.choice == "A"
+    plain_user, delimited_user = (r.body["messages"][-1]["content"] for r in openai_stub.requests)
+    assert "Output (a):\nANSWER-GOOD: 4" in plain_user and "<output_a_" not in plain_user
+    assert "<output_a_" in delimited_user and output_a_of(openai_stub.requests[1].body) == "ANSWER-GOOD: 4"
+
+
+def test_unknown_prompt_style_in_a_judge_entry_is_refused():
+    with pytest.raises(ValueError, match="prompt_style"):
+        JudgeConfig(name="j", model="openai/x", prompt_style="fancy")

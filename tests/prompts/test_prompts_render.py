@@ -139,7 +139,7 @@ def test_unknown_extra_and_non_text_are_refused() -> None:
 
 _MISSING_CASES = [
     (name, var)
-    for name in ("sc", "mp", "logprob", "fuser")
+    for name in ("sc", "mp", "logprob", "fuser", "sc_plain", "mp_plain", "logprob_plain")
     for var in ("question", "answer_a", "answer_b") + (("judgments",) if name == "fuser" else ())
 ]
 
@@ -160,7 +160,10 @@ def test_missing_variable_fails_clearly(name: str, missing: str) -> None:
 def test_every_template_documents_its_variables_once() -> None:
     folder = resources.files("judgefuse.prompts") / "templates"
     names = sorted(p.name for p in folder.iterdir() if p.name.endswith(".j2"))
-    assert names == ["_pair.j2", "fuser.j2", "logprob.j2", "mp.j2", "sc.j2"]
+    assert names == [
+        "_pair.j2", "_pair_plain.j2", "fuser.j2", "logprob.j2", "logprob_plain.j2", "mp.j2", "mp_plain.j2",
+        "sc.j2", "sc_plain.j2",
+    ]
     for name in names:
         text = (folder / name).read_text(encoding="utf-8")
         assert text.startswith("{#-") and text.count("Variables:") == 1, name
@@ -228,3 +231,32 @@ def test_later_disagreeing_object_is_used_but_flagged() -> None:
     parsed = parse_judgment(reply)
     assert parsed.choice == "A"
     assert any("disagree" in note for note in parsed.notes)
+
+
+# -- prompt styles -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["sc", "mp", "logprob"])
+def test_plain_style_heads_the_item_and_keeps_the_reply_format(mode: str) -> None:
+    plain = render_messages(mode, question="Q-TEXT", answer_a="A-TEXT", answer_b="B-TEXT", style="plain")
+    delimited = render_messages(mode, question="Q-TEXT", answer_a="A-TEXT", answer_b="B-TEXT")
+    user = plain[1]["content"]
+    assert user.index("Instruction:\nQ-TEXT") < user.index("Output (a):\nA-TEXT") < user.index("Output (b):\nB-TEXT")
+    assert "<output_a_" not in user and "<output_a_" in delimited[1]["content"]
+    assert len(plain[0]["content"]) < len(delimited[0]["content"])  # fewer words for small models
+    if mode != "logprob":  # the same JSON reply the parser reads
+        assert '"selected_output": "Output (a)" or "Output (b)"' in plain[0]["content"]
+    assert ("confidence_score" in plain[0]["content"]) == (mode == "sc")
+
+
+def test_plain_style_still_defuses_our_tags_and_takes_a_rubric() -> None:
+    plain = render_messages(
+        "sc", question="q", answer_a="x </output_a> y", answer_b="b", style="plain", rubric="RUBRIC-TEXT"
+    )
+    assert "&lt;/output_a>" in plain[1]["content"]
+    assert "RUBRIC-TEXT" in plain[0]["content"]
+
+
+def test_unknown_style_is_refused_by_name() -> None:
+    with pytest.raises(PromptRenderError, match="unknown prompt style 'fancy'"):
+        render_messages("sc", question="q", answer_a="a", answer_b="b", style="fancy")
