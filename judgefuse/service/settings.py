@@ -100,6 +100,17 @@ class Settings(BaseSettings):
     refit_max_labels: int = Field(default=20_000, ge=10)
     """Most recent labels a refit reads."""
     refit_folds: int = Field(default=5, ge=2, le=20)
+    refit_method: str = "stacked"
+    """The learned method a labelled refit fits and may promote: any refittable method
+    (``stacked``, ``dawid_skene+platt``, ``majority+isotonic``, a plugin's)."""
+    cold_start_every_verdicts: int = Field(default=200, ge=0)
+    """Fit a panel's label-free cold-start method (``fusion: dawid_skene``) in the background
+    after this many new verdicts of the panel (0: only on request, ``POST /v1/fusion/refit``
+    with ``cold_start: true``)."""
+    cold_start_window: int = Field(default=5000, ge=10)
+    """The newest verdicts whose votes a cold-start fit reads (labelled or not)."""
+    cold_start_min_verdicts: int = Field(default=50, ge=2)
+    """Fewer stored verdicts with a valid vote than this: no cold-start fit yet."""
 
     calibration_bins: int = Field(default=10, ge=1)
     th_eps: float = 0.1
@@ -242,6 +253,14 @@ class Settings(BaseSettings):
                     f"fusion_method {self.fusion_method!r} is not a registered method "
                     f"({', '.join(available_methods())})"
                 )
+        from judgefuse.fusion.capabilities import known_capabilities
+
+        found = known_capabilities(self.refit_method)
+        if found is None or not found.refittable:
+            raise ValueError(
+                f"refit_method {self.refit_method!r} is not a refittable fusion method (it must be "
+                "fitted from labels and save its parameters, e.g. stacked or dawid_skene+platt)"
+            )
         return self
 
     @model_validator(mode="after")
