@@ -25,6 +25,7 @@ from pydantic_settings import (
 )
 
 from judgefuse.field_path import field_path
+from judgefuse.fusion.capabilities import LEARNED_METHOD
 
 __all__ = ["DEFAULT_TENANT", "Settings", "SettingsError", "load_settings"]
 
@@ -100,7 +101,7 @@ class Settings(BaseSettings):
     refit_max_labels: int = Field(default=20_000, ge=10)
     """Most recent labels a refit reads."""
     refit_folds: int = Field(default=5, ge=2, le=20)
-    refit_method: str = "stacked"
+    refit_method: str = LEARNED_METHOD
     """The learned method a labelled refit fits and may promote: any refittable method
     (``stacked``, ``dawid_skene+platt``, ``majority+isotonic``, a plugin's)."""
     cold_start_every_verdicts: int = Field(default=200, ge=0)
