@@ -254,15 +254,20 @@ class Settings(BaseSettings):
                     f"fusion_method {self.fusion_method!r} is not a registered method "
                     f"({', '.join(available_methods())})"
                 )
+        return self
+
+    @field_validator("refit_method")
+    @classmethod
+    def _check_refit_method(cls, value: str) -> str:
         from judgefuse.fusion.capabilities import known_capabilities
 
-        found = known_capabilities(self.refit_method)
+        found = known_capabilities(value)
         if found is None or not found.refittable:
             raise ValueError(
-                f"refit_method {self.refit_method!r} is not a refittable fusion method (it must be "
-                "fitted from labels and save its parameters, e.g. stacked or dawid_skene+platt)"
+                f"{value!r} is not a refittable fusion method (it must be fitted from labels "
+                "and save its parameters, e.g. stacked or dawid_skene+platt)"
             )
-        return self
+        return value
 
     @model_validator(mode="after")
     def _check_token_is_no_tenant_key(self) -> Settings:

@@ -157,3 +157,12 @@ def test_no_method_name_checks_outside_fusion() -> None:
                 if NAME_CHECK.search(line):
                     found.append(f"{path.relative_to(REPO)}:{n}: {line.strip()}")
     assert not found, "method names checked outside fusion/:\n" + "\n".join(found)
+
+
+def test_refit_method_setting_must_be_refittable() -> None:
+    from judgefuse.service.settings import SettingsError, load_settings
+
+    assert load_settings(refit_method="dawid_skene+platt").refit_method == "dawid_skene+platt"
+    for bad in ("majority", "dawid_skene", "nope"):
+        with pytest.raises(SettingsError, match="refit_method"):
+            load_settings(refit_method=bad)
