@@ -298,7 +298,7 @@ def restore_recalibrator(name: str, params: dict[str, Any]) -> Recalibrator:
         if name == "platt":
             platt = PlattScaling(smooth_targets=bool(params.get("smooth_targets", True)))
             platt.a, platt.b = float(params["a"]), float(params["b"])
-            restored: _Base = platt
+            restored: PlattScaling | TemperatureScaling | IsotonicCalibration | HistogramBinning = platt
         elif name == "temperature":
             temperature = TemperatureScaling()
             temperature.temperature = float(params["temperature"])

@@ -405,6 +405,8 @@ class RefitScheduler:
         self._run = run
         self._since: dict[tuple[str, str], int] = {}
         self._tasks: dict[tuple[str, str], asyncio.Task[Any]] = {}
+        self._done: dict[tuple[str, str], int] = {}
+        """The last round this replica ran per (tenant, panel)."""
         self.runs: list[tuple[str, str, int]] = []
 
     def note_label(self, tenant: str, panel: str) -> None:
@@ -426,7 +428,9 @@ class RefitScheduler:
     async def _check(self, tenant: str, panel: str) -> None:
         """Refit the current round if no replica has (the class docstring)."""
         round_ = await self._count(tenant, panel) // self.every
-        if round_ < 1:
+        if round_ < 1 or round_ <= self._done.get((tenant, panel), 0):
+            # a lease's owner may take it again, so the round marker alone would let this
+            # replica redo a round it already ran: it remembers its own
             return
         running = f"{self.lease}/{panel}"
         if not await self.storage.acquire_lease(tenant, running, self.owner, ttl_s=self.lease_s,
@@ -438,6 +442,7 @@ class RefitScheduler:
                                                     ttl_s=self.marker_ttl_s, now=self.clock()):
                 return
             self.runs.append((tenant, panel, round_))
+            self._done[(tenant, panel)] = round_
             await self._run(tenant, panel)
         finally:
             await self.storage.release_lease(tenant, running, self.owner)

@@ -170,3 +170,36 @@ async def test_cold_start_on_a_panel_without_one_names_the_field(stub, tmp_path)
     async with S.running_app(settings) as (_app, client):
         r = await client.post("/v1/fusion/refit", json={"cold_start": True}, headers=S.auth("tenant-a"))
         assert r.status_code == 422 and "body.panel" in r.text and "dawid_skene" in r.text
+
+
+async def test_two_replicas_on_one_redis_fit_a_round_once(stub, tmp_path, redis_url):
+    """Two gateways sharing one Redis, verdicts interleaved across them: the round that crosses
+    ``cold_start_every_verdicts`` is fitted by exactly one of them (leases ``cold_start/{panel}``),
+    and both then serve that one stored fit."""
+    from judgefuse.service.storage.redis import RedisStorage
+
+    server, script = stub
+    script.by_question = scripted
+    settings = settings_for(tmp_path, server.url, cold_start_every_verdicts=60)
+    headers = S.auth("tenant-a")
+    stores = [RedisStorage(redis_url), RedisStorage(redis_url)]
+    for store in stores:
+        await store.open()
+    await stores[0].client.flushdb()
+    try:
+        async with S.running_app(settings, stores[0]) as (app1, c1), S.running_app(settings, stores[1]) as (app2, c2):
+            gateways = [app1.state.gateway, app2.state.gateway]
+            # each replica checks the shared count every 15 of its own verdicts (60 // 4): replica 2
+            # sees round 1 first (total 60), replica 1 sees it later (total 75) and finds it taken
+            for client, start, n in ((c1, 0, 30), (c2, 30, 30), (c1, 60, 15), (c2, 75, 15)):
+                await judge_many(client, [item(i) for i in range(start, start + n)], headers)
+                for gateway in gateways:
+                    await gateway.cold_start.idle()
+            assert [g.cold_start.runs for g in gateways] == [[], [("tenant-a", "main", 1)]]
+            history = await stores[0].model_history("tenant-a", "main")
+            assert [m.method for m in history] == ["dawid_skene"]
+            served = [(await c.post("/v1/judge", json=probe(), headers=headers)).json() for c in (c1, c2)]
+            assert {(v["choice"], v["model_version"]) for v in served} == {("A", history[0].params["model_version"])}
+    finally:
+        for store in stores:
+            await store.close()
