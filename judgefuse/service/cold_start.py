@@ -10,9 +10,11 @@ labels, leases ``cold_start/{panel}``: one fit per round cluster-wide) calls
 
 1. a model fitted from **labels** already serves (``stacked``, ``dawid_skene+platt``, ...): the
    cold start is over, nothing is fitted (the labelled refit owns the panel from then on);
-2. a threshold was tuned for the serving cold-start model (its version): refitting would
-   orphan it (a threshold applies to one model version), so the model is frozen until the
-   labelled refit replaces it or the threshold is retuned;
+2. the panel's latest threshold was tuned for this method: for the serving model's version
+   (refitting would orphan it: a threshold applies to one model version), or before any fit,
+   on the cold-start rule's verdicts (it names no version, so it would route the fit's far more
+   confident posteriors): the method is frozen as it is until a labelled refit replaces it.
+   Labels enough to tune a threshold are labels enough to end the cold start;
 3. fewer than ``min_verdicts`` stored verdicts with a valid vote: too little to fit;
 4. else the method is fitted (worker thread) on the votes of the newest ``window`` verdicts
    (cascade verdicts left out: they hold only the votes of the stages they reached), its
@@ -74,13 +76,17 @@ async def cold_start_fit(
     if current is not None and not capabilities(current.method or method).cold_start:
         return outcome("skipped", f"{current.method!r} (fitted from labels) serves panel {panel!r}: "
                                   "the cold start is over"), None
-    if current is not None:
-        latest = await storage.get_threshold(tenant, panel)
-        if (latest is not None and latest.method == current.method
-                and latest.details.get("model_version") == current_version):
-            return outcome("skipped", f"threshold version {latest.version} is tuned for {current.method} "
-                                      f"model {current_version}: the model is kept (a refit would leave "
-                                      "the threshold routing nothing); retune or refit from labels"), None
+    latest = await storage.get_threshold(tenant, panel)
+    if latest is not None and latest.method == method:
+        tuned_for = latest.details.get("model_version")
+        if tuned_for and tuned_for == current_version:
+            return outcome("skipped", f"threshold version {latest.version} is tuned for {method} model "
+                                      f"{current_version}: the model is kept (a new fit would leave the "
+                                      "threshold routing nothing); refit from labels to move on"), None
+        if not tuned_for:
+            return outcome("skipped", f"threshold version {latest.version} was tuned on {method}'s verdicts "
+                                      "before any fit (the cold-start rule's confidences) and would route a "
+                                      "fit's posteriors: no fit; refit from labels to move on"), None
     try:
         records = await storage.iter_recent(tenant, panel, limit=window)
     except NotImplementedError as exc:

@@ -203,3 +203,37 @@ async def test_two_replicas_on_one_redis_fit_a_round_once(stub, tmp_path, redis_
     finally:
         for store in stores:
             await store.close()
+
+
+async def test_a_threshold_tuned_for_the_cold_start_freezes_it(stub, tmp_path):
+    """A threshold tuned on dawid_skene's verdicts before any fit (mean_probability confidences,
+    no model version) would also route a fit's posteriors: the cold start does not fit then.
+    One tuned for the serving fit's version freezes that fit."""
+    server, script = stub
+    script.by_question = scripted
+    settings = settings_for(tmp_path, server.url)
+    headers = S.auth("tenant-a")
+    async with S.running_app(settings) as (app, client):
+        await judge_many(client, [item(i, label=True) for i in range(60)], headers)
+        tuned = (await client.post("/v1/thresholds/tune", json={"target_precision": 0.6, "min_count": 5},
+                                   headers=headers)).json()
+        assert tuned["method"] == "dawid_skene" and tuned["model_version"] is None and tuned["stored"], tuned
+        r = (await client.post("/v1/fusion/refit", json={"cold_start": True}, headers=headers)).json()
+        assert r["status"] == "skipped" and "before any fit" in r["reason"], r
+        assert (await client.get("/v1/fusion/models", headers=headers)).json()["history"] == []
+
+    # a fresh store; labels too few for a labelled refit (tuning refits a model that serves
+    # without a paired threshold: here it must stay the cold-start fit)
+    (tmp_path / "second").mkdir()
+    settings = settings_for(tmp_path / "second", server.url, min_labels_for_refit=1000)
+    async with S.running_app(settings) as (app, client):
+        await judge_many(client, [item(i, label=True) for i in range(60)], headers)
+        fit = (await client.post("/v1/fusion/refit", json={"cold_start": True}, headers=headers)).json()
+        assert fit["status"] == "promoted"
+        await judge_many(client, [item(i, label=True) for i in range(60, 120)], headers)
+        tuned = (await client.post("/v1/thresholds/tune", json={"target_precision": 0.6, "min_count": 5},
+                                   headers=headers)).json()
+        assert tuned["model_version"] == fit["model_version"] and tuned["stored"], tuned
+        assert tuned["refit"]["status"] == "skipped"  # too few labels for the labelled refit
+        again = (await client.post("/v1/fusion/refit", json={"cold_start": True}, headers=headers)).json()
+        assert again["status"] == "skipped" and f"model {fit['model_version']}" in again["reason"], again
