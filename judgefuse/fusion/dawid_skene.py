@@ -123,6 +123,7 @@ def fit_em(
     n_a = np.bincount(item, weights=said, minlength=n_items)
     n_all = np.bincount(item, minlength=n_items)
     post = (n_a + 0.5) / (n_all + 1.0)  # smoothed majority share: starts EM in the sensible mode
+    cell = judge * 2 + said  # (judge, letter said) flattened
     confusion = np.full((n_judges, 2, 2), 0.5)
     prior_a = 0.5
     n_iter = 0
@@ -130,13 +131,14 @@ def fit_em(
         n_iter += 1
         # M step: prior and confusion from the current posteriors.
         prior_a = float(np.clip((post[has_obs].sum() + 1.0) / (has_obs.sum() + 2.0), 1e-3, 1 - 1e-3))
-        counts = np.zeros((n_judges, 2, 2))
-        np.add.at(counts[:, 1, :], (judge, said), post[item])  # views: written into counts
-        np.add.at(counts[:, 0, :], (judge, said), 1.0 - post[item])
+        # (bincount, not np.add.at: the same sums, an order of magnitude faster)
+        counts = np.empty((n_judges, 2, 2))
+        counts[:, 1, :] = np.bincount(cell, weights=post[item], minlength=2 * n_judges).reshape(n_judges, 2)
+        counts[:, 0, :] = np.bincount(cell, weights=1.0 - post[item], minlength=2 * n_judges).reshape(n_judges, 2)
         confusion = (counts + alpha) / (counts.sum(axis=2, keepdims=True) + 2.0 * alpha)
         # E step: posteriors from the prior and confusion.
-        log_ratio = np.full(n_items, np.log(prior_a) - np.log1p(-prior_a))
-        np.add.at(log_ratio, item, np.log(confusion[judge, 1, said]) - np.log(confusion[judge, 0, said]))
+        step = (np.log(confusion[:, 1, :]) - np.log(confusion[:, 0, :])).ravel()[cell]
+        log_ratio = np.log(prior_a) - np.log1p(-prior_a) + np.bincount(item, weights=step, minlength=n_items)
         new_post = np.where(has_obs, 1.0 / (1.0 + np.exp(-log_ratio)), 0.5)
         change = float(np.max(np.abs(new_post - post)))
         post = new_post
@@ -237,6 +239,21 @@ class DawidSkeneFusion:
         if self.model is None and len(batches) >= self.min_items and any(observations(b) for b in batches):
             self.fit_unlabelled(batches)
         return [self(batch) for batch in batches]
+
+    def choices(self, batches: Sequence[Sequence[JudgeVote]]) -> list[Letter | None]:
+        """The choice of each batch's verdict (what :meth:`predict` would choose), without
+        building verdicts: the consensus the panel-structure numbers compare votes with."""
+        if self.model is None:
+            return [v.choice for v in self.predict(batches)]
+        out: list[Letter | None] = []
+        for votes in batches:
+            valid = [v for v in votes if v.choice is not None]
+            if len(valid) == 1:
+                out.append(valid[0].choice)
+                continue
+            p_a = self.model.posterior_a(observations(votes))
+            out.append(None if p_a is None else ("A" if p_a >= 0.5 else "B"))
+        return out
 
     def __call__(self, votes: Sequence[JudgeVote]) -> Verdict:
         single = single_valid_vote_verdict(self.name, votes)

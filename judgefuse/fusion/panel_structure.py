@@ -83,7 +83,7 @@ def panel_structure(
         ds.fit_unlabelled(batches)
     except ValueError:
         return None
-    consensus = [v.choice for v in ds.predict(batches)]
+    consensus = ds.choices(batches)
 
     def errors_against(reference: Sequence[str | None]) -> np.ndarray:
         out = np.full(choices.shape, np.nan)

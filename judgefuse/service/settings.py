@@ -112,6 +112,9 @@ class Settings(BaseSettings):
     """The newest verdicts whose votes a cold-start fit reads (labelled or not)."""
     cold_start_min_verdicts: int = Field(default=50, ge=2)
     """Fewer stored verdicts with a valid vote than this: no cold-start fit yet."""
+    panel_structure_window: int = Field(default=2000, ge=10)
+    """``GET /v1/calibration``'s ``panel_structure`` reads the panel's newest this many verdicts
+    and newest this many labelled ones (Dawid-Skene is refitted on them per query)."""
 
     calibration_bins: int = Field(default=10, ge=1)
     th_eps: float = 0.1

@@ -163,3 +163,11 @@ def test_a_fitted_model_gives_a_single_valid_vote_its_own_confidence() -> None:
         verdict = method(votes)
         assert (verdict.choice, verdict.confidence) == (choice, pytest.approx(conf))
         assert verdict.model_version == method.model_version
+
+
+def test_choices_are_the_verdicts_choices() -> None:
+    batches, _ = _synthetic(300, seed=9, swap_judges=("mid",))
+    batches += [[JudgeVote(judge="weak", mode="sc", choice="B", confidence=0.6)],
+                [JudgeVote.invalid("strong", "sc", "timeout")]]
+    method = DawidSkeneFusion().fit_unlabelled(batches)
+    assert method.choices(batches) == [v.choice for v in method.predict(batches)]

@@ -43,7 +43,7 @@ async def calibration(
     votes next to its labelled accuracy, and the panel's effective number of independent
     judges, k / (1 + (k - 1) * rho) with rho the mean pairwise correlation of the judges'
     errors (against the labels; and, label-free, against the Dawid-Skene consensus), over the
-    newest ``cold_start_window`` verdicts (``structure=false`` skips it).
+    newest ``panel_structure_window`` verdicts (``structure=false`` skips it).
     """
     from judgefuse.service.errors import FieldProblem
 
@@ -64,7 +64,7 @@ async def calibration(
     estimates = None
     if structure:
         found = await panel_estimates(gateway.storage, tenant, runtime.name,
-                                      window=settings.cold_start_window)
+                                      window=settings.panel_structure_window)
         estimates = found.to_json() if found is not None else None
     return CalibrationOut.model_validate({
         "panel": runtime.name, "window_hours": window_hours or None, "eps": eps,
