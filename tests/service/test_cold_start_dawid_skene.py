@@ -10,12 +10,16 @@ the time, independently, j2 at 95 and j3 at 55. Without labels only agreement ca
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 
 import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
+import httpx
 import pytest
 from jf_test_support import openai_stub as stub_module
+
+from judgefuse.service.app import create_app
 
 stub = S.stub
 ITEM_RE = re.compile(r"\[item (\d+) truth ([AB])\]")
@@ -53,6 +57,14 @@ def probe() -> dict:
     return {"question": f"Which is better? {PROBE}", "answer_a": "one", "answer_b": "two"}
 
 
+@contextlib.asynccontextmanager
+async def over_http(settings):
+    """The app served by uvicorn on a loopback port, and a client of it (real HTTP)."""
+    app = create_app(settings, environ={S.PLANTED_ENV: S.PLANTED})
+    async with S.uvicorn_server(app) as url, httpx.AsyncClient(base_url=url, timeout=30) as client:
+        yield app, client
+
+
 def settings_for(tmp_path, url, **overrides):
     panel = S.panel_yaml(tmp_path, url, fusion="dawid_skene", quorum=1)
     values = {"storage_url": f"sqlite:///{tmp_path / 'db.sqlite3'}", "cold_start_every_verdicts": 0,
@@ -74,7 +86,7 @@ async def test_cold_start_serves_mean_probability_then_the_stored_dawid_skene_fi
     script.by_question = scripted
     settings = settings_for(tmp_path, server.url)
     headers = S.auth("tenant-a")
-    async with S.running_app(settings) as (_app, client):
+    async with over_http(settings) as (_app, client):
         before = (await client.post("/v1/judge", json=probe(), headers=headers)).json()
         # before any fit: the cold-start rule, said so, never above the most confident vote
         assert before["method"] == "dawid_skene" and before["model_version"] is None
@@ -117,7 +129,7 @@ async def test_cold_start_serves_mean_probability_then_the_stored_dawid_skene_fi
         served_version = models["model_version"]
 
     # a restarted gateway serves the stored fit
-    async with S.running_app(settings) as (_app, client):
+    async with over_http(settings) as (_app, client):
         restarted = (await client.post("/v1/judge", json=probe(), headers=headers)).json()
         assert (restarted["choice"], restarted["model_version"]) == ("A", served_version)
         other = (await client.post("/v1/judge", json=probe(), headers=S.auth("tenant-b"))).json()
