@@ -47,10 +47,11 @@ def effective_number(
     errors: NDArray[np.float64], *, min_shared: int = MIN_SHARED
 ) -> tuple[float | None, float | None]:
     """(k_eff, mean pairwise error correlation) of the matrix; (None, None) when no pair
-    qualifies. ``k`` is the number of columns."""
+    qualifies. ``k`` counts the judges (columns) with at least one vote: a judge that never
+    answered adds no evidence."""
     rhos = pairwise_error_correlations(errors, min_shared=min_shared)
     if not rhos:
         return None, None
-    k = np.asarray(errors).shape[1]
+    k = int(np.sum(~np.all(np.isnan(np.asarray(errors, dtype=float)), axis=0)))
     rho = float(np.mean(rhos))
     return k / (1.0 + (k - 1) * max(0.0, rho)), rho

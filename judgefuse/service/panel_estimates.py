@@ -14,17 +14,22 @@ a Dawid-Skene model.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
+from dataclasses import replace
 
-from judgefuse.fusion.panel_structure import PanelStructure, panel_structure
+from judgefuse.fusion.panel_structure import JudgeEstimate, PanelStructure, panel_structure
 from judgefuse.service.storage import Storage, VerdictRecord
 
 __all__ = ["panel_estimates"]
 
 
-async def panel_estimates(storage: Storage, tenant: str, panel: str, *, window: int) -> PanelStructure | None:
+async def panel_estimates(
+    storage: Storage, tenant: str, panel: str, *, window: int, judges: Sequence[str] = (),
+) -> PanelStructure | None:
     """The panel structure of (tenant, panel)'s stored verdicts (module docstring); None when
     there are fewer than two judges or no valid vote (or the backend cannot list recent ones
-    and nothing is labelled)."""
+    and nothing is labelled). Every name in ``judges`` (the panel's) is listed, one without a
+    vote in the sample with ``n_votes`` 0 and no estimates."""
     try:
         recent = await storage.iter_recent(tenant, panel, limit=window)
     except NotImplementedError:
@@ -39,4 +44,10 @@ async def panel_estimates(storage: Storage, tenant: str, panel: str, *, window: 
     ordered = sorted(records.values(), key=lambda r: (r.created_at, r.id))
     batches = [list(r.verdict.votes) for r in ordered]
     labels = [r.label for r in ordered]
-    return await asyncio.to_thread(panel_structure, batches, labels)
+    structure = await asyncio.to_thread(panel_structure, batches, labels)
+    if structure is None:
+        return None
+    seen = {e.judge for e in structure.judges}
+    silent = [JudgeEstimate(judge=name, n_votes=0, labelled_accuracy=None, estimated_accuracy=None)
+              for name in judges if name not in seen]
+    return replace(structure, judges=[*structure.judges, *silent]) if silent else structure

@@ -31,8 +31,15 @@ def choices(i: int) -> tuple[str, dict[str, str]]:
     return label, {j: (other if i in wrong else label) for j, wrong in WRONG.items()}
 
 
+def panel_with_a_silent_judge(tmp_path):
+    """The external panel plus e4, which never votes here (listed with no estimates)."""
+    path = P.external_panel(tmp_path)
+    path.write_text(path.read_text(encoding="utf-8") + "  - {name: e4, external: true}\n", encoding="utf-8")
+    return path
+
+
 async def test_panel_structure_matches_a_hand_computation(tmp_path):
-    settings = S.make_settings(tmp_path, [P.external_panel(tmp_path)],
+    settings = S.make_settings(tmp_path, [panel_with_a_silent_judge(tmp_path)],
                                storage_url=f"sqlite:///{tmp_path / 'db.sqlite3'}")
     async with S.running_app(settings) as (_app, client):
         empty = (await client.get("/v1/calibration", headers=P.H)).json()
@@ -51,7 +58,9 @@ async def test_panel_structure_matches_a_hand_computation(tmp_path):
 
     assert (body["n_items"], body["n_labelled"]) == (N, N)
     judges = {e["judge"]: e for e in body["judges"]}
-    assert sorted(judges) == ["e1", "e2", "e3"]
+    assert sorted(judges) == ["e1", "e2", "e3", "e4"]
+    assert judges.pop("e4") == {"judge": "e4", "n_votes": 0, "estimated_accuracy": None,
+                                "labelled_accuracy": None, "n_labelled_observations": 0}
     for name, wrong in WRONG.items():
         assert judges[name]["labelled_accuracy"] == pytest.approx(1 - len(wrong) / N)  # 9/12
         assert judges[name]["n_votes"] == N and judges[name]["n_labelled_observations"] == N

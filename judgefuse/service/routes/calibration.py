@@ -64,7 +64,8 @@ async def calibration(
     estimates = None
     if structure:
         found = await panel_estimates(gateway.storage, tenant, runtime.name,
-                                      window=settings.panel_structure_window)
+                                      window=settings.panel_structure_window,
+                                      judges=[j.name for j in runtime.panel.config.judges])
         estimates = found.to_json() if found is not None else None
     return CalibrationOut.model_validate({
         "panel": runtime.name, "window_hours": window_hours or None, "eps": eps,
