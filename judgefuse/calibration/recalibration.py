@@ -14,6 +14,10 @@ Pure numpy/scipy/scikit-learn; imports nothing of judgefuse. Every recalibrator 
   training points in it; an empty bin takes the mean of its nearest non-empty neighbours (one on
   each side when both exist), and the global accuracy if no bin has data.
 
+A fitted recalibrator saves and restores its state as JSON-ready parameters
+(:func:`recalibrator_params`, :func:`restore_recalibrator`), so a recalibrated learned method can
+be stored by the service like any other fitted model.
+
 Inputs are validated: empty arrays, NaN/inf, confidences outside [0, 1], correctness other than
 0/1 and length mismatches raise ``ValueError``; ``transform`` before ``fit`` raises
 ``RuntimeError``. Logits use ``c`` clipped to [1e-6, 1 - 1e-6].
@@ -41,6 +45,8 @@ __all__ = [
     "Recalibrator",
     "TemperatureScaling",
     "make_recalibrator",
+    "recalibrator_params",
+    "restore_recalibrator",
 ]
 
 
@@ -179,6 +185,7 @@ class IsotonicCalibration(_Base):
 
     def __init__(self) -> None:
         self._model: IsotonicRegression | None = None
+        self._knots: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
 
     def fit(self, confidence: ArrayLike, correct: ArrayLike) -> Self:
         c, z = _check_pairs(confidence, correct)
@@ -187,16 +194,21 @@ class IsotonicCalibration(_Base):
         self._model = IsotonicRegression(
             y_min=0.0, y_max=1.0, increasing=True, out_of_bounds="clip"
         ).fit(c, z)
+        self._knots = (np.asarray(self._model.X_thresholds_, dtype=float),
+                       np.asarray(self._model.y_thresholds_, dtype=float))
         self._fitted = True
         return self
 
     def transform(self, confidence: ArrayLike) -> NDArray[np.float64]:
         self._require_fit()
         c = _check_confidence(confidence, allow_empty=True)
-        assert self._model is not None
+        assert self._knots is not None
         if c.size == 0:
             return np.empty(0)
-        return np.clip(np.asarray(self._model.predict(c), dtype=float), 0.0, 1.0)
+        # sklearn's predict: clip to the fitted range, then linear interpolation between the
+        # knots; np.interp does both (and works on a restored model, which has no sklearn object)
+        x, y = self._knots
+        return np.clip(np.interp(c, x, y), 0.0, 1.0)
 
 
 class HistogramBinning(_Base):
@@ -258,3 +270,59 @@ def make_recalibrator(name: str, **options: Any) -> Recalibrator:
         ) from None
     recalibrator: Recalibrator = cls(**options)
     return recalibrator
+
+
+def recalibrator_params(recalibrator: Recalibrator) -> dict[str, Any]:
+    """A fitted recalibrator's state as JSON-ready parameters (``RuntimeError`` before fit;
+    ``TypeError`` for a recalibrator that is not one of :data:`RECALIBRATORS`)."""
+    if isinstance(recalibrator, _Base):
+        recalibrator._require_fit()
+    if isinstance(recalibrator, PlattScaling):
+        return {"a": recalibrator.a, "b": recalibrator.b, "smooth_targets": recalibrator.smooth_targets}
+    if isinstance(recalibrator, TemperatureScaling):
+        return {"temperature": recalibrator.temperature}
+    if isinstance(recalibrator, IsotonicCalibration):
+        assert recalibrator._knots is not None
+        x, y = recalibrator._knots
+        return {"x": x.tolist(), "y": y.tolist()}
+    if isinstance(recalibrator, HistogramBinning):
+        return {"n_bins": recalibrator.n_bins, "values": recalibrator.values.tolist(),
+                "counts": recalibrator.counts.tolist()}
+    raise TypeError(f"recalibrator {type(recalibrator).__name__} has no parameters to save")
+
+
+def restore_recalibrator(name: str, params: dict[str, Any]) -> Recalibrator:
+    """The fitted recalibrator ``name`` rebuilt from :func:`recalibrator_params` output
+    (``ValueError`` for an unknown name or malformed parameters)."""
+    try:
+        if name == "platt":
+            platt = PlattScaling(smooth_targets=bool(params.get("smooth_targets", True)))
+            platt.a, platt.b = float(params["a"]), float(params["b"])
+            restored: PlattScaling | TemperatureScaling | IsotonicCalibration | HistogramBinning = platt
+        elif name == "temperature":
+            temperature = TemperatureScaling()
+            temperature.temperature = float(params["temperature"])
+            if not temperature.temperature > 0:
+                raise ValueError("temperature must be > 0")
+            restored = temperature
+        elif name == "isotonic":
+            isotonic = IsotonicCalibration()
+            x = np.asarray(params["x"], dtype=float)
+            y = np.asarray(params["y"], dtype=float)
+            if x.ndim != 1 or x.shape != y.shape or x.size == 0:
+                raise ValueError("isotonic knots x and y must be equal-length, non-empty lists")
+            isotonic._knots = (x, y)
+            restored = isotonic
+        elif name == "histogram":
+            histogram = HistogramBinning(n_bins=int(params["n_bins"]))
+            histogram.values = np.asarray(params["values"], dtype=float)
+            histogram.counts = np.asarray(params["counts"], dtype=np.int64)
+            if histogram.values.shape != (histogram.n_bins,):
+                raise ValueError("histogram values must have n_bins entries")
+            restored = histogram
+        else:
+            raise ValueError(f"unknown recalibrator {name!r}; known: {', '.join(sorted(RECALIBRATORS))}")
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"recalibrator {name!r}: malformed parameters ({exc})") from None
+    restored._fitted = True
+    return restored

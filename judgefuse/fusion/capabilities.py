@@ -6,11 +6,17 @@ method would be refused, a renamed one would break them). Each registered factor
 * ``requires_fit`` (class attribute): it is fitted on labelled batches before use;
 * ``requires_item``: it reads the item text as well as the votes and is awaited as
   ``afuse(item, votes, tenant=...)`` (the fuser LLM);
+* ``fits_unlabelled``: it is fitted on unlabelled batches (``fit_unlabelled``), e.g.
+  ``dawid_skene``. Unfitted it still answers (a cold-start rule), so a panel may configure it;
+  the service fits it in the background on the panel's stored votes and serves the fit (its
+  **cold start**: :attr:`Capabilities.cold_start`);
 * ``to_params()`` / classmethod ``from_params(params)``: its fitted state can be saved as JSON
-  and restored (what the service stores in a model record);
+  and restored (what the service stores in a model record). ``base+recalibrator`` saves and
+  restores through :class:`~judgefuse.fusion.recalibrated.Recalibrated` when its base does, or
+  when its base is a voting method (nothing of the base to save);
 
 and a method that requires a fit, has parameters to save, and is built without options can be
-**refitted from labels** by the service. :data:`LEARNED_METHOD` names the learned method the
+**refitted from labels** by the service (``dawid_skene+platt`` and ``stacked`` alike). :data:`LEARNED_METHOD` names the learned method the
 service fits by default, :data:`ITEM_METHOD` the item-reading method a panel's ``fuser:`` entry
 builds, :data:`DEFAULT_VOTING_METHOD` the voting method used where a voting one is needed and
 the configured one is not.
@@ -77,11 +83,23 @@ class Capabilities:
     reads_item: bool
     saves_params: bool
     refittable: bool
+    fits_unlabelled: bool = False
 
     @property
     def voting(self) -> bool:
         """A pure function of the votes, usable with no fit and no item (cascade stages, re-fusing)."""
-        return not self.requires_fit and not self.reads_item
+        return not self.requires_fit and not self.reads_item and not self.fits_unlabelled
+
+    @property
+    def cold_start(self) -> bool:
+        """Fitted without labels and restorable: the service fits it on a panel's stored votes
+        and serves the stored fit (a configured cold-start method)."""
+        return self.fits_unlabelled and self.saves_params and not self.requires_fit
+
+    @property
+    def served_from_model(self) -> bool:
+        """Its verdicts come from a stored fit (a promoted model), never from a fresh build."""
+        return (self.requires_fit or self.fits_unlabelled) and self.saves_params
 
 
 def _builds_without_options(factory: Any) -> bool:
@@ -105,13 +123,18 @@ def capabilities(name: str) -> Capabilities:
     factory = factory_of(name)
     recalibrated = "+" in name
     fit = bool(getattr(factory, "requires_fit", False)) or recalibrated
-    saves = callable(getattr(factory, "from_params", None)) and not recalibrated
+    reads = bool(getattr(factory, "requires_item", False))
+    unlabelled = bool(getattr(factory, "fits_unlabelled", False))
+    base_saves = callable(getattr(factory, "from_params", None))
+    base_voting = not getattr(factory, "requires_fit", False) and not reads and not unlabelled
+    saves = (base_saves or base_voting) and not reads if recalibrated else base_saves
     return Capabilities(
         name=name,
         requires_fit=fit,
-        reads_item=bool(getattr(factory, "requires_item", False)),
+        reads_item=reads,
         saves_params=saves,
         refittable=fit and saves and _builds_without_options(factory),
+        fits_unlabelled=unlabelled and not recalibrated,
     )
 
 
@@ -136,10 +159,17 @@ def method_params(method: FusionMethod) -> dict[str, Any]:
 
 
 def restore_method(name: str, params: Mapping[str, Any]) -> FusionMethod:
-    """The fitted method ``name`` rebuilt from :func:`method_params` output."""
+    """The fitted method ``name`` rebuilt from :func:`method_params` output (``base+recalibrator``
+    through :meth:`~judgefuse.fusion.recalibrated.Recalibrated.from_params`)."""
     factory = factory_of(name)
+    if "+" in name:
+        if not capabilities(name).saves_params:
+            raise TypeError(f"fusion method {name!r} cannot be restored from parameters")
+        from judgefuse.fusion.recalibrated import Recalibrated
+
+        return Recalibrated.from_params(params)
     from_params = getattr(factory, "from_params", None)
-    if not callable(from_params) or "+" in name:
+    if not callable(from_params):
         raise TypeError(f"fusion method {name!r} cannot be restored from parameters (no from_params)")
     method = from_params(params)
     if not isinstance(method, FusionMethod):

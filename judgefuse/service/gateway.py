@@ -6,7 +6,8 @@ panels, and is usable without HTTP (tests, benchmarks, other front ends).
 Which fusion method decides a verdict (stamped on it as ``method`` + ``model_version``):
 
 1. the request's ``method`` when given (a learned method needs a promoted model of it);
-2. else the promoted learned model of (tenant, panel) when there is one;
+2. else the promoted learned model of (tenant, panel) when there is one (fitted from labels, or a
+   label-free cold-start fit of the panel's ``fusion: dawid_skene``: :mod:`.cold_start`);
 3. else ``settings.fusion_method`` or the panel file's ``fusion``.
 
 Routing (DESIGN.md "Routing"): ``auto_accept`` iff the latest threshold of (tenant, panel)
@@ -54,6 +55,7 @@ from judgefuse.service.cascade_serving import (
     stored_cascade_out,
     walk_cascade,
 )
+from judgefuse.service.cold_start import cold_start_fit
 from judgefuse.service.errors import Conflict, FieldProblem, QuorumLost, ServiceError, TooLarge
 from judgefuse.service.metrics import ServiceMetrics
 from judgefuse.service.monitor import DRIFT_ALARM, Monitors, raised_threshold
@@ -141,6 +143,11 @@ class Gateway:
             settings.refit_every_labels, self._background_refit, storage=storage,
             owner=self.replica_id, clock=clock,
         )
+        self.cold_start = RefitScheduler(
+            settings.cold_start_every_verdicts, self._background_cold_start, storage=storage,
+            owner=self.replica_id, clock=clock, count=self._verdict_count, lease="cold_start",
+        )
+        """Label-free cold-start fits every N verdicts of a panel (:mod:`judgefuse.service.cold_start`)."""
         self.single_flight: SingleFlight[VerdictOut] = SingleFlight(
             storage, ttl_s=settings.single_flight_claim_s)
         self.monitors = Monitors(settings, storage, clock=clock)
@@ -305,6 +312,8 @@ class Gateway:
         except VerdictExists:
             raise Conflict(f"verdict id {verdict_id!r} is already used",
                            fields=[(f"{prefix}.id", "already used")]) from None
+        if runtime.cold_start is not None:
+            self.cold_start.note(tenant, runtime.name)
         feedback = None
         label = labelled_at = None
         if request.label is not None:
@@ -564,14 +573,20 @@ class Gateway:
 
     # ------------------------------------------------------------------ refit
     async def refit(
-        self, tenant: str, panel: str | None, *, target: PromotionTarget | None = None
+        self, tenant: str, panel: str | None, *, target: PromotionTarget | None = None,
+        method: str | None = None,
     ) -> RefitOutcome:
         """Refit learned fusion; a promotion stores the model with a threshold tuned for it at
         ``target`` or else the target of the panel's latest threshold (so routing goes on: see
         :mod:`judgefuse.service.refit`). A cascade panel is refused: its verdicts hold only
         the votes of the stages they reached, and a model fitted on such partial vote sets
-        would be scored on full ones."""
+        would be scored on full ones. ``method``: the refittable method to fit (default
+        ``settings.refit_method``; anything else is a 422 naming ``body.method``)."""
         runtime = self.runtime(panel)
+        learned = method or self.settings.refit_method
+        if not runtime.capabilities(learned).refittable:
+            raise FieldProblem("body.method", f"{learned!r} cannot be refitted from labels "
+                                              "(e.g. stacked, dawid_skene+platt)")
         if runtime.cascade is not None:
             active, version = await self.active_method(tenant, runtime)
             outcome = RefitOutcome(
@@ -591,6 +606,7 @@ class Gateway:
             now=self.clock, target=target or PromotionTarget.of(latest),
             promote_on=runtime.panel.config.promote_on,
             traffic=await traffic_counts(self.storage, tenant, runtime.name, ALL_METHODS),
+            learned=learned,
         )
         self.metrics.refits.labels(tenant, runtime.name, outcome.status).inc()
         if outcome.status == "promoted":
@@ -607,8 +623,35 @@ class Gateway:
     async def _background_refit(self, tenant: str, panel: str) -> None:
         await self.refit(tenant, panel)
 
+    async def cold_start_fit(self, tenant: str, panel: str | None) -> RefitOutcome:
+        """Fit the panel's label-free cold-start method on its stored votes and serve it
+        (:mod:`judgefuse.service.cold_start`); a panel without one is a 422 naming ``body.panel``."""
+        runtime = self.runtime(panel)
+        if runtime.cold_start is None:
+            raise FieldProblem("body.panel", f"panel {runtime.name!r} has no cold-start method (its "
+                                             f"fusion {runtime.default_method!r} is not fitted without "
+                                             "labels; e.g. fusion: dawid_skene)")
+        outcome, _fitted = await cold_start_fit(
+            self.storage, tenant, runtime.name, method=runtime.cold_start,
+            window=self.settings.cold_start_window,
+            min_verdicts=self.settings.cold_start_min_verdicts, now=self.clock,
+        )
+        self.metrics.refits.labels(tenant, runtime.name, outcome.status).inc()
+        if outcome.status == "promoted":
+            self.state.drop_model(tenant, runtime.name)
+        log.info("cold start %s/%s: %s (%s)", tenant, runtime.name, outcome.status, outcome.reason)
+        return outcome
+
+    async def _background_cold_start(self, tenant: str, panel: str) -> None:
+        await self.cold_start_fit(tenant, panel)
+
+    async def _verdict_count(self, tenant: str, panel: str) -> int:
+        """The panel's verdicts so far (its review-stratum traffic counters): the cold start's rounds."""
+        return sum((await traffic_counts(self.storage, tenant, panel, ALL_METHODS)).values())
+
     async def aclose(self) -> None:
         await self.scheduler.aclose()
+        await self.cold_start.aclose()
 
 
 def review_out(record: VerdictRecord) -> ReviewOut | None:

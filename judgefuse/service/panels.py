@@ -64,6 +64,10 @@ class PanelRuntime:
             )
         if not default.reads_item:
             self.method(self.default_method, field="settings.fusion_method")
+        self.cold_start: str | None = self.default_method if default.cold_start else None
+        """The configured method when it is fitted without labels (``dawid_skene``): the
+        gateway fits it on the panel's stored votes (:mod:`judgefuse.service.cold_start`) and,
+        until then, serves the method unfitted (its cold-start rule, with a note)."""
         self.cascade: Cascade | None = self._cascade()
 
     def capabilities(self, name: str, *, field: str = "body.method") -> Capabilities:
@@ -76,10 +80,11 @@ class PanelRuntime:
         return found
 
     def is_learned(self, name: str) -> bool:
-        """True when ``name`` is a registered method fitted from labels (served from the
-        promoted model, never built here); False for unknown names (``method`` reports them)."""
+        """True when ``name`` is a registered method served from a stored fit (fitted from
+        labels, or without them as a cold start), never built fresh here; False for unknown
+        names (``method`` reports them)."""
         found = known_capabilities(name)
-        return found is not None and found.requires_fit and found.saves_params
+        return found is not None and found.served_from_model
 
     @property
     def voting_method(self) -> str:

@@ -38,7 +38,7 @@ import functools
 import logging
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
@@ -48,7 +48,6 @@ from judgefuse.calibration import ThresholdReport
 from judgefuse.calibration.stratified_tuning import tune_threshold_stratified
 from judgefuse.fusion import FusionMethod, LearnedFusionMethod, NotEnoughLabels, cross_fit_predict, get_method
 from judgefuse.fusion.capabilities import LEARNED_METHOD, capabilities, method_params, restore_method
-from judgefuse.fusion.registry import factory_of
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote, Letter
 from judgefuse.service.review_sampling import label_stratum_key, solicited
@@ -211,7 +210,7 @@ def _evaluate(
     letters = [cast(Letter, label) for label in labels]
     voting_verdicts = [get_method(voting)(b) for b in batches]
     try:
-        stacked_verdicts = cross_fit_predict(factory_of(learned), batches, letters, n_folds=n_folds)
+        stacked_verdicts = cross_fit_predict(learned, batches, letters, n_folds=n_folds)
     except NotEnoughLabels as exc:
         return _Evaluation(None, {}, f"cannot cross-fit {learned} fusion: {exc}")
     metrics = {
@@ -233,7 +232,7 @@ def _evaluate(
     problems = promotion_problems(metrics, candidate, voting=voting, target=target, promote_on=promote_on)
     if problems:
         return _Evaluation(None, metrics, "; ".join(problems) + ": not promoted", candidate)
-    unfitted = factory_of(learned)()
+    unfitted = get_method(learned)  # base+recalibrator too (its factory is the base's)
     if not isinstance(unfitted, LearnedFusionMethod):
         return _Evaluation(None, metrics, f"internal error: {learned!r} has no fit()")
     final = unfitted.fit(batches, letters)
@@ -381,13 +380,21 @@ class RefitScheduler:
     state cache's freshness, :mod:`judgefuse.service.state_cache`).
 
     ``runs`` lists the (tenant, panel, round) this replica refit (tests, logs).
+
+    The same machinery runs the label-free cold start (:mod:`judgefuse.service.cold_start`):
+    ``count`` then counts the panel's verdicts instead of its labels and ``lease`` names its
+    own leases (``cold_start/{panel}``, ``cold_start/{panel}/round/{r}``); ``note`` is
+    ``note_label`` under the name that says so.
     """
 
     def __init__(
         self, every: int, run: Callable[[str, str], Any], *, storage: Storage, owner: str,
         check_every: int | None = None, lease_s: float = 900.0,
         marker_ttl_s: float = 30 * 86400.0, clock: Callable[[], float] = time.time,
+        count: Callable[[str, str], Awaitable[int]] | None = None, lease: str = "refit",
     ) -> None:
+        self._count = count or storage.count_labelled
+        self.lease = lease
         self.every = every
         self.check_every = max(1, check_every if check_every is not None else every // 4)
         self.storage = storage
@@ -398,6 +405,8 @@ class RefitScheduler:
         self._run = run
         self._since: dict[tuple[str, str], int] = {}
         self._tasks: dict[tuple[str, str], asyncio.Task[Any]] = {}
+        self._done: dict[tuple[str, str], int] = {}
+        """The last round this replica ran per (tenant, panel)."""
         self.runs: list[tuple[str, str, int]] = []
 
     def note_label(self, tenant: str, panel: str) -> None:
@@ -411,24 +420,29 @@ class RefitScheduler:
             self._tasks[key] = task
             task.add_done_callback(functools.partial(self._forget, key))
 
+    note = note_label
+
     def _forget(self, key: tuple[str, str], _task: asyncio.Task[Any]) -> None:
         self._tasks.pop(key, None)
 
     async def _check(self, tenant: str, panel: str) -> None:
         """Refit the current round if no replica has (the class docstring)."""
-        round_ = await self.storage.count_labelled(tenant, panel) // self.every
-        if round_ < 1:
+        round_ = await self._count(tenant, panel) // self.every
+        if round_ < 1 or round_ <= self._done.get((tenant, panel), 0):
+            # a lease's owner may take it again, so the round marker alone would let this
+            # replica redo a round it already ran: it remembers its own
             return
-        running = f"refit/{panel}"
+        running = f"{self.lease}/{panel}"
         if not await self.storage.acquire_lease(tenant, running, self.owner, ttl_s=self.lease_s,
                                                 now=self.clock()):
             return
         try:
-            marker = f"refit/{panel}/round/{round_}"
+            marker = f"{self.lease}/{panel}/round/{round_}"
             if not await self.storage.acquire_lease(tenant, marker, self.owner,
                                                     ttl_s=self.marker_ttl_s, now=self.clock()):
                 return
             self.runs.append((tenant, panel, round_))
+            self._done[(tenant, panel)] = round_
             await self._run(tenant, panel)
         finally:
             await self.storage.release_lease(tenant, running, self.owner)
@@ -437,7 +451,7 @@ class RefitScheduler:
         try:
             await self._check(tenant, panel)
         except Exception as exc:  # a background refit must never take the service down
-            log.error("background refit of %s/%s failed: %s", tenant, panel, type(exc).__name__,
+            log.error("background %s of %s/%s failed: %s", self.lease, tenant, panel, type(exc).__name__,
                       exc_info=exc)
 
     async def idle(self) -> None:

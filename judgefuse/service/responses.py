@@ -20,7 +20,9 @@ __all__ = [
     "CalibrationKeyOut",
     "CalibrationOut",
     "HealthOut",
+    "JudgeEstimateOut",
     "ModelsOut",
+    "PanelStructureOut",
     "RefitOut",
     "ReviewNextOut",
     "ReviewSkipOut",
@@ -59,12 +61,46 @@ class CalibrationKeyOut(_Open):
     """Estimates for all traffic, per review stratum (None: not asked for, or a mode key)."""
 
 
+class JudgeEstimateOut(_Open):
+    """One judge: its accuracy estimated without labels next to its labelled accuracy."""
+
+    judge: str
+    n_votes: int
+    """Verdicts in the sample with a valid vote of this judge."""
+    estimated_accuracy: float | None
+    """Dawid-Skene's estimate of P(vote = truth), from the unlabelled votes (labels unused)."""
+    labelled_accuracy: float | None
+    """Share of its hard observations on labelled verdicts that match the label (None: none)."""
+    n_labelled_observations: int
+
+
+class PanelStructureOut(_Open):
+    """How many independent judges the panel is worth, and each judge's label-free accuracy
+    (:mod:`judgefuse.fusion.panel_structure`)."""
+
+    n_items: int
+    """Verdicts in the sample (the newest ones, labelled or not, plus the newest labelled)."""
+    n_labelled: int
+    judges: list[JudgeEstimateOut]
+    effective_judges_labelled: float | None
+    """k / (1 + (k - 1) * rho), rho the mean pairwise correlation of errors against the labels
+    (None: no pair of judges shares 10 labelled verdicts with varying errors)."""
+    error_correlation_labelled: float | None
+    effective_judges_unlabelled: float | None
+    """The same with errors against the Dawid-Skene consensus (no labels needed)."""
+    error_correlation_unlabelled: float | None
+    definition: str
+
+
 class CalibrationOut(_Open):
     panel: str
     window_hours: int | None
     eps: float
     n_bins: int
     keys: list[CalibrationKeyOut]
+    panel_structure: PanelStructureOut | None = None
+    """Per-judge label-free accuracy and the effective number of judges (None: not asked for,
+    fewer than two judges, or no stored votes)."""
 
 
 class RefitOut(_Open):

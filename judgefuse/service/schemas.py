@@ -342,6 +342,11 @@ class RefitRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
     panel: str | None = Field(default=None, min_length=1, max_length=256)
+    method: str | None = Field(default=None, min_length=1, max_length=256)
+    """The refittable method to fit from labels (default: ``settings.refit_method``)."""
+    cold_start: bool = False
+    """Fit the panel's label-free cold-start method (``fusion: dawid_skene``) on its stored,
+    unlabelled votes now, instead of a refit from labels."""
 
 
 class ReviewSkipRequest(BaseModel):

@@ -25,6 +25,7 @@ from pydantic_settings import (
 )
 
 from judgefuse.field_path import field_path
+from judgefuse.fusion.capabilities import LEARNED_METHOD
 
 __all__ = ["DEFAULT_TENANT", "Settings", "SettingsError", "load_settings"]
 
@@ -100,6 +101,20 @@ class Settings(BaseSettings):
     refit_max_labels: int = Field(default=20_000, ge=10)
     """Most recent labels a refit reads."""
     refit_folds: int = Field(default=5, ge=2, le=20)
+    refit_method: str = LEARNED_METHOD
+    """The learned method a labelled refit fits and may promote: any refittable method
+    (``stacked``, ``dawid_skene+platt``, ``majority+isotonic``, a plugin's)."""
+    cold_start_every_verdicts: int = Field(default=200, ge=0)
+    """Fit a panel's label-free cold-start method (``fusion: dawid_skene``) in the background
+    after this many new verdicts of the panel (0: only on request, ``POST /v1/fusion/refit``
+    with ``cold_start: true``)."""
+    cold_start_window: int = Field(default=5000, ge=10)
+    """The newest verdicts whose votes a cold-start fit reads (labelled or not)."""
+    cold_start_min_verdicts: int = Field(default=50, ge=2)
+    """Fewer stored verdicts with a valid vote than this: no cold-start fit yet."""
+    panel_structure_window: int = Field(default=2000, ge=10)
+    """``GET /v1/calibration``'s ``panel_structure`` reads the panel's newest this many verdicts
+    and newest this many labelled ones (Dawid-Skene is refitted on them per query)."""
 
     calibration_bins: int = Field(default=10, ge=1)
     th_eps: float = 0.1
@@ -243,6 +258,19 @@ class Settings(BaseSettings):
                     f"({', '.join(available_methods())})"
                 )
         return self
+
+    @field_validator("refit_method")
+    @classmethod
+    def _check_refit_method(cls, value: str) -> str:
+        from judgefuse.fusion.capabilities import known_capabilities
+
+        found = known_capabilities(value)
+        if found is None or not found.refittable:
+            raise ValueError(
+                f"{value!r} is not a refittable fusion method (it must be fitted from labels "
+                "and save its parameters, e.g. stacked or dawid_skene+platt)"
+            )
+        return value
 
     @model_validator(mode="after")
     def _check_token_is_no_tenant_key(self) -> Settings:

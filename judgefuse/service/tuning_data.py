@@ -2,7 +2,8 @@
 
 A threshold is tuned for one fusion method (and, for a learned one, one model version), so
 only data that method would have produced counts: a learned model's own verdicts (never in its
-training set, so an honest hold-out), an item-reading method's own verdicts (the fuser LLM is
+training set, so an honest hold-out; a label-free cold-start model's likewise, as it is one
+fit), an item-reading method's own verdicts (the fuser LLM is
 not re-runnable offline),
 or, for a voting method, every stored vote set re-fused (a pure function of the votes). Cascade
 verdicts hold only the votes of the judges they consulted, so they are never re-fused.
@@ -44,7 +45,7 @@ def tuning_data(
     strata: list[str] = []
     how: str
     kind = runtime.capabilities(method_name, field="body.method")
-    if kind.requires_fit:
+    if kind.requires_fit or kind.fits_unlabelled:
         # only verdicts this very model made: their labels were never in its training set
         how = f"verdicts made by {method_name} model {model_version} (held out from its fit)"
         for r in records:

@@ -91,3 +91,25 @@ def test_vote_share_rules_are_overconfident_which_is_why_they_are_not_defaults()
     votes = [JudgeVote(judge=n, mode="sc", choice="A", confidence=0.6) for n in ("a", "b", "c")]
     assert get_method("majority")(votes).confidence == 1.0  # the paper's definition, unchanged
     assert get_method("mean_probability")(votes).confidence == pytest.approx(0.6)
+
+
+def test_fitted_dawid_skene_gives_a_single_valid_vote_its_own_confidence() -> None:
+    """The service serves a fitted dawid_skene once a panel configured with it has votes: its
+    degraded verdicts (one valid vote) still carry that vote's confidence. Its confidence with
+    two or more votes is a posterior, not capped (README: recalibrate it once labels exist)."""
+    from judgefuse.fusion.dawid_skene import DawidSkeneFusion
+
+    rng = np.random.default_rng(13)
+    method = DawidSkeneFusion().fit_unlabelled([_random_votes(rng, low=0.5) for _ in range(400)])
+    assert method.fitted
+    singles = 0
+    for _ in range(N_TRIALS):
+        votes = _random_votes(rng, low=0.0)
+        valid = [v for v in votes if v.valid]
+        if len(valid) != 1:
+            continue
+        singles += 1
+        verdict = method(votes)
+        assert (verdict.choice, verdict.confidence) == (valid[0].choice, pytest.approx(valid[0].confidence))
+    print(f"fitted dawid_skene: {singles} single-valid-vote sets, every one at its vote's confidence")
+    assert singles > 100

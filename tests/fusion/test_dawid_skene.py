@@ -108,3 +108,66 @@ def test_registered_with_recalibration_and_unknown_judges() -> None:
 def test_no_observation_at_all_is_refused_clearly() -> None:
     with pytest.raises(ValueError, match="no valid observation"):
         fit_em([[], []])
+
+
+def test_params_round_trip_reproduces_posteriors_and_version() -> None:
+    import json
+
+    from judgefuse.fusion.capabilities import method_params, restore_method
+
+    batches, _ = _synthetic(300, seed=5)
+    fitted = DawidSkeneFusion().fit_unlabelled(batches)
+    params = json.loads(json.dumps(method_params(fitted)))  # through JSON, as storage keeps it
+    restored = restore_method("dawid_skene", params)
+    assert restored.model_version == fitted.model_version and len(fitted.model_version) == 12
+    for batch in batches[:50]:
+        a, b = fitted(batch), restored(batch)
+        assert (a.choice, a.model_version) == (b.choice, b.model_version)
+        assert a.p_a == pytest.approx(b.p_a, abs=1e-12)
+    assert params["estimated_accuracy"] == pytest.approx(fitted.estimated_accuracy)
+    with pytest.raises(ValueError, match="format"):
+        DawidSkeneFusion.from_params({**params, "format": "other"})
+    with pytest.raises(ValueError, match="shape"):
+        DawidSkeneFusion.from_params({**params, "confusion": params["confusion"][:1]})
+
+
+@pytest.mark.parametrize("recal", ["platt", "temperature", "isotonic", "histogram"])
+def test_dawid_skene_plus_recalibrator_round_trips(recal: str) -> None:
+    import json
+
+    from judgefuse.fusion.capabilities import method_params, restore_method
+
+    batches, truths = _synthetic(400, seed=6)
+    name = f"dawid_skene+{recal}"
+    fitted = get_method(name).fit(batches, truths)
+    restored = restore_method(name, json.loads(json.dumps(method_params(fitted))))
+    assert restored.model_version == fitted.model_version is not None
+    for batch in batches[:60]:
+        a, b = fitted(batch), restored(batch)
+        assert (a.method, a.choice, a.model_version) == (name, b.choice, b.model_version)
+        assert a.confidence == pytest.approx(b.confidence, abs=1e-12)
+
+
+def test_a_fitted_model_gives_a_single_valid_vote_its_own_confidence() -> None:
+    """The honest-confidence property holds after the fit too: one valid vote (the others failed)
+    keeps its own confidence, whatever the posterior of that judge's word would be."""
+    batches, _ = _synthetic(500, seed=7)
+    method = DawidSkeneFusion().fit_unlabelled(batches)
+    rng = np.random.default_rng(8)
+    for _ in range(200):
+        judge = str(rng.choice(list(TRUE_CONFUSION)))
+        conf = float(rng.uniform(0.5, 1.0))
+        choice = "A" if rng.random() < 0.5 else "B"
+        votes = [JudgeVote(judge=judge, mode="sc", choice=choice, confidence=conf),
+                 JudgeVote.invalid("weak" if judge != "weak" else "mid", "sc", "timeout")]
+        verdict = method(votes)
+        assert (verdict.choice, verdict.confidence) == (choice, pytest.approx(conf))
+        assert verdict.model_version == method.model_version
+
+
+def test_choices_are_the_verdicts_choices() -> None:
+    batches, _ = _synthetic(300, seed=9, swap_judges=("mid",))
+    batches += [[JudgeVote(judge="weak", mode="sc", choice="B", confidence=0.6)],
+                [JudgeVote.invalid("strong", "sc", "timeout")]]
+    method = DawidSkeneFusion().fit_unlabelled(batches)
+    assert method.choices(batches) == [v.choice for v in method.predict(batches)]

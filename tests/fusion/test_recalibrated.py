@@ -85,7 +85,7 @@ def test_recalibrated_stacked_uses_out_of_fold_confidences() -> None:
     method.fit(batches, labels)
     assert isinstance(method.base, StackedFusion) and method.base.fitted
     v = method(batches[0])
-    assert v.method == "stacked+isotonic" and v.model_version == method.base.model_version
+    assert v.method == "stacked+isotonic" and v.model_version == method.model_version != method.base.model_version
     out = cross_fit_predict(lambda: get_method("stacked+platt"), batches, labels)
     c, z = scores(out, labels)
     assert ece(c, z) < 0.08

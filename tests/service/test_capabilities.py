@@ -79,7 +79,13 @@ def test_builtin_capabilities() -> None:
     assert (fuser.reads_item, fuser.requires_fit, fuser.voting) == (True, False, False)
     assert (majority.voting, majority.saves_params, majority.refittable) == (True, False, False)
     recalibrated = capabilities("majority+isotonic")
-    assert recalibrated.requires_fit and not recalibrated.saves_params and not recalibrated.voting
+    # base+recalibrator saves through Recalibrated.to_params (a voting base has nothing to save)
+    assert recalibrated.requires_fit and recalibrated.saves_params and not recalibrated.voting
+    assert recalibrated.refittable and not recalibrated.cold_start
+    ds, ds_platt = capabilities("dawid_skene"), capabilities("dawid_skene+platt")
+    assert (ds.fits_unlabelled, ds.cold_start, ds.requires_fit, ds.voting, ds.served_from_model) == (
+        True, True, False, False, True)
+    assert (ds_platt.requires_fit, ds_platt.refittable, ds_platt.fits_unlabelled) == (True, True, False)
     with pytest.raises(KeyError, match="no-such"):
         capabilities("no-such")
 
@@ -151,3 +157,12 @@ def test_no_method_name_checks_outside_fusion() -> None:
                 if NAME_CHECK.search(line):
                     found.append(f"{path.relative_to(REPO)}:{n}: {line.strip()}")
     assert not found, "method names checked outside fusion/:\n" + "\n".join(found)
+
+
+def test_refit_method_setting_must_be_refittable() -> None:
+    from judgefuse.service.settings import SettingsError, load_settings
+
+    assert load_settings(refit_method="dawid_skene+platt").refit_method == "dawid_skene+platt"
+    for bad in ("majority", "dawid_skene", "nope"):
+        with pytest.raises(SettingsError, match="refit_method"):
+            load_settings(refit_method=bad)

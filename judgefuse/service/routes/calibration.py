@@ -1,5 +1,6 @@
-"""``GET /v1/calibration?panel=&window_hours=&population=``: every metric per key, all time and
-the window, and the population estimates (:mod:`judgefuse.service.population`)."""
+"""``GET /v1/calibration?panel=&window_hours=&population=&structure=``: every metric per key,
+all time and the window, the population estimates (:mod:`judgefuse.service.population`), and
+the panel structure (:mod:`judgefuse.service.panel_estimates`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from fastapi import APIRouter, Query
 from judgefuse.calibration import DEFAULT_TH_EPS
 from judgefuse.service.calibration_store import calibration_report
 from judgefuse.service.deps import GatewayDep, SettingsDep, TenantDep
+from judgefuse.service.panel_estimates import panel_estimates
 from judgefuse.service.responses import CalibrationOut
 
 router = APIRouter(prefix="/v1", tags=["calibration"])
@@ -25,6 +27,7 @@ async def calibration(
     eps: Annotated[float | None, Query()] = None,
     n_bins: Annotated[int | None, Query(ge=1, le=1000)] = None,
     population: Annotated[bool, Query()] = True,
+    structure: Annotated[bool, Query()] = True,
 ) -> CalibrationOut:
     """Keys: ``method:<name>:fused``, ``judge:<name>:<mode>``, ``mode:all:<mode>``.
 
@@ -35,6 +38,12 @@ async def calibration(
     carries ``population``: the same metrics for all traffic of the window (all time when
     ``window_hours`` is 0), estimated per review stratum with 95% intervals, and the
     auto-accept precision (``population=false`` skips them: a few ms per key).
+
+    ``panel_structure``: each judge's accuracy estimated by Dawid-Skene from the unlabelled
+    votes next to its labelled accuracy, and the panel's effective number of independent
+    judges, k / (1 + (k - 1) * rho) with rho the mean pairwise correlation of the judges'
+    errors (against the labels; and, label-free, against the Dawid-Skene consensus), over the
+    newest ``panel_structure_window`` verdicts (``structure=false`` skips it).
     """
     from judgefuse.service.errors import FieldProblem
 
@@ -52,7 +61,13 @@ async def calibration(
         gateway.storage, tenant, runtime.name, window_hours=window_hours or None,
         n_bins=n_bins, eps=eps, now=gateway.clock(), population=population,
     )
+    estimates = None
+    if structure:
+        found = await panel_estimates(gateway.storage, tenant, runtime.name,
+                                      window=settings.panel_structure_window,
+                                      judges=[j.name for j in runtime.panel.config.judges])
+        estimates = found.to_json() if found is not None else None
     return CalibrationOut.model_validate({
         "panel": runtime.name, "window_hours": window_hours or None, "eps": eps,
-        "n_bins": n_bins, "keys": keys,
+        "n_bins": n_bins, "keys": keys, "panel_structure": estimates,
     })

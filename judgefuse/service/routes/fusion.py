@@ -1,4 +1,5 @@
-"""``POST /v1/fusion/refit`` (fit, compare, maybe promote) and ``GET /v1/fusion/models``."""
+"""``POST /v1/fusion/refit`` (fit, compare, maybe promote; or, with ``cold_start: true``, fit the
+panel's label-free method on its stored votes) and ``GET /v1/fusion/models``."""
 
 from __future__ import annotations
 
@@ -15,7 +16,10 @@ router = APIRouter(prefix="/v1/fusion", tags=["fusion"])
 
 @router.post("/refit")
 async def refit(body: RefitRequest, tenant: TenantDep, gateway: GatewayDep) -> RefitOut:
-    outcome = await gateway.refit(tenant, body.panel)
+    if body.cold_start:
+        outcome = await gateway.cold_start_fit(tenant, body.panel)
+    else:
+        outcome = await gateway.refit(tenant, body.panel, method=body.method)
     return RefitOut.model_validate(outcome.as_dict())
 
 

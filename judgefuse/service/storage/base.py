@@ -431,6 +431,15 @@ class Storage(abc.ABC):
     async def count_labelled(self, tenant: str, panel: str | None = None) -> int:
         """How many of the tenant's records (of one panel, or all) carry a label."""
 
+    # -- recent records (labelled or not) --------------------------------------------------------
+    async def iter_recent(self, tenant: str, panel: str, *, limit: int) -> list[VerdictRecord]:
+        """The panel's newest ``limit`` records, labelled or not, newest ``created_at`` first
+        (ties: id desc): the unlabelled votes a label-free fit (Dawid-Skene's cold start) reads.
+
+        Not abstract, so a backend without it still opens: the cold start then says so.
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot list a panel's recent verdicts")
+
 
 def check_verdict_record(tenant: str, record: VerdictRecord) -> None:
     """``save_verdict``'s preconditions, shared by the backends."""

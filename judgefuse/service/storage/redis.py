@@ -13,6 +13,8 @@ key                                    content
 ``jf:{T}:v:{id}``                      string: the verdict record's JSON (label included)
 ``jf:{T}:labelled``                    sorted set: labelled ids, score = ``created_at``
 ``jf:{T}:labelled:p:{panel}``          sorted set: the same per panel
+``jf:{T}:recent:p:{panel}``            sorted set: the newest ``recent_cap`` verdict ids (labelled
+                                       or not), score = ``created_at`` (``iter_recent``)
 ``jf:{T}:acc:keys``                    sorted set (scores 0, read by lex range): accumulator keys
 ``jf:{T}:acc:total:{key}``             hash: field -> running total (HINCRBYFLOAT)
 ``jf:{T}:acc:hours:{key}``             sorted set: the hour buckets that exist, score = hour
@@ -192,10 +194,10 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 """
 
-# KEYS: record, review counts, queue, queue strata, acc:keys, then per accumulator: total,
-#       hours, hour.
-# ARGV: record JSON, id, stratum ('' without a stamp), queued ('1'/'0'), rank, hour, then per
-#       accumulator: name, field count, field, delta, ...
+# KEYS: record, review counts, queue, queue strata, acc:keys, recent-by-panel, then per
+#       accumulator: total, hours, hour.
+# ARGV: record JSON, id, stratum ('' without a stamp), queued ('1'/'0'), rank, hour, created_at,
+#       recent cap, then per accumulator: name, field count, field, delta, ...
 # Returns 1 created, 0 identical record already there (nothing written), -1 a different record
 # under this id, -2 a field would overflow (nothing written).
 _SAVE_LUA = _INCREMENTS_LUA + """
@@ -204,9 +206,11 @@ if cur then
   if cur == ARGV[1] then return 0 end
   return -1
 end
-local planned = plan(7, 6)
+local planned = plan(9, 7)
 if not planned then return -2 end
 redis.call('SET', KEYS[1], ARGV[1])
+redis.call('ZADD', KEYS[6], ARGV[7], ARGV[2])
+redis.call('ZREMRANGEBYRANK', KEYS[6], 0, -(tonumber(ARGV[8]) + 1))
 if ARGV[3] ~= '' then
   redis.call('HINCRBY', KEYS[2], 'routed:' .. ARGV[3], 1)
   if ARGV[4] == '1' then
@@ -375,8 +379,11 @@ class RedisStorage(Storage):
         connect_timeout_s: float = 2.0,
         retries: int = 2,
         max_cas_attempts: int = 200,
+        recent_cap: int = 20_000,
     ) -> None:
         self._url = url
+        self.recent_cap = recent_cap
+        """Newest verdict ids kept per panel for :meth:`iter_recent` (older ids are trimmed)."""
         self.safe_url = redact_url(url)
         self._secrets = self._secret_forms(url)
         self.socket_timeout_s = socket_timeout_s
@@ -518,6 +525,7 @@ class RedisStorage(Storage):
             review["queue"],
             review["strata"],
             self._k(tenant, "acc", "keys"),
+            self._recent_key(tenant, record.panel),
         ]
         args = [
             record.model_dump_json(),
@@ -526,6 +534,8 @@ class RedisStorage(Storage):
             "1" if stamp is not None and stamp.queued else "0",
             repr(0.0 if stamp is None else stamp.rank),
             str(hour),
+            repr(float(record.created_at)),
+            str(self.recent_cap),
         ]
         self._add_increments(tenant, hour, net, keys, args)
         with self._errors("save_verdict"):
@@ -895,6 +905,22 @@ class RedisStorage(Storage):
         index = self._labelled_key(tenant, panel)
         with self._errors("iter_labelled"):
             ids = await self.client.zrevrange(index, 0, -1 if limit is None else limit - 1)
+            if not ids:
+                return []
+            raws = await self.client.mget([self._k(tenant, "v", _text(i)) for i in ids])
+        return [self._parse_record(raw) for raw in raws if raw is not None]
+
+    def _recent_key(self, tenant: str, panel: str) -> str:
+        return self._k(tenant, "recent", "p", panel)
+
+    async def iter_recent(self, tenant: str, panel: str, *, limit: int) -> list[VerdictRecord]:
+        check_tenant(tenant)
+        check_limit(limit)
+        check_name("panel", panel)
+        if limit == 0:
+            return []
+        with self._errors("iter_recent"):
+            ids = await self.client.zrevrange(self._recent_key(tenant, panel), 0, limit - 1)
             if not ids:
                 return []
             raws = await self.client.mget([self._k(tenant, "v", _text(i)) for i in ids])

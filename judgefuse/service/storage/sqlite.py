@@ -612,6 +612,15 @@ class SQLiteStorage(Storage):
         rows = await self._run("iter_labelled", lambda c: c.execute(sql, params).fetchall())
         return [self._parse_record(row[0]) for row in rows]
 
+    async def iter_recent(self, tenant: str, panel: str, *, limit: int) -> list[VerdictRecord]:
+        check_tenant(tenant)
+        check_limit(limit)
+        check_name("panel", panel)
+        sql = ("SELECT body FROM verdicts WHERE tenant = ? AND panel = ? "
+               "ORDER BY created_at DESC, id DESC LIMIT ?")
+        rows = await self._run("iter_recent", lambda c: c.execute(sql, [tenant, panel, limit]).fetchall())
+        return [self._parse_record(row[0]) for row in rows]
+
     async def count_labelled(self, tenant: str, panel: str | None = None) -> int:
         check_tenant(tenant)
         sql = "SELECT COUNT(*) FROM verdicts WHERE tenant = ? AND label IS NOT NULL"

@@ -54,6 +54,8 @@ CREATE INDEX IF NOT EXISTS verdicts_panel_labelled
     ON verdicts (tenant, panel, created_at, id) WHERE label IS NOT NULL;
 CREATE INDEX IF NOT EXISTS verdicts_labelled
     ON verdicts (tenant, created_at, id) WHERE label IS NOT NULL;
+CREATE INDEX IF NOT EXISTS verdicts_panel_recent
+    ON verdicts (tenant, panel, created_at, id);
 CREATE TABLE IF NOT EXISTS acc_total (
     tenant TEXT NOT NULL,
     key TEXT NOT NULL,

@@ -1,0 +1,34 @@
+"""RefitScheduler: one run per round, also for the replica that ran it (a named lease's owner
+may take it again, so the round marker alone let a replica redo its round at every check)."""
+
+from __future__ import annotations
+
+from judgefuse.service.refit import RefitScheduler
+from judgefuse.service.storage import SQLiteStorage
+
+
+async def test_a_replica_runs_each_round_once(tmp_path):
+    count = {"n": 0}
+    ran: list[int] = []
+
+    async def counted(_tenant: str, _panel: str) -> int:
+        return count["n"]
+
+    async def run(_tenant: str, _panel: str) -> None:
+        ran.append(count["n"])
+
+    async with SQLiteStorage(tmp_path / "db.sqlite3") as storage:
+        scheduler = RefitScheduler(10, run, storage=storage, owner="r1", check_every=1,
+                                   count=counted, lease="cold_start")
+        for n in range(1, 36):  # a check after every verdict: rounds 1, 2, 3 cross at 10, 20, 30
+            count["n"] = n
+            scheduler.note("acme", "p1")
+            await scheduler.idle()
+        assert ran == [10, 20, 30]
+        assert scheduler.runs == [("acme", "p1", 1), ("acme", "p1", 2), ("acme", "p1", 3)]
+        # another replica finds every round taken
+        other = RefitScheduler(10, run, storage=storage, owner="r2", check_every=1, count=counted,
+                               lease="cold_start")
+        other.note("acme", "p1")
+        await other.idle()
+        assert other.runs == [] and ran == [10, 20, 30]
