@@ -447,7 +447,8 @@ class Storage(abc.ABC):
         """Stream verdict records (every tenant when ``tenant`` is None) in (created_at, tenant, id)
         ascending order, ``batch_size`` rows per query by keyset pagination: constant memory on
         millions of rows; records written during the scan may or may not appear."""
-        yield  # pragma: no cover (abstract; makes this an async generator for type checkers)
+        raise NotImplementedError
+        yield  # unreachable: makes this an async generator, like the backends
 
     @abc.abstractmethod
     async def apply_retention(

@@ -103,7 +103,7 @@ import re
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 import redis.asyncio as aioredis
@@ -1008,14 +1008,14 @@ class RedisStorage(Storage):
                     chunk = await self.client.zrangebyscore(
                         key, repr(score), repr(score), start=offset, num=n, withscores=True)
                     offset += len(chunk)
-                    out += [(_text(m), float(sc)) for m, sc in chunk if _text(m) > last]
+                    out += [(_text(m), float(sc)) for m, sc in cast(list[tuple[Any, Any]], chunk) if _text(m) > last]
                     if len(chunk) < n:
                         break
                 low_arg = f"({score!r}"
             if len(out) < n:
                 rest = await self.client.zrangebyscore(
                     key, low_arg, high_arg, start=0, num=n - len(out), withscores=True)
-                out += [(_text(m), float(sc)) for m, sc in rest]
+                out += [(_text(m), float(sc)) for m, sc in cast(list[tuple[Any, Any]], rest)]
         return out[:n]
 
     async def _tenant_records(
