@@ -204,5 +204,6 @@ def incremental_vacuum(conn: sqlite3.Connection, pages: int = VACUUM_STEP_PAGES)
     before = int(conn.execute("PRAGMA freelist_count").fetchone()[0])
     if before == 0:
         return 0
-    conn.execute(f"PRAGMA incremental_vacuum({int(pages)})").fetchall()
+    # executescript steps the pragma to completion; execute() would step it once (one page)
+    conn.executescript(f"PRAGMA incremental_vacuum({int(pages)})")
     return before - int(conn.execute("PRAGMA freelist_count").fetchone()[0])
