@@ -28,8 +28,7 @@ from pathlib import Path
 
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote, PairwiseItem
-from judgefuse.service.storage import ReviewStamp, SQLiteStorage, VerdictRecord
-from judgefuse.service.storage import sqlite_retention
+from judgefuse.service.storage import ReviewStamp, SQLiteStorage, VerdictRecord, sqlite_retention
 
 T0 = 1_790_000_000.0
 

@@ -143,6 +143,7 @@ async def export_records(
     check_format(fmt)
     target = Path(out)
     counts = {"written": 0, "skipped": 0, "labelled": 0}
+    await storage.index_existing_records()
     records = storage.iter_records(tenant, panel=panel, since=since, until=until,
                                    labelled_only=labelled_only, batch_size=batch_size)
     items = _items(records, tenant is None, counts)

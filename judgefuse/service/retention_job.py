@@ -89,6 +89,9 @@ class RetentionJob:
         started = time.monotonic()
         renew = asyncio.create_task(self._renew(), name="retention-lease")
         try:
+            indexed = await self.storage.index_existing_records()
+            if indexed:
+                log.info("retention: indexed %d records saved before the scan index", indexed)
             older_than = at - self.retention_days * DAY_S
             report = await self.storage.apply_retention(
                 older_than=older_than, keep_labelled=self.keep_labelled, now=at)

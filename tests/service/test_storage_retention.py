@@ -344,3 +344,30 @@ async def test_redis_retention_leaves_a_record_that_changed(redis_url: str) -> N
         assert await store.get_verdict("acme", "v1") is not None
         assert await store.count_labelled("acme") == 1
         await store.client.flushdb()
+
+
+async def test_redis_indexes_records_saved_before_the_index(redis_url: str) -> None:
+    """A store written by an older version (records without the ``records`` index or the
+    tenant set): ``index_existing_records`` puts them in, once; then scans and retention see
+    them."""
+    async with RedisStorage(redis_url) as store:
+        await store.client.flushdb()
+        await store.save_verdict("beta", make_record("new", tenant="beta", created_at=T0 + 5))
+        for vid, at in (("old1", T0 + 1), ("old2", T0 + 2)):  # as the older save script wrote them
+            await store.client.set(f"jf:{{acme}}:v:{vid}",
+                                   make_record(vid, created_at=at).model_dump_json())
+        await store.client.set("jf:{acme}:claim:x}:v:y", "replica-1")  # not a record
+        assert await collect(store) == ["beta/new"]
+        assert await store.index_existing_records() == 3  # the two old and the new one again
+        assert await store.index_existing_records() == 0  # marked done
+        assert await collect(store) == ["acme/old1", "acme/old2", "beta/new"]
+        report = await store.apply_retention(older_than=T0 + 3, keep_labelled=5)
+        assert report.dropped == 2
+        assert await collect(store) == ["beta/new"]
+        await store.client.flushdb()
+
+
+async def test_sqlite_has_nothing_to_index(sqlite_path: Path) -> None:
+    async with SQLiteStorage(sqlite_path) as store:
+        await store.save_verdict("acme", make_record("v"))
+        assert await store.index_existing_records() == 0

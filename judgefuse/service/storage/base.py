@@ -450,6 +450,12 @@ class Storage(abc.ABC):
         raise NotImplementedError
         yield  # unreachable: makes this an async generator, like the backends
 
+    async def index_existing_records(self) -> int:
+        """Make records saved before ``iter_records`` existed visible to it and to
+        ``apply_retention``; how many were indexed. A backend whose scans read its tables
+        directly (SQLite) has nothing to do. Cheap once done: callers run it before each scan."""
+        return 0
+
     @abc.abstractmethod
     async def apply_retention(
         self, *, older_than: float, keep_labelled: int, now: float | None = None

@@ -85,8 +85,10 @@ and a label removes any expiry (PERSIST), so labels leave only through ``apply_r
 which knows the refit's window. An expired record is never labelled nor queued, so it is in
 no labelled index and not in the queue; only its ``records`` entry is left, which the scan
 skips and the next pass removes (counted in ``dropped``). Records saved before this version
-are not in ``records`` (nor their tenant in ``jf:tenants``): neither the scan nor the pass sees
-them. Apart from that, nothing here expires but the in-flight claims and named leases.
+are not in ``records`` (nor their tenant in ``jf:tenants``) until ``index_existing_records``
+has run once (the retention job and ``judgefuse export`` run it first; it marks the store
+``jf:records-indexed``); they get no TTL. Apart from that, nothing here expires but the
+in-flight claims and named leases.
 Float sums are computed by HINCRBYFLOAT (long double, stored with 17 significant digits), so
 for values that are not exact binary fractions they may differ from SQLite's in the last bits;
 integer sums are identical on both backends.
@@ -162,6 +164,9 @@ tenant read it). Outside any tenant's hash slot, so it is written beside the sav
 it: once per tenant and process, before the tenant's first save, so no record exists whose
 tenant is missing from it."""
 RETENTION_BATCH = 1000
+RECORDS_INDEXED_KEY = "jf:records-indexed"
+"""Set once ``index_existing_records`` has put every older record into its tenant's
+``records`` index (records saved since are indexed by the save script)."""
 
 # Shared by the save and label scripts. plan(a, k) reads accumulators from ARGV[a..] (name,
 # field count, field, delta, ...) and their keys from KEYS[k..] (total, hours, hour bucket per
@@ -983,6 +988,45 @@ class RedisStorage(Storage):
         with self._errors("save_verdict"):
             await self.client.sadd(TENANTS_KEY, tenant)
         self._tenants_seen.add(tenant)
+
+    async def index_existing_records(self) -> int:
+        """Records saved before the ``records`` index (and the tenant set) existed: SCAN for
+        ``jf:{T}:v:*`` once, add each to its tenant's index (score = its ``created_at``) and
+        its tenant to the set, then mark the store done. Idempotent (ZADD, SADD), so replicas
+        racing through it do no harm; after the mark it costs one GET."""
+        with self._errors("index_existing_records"):
+            if await self.client.exists(RECORDS_INDEXED_KEY):
+                return 0
+            indexed = 0
+            keys: list[str] = []
+            async for key in self.client.scan_iter(match="jf:{*}:v:*", count=1000):
+                keys.append(_text(key))
+                if len(keys) >= 1000:
+                    indexed += await self._index_keys(keys)
+                    keys.clear()
+            indexed += await self._index_keys(keys)
+            await self.client.set(RECORDS_INDEXED_KEY, "1")
+        return indexed
+
+    async def _index_keys(self, keys: list[str]) -> int:
+        entries: list[tuple[str, str, float]] = []  # tenant, id, created_at
+        raws = await self.client.mget(keys) if keys else []
+        for key, raw in zip(keys, raws, strict=True):
+            close = key.find("}")  # tenant names hold no braces: the first closes the tag
+            if raw is None or close < 0 or not key.startswith(":v:", close + 1):
+                continue
+            try:
+                data = json.loads(raw)
+                entries.append((key[4:close], key[close + 4:], float(data["created_at"])))
+            except (ValueError, TypeError, KeyError):
+                continue  # not a verdict record (an id with '}:v:' in another key's name)
+        if entries:
+            async with self.client.pipeline(transaction=False) as pipe:
+                for tenant, vid, created_at in entries:
+                    pipe.zadd(self._k(tenant, "records"), {vid: created_at})
+                    pipe.sadd(TENANTS_KEY, tenant)
+                await pipe.execute()
+        return len(entries)
 
     async def _tenants(self) -> list[str]:
         with self._errors("tenants"):
