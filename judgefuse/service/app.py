@@ -32,6 +32,7 @@ from judgefuse.service.middleware import (
     QueryKeyMiddleware,
     TimingMiddleware,
 )
+from judgefuse.service.retention_job import RetentionJob
 from judgefuse.service.review_session import SessionSigner
 from judgefuse.service.settings import Settings, load_settings
 from judgefuse.service.storage import Storage, open_storage
@@ -75,7 +76,9 @@ async def _start_panels(
 
 def _storage_for(settings: Settings) -> Storage:
     """The configured storage, chosen by the URL's scheme (storage.registry)."""
-    return open_storage(settings.storage_url, sqlite_synchronous=settings.sqlite_synchronous)
+    days = settings.retention_days
+    return open_storage(settings.storage_url, sqlite_synchronous=settings.sqlite_synchronous,
+                        redis_record_ttl_s=days * 86400.0 if days else None)
 
 
 def create_app(
@@ -102,6 +105,7 @@ def create_app(
             await store.open()
         runtimes: dict[str, PanelRuntime] = {}
         gateway: Gateway | None = None
+        retention: RetentionJob | None = None
         cache_client = None
         try:
             cache = None
@@ -113,6 +117,9 @@ def create_app(
             runtimes = await _start_panels(settings, os.environ if environ is None else environ, cache)
             gateway = Gateway(settings, store, runtimes, metrics)
             app.state.gateway = gateway
+            retention = RetentionJob.from_settings(settings, store, owner=gateway.replica_id)
+            app.state.retention = retention
+            retention.start()
             app.state.panels_started = {name: True for name in runtimes}
             # startup allocated ~1e6 long-lived objects (sklearn/scipy/pydantic schemas):
             # move them out of the collector's sight so full collections stay short
@@ -121,6 +128,8 @@ def create_app(
             yield
         finally:
             app.state.panels_started = {}
+            if retention is not None:
+                await retention.aclose()
             if gateway is not None:
                 await gateway.aclose()
             for runtime in runtimes.values():

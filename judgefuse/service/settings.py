@@ -115,6 +115,14 @@ class Settings(BaseSettings):
     panel_structure_window: int = Field(default=2000, ge=10)
     """``GET /v1/calibration``'s ``panel_structure`` reads the panel's newest this many verdicts
     and newest this many labelled ones (Dawid-Skene is refitted on them per query)."""
+    retention_days: float | None = Field(default=None, ge=0.0, allow_inf_nan=False)
+    """Drop verdict records older than this many days (None or 0: keep everything, the
+    default). Records pending review and each panel's newest ``refit_max_labels`` labelled
+    records are kept; accumulators, counters, thresholds and models are never dropped. On Redis
+    a record that is not queued also expires this long after it was created
+    (:mod:`judgefuse.service.retention_job`)."""
+    retention_every_s: float = Field(default=3600.0, gt=0.0, allow_inf_nan=False)
+    """How often the retention pass runs (also once at start; one replica at a time)."""
 
     calibration_bins: int = Field(default=10, ge=1)
     th_eps: float = 0.1

@@ -78,9 +78,16 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def open_storage(url: str, *, sqlite_synchronous: Literal["FULL", "NORMAL"] = "FULL") -> Storage:
+def open_storage(
+    url: str,
+    *,
+    sqlite_synchronous: Literal["FULL", "NORMAL"] = "FULL",
+    redis_record_ttl_s: float | None = None,
+) -> Storage:
     """A storage from a URL: ``redis://`` / ``rediss://`` / ``unix://`` -> Redis,
     ``sqlite:///path`` or a plain path -> SQLite (with ``sqlite_synchronous``); other schemes
-    as registered in :mod:`~judgefuse.service.storage.registry`. The result is not opened yet
+    as registered in :mod:`~judgefuse.service.storage.registry`. ``redis_record_ttl_s``: see
+    :class:`~judgefuse.service.storage.registry.StorageOptions`. The result is not opened yet
     (``await storage.open()``). An unknown scheme raises ``ValueError``."""
-    return storage_from_url(url, StorageOptions(sqlite_synchronous=sqlite_synchronous))
+    return storage_from_url(url, StorageOptions(
+        sqlite_synchronous=sqlite_synchronous, redis_record_ttl_s=redis_record_ttl_s))

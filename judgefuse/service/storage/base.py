@@ -49,7 +49,7 @@ import math
 import numbers
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from types import TracebackType
 from typing import Any, Self
 
@@ -65,6 +65,7 @@ from judgefuse.service.storage.records import (
     ThresholdRecord,
     VerdictRecord,
 )
+from judgefuse.service.storage.retention import RetentionReport
 
 Number = int | float
 """A field value. Integer deltas are summed as exact 64-bit integers (the calibration
@@ -439,6 +440,38 @@ class Storage(abc.ABC):
         Not abstract, so a backend without it still opens: the cold start then says so.
         """
         raise NotImplementedError(f"{type(self).__name__} cannot list a panel's recent verdicts")
+    # -- export and retention (issue 17) ---------------------------------------------------------
+    @abc.abstractmethod
+    async def iter_records(
+        self,
+        tenant: str | None = None,
+        *,
+        panel: str | None = None,
+        since: float | None = None,      # created_at >= since
+        until: float | None = None,      # created_at < until
+        labelled_only: bool = False,
+        batch_size: int = 1000,
+    ) -> AsyncIterator[VerdictRecord]:
+        """Stream verdict records (every tenant when ``tenant`` is None) in (created_at, tenant, id)
+        ascending order, ``batch_size`` rows per query by keyset pagination: constant memory on
+        millions of rows; records written during the scan may or may not appear."""
+        raise NotImplementedError
+        yield  # unreachable: makes this an async generator, like the backends
+
+    async def index_existing_records(self) -> int:
+        """Make records saved before ``iter_records`` existed visible to it and to
+        ``apply_retention``; how many were indexed. A backend whose scans read its tables
+        directly (SQLite) has nothing to do. Cheap once done: callers run it before each scan."""
+        return 0
+
+    @abc.abstractmethod
+    async def apply_retention(
+        self, *, older_than: float, keep_labelled: int, now: float | None = None
+    ) -> RetentionReport:
+        """Delete verdict records with created_at < older_than (every tenant), except records pending
+        review (queued and unlabelled) and, per (tenant, panel), the newest ``keep_labelled`` labelled
+        records (the refit's window). Accumulators, counters, thresholds, models, state blobs and
+        monitor events are never touched. Idempotent; safe to run while traffic is served."""
 
 
 def check_verdict_record(tenant: str, record: VerdictRecord) -> None:
@@ -532,3 +565,38 @@ def check_state_put(key: str, body: Any, expected_version: int) -> str:
     if not isinstance(body, dict):
         raise ValueError("state body must be a JSON object (a dict)")
     return json.dumps(body, allow_nan=False, separators=(",", ":"))
+
+
+def check_iter_args(
+    tenant: str | None, panel: str | None, since: float | None, until: float | None,
+    batch_size: int,
+) -> None:
+    """``iter_records``' arguments, checked before the first query (shared by the backends)."""
+    if tenant is not None:
+        check_tenant(tenant)
+    if panel is not None:
+        check_name("panel", panel)
+    for name, value in (("since", since), ("until", until)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Real)
+                                  or not math.isfinite(value)):
+            raise ValueError(f"{name} must be finite epoch seconds, got {value!r}")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
+        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+
+
+def check_retention_args(older_than: float, keep_labelled: int) -> tuple[float, int]:
+    """``apply_retention``'s arguments, checked (shared by the backends)."""
+    if isinstance(older_than, bool) or not isinstance(older_than, numbers.Real) or not math.isfinite(
+            older_than):
+        raise ValueError(f"older_than must be finite epoch seconds, got {older_than!r}")
+    if isinstance(keep_labelled, bool) or not isinstance(keep_labelled, numbers.Integral) or (
+            keep_labelled < 0):
+        raise ValueError(f"keep_labelled must be an integer >= 0, got {keep_labelled!r}")
+    return float(older_than), int(keep_labelled)
+
+
+def pending_review(record: VerdictRecord) -> bool:
+    """Whether ``record`` waits for review: queued at decision time and not labelled yet (a
+    first label is what takes an item out of the queue, so the two always agree)."""
+    return record.label is None and record.review is not None and record.review.queued
+

@@ -11,6 +11,7 @@ cluster spreads tenants, not a tenant's keys). Tenant names cannot contain brace
 key                                    content
 =====================================  =====================================================
 ``jf:{T}:v:{id}``                      string: the verdict record's JSON (label included)
+``jf:{T}:records``                     sorted set: every record's id, score = ``created_at``
 ``jf:{T}:labelled``                    sorted set: labelled ids, score = ``created_at``
 ``jf:{T}:labelled:p:{panel}``          sorted set: the same per panel
 ``jf:{T}:recent:p:{panel}``            sorted set: the newest ``recent_cap`` verdict ids (labelled
@@ -32,6 +33,8 @@ key                                    content
 ``jf:{T}:review:owner:{panel}``        hash: leased id -> annotator (live leases only)
 ``jf:{T}:review:leases:{s}:{panel}``   sorted set per queued stratum: leased ids, score = expiry
 ``jf:{T}:review:counts:{panel}``       hash: ``routed:{s}``, ``inqueue:{s}``, ``labelled:{s}``
+``jf:tenants``                         set: every tenant that saved a verdict (no hash tag:
+                                       written beside the save script, once per process)
 =====================================  =====================================================
 
 The review keys' fixed words before the panel differ, so no panel name can make two of them
@@ -66,7 +69,28 @@ validated before the script; the script checks every field for overflow (int64, 
 floats) before its first write and refuses the whole label with :class:`AccumulatorOverflow`,
 so a label is never half applied (Redis does not roll a failed script back).
 
-Nothing here expires but the in-flight claims (a few seconds, renewed while judging): verdict records and hour buckets are kept until deleted by an operator.
+Retention (issue 17)
+--------------------
+``iter_records`` pages through ``records`` (or, with ``labelled_only``, the labelled index)
+by (score, id) keyset, reads the bodies with MGET and merges the tenants' streams in
+(created_at, tenant, id) order. ``apply_retention`` walks ``records`` below the cut-off, keeps
+the records pending review (queued and unlabelled) and, per panel, the labelled ones at or
+after the ``keep_labelled``-th newest of ``labelled:p:{panel}``, and deletes the rest with a
+script that first checks the record is still the one read (a label in between wins: the record
+stays for the next pass) and removes it from ``records`` and both labelled indexes, so no index
+holds a dangling id. Review counters, accumulators and hour buckets are never touched.
+
+With ``record_ttl_s`` (the service passes ``retention_days``) a record that is not queued also
+gets an expiry at ``created_at + record_ttl_s`` when it is saved, so Redis frees it by itself
+even if no retention pass runs; a queued record gets none (pending review is never dropped),
+and a label removes any expiry (PERSIST), so labels leave only through ``apply_retention``,
+which knows the refit's window. An expired record is never labelled nor queued, so it is in
+no labelled index and not in the queue; only its ``records`` entry is left, which the scan
+skips and the next pass removes (counted in ``dropped``). Records saved before this version
+are not in ``records`` (nor their tenant in ``jf:tenants``) until ``index_existing_records``
+has run once (the retention job and ``judgefuse export`` run it first; it marks the store
+``jf:records-indexed``); they get no TTL. Apart from that, nothing here expires but the
+in-flight claims and named leases.
 Float sums are computed by HINCRBYFLOAT (long double, stored with 17 significant digits), so
 for values that are not exact binary fractions they may differ from SQLite's in the last bits;
 integer sums are identical on both backends.
@@ -76,12 +100,14 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import heapq
 import json
+import math
 import re
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 import redis.asyncio as aioredis
@@ -102,10 +128,12 @@ from judgefuse.service.storage.base import (
     StorageUnavailable,
     VerdictExists,
     VerdictNotFound,
+    check_iter_args,
     check_lease,
     check_limit,
     check_name,
     check_named_lease,
+    check_retention_args,
     check_state_put,
     check_tenant,
     check_verdict_record,
@@ -115,6 +143,7 @@ from judgefuse.service.storage.base import (
     hour_of,
     labelled_copy,
     net_increments,
+    pending_review,
     stats_from_counters,
 )
 from judgefuse.service.storage.records import (
@@ -127,9 +156,19 @@ from judgefuse.service.storage.records import (
     ThresholdRecord,
     VerdictRecord,
 )
+from judgefuse.service.storage.retention import RetentionReport
 
 V = TypeVar("V", ThresholdRecord, ModelRecord, MonitorEvent)
 _INT_RE = re.compile(r"^-?[0-9]+$")
+TENANTS_KEY = "jf:tenants"
+"""Set of every tenant that saved a verdict (``iter_records`` and ``apply_retention`` over every
+tenant read it). Outside any tenant's hash slot, so it is written beside the save script, not in
+it: once per tenant and process, before the tenant's first save, so no record exists whose
+tenant is missing from it."""
+RETENTION_BATCH = 1000
+RECORDS_INDEXED_KEY = "jf:records-indexed"
+"""Set once ``index_existing_records`` has put every older record into its tenant's
+``records`` index (records saved since are indexed by the save script)."""
 
 # Shared by the save and label scripts. plan(a, k) reads accumulators from ARGV[a..] (name,
 # field count, field, delta, ...) and their keys from KEYS[k..] (total, hours, hour bucket per
@@ -194,10 +233,11 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 """
 
-# KEYS: record, review counts, queue, queue strata, acc:keys, recent-by-panel, then per
-#       accumulator: total, hours, hour.
-# ARGV: record JSON, id, stratum ('' without a stamp), queued ('1'/'0'), rank, hour, created_at,
-#       recent cap, then per accumulator: name, field count, field, delta, ...
+# KEYS: record, review counts, queue, queue strata, acc:keys, recent-by-panel, records index,
+#       then per accumulator: total, hours, hour.
+# ARGV: record JSON, id, stratum ('' without a stamp), queued ('1'/'0'), rank, hour, created_at
+#       (the score of both indexes), recent cap, expiry in epoch ms ('' none: see "Retention"),
+#       then per accumulator: name, field count, field, delta, ...
 # Returns 1 created, 0 identical record already there (nothing written), -1 a different record
 # under this id, -2 a field would overflow (nothing written).
 _SAVE_LUA = _INCREMENTS_LUA + """
@@ -206,11 +246,13 @@ if cur then
   if cur == ARGV[1] then return 0 end
   return -1
 end
-local planned = plan(9, 7)
+local planned = plan(10, 8)
 if not planned then return -2 end
 redis.call('SET', KEYS[1], ARGV[1])
 redis.call('ZADD', KEYS[6], ARGV[7], ARGV[2])
 redis.call('ZREMRANGEBYRANK', KEYS[6], 0, -(tonumber(ARGV[8]) + 1))
+redis.call('ZADD', KEYS[7], ARGV[7], ARGV[2])
+if ARGV[9] ~= '' then redis.call('PEXPIREAT', KEYS[1], ARGV[9]) end
 if ARGV[3] ~= '' then
   redis.call('HINCRBY', KEYS[2], 'routed:' .. ARGV[3], 1)
   if ARGV[4] == '1' then
@@ -228,7 +270,8 @@ return 1
 # ARGV: sha1(expected current value), new value, score, id, hour, stratum of a first label of
 #       a stamped record ('' otherwise), then per accumulator: name, field count, field, delta, ...
 # Returns 1 done, 0 the record changed (retry), -1 no record, -2 a field would overflow.
-# Every check runs before the first write, so a refused label writes nothing.
+# Every check runs before the first write, so a refused label writes nothing. A labelled record
+# loses any expiry (PERSIST): labels leave only through apply_retention ("Retention").
 _LABEL_LUA = _INCREMENTS_LUA + """
 local cur = redis.call('GET', KEYS[1])
 if not cur then return -1 end
@@ -236,6 +279,7 @@ if redis.sha1hex(cur) ~= ARGV[1] then return 0 end
 local planned = plan(7, 11)
 if not planned then return -2 end
 redis.call('SET', KEYS[1], ARGV[2])
+redis.call('PERSIST', KEYS[1])
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
 redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
 local stratum = ARGV[6]
@@ -305,6 +349,23 @@ return 1
 _RELEASE_NAMED_LUA = """
 if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
+return 1
+"""
+
+# KEYS: record, records index, labelled, labelled-by-panel. ARGV: id, sha1 of the record as
+# read ('' when it was already gone: an expired record, whose index entries are removed).
+# Returns 1 deleted (or its index entries removed), 0 the record changed since it was read.
+_DROP_LUA = """
+local cur = redis.call('GET', KEYS[1])
+if cur then
+  if redis.sha1hex(cur) ~= ARGV[2] then return 0 end
+  redis.call('DEL', KEYS[1])
+elseif ARGV[2] ~= '' then
+  return 0
+end
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('ZREM', KEYS[4], ARGV[1])
 return 1
 """
 
@@ -380,7 +441,12 @@ class RedisStorage(Storage):
         retries: int = 2,
         max_cas_attempts: int = 200,
         recent_cap: int = 20_000,
+        record_ttl_s: float | None = None,
     ) -> None:
+        if record_ttl_s is not None and not (math.isfinite(record_ttl_s) and record_ttl_s > 0):
+            raise ValueError(f"record_ttl_s must be a positive number of seconds, got {record_ttl_s!r}")
+        self.record_ttl_s = record_ttl_s
+        self._tenants_seen: set[str] = set()
         self._url = url
         self.recent_cap = recent_cap
         """Newest verdict ids kept per panel for :meth:`iter_recent` (older ids are trimmed)."""
@@ -460,6 +526,7 @@ class RedisStorage(Storage):
         self._acquire_named_script = client.register_script(_ACQUIRE_LUA)
         self._release_named_script = client.register_script(_RELEASE_NAMED_LUA)
         self._claim_script = client.register_script(_CLAIM_LUA)
+        self._drop_script = client.register_script(_DROP_LUA)
         self._release_claim_script = client.register_script(_RELEASE_CLAIM_LUA)
 
     async def close(self) -> None:
@@ -526,18 +593,25 @@ class RedisStorage(Storage):
             review["strata"],
             self._k(tenant, "acc", "keys"),
             self._recent_key(tenant, record.panel),
+            self._k(tenant, "records"),
         ]
+        queued = stamp is not None and stamp.queued
+        expire_ms = ""
+        if self.record_ttl_s is not None and not queued:
+            expire_ms = str(int((record.created_at + self.record_ttl_s) * 1000))
         args = [
             record.model_dump_json(),
             record.id,
             "" if stamp is None else stamp.stratum,
-            "1" if stamp is not None and stamp.queued else "0",
+            "1" if queued else "0",
             repr(0.0 if stamp is None else stamp.rank),
             str(hour),
             repr(float(record.created_at)),
             str(self.recent_cap),
+            expire_ms,
         ]
         self._add_increments(tenant, hour, net, keys, args)
+        await self._register_tenant(tenant)
         with self._errors("save_verdict"):
             result = int(await self._save_script(keys=keys, args=args))
         if result == -1:
@@ -931,3 +1005,211 @@ class RedisStorage(Storage):
         index = self._labelled_key(tenant, panel)
         with self._errors("count_labelled"):
             return int(await self.client.zcard(index))
+
+    # -- export and retention ------------------------------------------------------------------
+    async def _register_tenant(self, tenant: str) -> None:
+        if tenant in self._tenants_seen:
+            return
+        with self._errors("save_verdict"):
+            await self.client.sadd(TENANTS_KEY, tenant)
+        self._tenants_seen.add(tenant)
+
+    async def index_existing_records(self) -> int:
+        """Records saved before the ``records`` index (and the tenant set) existed: SCAN for
+        ``jf:{T}:v:*`` once, add each to its tenant's index (score = its ``created_at``) and
+        its tenant to the set, then mark the store done. Idempotent (ZADD, SADD), so replicas
+        racing through it do no harm; after the mark it costs one GET."""
+        with self._errors("index_existing_records"):
+            if await self.client.exists(RECORDS_INDEXED_KEY):
+                return 0
+            indexed = 0
+            keys: list[str] = []
+            async for key in self.client.scan_iter(match="jf:{*}:v:*", count=1000):
+                keys.append(_text(key))
+                if len(keys) >= 1000:
+                    indexed += await self._index_keys(keys)
+                    keys.clear()
+            indexed += await self._index_keys(keys)
+            await self.client.set(RECORDS_INDEXED_KEY, "1")
+        return indexed
+
+    async def _index_keys(self, keys: list[str]) -> int:
+        entries: list[tuple[str, str, float]] = []  # tenant, id, created_at
+        raws = await self.client.mget(keys) if keys else []
+        for key, raw in zip(keys, raws, strict=True):
+            close = key.find("}")  # tenant names hold no braces: the first closes the tag
+            if raw is None or close < 0 or not key.startswith(":v:", close + 1):
+                continue
+            try:
+                data = json.loads(raw)
+                entries.append((key[4:close], key[close + 4:], float(data["created_at"])))
+            except (ValueError, TypeError, KeyError):
+                continue  # not a verdict record (an id with '}:v:' in another key's name)
+        if entries:
+            async with self.client.pipeline(transaction=False) as pipe:
+                for tenant, vid, created_at in entries:
+                    pipe.zadd(self._k(tenant, "records"), {vid: created_at})
+                    pipe.sadd(TENANTS_KEY, tenant)
+                await pipe.execute()
+        return len(entries)
+
+    async def _tenants(self) -> list[str]:
+        with self._errors("tenants"):
+            return sorted(_text(t) for t in await self.client.smembers(TENANTS_KEY))
+
+    async def _index_page(
+        self, key: str, low: float | None, high: float | None, after: tuple[float, str] | None,
+        n: int,
+    ) -> list[tuple[str, float]]:
+        """The next ``n`` (id, score) of a sorted set in (score, id) order after ``after``, with
+        ``low <= score < high``. Keyset pagination: the rest of ``after``'s tie group (members
+        of one score are in id order) is read first, then the scores above it; no offset into
+        the whole set, so a page costs O(log N + n) however far the scan is."""
+        high_arg = "+inf" if high is None else f"({high!r}"
+        out: list[tuple[str, float]] = []
+        with self._errors("iter_records"):
+            if after is None:
+                low_arg = "-inf" if low is None else repr(float(low))
+            else:
+                score, last = after
+                offset = 0
+                while len(out) < n:
+                    chunk = await self.client.zrangebyscore(
+                        key, repr(score), repr(score), start=offset, num=n, withscores=True)
+                    offset += len(chunk)
+                    out += [(_text(m), float(sc)) for m, sc in cast(list[tuple[Any, Any]], chunk) if _text(m) > last]
+                    if len(chunk) < n:
+                        break
+                low_arg = f"({score!r}"
+            if len(out) < n:
+                rest = await self.client.zrangebyscore(
+                    key, low_arg, high_arg, start=0, num=n - len(out), withscores=True)
+                out += [(_text(m), float(sc)) for m, sc in cast(list[tuple[Any, Any]], rest)]
+        return out[:n]
+
+    async def _tenant_records(
+        self, tenant: str, panel: str | None, since: float | None, until: float | None,
+        labelled_only: bool, batch_size: int,
+    ) -> AsyncIterator[VerdictRecord]:
+        """One tenant's records in (created_at, id) order: the labelled index (of the panel)
+        with ``labelled_only``, else the records index (panel filtered on the bodies)."""
+        key = self._labelled_key(tenant, panel) if labelled_only else self._k(tenant, "records")
+        after: tuple[float, str] | None = None
+        while True:
+            page = await self._index_page(key, since, until, after, batch_size)
+            if not page:
+                return
+            with self._errors("iter_records"):
+                raws = await self.client.mget([self._k(tenant, "v", vid) for vid, _ in page])
+            for raw in raws:
+                if raw is None:  # expired (record TTL) or deleted since the page was read
+                    continue
+                record = self._parse_record(raw)
+                if panel is not None and record.panel != panel:
+                    continue
+                if labelled_only and record.label is None:
+                    continue
+                yield record
+            if len(page) < batch_size:
+                return
+            after = (page[-1][1], page[-1][0])
+
+    async def iter_records(
+        self,
+        tenant: str | None = None,
+        *,
+        panel: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        labelled_only: bool = False,
+        batch_size: int = 1000,
+    ) -> AsyncIterator[VerdictRecord]:
+        check_iter_args(tenant, panel, since, until, batch_size)
+        tenants = [tenant] if tenant is not None else await self._tenants()
+        streams = [
+            self._tenant_records(t, panel, since, until, labelled_only, batch_size)
+            for t in tenants
+        ]
+        # a k-way merge of the tenants' ordered streams: O(tenants) records in memory
+        heap: list[tuple[float, str, str, int, VerdictRecord]] = []
+        for index, stream in enumerate(streams):
+            first = await anext(stream, None)
+            if first is not None:
+                heap.append((first.created_at, first.tenant, first.id, index, first))
+        heapq.heapify(heap)
+        while heap:
+            _, _, _, index, record = heap[0]
+            yield record
+            following = await anext(streams[index], None)
+            if following is None:
+                heapq.heappop(heap)
+            else:
+                heapq.heapreplace(heap, (following.created_at, following.tenant, following.id,
+                                         index, following))
+
+    async def _keep_bound(self, tenant: str, panel: str, keep: int) -> tuple[float, str] | None:
+        """(created_at, id) of the ``keep``-th newest labelled record of (tenant, panel), the
+        order ``iter_labelled`` reads; None when there are fewer (all are kept)."""
+        with self._errors("apply_retention"):
+            rows = await self.client.zrevrange(
+                self._labelled_key(tenant, panel), keep - 1, keep - 1, withscores=True)
+        return None if not rows else (float(rows[0][1]), _text(rows[0][0]))
+
+    async def apply_retention(
+        self, *, older_than: float, keep_labelled: int, now: float | None = None
+    ) -> RetentionReport:
+        cutoff, keep = check_retention_args(older_than, keep_labelled)
+        clock(now)  # checked for the contract; the cut-off is the caller's
+        dropped = pending = labelled = 0
+        for tenant in await self._tenants():
+            index = self._k(tenant, "records")
+            bounds: dict[str, tuple[float, str] | None] = {}
+            after: tuple[float, str] | None = None
+            while True:
+                page = await self._index_page(index, None, cutoff, after, RETENTION_BATCH)
+                if not page:
+                    break
+                with self._errors("apply_retention"):
+                    raws = await self.client.mget([self._k(tenant, "v", vid) for vid, _ in page])
+                drops: list[tuple[str, str, str | None]] = []  # id, sha1 as read, panel
+                for (vid, _score), raw in zip(page, raws, strict=True):
+                    if raw is None:  # expired by its TTL: only its index entry is left
+                        drops.append((vid, "", None))
+                        continue
+                    record = self._parse_record(raw)
+                    if pending_review(record):
+                        pending += 1
+                        continue
+                    if record.label is not None and keep > 0:
+                        if record.panel not in bounds:
+                            bounds[record.panel] = await self._keep_bound(tenant, record.panel, keep)
+                        bound = bounds[record.panel]
+                        if bound is None or (record.created_at, record.id) >= bound:
+                            labelled += 1
+                            continue
+                    drops.append((vid, hashlib.sha1(_text(raw).encode("utf-8")).hexdigest(),
+                                  record.panel))
+                dropped += await self._drop(tenant, drops)
+                if len(page) < RETENTION_BATCH:
+                    break
+                after = (page[-1][1], page[-1][0])
+        return RetentionReport(dropped=dropped, kept_pending=pending, kept_labelled=labelled)
+
+    async def _drop(self, tenant: str, drops: list[tuple[str, str, str | None]]) -> int:
+        """Delete records (each only if unchanged since read) with their index entries, one
+        pipelined script call per record; how many went. A record labelled or relabelled in
+        between is left for the next pass."""
+        if not drops:
+            return 0
+        with self._errors("apply_retention"):
+            async with self.client.pipeline(transaction=False) as pipe:
+                for vid, sha, panel in drops:
+                    labelled = self._k(tenant, "labelled")
+                    by_panel = labelled if panel is None else self._k(tenant, "labelled", "p", panel)
+                    await self._drop_script(
+                        keys=[self._k(tenant, "v", vid), self._k(tenant, "records"), labelled,
+                              by_panel],
+                        args=[vid, sha], client=pipe)
+                results = await pipe.execute()
+        return sum(1 for result in results if int(result) == 1)
+

@@ -41,6 +41,9 @@ class StorageOptions:
 
     sqlite_synchronous: Literal["FULL", "NORMAL"] = "FULL"
     """SQLite's ``PRAGMA synchronous`` (see :class:`SQLiteStorage`)."""
+    redis_record_ttl_s: float | None = None
+    """Redis: expire records that are not queued this long after their ``created_at`` (the
+    service's ``retention_days``; see :class:`~judgefuse.service.storage.redis.RedisStorage`)."""
 
 
 StorageFactory = Callable[[str, StorageOptions], Storage]
@@ -123,7 +126,7 @@ def _sqlite(url: str, options: StorageOptions) -> Storage:
 def _redis(url: str, options: StorageOptions) -> Storage:
     from judgefuse.service.storage.redis import RedisStorage  # needs the redis package
 
-    return RedisStorage(url)
+    return RedisStorage(url, record_ttl_s=options.redis_record_ttl_s)
 
 
 register_scheme("sqlite", _sqlite)

@@ -33,10 +33,11 @@ verdict and label queries. The rest, one job each:
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import sqlite3
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -52,10 +53,12 @@ from judgefuse.service.storage.base import (
     StorageError,
     VerdictExists,
     VerdictNotFound,
+    check_iter_args,
     check_lease,
     check_limit,
     check_name,
     check_named_lease,
+    check_retention_args,
     check_state_put,
     check_tenant,
     check_verdict_record,
@@ -76,6 +79,7 @@ from judgefuse.service.storage.records import (
     ThresholdRecord,
     VerdictRecord,
 )
+from judgefuse.service.storage.retention import RetentionReport
 from judgefuse.service.storage.sqlite_accumulators import (
     accumulator_keys,
     add_increments,
@@ -83,6 +87,15 @@ from judgefuse.service.storage.sqlite_accumulators import (
 )
 from judgefuse.service.storage.sqlite_cache import AccumulatorCache, Written
 from judgefuse.service.storage.sqlite_errors import map_sqlite_error
+from judgefuse.service.storage.sqlite_retention import (
+    Bounds,
+    Key,
+    create_retention_indexes,
+    incremental_vacuum,
+    prepare_new_file,
+    record_page,
+    retention_batch,
+)
 from judgefuse.service.storage.sqlite_review import (
     dequeue_labelled,
     enqueue_new,
@@ -168,12 +181,14 @@ class SQLiteStorage(Storage):
             )
             try:
                 conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
+                prepare_new_file(conn)  # before WAL and the first table (sqlite_retention)
                 mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
                 if str(mode).lower() != "wal":
                     raise StorageError(f"sqlite: could not switch {self.path} to WAL ({mode})")
                 conn.execute(f"PRAGMA synchronous = {self.synchronous}")
                 conn.execute("PRAGMA foreign_keys = ON")
                 create_schema(conn, self.path)
+                create_retention_indexes(conn)
             except BaseException:
                 conn.close()
                 raise
@@ -631,3 +646,54 @@ class SQLiteStorage(Storage):
             params.append(panel)
         row = await self._run("count_labelled", lambda c: c.execute(sql, params).fetchone())
         return int(row[0])
+
+    # -- export and retention (sqlite_retention) -------------------------------------------------
+    async def iter_records(
+        self,
+        tenant: str | None = None,
+        *,
+        panel: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        labelled_only: bool = False,
+        batch_size: int = 1000,
+    ) -> AsyncIterator[VerdictRecord]:
+        check_iter_args(tenant, panel, since, until, batch_size)
+        after: Key | None = None
+        while True:
+            page = functools.partial(
+                record_page, tenant=tenant, panel=panel, since=since, until=until,
+                labelled_only=labelled_only, after=after, batch=batch_size,
+            )
+            rows = await self._run("iter_records", page)
+            for row in rows:
+                yield self._parse_record(row[3])
+            if len(rows) < batch_size:
+                return
+            after = (float(rows[-1][0]), str(rows[-1][1]), str(rows[-1][2]))
+
+    async def apply_retention(
+        self, *, older_than: float, keep_labelled: int, now: float | None = None
+    ) -> RetentionReport:
+        cutoff, keep = check_retention_args(older_than, keep_labelled)
+        clock(now)  # checked for the contract; the cut-off is the caller's
+        bounds: Bounds = {}
+        after: Key | None = None
+        dropped = pending = labelled = 0
+        while True:
+            txn = functools.partial(
+                retention_batch, older_than=cutoff, keep_labelled=keep, after=after, bounds=bounds
+            )
+            report, after = await self._run(
+                "apply_retention", functools.partial(self._write, fn=txn)
+            )
+            dropped += report.dropped
+            pending += report.kept_pending
+            labelled += report.kept_labelled
+            if after is None:
+                break
+        if dropped:
+            while await self._run("incremental_vacuum", incremental_vacuum):
+                pass
+        return RetentionReport(dropped=dropped, kept_pending=pending, kept_labelled=labelled)
+
