@@ -39,7 +39,7 @@ import random
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from judgefuse.fusion.capabilities import LEARNED_METHOD, ItemFusionMethod
 from judgefuse.fusion.verdict import Verdict
@@ -202,8 +202,8 @@ class Gateway:
                 )
             name = runtime.default_method
         method = runtime.method(name)
-        if isinstance(method, ItemFusionMethod):
-            return await method.afuse(item, votes, tenant=tenant)
+        if runtime.is_item_method(name, method):
+            return await cast(ItemFusionMethod, method).afuse(item, votes, tenant=tenant)
         return method(votes)
 
     async def judge(self, tenant: str, request: JudgeRequest, *, prefix: str = "body") -> VerdictOut:
@@ -436,7 +436,7 @@ class Gateway:
     async def _label(self, tenant: str, verdict_id: str, label: Letter) -> LabelOutcome:
         outcome = await self.storage.set_label(tenant, verdict_id, label, label_increments)
         panel = outcome.record.panel
-        self.metrics.labels.labels(tenant, panel, outcome.status).inc()
+        self.metrics.child(self.metrics.labels, tenant, panel, outcome.status).inc()
         if outcome.status == "labelled":
             self.scheduler.note_label(tenant, panel)
             await self._monitor_label(tenant, outcome.record, label)
