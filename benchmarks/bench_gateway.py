@@ -220,8 +220,9 @@ async def wait_http(url: str, timeout: float = 60.0) -> None:
 
 
 # ----------------------------------------------------------------------------- load
-Sample = tuple[float, float | None, float | None]
-"""(client latency, slowest judge call as the server saw it or None, server overhead or None)."""
+Sample = tuple[float, float | None, float | None, float | None]
+"""(client latency, slowest judge call as the server saw it or None, server overhead or None,
+the server's time storing the verdict or None)."""
 
 
 async def one(session: aiohttp.ClientSession, url: str, body: bytes,
@@ -235,11 +236,12 @@ async def one(session: aiohttp.ClientSession, url: str, body: bytes,
         raise RuntimeError(f"HTTP {status}: {raw[:200]!r}")
     data = json.loads(raw)
     if "slowest" in data:  # the bare fan-out
-        return latency, data["slowest"], None
+        return latency, data["slowest"], None, None
     if "choices" in data:  # the LiteLLM proxy: no per-call timing in the body
-        return latency, None, None
+        return latency, None, None, None
     slowest = max((v["latency_s"] for v in data["votes"]), default=0.0)
-    return latency, slowest, data["timings"].get("overhead_s")
+    timings = data["timings"]
+    return latency, slowest, timings.get("overhead_s"), timings.get("store_s")
 
 
 async def closed_loop(url: str, concurrency: int, seconds: float,
@@ -337,6 +339,8 @@ class Measured:
     """client latency minus the stub's fixed delay (every server, the proxy included)"""
     inside: list[float] = field(default_factory=list)
     """judgefuse's own ``timings.overhead_s``"""
+    store: list[float] = field(default_factory=list)
+    """judgefuse's ``timings.store_s`` (the group commit's wait, fsync included)"""
     cpu_ms: float = float("nan")
     """the server's CPU ms per request over every closed-loop point"""
 
@@ -366,12 +370,14 @@ async def overhead_at(target: Target, rate: float, seconds: float, delay_s: floa
     samples, into.achieved, into.errors = await open_loop(
         target.url, rate, seconds, target.payload, target.headers)
     into.at_rate = rate
-    for latency, slowest, inside in samples:
+    for latency, slowest, inside, store in samples:
         into.over_stub.append(latency - delay_s)
         if slowest is not None:
             into.over_call.append(latency - slowest)
         if inside is not None:
             into.inside.append(inside)
+        if store is not None:
+            into.store.append(store)
     return into
 
 
@@ -486,7 +492,9 @@ def show_overhead(m: Measured, note: str = "") -> None:
     print(line + note)
     if m.inside:
         print(f"    {'':<28} of which inside the app (timings.overhead_s): p50 "
-              f"{pct(m.inside, 50) * 1e3:.2f} ms, p99 {pct(m.inside, 99) * 1e3:.2f} ms")
+              f"{pct(m.inside, 50) * 1e3:.2f} ms, p99 {pct(m.inside, 99) * 1e3:.2f} ms; storing "
+              f"(timings.store_s, the commit's fsync included): p50 {pct(m.store, 50) * 1e3:.2f} ms, "
+              f"p99 {pct(m.store, 99) * 1e3:.2f} ms")
 
 
 async def main_async(args: argparse.Namespace) -> None:
