@@ -60,6 +60,46 @@ def _short(frame: str) -> str:
     return f"{name} ({short})"
 
 
+OWNERS = (
+    ("prometheus_client", ("prometheus_client/",)),
+    ("storage (judgefuse)", ("service/storage/",)),
+    ("drift monitors (service/monitor, calibration)", ("service/monitor", "calibration/")),
+    ("metrics (judgefuse)", ("service/metrics",)),
+    ("aiohttp (judge calls)", ("aiohttp/", "aiohappyeyeballs/")),
+    ("judges + prompts (judgefuse)", ("judges/", "prompts/")),
+    ("fusion (judgefuse)", ("fusion/",)),
+    ("pydantic", ("pydantic",)),
+    ("service (judgefuse: gateway, routes, middleware)", ("service/", "judgefuse/")),
+    ("sqlite3 (C, incl. fsync)", ("sqlite3",)),
+    ("uvicorn (HTTP protocol, socket writes)", ("uvicorn/",)),
+    ("fastapi", ("fastapi/",)),
+    ("starlette", ("starlette/",)),
+    ("json", ("json/",)),
+    ("asyncio / concurrent.futures", ("asyncio/", "concurrent/", "threading")),
+)
+
+
+def by_owner(path: Path) -> str:
+    """Each sample charged to the first frame, from the leaf up, that one of :data:`OWNERS`
+    claims: where the time went by package, library calls charged to the library."""
+    counts: collections.Counter[str] = collections.Counter()
+    total = 0
+    for line in path.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack:
+            continue
+        n = int(count)
+        total += n
+        for frame in reversed(stack.split(";")):
+            owner = next((name for name, marks in OWNERS if any(m in frame for m in marks)), None)
+            if owner is not None:
+                counts[owner] += n
+                break
+        else:
+            counts["other (event loop, C)"] += n
+    return "\n".join(f"  {100 * n / total:5.1f}%  {name}" for name, n in counts.most_common())
+
+
 def table(counter: collections.Counter[str], total: int, n: int, keep: tuple[str, ...] | None) -> str:
     rows = []
     for frame, count in counter.most_common():
@@ -138,6 +178,9 @@ def main() -> None:
         f"POST /v1/{args.path}, {args.judges} SC judges at {args.latency_ms:g} ms, closed loop "
         f"concurrency {args.concurrency}, SQLite synchronous={args.sqlite_sync}: {rate:.1f} verdicts/s "
         f"while sampled; {total} samples (py-spy raw, 200 Hz, {'GIL holder only' if args.gil else 'non-idle threads'})",
+        "",
+        "by owner (each sample charged to the nearest frame from the leaf up that a package claims):",
+        by_owner(raw),
         "",
         f"top {args.top} inclusive (frame anywhere on the stack), share of all samples:",
         table(inclusive, total, args.top, INTERESTING),
