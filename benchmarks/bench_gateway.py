@@ -381,6 +381,23 @@ async def overhead_at(target: Target, rate: float, seconds: float, delay_s: floa
     return into
 
 
+def fsync_ms(folder: str, n: int = 60) -> tuple[float, float]:
+    """p50 and p90 of one fsync after a 4 KiB append in ``folder``: the floor under every
+    ``synchronous=FULL`` commit on this disk (other jobs writing to it raise it)."""
+    fd, path = tempfile.mkstemp(dir=folder)
+    times = []
+    try:
+        for _ in range(n):
+            os.write(fd, b"x" * 4096)
+            started = time.perf_counter()
+            os.fsync(fd)
+            times.append(time.perf_counter() - started)
+    finally:
+        os.close(fd)
+        os.unlink(path)
+    return pct(times, 50) * 1e3, pct(times, 90) * 1e3
+
+
 def ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}x" if b > 0 else "n/a"
 
@@ -540,6 +557,9 @@ async def main_async(args: argparse.Namespace) -> None:
         print(f"cores: {os.cpu_count()}; judges: {args.judges} (SC, direct aiohttp); judge latency "
               f"{args.latency_ms:g} ms; SQLite synchronous={args.sqlite_sync} (the default: FULL); "
               f"{args.seconds:g} s per point; load average {os.getloadavg()[0]:.1f} at the start")
+        f50, f90 = fsync_ms(workdir)
+        print(f"disk: one fsync after a 4 KiB append p50 {f50:.2f} ms, p90 {f90:.2f} ms (the floor of "
+              "every synchronous=FULL commit; judgefuse's timings.store_s below includes it)")
         conc = args.concurrency
         FUSE["votes"] = [{"judge": f"judge{i}", "choice": "A", "confidence": 0.85} for i in range(args.judges)]
 
