@@ -164,14 +164,7 @@ def start_litellm_proxy(port: int, stub_url: str, workdir: str) -> subprocess.Po
 
     Its defaults otherwise (a master key, which it requires, so each request is authenticated
     as judgefuse's keyed mode would be; no database, no callbacks)."""
-    exe = Path(sys.executable).parent / "litellm"
-    if not exe.exists() or importlib.util.find_spec("litellm.proxy.proxy_server") is None:
-        raise SystemExit(PROXY_MISSING)
-    try:
-        import backoff  # noqa: F401  - one of the proxy extra's packages
-        import fastapi_sso  # noqa: F401
-    except ImportError:
-        raise SystemExit(PROXY_MISSING) from None
+    exe = check_proxy_extra()
     config = Path(workdir) / "litellm-proxy.yaml"
     config.write_text(
         "model_list:\n  - model_name: judge0\n    litellm_params:\n      model: openai/judge0\n"
@@ -185,6 +178,19 @@ def start_litellm_proxy(port: int, stub_url: str, workdir: str) -> subprocess.Po
         env={**os.environ, "LITELLM_LOG": "ERROR", "LITELLM_TELEMETRY": "False",
              "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
     )
+
+
+def check_proxy_extra() -> Path:
+    """The ``litellm`` command of this environment; SystemExit saying how to install it."""
+    exe = Path(sys.executable).parent / "litellm"
+    if not exe.exists() or importlib.util.find_spec("litellm.proxy.proxy_server") is None:
+        raise SystemExit(PROXY_MISSING)
+    try:
+        import backoff  # noqa: F401  - one of the proxy extra's packages
+        import fastapi_sso  # noqa: F401
+    except ImportError:
+        raise SystemExit(PROXY_MISSING) from None
+    return exe
 
 
 PROXY_MISSING = (
@@ -515,6 +521,8 @@ def show_overhead(m: Measured, note: str = "") -> None:
 
 
 async def main_async(args: argparse.Namespace) -> None:
+    if args.anchor == "litellm-proxy":
+        check_proxy_extra()  # before any process is started
     workdir = tempfile.mkdtemp(prefix="bench-gateway-")
     stub_proc, line = spawn("--serve-stub", str(free_port()), str(args.latency_ms))
     stub_url = line.split(" ", 1)[1]
