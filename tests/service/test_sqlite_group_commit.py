@@ -168,3 +168,35 @@ async def test_busy_past_the_timeout_fails_every_write_of_the_group_uncommitted(
     assert await storage.get_verdict("acme", "p") is None
     assert await storage.get_verdict("acme", "q") is None
     await storage.close()
+
+
+async def test_disk_full_in_one_write_reports_every_outcome_as_stored(tmp_path: Path) -> None:
+    """SQLITE_FULL (a page limit standing in for a full disk) may roll back more than its own
+    statement; whatever SQLite did, a write reported as done is in the file and a write
+    reported as failed is not."""
+    conn = sqlite3.connect(tmp_path / "full.sqlite3", isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode = WAL")
+    _table(conn)
+    pages = conn.execute("PRAGMA page_count").fetchone()[0]
+    conn.execute(f"PRAGMA max_page_count = {pages + 3}")
+    executor = ThreadPoolExecutor(max_workers=1)
+    gate = threading.Event()
+    executor.submit(gate.wait)
+    group = GroupCommit(lambda: executor, lambda: conn)
+
+    def insert(k: str, size: int) -> Any:
+        return lambda c: c.execute("INSERT INTO t VALUES (?, ?)", (k, "x" * size)).rowcount
+
+    sizes = {"a": 10, "big": 200_000, "b": 10, "huge": 400_000, "c": 10}
+    tasks = {k: asyncio.create_task(group.write(f"insert {k}", insert(k, n))) for k, n in sizes.items()}
+    await _until(lambda: len(group._pending) == len(sizes))
+    gate.set()
+    outcomes = dict(zip(tasks, await asyncio.gather(*tasks.values(), return_exceptions=True), strict=True))
+    assert isinstance(outcomes["big"], StorageUnavailable) and "FULL" in str(outcomes["big"])
+    stored = {k for (k,) in conn.execute("SELECT k FROM t").fetchall()}
+    reported = {k for k, o in outcomes.items() if not isinstance(o, BaseException)}
+    assert reported == stored, (outcomes, stored)
+    for k in sizes.keys() - stored:  # each failure says which write it is and why
+        assert isinstance(outcomes[k], StorageUnavailable) and f"insert {k}" in str(outcomes[k])
+    executor.shutdown()
+    conn.close()

@@ -41,12 +41,15 @@ from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from judgefuse.service.storage.base import StorageError
+from judgefuse.service.storage.base import StorageCorrupt, StorageError, StorageUnavailable
 from judgefuse.service.storage.sqlite_errors import map_sqlite_error
 
 __all__ = ["DEFAULT_MAX_BATCH", "GroupCommit"]
 
 T = TypeVar("T")
+
+_PLAIN = (StorageError, StorageUnavailable, StorageCorrupt)
+"""Error classes built from a message alone (a write lost with another's takes its class)."""
 
 DEFAULT_MAX_BATCH = 64
 """Writes per transaction at most: bounds the time a group holds the write lock."""
@@ -143,6 +146,9 @@ class GroupCommit:
         try:
             if group:
                 self._commit(group)
+        except BaseException as exc:  # noqa: BLE001 - a bug here must not strand the callers
+            for w in group:
+                self._deliver(w, None, StorageError(f"sqlite: {w.what}: group commit failed: {exc!r}"))
         finally:
             with self._lock:
                 again = bool(self._pending)
@@ -195,13 +201,17 @@ class GroupCommit:
                         pass
                 # SQLite dropped the whole transaction (I/O, disk full): the writes before this
                 # one in it are gone too; fail them with this error, start again for the rest
-                lost = w.error if isinstance(w.error, StorageError) else StorageError(
-                    f"sqlite: {w.what}: transaction rolled back: {w.error!r}")
+                kind = type(w.error) if type(w.error) in _PLAIN else StorageError
                 for earlier in group[open_since:i]:
                     if earlier.error is None:
-                        earlier.value, earlier.error = None, lost
+                        earlier.value = None
+                        earlier.error = kind(f"sqlite: {earlier.what}: rolled back with its group's "
+                                             f"transaction by the failure of {w.what}: {w.error}")
                 if conn.in_transaction:
-                    conn.execute("ROLLBACK")
+                    try:
+                        conn.execute("ROLLBACK")
+                    except sqlite3.Error:
+                        pass  # the connection is past saving; the next BEGIN reports it
                 open_since = i + 1
                 if open_since < len(group):
                     try:
