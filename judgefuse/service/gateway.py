@@ -99,6 +99,7 @@ from judgefuse.service.storage import (
     VerdictRecord,
 )
 from judgefuse.service.tuning_data import tuning_data
+from judgefuse.service.verdict_ids import VerdictIds
 
 if TYPE_CHECKING:
     pass
@@ -135,6 +136,8 @@ class Gateway:
             )
         self.state = StateCache(settings, storage)
         self.admission = Admission.from_settings(settings, self.metrics)
+        self.verdict_ids = VerdictIds()
+        """Ids of new verdicts (uuid4-shaped, drawn in batches: :mod:`judgefuse.service.verdict_ids`)."""
         self.replica_id = uuid.uuid4().hex
         """This gateway's name in cluster-wide leases (one refit at a time across replicas)."""
         self.scheduler = RefitScheduler(
@@ -240,7 +243,7 @@ class Gateway:
         runtime = self.runtime(request.panel, field=f"{prefix}.panel")
         if request.method is not None and not runtime.is_learned(request.method):
             runtime.method(request.method, field=f"{prefix}.method")  # 422 before any judge call
-        verdict_id = request.id or uuid.uuid4().hex
+        verdict_id = request.id or self.verdict_ids.new()
         if request.id is not None:
             existing = await self.storage.get_verdict(tenant, request.id)
             if existing is not None:
