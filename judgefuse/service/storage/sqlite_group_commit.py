@@ -76,6 +76,11 @@ def _settle(future: asyncio.Future[Any], value: Any, error: BaseException | None
         future.set_result(value)
 
 
+def _settle_all(outcomes: list[tuple[asyncio.Future[Any], Any, BaseException | None]]) -> None:
+    for future, value, error in outcomes:
+        _settle(future, value, error)
+
+
 class GroupCommit:
     """The write queue of one SQLite handle (see the module docstring).
 
@@ -173,7 +178,16 @@ class GroupCommit:
                 except Exception as exc:  # noqa: BLE001 - a cache hook must not strand callers
                     if w.error is None:
                         w.error = StorageError(f"sqlite: {w.what}: after commit: {exc!r}")
-            self._deliver(w, w.value, w.error)
+        # one wake-up of each caller's loop for the whole group (each is a write to the loop's
+        # self-pipe, which hands the GIL over), not one per write
+        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], Any, BaseException | None]]] = {}
+        for w in group:
+            by_loop.setdefault(w.loop, []).append((w.future, w.value, w.error))
+        for loop, outcomes in by_loop.items():
+            try:
+                loop.call_soon_threadsafe(_settle_all, outcomes)
+            except RuntimeError:  # that loop is closed: nobody is waiting any more
+                pass
 
     def _run_group(self, conn: sqlite3.Connection, group: list[_Write[Any]]) -> None:
         """Fill each write's ``value`` or ``error``; a write with no error is committed."""
