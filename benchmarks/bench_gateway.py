@@ -1,28 +1,42 @@
 """Gateway throughput, overhead per verdict, and calibration query time (DESIGN.md "Scale").
 
-Usage: ``python benchmarks/bench_gateway.py [--judges 5] [--latency-ms 50] [--seconds 8]``
+Usage: ``python benchmarks/bench_gateway.py [--judges 5] [--latency-ms 50] [--seconds 8]
+[--sqlite-sync FULL|NORMAL] [--also-other-sync] [--anchor litellm-proxy] [--labels 0]``
 
-Three processes: the scripted OpenAI stub (``tests/jf_test_support/openai_stub.py``, every reply an SC
-JSON verdict after a fixed delay), the gateway (uvicorn + the app, SQLite, a panel of N judges
-in SC mode on the direct aiohttp path, open mode), and this load generator (aiohttp).
+Processes: the scripted OpenAI stub (``tests/jf_test_support/openai_stub.py``, every reply an SC
+JSON verdict after a fixed delay), the gateway (uvicorn + the app, SQLite with the product's
+default durability ``synchronous=FULL`` unless ``--sqlite-sync NORMAL``; ``--also-other-sync``
+starts a second gateway with the other setting and measures it beside; a panel of N judges in
+SC mode on the direct aiohttp path, a one-judge panel, an ``external`` panel; open mode), a bare
+aiohttp fan-out server, optionally LiteLLM's proxy, and this load generator (aiohttp). Every
+server's CPU seconds per request are read from ``/proc`` (steadier than rates when other jobs
+share the cores).
 
 (a) max sustained verdicts/s: closed loop at increasing concurrency; the best rate with no
-    errors. Target >= 200/s. The same for ``POST /v1/fuse`` (bring your own votes: a panel of
-    N ``external`` judges, the votes in the body, no judge call): the gateway's own ceiling.
+    errors, against the bare aiohttp fan-out's (no validation, fusion, storage or routing: the
+    floor on this machine). Target >= 0.6x the fan-out. The same for ``POST /v1/fuse`` (bring
+    your own votes: N ``external`` judges, the votes in the body, no judge call).
 (b) at half that rate (open loop, fixed arrival rate): gateway overhead per verdict = client
     latency minus the slowest judge call (the gateway's own measure of that call), p50/p99;
-    targets <= 3 ms and <= 15 ms. Beside it, the same load against a bare aiohttp fan-out
-    server (no validation, fusion, storage or routing) gives the floor on this machine.
+    targets <= 1.5 ms and <= 6 ms. Beside it, the bare fan-out at the same rate, and
+    ``/v1/fuse`` at half its own max (its latency is all overhead).
 (c) calibration query time with 1,000,000 labelled verdicts' worth of accumulator fields in
     the store (built with ``CalibrationAccumulator.increments_many``, spread over 24 hour
     buckets, written through ``Storage.set_label``): ``GET /v1/calibration`` (all time + 24 h
-    window) over HTTP and the storage read + metrics in process. Target < 10 ms.
+    window) over HTTP and the storage read + metrics in process. Target < 10 ms. ``--labels 0``
+    skips it.
+(d) ``--anchor litellm-proxy``: one judge call per request, judgefuse (one-judge panel) vs the
+    bare fan-out (one call) vs LiteLLM's proxy (``litellm --config``, one worker, a master key,
+    model ``judge0`` -> the same stub): max rate of each, then overhead (latency minus the stub's
+    delay) of each at one rate all three sustain, and the ratios. Needs the ``bench`` extra
+    (``pip install -e '.[bench]'``); without it the flag says so and stops.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import json
 import os
 import socket
@@ -31,6 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import aiohttp
@@ -40,6 +55,7 @@ STUB = REPO / "tests" / "jf_test_support" / "openai_stub.py"
 PAIR = {"question": "Which answer is correct: what is 2+2?", "answer_a": "4", "answer_b": "5"}
 FUSE = {**PAIR, "panel": "bench-ext"}
 """The /v1/fuse body: the same pair with every external judge's vote (filled in by main)."""
+JSON_HEADERS = {"Content-Type": "application/json"}
 SC_REPLY = json.dumps({"selected_output": "Output (a)", "confidence_score": 85, "explanation": "4 is right"})
 
 
@@ -83,12 +99,16 @@ def serve_gateway(port: int, stub_url: str, judges: int, workdir: str) -> None:
     )
     panel = Path(workdir) / "panel.yaml"
     panel.write_text(f"name: bench\nfusion: majority\nquorum: 1\ndeadline_s: 20\njudges:\n{entries}")
+    single = Path(workdir) / "panel-1.yaml"
+    single.write_text("name: bench-1\nfusion: majority\nquorum: 1\ndeadline_s: 20\njudges:\n"
+                      + entries.split("  - name: judge1\n")[0])
     external = Path(workdir) / "panel-ext.yaml"
     external.write_text("name: bench-ext\nfusion: majority\nquorum: 1\njudges:\n" + "".join(
         f"  - {{name: judge{i}, external: true}}\n" for i in range(judges)))
     settings = Settings(
-        storage_url=f"sqlite:///{workdir}/gateway.sqlite3", panels=[panel, external], auth_disabled=True,
-        sqlite_synchronous=os.environ.get("BENCH_SQLITE_SYNC", "NORMAL"),  # type: ignore[arg-type]
+        storage_url=f"sqlite:///{workdir}/gateway.sqlite3", panels=[panel, external, single],
+        auth_disabled=True,
+        sqlite_synchronous=os.environ.get("BENCH_SQLITE_SYNC", "FULL"),  # type: ignore[arg-type]
         refit_every_labels=0,
     )
     import logging
@@ -117,15 +137,16 @@ def serve_bare(port: int, stub_url: str, judges: int) -> None:
                 data = json.loads(await response.read())
             return time.perf_counter() - started, data
 
-        async def handle(request: web.Request) -> web.Response:
+        async def fan_out(request: web.Request, calls: list[bytes]) -> web.Response:
             await request.read()
-            results = await asyncio.gather(*(call(b) for b in bodies))
+            results = await asyncio.gather(*(call(b) for b in calls))
             slowest = max(r[0] for r in results)
             out = {"votes": [{"latency_s": r[0]} for r in results], "slowest": slowest}
             return web.json_response(out)
 
         app = web.Application()
-        app.router.add_post("/v1/judge", handle)
+        app.router.add_post("/v1/judge", lambda request: fan_out(request, bodies))
+        app.router.add_post("/v1/judge1", lambda request: fan_out(request, bodies[:1]))
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         await web.TCPSite(runner, "127.0.0.1", port, backlog=2048).start()
@@ -133,6 +154,49 @@ def serve_bare(port: int, stub_url: str, judges: int) -> None:
         await asyncio.Event().wait()
 
     asyncio.run(run())
+
+
+PROXY_KEY = "sk-bench-master-key-0123456789abcdef"
+
+
+def start_litellm_proxy(port: int, stub_url: str, workdir: str) -> subprocess.Popen[bytes]:
+    """LiteLLM's proxy (``litellm --config``, one worker) routing model ``judge0`` to the stub.
+
+    Its defaults otherwise (a master key, which it requires, so each request is authenticated
+    as judgefuse's keyed mode would be; no database, no callbacks)."""
+    exe = check_proxy_extra()
+    config = Path(workdir) / "litellm-proxy.yaml"
+    config.write_text(
+        "model_list:\n  - model_name: judge0\n    litellm_params:\n      model: openai/judge0\n"
+        f"      api_base: {stub_url}\n      api_key: sk-stub\n"
+        f"general_settings:\n  master_key: {PROXY_KEY}\n"
+        "litellm_settings:\n  telemetry: false\n"
+    )
+    return subprocess.Popen(
+        [str(exe), "--config", str(config), "--host", "127.0.0.1", "--port", str(port), "--num_workers", "1"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env={**os.environ, "LITELLM_LOG": "ERROR", "LITELLM_TELEMETRY": "False",
+             "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+    )
+
+
+def check_proxy_extra() -> Path:
+    """The ``litellm`` command of this environment; SystemExit saying how to install it."""
+    exe = Path(sys.executable).parent / "litellm"
+    if not exe.exists() or importlib.util.find_spec("litellm.proxy.proxy_server") is None:
+        raise SystemExit(PROXY_MISSING)
+    try:
+        import backoff  # noqa: F401  - one of the proxy extra's packages
+        import fastapi_sso  # noqa: F401
+    except ImportError:
+        raise SystemExit(PROXY_MISSING) from None
+    return exe
+
+
+PROXY_MISSING = (
+    "--anchor litellm-proxy needs LiteLLM's proxy extra: pip install -e '.[bench]' "
+    "(or pip install 'litellm[proxy]==1.106.2')"
+)
 
 
 def spawn(*args: str, ready: str = "READY", env: dict[str, str] | None = None) -> tuple[subprocess.Popen[str], str]:
@@ -162,24 +226,32 @@ async def wait_http(url: str, timeout: float = 60.0) -> None:
 
 
 # ----------------------------------------------------------------------------- load
-async def one(session: aiohttp.ClientSession, url: str, body: bytes) -> tuple[float, float, float | None]:
-    """(client latency, slowest judge call as the server saw it, server overhead or None)."""
+Sample = tuple[float, float | None, float | None, float | None]
+"""(client latency, slowest judge call as the server saw it or None, server overhead or None,
+the server's time storing the verdict or None)."""
+
+
+async def one(session: aiohttp.ClientSession, url: str, body: bytes,
+              headers: dict[str, str] | None = None) -> Sample:
     started = time.perf_counter()
-    async with session.post(url, data=body, headers={"Content-Type": "application/json"}) as response:
+    async with session.post(url, data=body, headers=headers or JSON_HEADERS) as response:
         raw = await response.read()
         status = response.status
     latency = time.perf_counter() - started
     if status != 200:
         raise RuntimeError(f"HTTP {status}: {raw[:200]!r}")
     data = json.loads(raw)
-    if "slowest" in data:
-        return latency, data["slowest"], None
-    slowest = max(v["latency_s"] for v in data["votes"])
-    return latency, slowest, data["timings"].get("overhead_s")
+    if "slowest" in data:  # the bare fan-out
+        return latency, data["slowest"], None, None
+    if "choices" in data:  # the LiteLLM proxy: no per-call timing in the body
+        return latency, None, None, None
+    slowest = max((v["latency_s"] for v in data["votes"]), default=0.0)
+    timings = data["timings"]
+    return latency, slowest, timings.get("overhead_s"), timings.get("store_s")
 
 
 async def closed_loop(url: str, concurrency: int, seconds: float,
-                      payload: dict | None = None) -> tuple[float, int]:
+                      payload: dict | None = None, headers: dict[str, str] | None = None) -> tuple[float, int]:
     body = json.dumps(payload or PAIR).encode()
     done = errors = 0
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
@@ -189,7 +261,7 @@ async def closed_loop(url: str, concurrency: int, seconds: float,
             nonlocal done, errors
             while time.perf_counter() < stop:
                 try:
-                    await one(session, url, body)
+                    await one(session, url, body, headers)
                     done += 1
                 except Exception:
                     errors += 1
@@ -200,27 +272,23 @@ async def closed_loop(url: str, concurrency: int, seconds: float,
     return done / wall, errors
 
 
-async def open_loop(url: str, rate: float, seconds: float) -> tuple[list[float], list[float], float, int]:
-    """Fixed arrival rate; returns client overheads, server overheads, achieved rate, errors."""
-    body = json.dumps(PAIR).encode()
-    client_over: list[float] = []
-    server_over: list[float] = []
+async def open_loop(url: str, rate: float, seconds: float, payload: dict | None = None,
+                    headers: dict[str, str] | None = None) -> tuple[list[Sample], float, int]:
+    """Fixed arrival rate; returns the samples, the achieved rate and the errors."""
+    body = json.dumps(payload or PAIR).encode()
+    samples: list[Sample] = []
     errors = 0
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
 
         async def fire() -> None:
             nonlocal errors
             try:
-                latency, slowest, server = await one(session, url, body)
+                samples.append(await one(session, url, body, headers))
             except Exception:
                 errors += 1
-                return
-            client_over.append(latency - slowest)
-            if server is not None:
-                server_over.append(server)
 
         tasks = []
-        n = int(rate * seconds)
+        n = max(1, int(rate * seconds))
         started = time.perf_counter()
         for i in range(n):
             target = started + i / rate
@@ -230,12 +298,118 @@ async def open_loop(url: str, rate: float, seconds: float) -> tuple[list[float],
             tasks.append(asyncio.create_task(fire()))
         await asyncio.gather(*tasks)
         wall = time.perf_counter() - started
-    return client_over, server_over, n / wall, errors
+    return samples, n / wall, errors
 
 
 def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
     values = sorted(values)
     return values[min(len(values) - 1, int(round(q / 100 * (len(values) - 1))))]
+
+
+@dataclass
+class Target:
+    """One server under load: where to post, what, and the judge calls one request makes."""
+
+    name: str
+    url: str
+    payload: dict | None = None
+    headers: dict[str, str] | None = None
+    pid: int | None = None
+    """the server's process, for its CPU seconds per request (steadier than rates on a shared machine)"""
+
+
+def cpu_s(pid: int | None) -> float:
+    """User + system CPU seconds of process ``pid`` so far (0 when unknown)."""
+    if pid is None:
+        return 0.0
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Measured:
+    name: str
+    max_rate: float = 0.0
+    points: list[tuple[int, float, int]] = field(default_factory=list)
+    at_rate: float = 0.0
+    achieved: float = 0.0
+    errors: int = 0
+    over_call: list[float] = field(default_factory=list)
+    """client latency minus the slowest judge call as the server measured it (judgefuse, bare)"""
+    over_stub: list[float] = field(default_factory=list)
+    """client latency minus the stub's fixed delay (every server, the proxy included)"""
+    inside: list[float] = field(default_factory=list)
+    """judgefuse's own ``timings.overhead_s``"""
+    store: list[float] = field(default_factory=list)
+    """judgefuse's ``timings.store_s`` (the group commit's wait, fsync included)"""
+    cpu_ms: float = float("nan")
+    """the server's CPU ms per request over every closed-loop point"""
+
+    def overhead(self, which: str = "call") -> tuple[float, float]:
+        values = self.over_call if which == "call" and self.over_call else self.over_stub
+        return pct(values, 50) * 1e3, pct(values, 99) * 1e3
+
+
+async def max_rate(target: Target, concurrency: list[int], seconds: float, into: Measured) -> Measured:
+    await closed_loop(target.url, 8, 1.0, target.payload, target.headers)  # warm-up
+    cpu = requests = 0.0
+    for c in concurrency:
+        before = cpu_s(target.pid)
+        rate, errors = await closed_loop(target.url, c, seconds, target.payload, target.headers)
+        cpu += cpu_s(target.pid) - before
+        requests += rate * seconds
+        into.points.append((c, rate, errors))
+        if errors == 0:
+            into.max_rate = max(into.max_rate, rate)
+    if target.pid is not None and requests:
+        into.cpu_ms = cpu / requests * 1e3
+    return into
+
+
+async def overhead_at(target: Target, rate: float, seconds: float, delay_s: float,
+                      into: Measured) -> Measured:
+    samples, into.achieved, into.errors = await open_loop(
+        target.url, rate, seconds, target.payload, target.headers)
+    into.at_rate = rate
+    for latency, slowest, inside, store in samples:
+        into.over_stub.append(latency - delay_s)
+        if slowest is not None:
+            into.over_call.append(latency - slowest)
+        if inside is not None:
+            into.inside.append(inside)
+        if store is not None:
+            into.store.append(store)
+    return into
+
+
+def fsync_ms(folder: str, n: int = 60) -> tuple[float, float]:
+    """p50 and p90 of one fsync after a 4 KiB append in ``folder``: the floor under every
+    ``synchronous=FULL`` commit on this disk (other jobs writing to it raise it)."""
+    fd, path = tempfile.mkstemp(dir=folder)
+    times = []
+    try:
+        for _ in range(n):
+            os.write(fd, b"x" * 4096)
+            started = time.perf_counter()
+            os.fsync(fd)
+            times.append(time.perf_counter() - started)
+    finally:
+        os.close(fd)
+        os.unlink(path)
+    return pct(times, 50) * 1e3, pct(times, 90) * 1e3
+
+
+def ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}x" if b > 0 else "n/a"
+
+
+def met(ok: bool) -> str:
+    return "met" if ok else "NOT met"
 
 
 # ----------------------------------------------------------------------------- calibration
@@ -324,82 +498,180 @@ async def calibration_bench(base: str, workdir: str, n_items: int) -> dict[str, 
 
 
 # ----------------------------------------------------------------------------- main
+def show_points(m: Measured) -> None:
+    for c, rate, errors in m.points:
+        print(f"    {m.name:<28} concurrency {c:>4}: {rate:7.1f}/s, errors {errors}")
+    if m.cpu_ms == m.cpu_ms:
+        print(f"    {m.name:<28} server CPU per request: {m.cpu_ms:.2f} ms")
+
+
+def show_overhead(m: Measured, note: str = "") -> None:
+    line = (f"    {m.name:<28} at {m.at_rate:6.1f}/s (achieved {m.achieved:6.1f}/s, errors {m.errors}): ")
+    if m.over_call:
+        p50, p99 = m.overhead("call")
+        line += f"latency - slowest judge call p50 {p50:6.2f} ms, p99 {p99:6.2f} ms; "
+    p50, p99 = m.overhead("stub")
+    line += f"latency - stub delay p50 {p50:6.2f} ms, p99 {p99:6.2f} ms"
+    print(line + note)
+    if m.inside:
+        print(f"    {'':<28} of which inside the app (timings.overhead_s): p50 "
+              f"{pct(m.inside, 50) * 1e3:.2f} ms, p99 {pct(m.inside, 99) * 1e3:.2f} ms; storing "
+              f"(timings.store_s, the commit's fsync included): p50 {pct(m.store, 50) * 1e3:.2f} ms, "
+              f"p99 {pct(m.store, 99) * 1e3:.2f} ms")
+
+
 async def main_async(args: argparse.Namespace) -> None:
+    if args.anchor == "litellm-proxy":
+        check_proxy_extra()  # before any process is started
     workdir = tempfile.mkdtemp(prefix="bench-gateway-")
     stub_proc, line = spawn("--serve-stub", str(free_port()), str(args.latency_ms))
     stub_url = line.split(" ", 1)[1]
-    gw_port, bare_port = free_port(), free_port()
-    gateway = subprocess.Popen(
-        [sys.executable, __file__, "--serve-gateway", str(gw_port), stub_url, str(args.judges), workdir],
-        env={**os.environ, "BENCH_SQLITE_SYNC": args.sqlite_sync},
-    )
+    delay_s = args.latency_ms / 1000
+    procs: list[subprocess.Popen] = [stub_proc]
+
+    pids: dict[str, int] = {}
+
+    def gateway(sync: str) -> str:
+        port = free_port()
+        folder = tempfile.mkdtemp(prefix=f"gw-{sync.lower()}-", dir=workdir)
+        procs.append(subprocess.Popen(
+            [sys.executable, __file__, "--serve-gateway", str(port), stub_url, str(args.judges), folder],
+            env={**os.environ, "BENCH_SQLITE_SYNC": sync},
+        ))
+        url = f"http://127.0.0.1:{port}"
+        pids[url] = procs[-1].pid
+        return url
+
+    base = gateway(args.sqlite_sync)
+    other_sync = "NORMAL" if args.sqlite_sync == "FULL" else "FULL"
+    other = gateway(other_sync) if args.also_other_sync else None
+    bare_port = free_port()
     bare_proc, _ = spawn("--serve-bare", str(bare_port), stub_url, str(args.judges))
-    base = f"http://127.0.0.1:{gw_port}"
+    procs.append(bare_proc)
     bare = f"http://127.0.0.1:{bare_port}"
+    pids[bare] = bare_proc.pid
+    proxy = None
+    if args.anchor == "litellm-proxy":
+        proxy_port = free_port()
+        procs.append(start_litellm_proxy(proxy_port, stub_url, workdir))
+        proxy = f"http://127.0.0.1:{proxy_port}"
+        pids[proxy] = procs[-1].pid
     try:
         await wait_http(base + "/readyz")
+        if other is not None:
+            await wait_http(other + "/readyz")
+        if proxy is not None:
+            await wait_http(proxy + "/health/liveliness", timeout=180)
         print(f"cores: {os.cpu_count()}; judges: {args.judges} (SC, direct aiohttp); judge latency "
-              f"{args.latency_ms:g} ms; SQLite synchronous={args.sqlite_sync}; {args.seconds:g} s per point")
-        await closed_loop(base + "/v1/judge", 8, 1.0)  # warm-up
-        await closed_loop(bare + "/v1/judge", 8, 1.0)
-
-        print("\n(a) max sustained verdicts/s (closed loop)")
-        best = 0.0
-        for concurrency in args.concurrency:
-            rate, errors = await closed_loop(base + "/v1/judge", concurrency, args.seconds)
-            print(f"    concurrency {concurrency:>4}: {rate:7.1f} verdicts/s, errors {errors}")
-            if errors == 0:
-                best = max(best, rate)
-        bare_best = 0.0
-        for concurrency in args.concurrency:
-            rate, errors = await closed_loop(bare + "/v1/judge", concurrency, args.seconds)
-            if errors == 0:
-                bare_best = max(bare_best, rate)
+              f"{args.latency_ms:g} ms; SQLite synchronous={args.sqlite_sync} (the default: FULL); "
+              f"{args.seconds:g} s per point; load average {os.getloadavg()[0]:.1f} at the start")
+        f50, f90 = fsync_ms(workdir)
+        print(f"disk: one fsync after a 4 KiB append p50 {f50:.2f} ms, p90 {f90:.2f} ms (the floor of "
+              "every synchronous=FULL commit; judgefuse's timings.store_s below includes it)")
+        conc = args.concurrency
         FUSE["votes"] = [{"judge": f"judge{i}", "choice": "A", "confidence": 0.85} for i in range(args.judges)]
-        await closed_loop(base + "/v1/fuse", 8, 1.0, FUSE)  # warm-up
-        fuse_best = 0.0
-        for concurrency in args.concurrency:
-            rate, errors = await closed_loop(base + "/v1/fuse", concurrency, args.seconds, FUSE)
-            print(f"    /v1/fuse concurrency {concurrency:>4}: {rate:7.1f} verdicts/s, errors {errors}")
-            if errors == 0:
-                fuse_best = max(fuse_best, rate)
-        print(f"    gateway max: /v1/judge {best:.1f} verdicts/s (target >= 200: "
-              f"{'met' if best >= 200 else 'NOT met'}), /v1/fuse {fuse_best:.1f} verdicts/s;"
-              f" bare aiohttp fan-out max: {bare_best:.1f}/s")
 
-        half = best / 2
-        print(f"\n(b) overhead per verdict at half the max rate ({half:.1f}/s, open loop)")
-        client, server, achieved, errors = await open_loop(base + "/v1/judge", half, args.seconds)
-        bclient, _, bachieved, berrors = await open_loop(bare + "/v1/judge", half, args.seconds)
-        p50, p99 = pct(client, 50) * 1e3, pct(client, 99) * 1e3
-        print(f"    gateway  ({achieved:.1f}/s, {len(client)} verdicts, errors {errors}): "
-              f"latency - slowest judge call p50 {p50:.2f} ms, p99 {p99:.2f} ms "
-              f"(targets 3 / 15 ms: {'met' if p50 <= 3 and p99 <= 15 else 'NOT met'})")
-        if server:
-            print(f"      of which inside the app (timings.overhead_s): p50 {pct(server, 50) * 1e3:.2f} ms, "
-                  f"p99 {pct(server, 99) * 1e3:.2f} ms")
-        print(f"    bare aiohttp fan-out floor ({bachieved:.1f}/s, errors {berrors}): "
-              f"p50 {pct(bclient, 50) * 1e3:.2f} ms, p99 {pct(bclient, 99) * 1e3:.2f} ms")
+        print(f"\n(a) max sustained verdicts/s (closed loop, no errors), {args.judges} judges")
+        jf = await max_rate(Target("judgefuse /v1/judge", base + "/v1/judge", pid=pids[base]), conc, args.seconds,
+                            Measured("judgefuse /v1/judge"))
+        show_points(jf)
+        bm = await max_rate(Target("bare", bare + "/v1/judge", pid=pids[bare]), conc, args.seconds, Measured("bare aiohttp fan-out"))
+        show_points(bm)
+        fu = await max_rate(Target("fuse", base + "/v1/fuse", FUSE, pid=pids[base]), conc, args.seconds,
+                            Measured("judgefuse /v1/fuse"))
+        show_points(fu)
+        om = None
+        if other is not None:
+            om = await max_rate(Target("other", other + "/v1/judge", pid=pids[other]), conc, args.seconds,
+                                Measured(f"judgefuse sync={other_sync}"))
+            show_points(om)
+        print(f"    max: judgefuse /v1/judge {jf.max_rate:.1f}/s = {ratio(jf.max_rate, bm.max_rate)} the bare "
+              f"fan-out's {bm.max_rate:.1f}/s (target >= 0.6x: {met(jf.max_rate >= 0.6 * bm.max_rate)}); "
+              f"/v1/fuse {fu.max_rate:.1f}/s"
+              + (f"; judgefuse with synchronous={other_sync}: {om.max_rate:.1f}/s" if om else ""))
 
-        print(f"\n(c) calibration query with {args.labels:,} labelled verdicts' fields in the store")
-        cal = await calibration_bench(base, workdir, args.labels)
-        print(f"    stored {cal['items']:,.0f} items ({cal['fine_bins_filled']:.0f} fine-bin counters, "
-              f"24 hour buckets; built and written in {cal['build_s']:.1f} s)")
-        print(f"    GET /v1/calibration (all time + 24 h window, over HTTP): {cal['http_ms']:.2f} ms median "
-              f"(target < 10 ms: {'met' if cal['http_ms'] < 10 else 'NOT met'})")
-        print(f"    GET /v1/calibration?window_hours=0 (all time only, over HTTP): "
-              f"{cal['http_total_only_ms']:.2f} ms median "
-              f"(target < 10 ms: {'met' if cal['http_total_only_ms'] < 10 else 'NOT met'})")
-        print(f"    in process: report {cal['report_ms']:.2f} ms = read total {cal['read_total_ms']:.2f} ms"
-              f" + read window {cal['read_window_ms']:.2f} ms + metrics x2 ({cal['metrics_ms']:.2f} ms each)")
+        half = jf.max_rate / 2
+        print(f"\n(b) overhead per verdict at half judgefuse's max rate ({half:.1f}/s, open loop)")
+        await overhead_at(Target("jf", base + "/v1/judge"), half, args.seconds, delay_s, jf)
+        p50, p99 = jf.overhead("call")
+        show_overhead(jf, f"  (targets p50 <= 1.5 ms, p99 <= 6 ms: {met(p50 <= 1.5 and p99 <= 6)})")
+        await overhead_at(Target("bare", bare + "/v1/judge"), half, args.seconds, delay_s, bm)
+        show_overhead(bm)
+        await overhead_at(Target("fuse", base + "/v1/fuse", FUSE), fu.max_rate / 2, args.seconds, 0.0, fu)
+        show_overhead(fu, "  (no judge call: the latency is all overhead)")
+        if om is not None:
+            await overhead_at(Target("other", other + "/v1/judge"), om.max_rate / 2, args.seconds, delay_s, om)
+            show_overhead(om, "  (at half its own max)")
+
+        anchor: list[Measured] = []
+        if proxy is not None:
+            anchor = await anchor_run(args, base, bare, proxy, delay_s, pids)
+
+        if args.labels > 0:
+            print(f"\n(c) calibration query with {args.labels:,} labelled verdicts' fields in the store")
+            cal = await calibration_bench(base, procs_workdir(workdir, args.sqlite_sync), args.labels)
+            print(f"    stored {cal['items']:,.0f} items ({cal['fine_bins_filled']:.0f} fine-bin counters, "
+                  f"24 hour buckets; built and written in {cal['build_s']:.1f} s)")
+            print(f"    GET /v1/calibration (all time + 24 h window, over HTTP): {cal['http_ms']:.2f} ms median "
+                  f"(target < 10 ms: {met(cal['http_ms'] < 10)})")
+            print(f"    GET /v1/calibration?window_hours=0 (all time only, over HTTP): "
+                  f"{cal['http_total_only_ms']:.2f} ms median (target < 10 ms: {met(cal['http_total_only_ms'] < 10)})")
+            print(f"    in process: report {cal['report_ms']:.2f} ms = read total {cal['read_total_ms']:.2f} ms"
+                  f" + read window {cal['read_window_ms']:.2f} ms + metrics x2 ({cal['metrics_ms']:.2f} ms each)")
+
+        print("\nsummary (one run; ratios are to the bare aiohttp fan-out of the same load)")
+        print(f"    {'server':<34} {'max/s':>8} {'x bare':>7} {'CPU ms/req':>10} {'p50 ms':>8} {'p99 ms':>8}  at")
+        rows = [(jf, bm), (bm, bm), (fu, bm)] + ([(om, bm)] if om else [])
+        rows += [(m, anchor[1]) for m in anchor]
+        for m, floor in rows:
+            p50, p99 = m.overhead("call")
+            print(f"    {m.name:<34} {m.max_rate:8.1f} {ratio(m.max_rate, floor.max_rate):>7} {m.cpu_ms:10.2f} "
+                  f"{p50:8.2f} {p99:8.2f}  {m.at_rate:.1f}/s")
     finally:
-        for proc in (gateway, bare_proc, stub_proc):
+        for proc in procs:
             proc.terminate()
-        for proc in (gateway, bare_proc, stub_proc):
+        for proc in procs:
             try:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 proc.kill()
+
+
+def procs_workdir(workdir: str, sync: str) -> str:
+    """The folder of the gateway started with ``sync`` (its SQLite file is ``gateway.sqlite3``)."""
+    return str(next(Path(workdir).glob(f"gw-{sync.lower()}-*")))
+
+
+async def anchor_run(args: argparse.Namespace, base: str, bare: str, proxy: str, delay_s: float,
+                     pids: dict[str, int]) -> list[Measured]:
+    """(d) One judge call per request: judgefuse (a one-judge panel), the bare fan-out (one
+    call) and LiteLLM's proxy (``/chat/completions``), same stub, same delay, same load."""
+    body = {"model": "judge0", "messages": [{"role": "user", "content": json.dumps(PAIR)}]}
+    targets = [
+        Target("judgefuse /v1/judge, 1 judge", base + "/v1/judge", {**PAIR, "panel": "bench-1"},
+               pid=pids[base]),
+        Target("bare fan-out, 1 call", bare + "/v1/judge1", pid=pids[bare]),
+        Target("LiteLLM proxy 1.106.2", proxy + "/chat/completions", body,
+               {**JSON_HEADERS, "Authorization": f"Bearer {PROXY_KEY}"}, pid=pids[proxy]),
+    ]
+    print("\n(d) the anchor: one judge call per request, judgefuse vs LiteLLM's proxy (1 worker)")
+    measured = []
+    for t in targets:
+        m = await max_rate(t, args.concurrency, args.seconds, Measured(t.name))
+        show_points(m)
+        measured.append(m)
+    common = min(m.max_rate for m in measured) / 2
+    print(f"    overhead at a rate all three sustain (half the smallest max, {common:.1f}/s):")
+    for t, m in zip(targets, measured, strict=True):
+        await overhead_at(t, common, args.seconds, delay_s, m)
+        show_overhead(m)
+    jf, floor, lite = measured
+    print(f"    judgefuse / LiteLLM proxy: max rate {ratio(jf.max_rate, lite.max_rate)}, overhead p50 "
+          f"{ratio(jf.overhead('stub')[0], lite.overhead('stub')[0])}, p99 "
+          f"{ratio(jf.overhead('stub')[1], lite.overhead('stub')[1])} (latency - stub delay, same rate)")
+    print(f"    judgefuse / bare: max rate {ratio(jf.max_rate, floor.max_rate)}; LiteLLM proxy / bare: "
+          f"{ratio(lite.max_rate, floor.max_rate)}")
+    return measured
 
 
 def main() -> None:
@@ -418,7 +690,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[16, 32, 64, 128])
     parser.add_argument("--labels", type=int, default=1_000_000)
-    parser.add_argument("--sqlite-sync", choices=["FULL", "NORMAL"], default="NORMAL")
+    parser.add_argument("--sqlite-sync", choices=["FULL", "NORMAL"], default="FULL",
+                        help="the gateway's SQLite durability (default FULL, the product's default)")
+    parser.add_argument("--also-other-sync", action="store_true",
+                        help="also measure a second gateway with the other setting (NORMAL beside FULL)")
+    parser.add_argument("--anchor", choices=["none", "litellm-proxy"], default="none",
+                        help="also measure LiteLLM's proxy on the same stub and load (needs the bench extra)")
     asyncio.run(main_async(parser.parse_args()))
 
 

@@ -193,7 +193,8 @@ def main() -> None:
     parser.add_argument("--judges", type=int, default=3)
     parser.add_argument("--sample-s", type=float, default=5)
     parser.add_argument("--idle-s", type=float, default=10, help="idle time sampled before and after the load")
-    parser.add_argument("--sqlite-synchronous", choices=["FULL", "NORMAL"], default="NORMAL")
+    parser.add_argument("--sqlite-synchronous", choices=["FULL", "NORMAL"], default="FULL",
+                        help="the gateway's SQLite durability (default FULL, the product's default)")
     parser.add_argument("--serve-stub", nargs=2, metavar=("PORT", "LATENCY_MS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_stub:

@@ -115,7 +115,7 @@ class MeanShiftDetector:
         # lambda <= LAMBDAS[0], so a window needs LAMBDAS[0] * drift >= log(4 / alpha) (the
         # smallest threshold) to be able to alarm; the exact test below decides.
         need = math.log(4.0 / self.alpha) / float(LAMBDAS[0])
-        w = self._monitored.windows(lambda s, n: low * n - s >= need or s - high * n >= need)
+        w = self._monitored.windows(outside=(low, high, need))
         if w.sums.size == 0:
             return
         assert w.squares is not None  # the monitored mean keeps squares (squares=True)

@@ -112,6 +112,17 @@ class Windows(NamedTuple):
     counts: np.ndarray
 
 
+def _empty_windows(squares: bool) -> Windows:
+    empty_int, empty_float = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+    for array in (empty_int, empty_float):
+        array.flags.writeable = False  # shared by every empty answer
+    return Windows(empty_int, empty_int, empty_float, empty_float if squares else None, empty_int)
+
+
+_EMPTY = _empty_windows(False)
+_EMPTY_SQUARES = _empty_windows(True)
+
+
 class RestartedMean:
     """Running sums of the restart windows of one [0, 1] stream; ``O(log t)`` per update.
 
@@ -146,7 +157,8 @@ class RestartedMean:
         x2 = x * x
         for j, row in enumerate(self.sums):
             level = self.min_level + j
-            live = sum(start >= 0 for start in window_starts(t_old, level))
+            # the starts >= 0 among window_starts(t_old, level), counted without building them
+            live = min(SLOTS, (t_old >> level) + 1)
             for slot in range(live):
                 row[slot] += x
                 if self.squares:
@@ -161,23 +173,40 @@ class RestartedMean:
         self.total_sq += x2
         self.t = t
 
-    def windows(self, keep: Callable[[float, int], bool] | None = None) -> Windows:
+    def windows(
+        self, keep: Callable[[float, int], bool] | None = None, *,
+        outside: tuple[float, float, float] | None = None,
+    ) -> Windows:
         """The live windows, optionally only those with ``keep(sum, count)`` true.
 
         ``keep`` runs in plain Python before any array is built: monitors pass "the window
         mean is past the tested value", which skips the numpy work on most updates.
+        ``outside=(low, high, need)`` is the keep of the two-sided drift detectors,
+        ``low * count - sum >= need or sum - high * count >= need``, tested inline (a call
+        per window was half of this method's time, and it runs on every vote).
         """
         levels, starts, sums, squares = [], [], [], []
+        t = self.t
+        low, high, need = outside if outside is not None else (0.0, 0.0, 0.0)
         for j, row in enumerate(self.sums):
             level = self.min_level + j
-            for slot, start in enumerate(window_starts(self.t, level)):
-                if start < 0 or (keep is not None and not keep(row[slot], self.t - start)):
+            step = 1 << level
+            cur = (t >> level) << level  # window_starts(t, level) for an int t, inlined:
+            for slot in range(min(SLOTS, (t >> level) + 1)):  # the starts >= 0, newest first
+                start = cur - slot * step
+                if outside is not None:
+                    n, total = t - start, row[slot]
+                    if not (low * n - total >= need or total - high * n >= need):
+                        continue
+                if keep is not None and not keep(row[slot], t - start):
                     continue
                 levels.append(level)
                 starts.append(start)
                 sums.append(row[slot])
                 if self.squares:
                     squares.append(row[SLOTS + slot])
+        if not starts:  # the monitors' prefilter usually keeps nothing: no arrays to build
+            return _EMPTY_SQUARES if self.squares else _EMPTY
         starts_arr = np.array(starts, dtype=np.int64)
         return Windows(np.array(levels, dtype=np.int64), starts_arr,
                        np.array(sums, dtype=np.float64),

@@ -117,4 +117,4 @@ class Admission:
 
     def _gauge(self, tenant: str, change: int) -> None:
         if self.metrics is not None:
-            self.metrics.requests_inflight.labels(tenant).inc(change)
+            self.metrics.child(self.metrics.requests_inflight, tenant).inc(change)

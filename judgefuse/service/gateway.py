@@ -40,7 +40,7 @@ import random
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from judgefuse.fusion.capabilities import LEARNED_METHOD, ItemFusionMethod
 from judgefuse.fusion.verdict import Verdict
@@ -101,6 +101,7 @@ from judgefuse.service.storage import (
     VerdictRecord,
 )
 from judgefuse.service.tuning_data import tuning_data
+from judgefuse.service.verdict_ids import VerdictIds
 
 if TYPE_CHECKING:
     pass
@@ -137,6 +138,8 @@ class Gateway:
             )
         self.state = StateCache(settings, storage)
         self.admission = Admission.from_settings(settings, self.metrics)
+        self.verdict_ids = VerdictIds()
+        """Ids of new verdicts (uuid4-shaped, drawn in batches: :mod:`judgefuse.service.verdict_ids`)."""
         self.replica_id = uuid.uuid4().hex
         """This gateway's name in cluster-wide leases (one refit at a time across replicas)."""
         self.scheduler = RefitScheduler(
@@ -209,8 +212,8 @@ class Gateway:
                 )
             name = runtime.default_method
         method = runtime.method(name)
-        if isinstance(method, ItemFusionMethod):
-            return await method.afuse(item, votes, tenant=tenant)
+        if runtime.is_item_method(name, method):
+            return await cast(ItemFusionMethod, method).afuse(item, votes, tenant=tenant)
         return method(votes)
 
     async def judge(self, tenant: str, request: JudgeRequest, *, prefix: str = "body") -> VerdictOut:
@@ -247,7 +250,7 @@ class Gateway:
         runtime = self.runtime(request.panel, field=f"{prefix}.panel")
         if request.method is not None and not runtime.is_learned(request.method):
             runtime.method(request.method, field=f"{prefix}.method")  # 422 before any judge call
-        verdict_id = request.id or uuid.uuid4().hex
+        verdict_id = request.id or self.verdict_ids.new()
         if request.id is not None:
             existing = await self.storage.get_verdict(tenant, request.id)
             if existing is not None:
@@ -445,7 +448,7 @@ class Gateway:
     async def _label(self, tenant: str, verdict_id: str, label: Letter) -> LabelOutcome:
         outcome = await self.storage.set_label(tenant, verdict_id, label, label_increments)
         panel = outcome.record.panel
-        self.metrics.labels.labels(tenant, panel, outcome.status).inc()
+        self.metrics.child(self.metrics.labels, tenant, panel, outcome.status).inc()
         if outcome.status == "labelled":
             self.scheduler.note_label(tenant, panel)
             await self._monitor_label(tenant, outcome.record, label)

@@ -163,21 +163,32 @@ class ServiceMetrics:
         """(tenant, panel, judge) -> votes, calls, tokens, usd for that tenant (this process)."""
         self.tenant_cascade_counts: dict[tuple[str, str], dict[str, int]] = {}
         """(tenant, panel) -> deciding stage label -> verdicts (this process)."""
+        self._bound: dict[tuple[int, tuple[str, ...]], Any] = {}
+
+    def child(self, metric: Any, *labels: str) -> Any:
+        """``metric.labels(*labels)``, bound once and kept: prometheus_client's ``labels`` checks
+        the values and takes the metric's lock on every call; a hit here is one dict lookup.
+        (Series are never removed from this registry, so a kept child never goes stale.)"""
+        key = (id(metric), labels)
+        found = self._bound.get(key)
+        if found is None:
+            found = self._bound[key] = metric.labels(*labels)
+        return found
 
     def observe_verdict(self, tenant: str, panel: str, verdict: Verdict,
                         cascade_stage: str | None = None) -> None:
         """Count a verdict, its route and its cost (the sum over its votes); ``cascade_stage``
         labels a cascade verdict's deciding stage (``"2:j2"`` or ``"review"``)."""
         route = verdict.route or "human_review"
-        self.verdicts.labels(tenant, panel, verdict.method, route).inc()
+        self.child(self.verdicts, tenant, panel, verdict.method, route).inc()
         counts = self.route_counts.setdefault((tenant, panel), {"auto_accept": 0, "human_review": 0})
         counts[route] = counts.get(route, 0) + 1
         calls = sum(vote_calls(v) for v in verdict.votes)
         prompt = sum(v.prompt_tokens for v in verdict.votes)
         completion = sum(v.completion_tokens for v in verdict.votes)
         usd = math.fsum(v.cost_usd for v in verdict.votes)
-        self.verdict_cost.labels(tenant, panel).observe(usd)
-        self.verdict_calls.labels(tenant, panel).observe(calls)
+        self.child(self.verdict_cost, tenant, panel).observe(usd)
+        self.child(self.verdict_calls, tenant, panel).observe(calls)
         totals = self.panel_cost_totals.setdefault((tenant, panel), _zero_cost())
         totals["verdicts"] += 1
         totals["calls"] += calls
@@ -185,7 +196,7 @@ class ServiceMetrics:
         totals["completion_tokens"] += completion
         totals["usd"] += usd
         if cascade_stage is not None:
-            self.cascade_decisions.labels(panel, cascade_stage).inc()
+            self.child(self.cascade_decisions, panel, cascade_stage).inc()
             for stages in (self.cascade_counts.setdefault(panel, {}),
                            self.tenant_cascade_counts.setdefault((tenant, panel), {})):
                 stages[cascade_stage] = stages.get(cascade_stage, 0) + 1

@@ -137,6 +137,9 @@ class QueryKeyMiddleware:
         await self.app(scope, receive, send)
 
 
+_STATUS = {code: str(code) for code in range(100, 600)}
+
+
 class TimingMiddleware:
     def __init__(self, app: ASGIApp, *, metrics: ServiceMetrics) -> None:
         self.app = app
@@ -160,9 +163,8 @@ class TimingMiddleware:
         finally:
             route: Any = scope.get("route")
             path = getattr(route, "path", None) or "unmatched"
-            self.metrics.http_latency.labels(scope.get("method", "?"), path, str(status)).observe(
-                time.perf_counter() - started
-            )
+            self.metrics.child(self.metrics.http_latency, scope.get("method", "?"), path,
+                               _STATUS.get(status) or str(status)).observe(time.perf_counter() - started)
 
 
 class FormAsJsonMiddleware:

@@ -19,6 +19,7 @@ from judgefuse.fusion.capabilities import (
     DEFAULT_VOTING_METHOD,
     ITEM_METHOD,
     Capabilities,
+    ItemFusionMethod,
     known_capabilities,
     reads_item,
 )
@@ -41,6 +42,7 @@ class PanelRuntime:
         self.name = panel.name
         self.default_method = fusion_method or panel.config.fusion
         self._methods: dict[str, FusionMethod] = {}
+        self._reads_item: dict[str, bool] = {}
         self.fuser: Any = None
         """The item-reading method built from the panel's ``fuser:`` model entry, if any."""
         default = self.capabilities(self.default_method, field="settings.fusion_method")
@@ -148,6 +150,15 @@ class PanelRuntime:
             )
         self._methods[name] = method
         return method
+
+    def is_item_method(self, name: str, method: FusionMethod) -> bool:
+        """Whether ``method`` (what :meth:`method` returned for ``name``) reads the item, asked
+        once per name: ``isinstance`` against a runtime-checkable Protocol walks the protocol's
+        members on every call, and :meth:`method` returns the same object for a name."""
+        found = self._reads_item.get(name)
+        if found is None:
+            found = self._reads_item[name] = isinstance(method, ItemFusionMethod)
+        return found
 
     async def aclose(self) -> None:
         if self.fuser is not None:

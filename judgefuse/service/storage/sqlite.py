@@ -8,6 +8,10 @@ Durability and concurrency
   drop the last transactions; pass it only when that is acceptable.
 * Every sqlite3 call runs on one dedicated worker thread that owns the connection, so the event
   loop never blocks and calls from one process are serialised.
+* Verdict saves and labels are group-committed (:mod:`.sqlite_group_commit`): the ones that
+  queue up while a commit is running share the next transaction, each in its own savepoint (one
+  write's error is its caller's alone), and each caller returns only after that transaction
+  committed; so durability is as above, with one fsync per group instead of per write.
 * Every write is one transaction opened with ``BEGIN IMMEDIATE`` (the write lock is taken
   before anything is read), so the read-check-write of ``set_label`` and the version numbering
   of thresholds and models are atomic also against other processes on the same file; they wait
@@ -87,6 +91,7 @@ from judgefuse.service.storage.sqlite_accumulators import (
 )
 from judgefuse.service.storage.sqlite_cache import AccumulatorCache, Written
 from judgefuse.service.storage.sqlite_errors import map_sqlite_error
+from judgefuse.service.storage.sqlite_group_commit import GroupCommit
 from judgefuse.service.storage.sqlite_retention import (
     Bounds,
     Key,
@@ -135,6 +140,8 @@ class SQLiteStorage(Storage):
         self._conn: sqlite3.Connection | None = None
         # touched only on the worker thread
         self._acc_cache = AccumulatorCache()
+        self.group_commit = GroupCommit(lambda: self._executor, lambda: self._conn)
+        """Verdict saves and labels: one transaction per group of concurrent writes."""
 
     # -- plumbing ------------------------------------------------------------------------------
     async def _run(self, what: str, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -265,32 +272,32 @@ class SQLiteStorage(Storage):
                 add_increments(conn, tenant, hour, net, written)
 
         written: Written = []
-        await self._run(
-            "save_verdict", lambda c: self._write_cached(c, tenant, [hour], set(net), written, txn)
-        )
+        await self._write_grouped("save_verdict", tenant, [hour], set(net), written, txn)
 
-    def _write_cached(
+    async def _write_grouped(
         self,
-        conn: sqlite3.Connection,
+        what: str,
         tenant: str,
         hour: list[int],
         touched: set[str],
         written: Written,
         txn: Callable[[sqlite3.Connection], T],
     ) -> T:
-        """:meth:`_write` for a transaction that may add accumulator increments: on commit the
-        read cache takes what was ``written`` (into the hour bucket ``hour[0]``, which ``txn``
-        may fill in); on rollback it forgets the ``touched`` keys (answers about them may no
-        longer be exact)."""
-        try:
-            outcome = self._write(conn, txn)
-        except BaseException:
+        """``txn`` as one write of the next group commit (:mod:`.sqlite_group_commit`), which
+        returns once the group's transaction committed. It may add accumulator increments: on
+        commit the read cache takes what was ``written`` (into the hour bucket ``hour[0]``,
+        which ``txn`` may fill in); when it did not commit, the cache forgets the ``touched``
+        keys (answers about them may no longer be exact)."""
+
+        def committed() -> None:
+            if written:
+                self._acc_cache.update(tenant, hour[0], written)
+
+        def undone() -> None:
             if touched:
                 self._acc_cache.drop(tenant, touched)
-            raise
-        if written:
-            self._acc_cache.update(tenant, hour[0], written)
-        return outcome
+
+        return await self.group_commit.write(what, txn, committed=committed, undone=undone)
 
     @staticmethod
     def _parse_record(body: str) -> VerdictRecord:
@@ -363,10 +370,7 @@ class SQLiteStorage(Storage):
         written: Written = []  # (key, field, delta, new total)
         hour_box: list[int] = []
 
-        def write(conn: sqlite3.Connection) -> LabelOutcome:
-            return self._write_cached(conn, tenant, hour_box, touched, written, txn)
-
-        return await self._run("set_label", write)
+        return await self._write_grouped("set_label", tenant, hour_box, touched, written, txn)
 
     # -- review queue --------------------------------------------------------------------------
     async def lease_review(
