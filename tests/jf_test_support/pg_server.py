@@ -23,7 +23,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["PASSWORD", "PgServer", "find_bin", "pg_available", "start_postgres"]
+__all__ = [
+    "PASSWORD",
+    "PgServer",
+    "create_database",
+    "find_bin",
+    "pg_available",
+    "reset_postgres",
+    "start_postgres",
+]
 
 PASSWORD = "pg-Secr3t-xyz"
 """The superuser's password in every test server (TCP connections need it: scram-sha-256)."""
@@ -165,3 +173,23 @@ def start_postgres(*, port: int | None = None) -> PgServer:
             if port is not None:
                 raise
     raise RuntimeError(f"could not start PostgreSQL; see {root / 'log'}")
+
+
+def create_database(server: PgServer, name: str) -> str:
+    """Create database ``name`` (dropped first if it exists); its URL."""
+    import psycopg
+
+    with psycopg.connect(server.url(), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return server.url(name)
+
+
+async def reset_postgres(url: str) -> None:
+    """Empty the database: every table of ours (and every day partition) dropped, so the
+    next ``open()`` creates the schema afresh."""
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        await conn.execute("DROP SCHEMA public CASCADE")
+        await conn.execute("CREATE SCHEMA public")

@@ -13,7 +13,14 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from jf_test_support.pg_server import APT_HINT, PgServer, pg_available, start_postgres
+from jf_test_support.pg_server import (
+    APT_HINT,
+    PgServer,
+    create_database,
+    pg_available,
+    reset_postgres,
+    start_postgres,
+)
 
 from judgefuse.service.storage import SQLiteStorage, Storage
 from judgefuse.service.storage.redis import RedisStorage
@@ -101,26 +108,6 @@ def pg_server() -> Iterator[PgServer]:
 def postgres_url(pg_server: PgServer) -> str:
     """The URL of a database of its own in the session's PostgreSQL (password auth)."""
     return create_database(pg_server, "judgefuse_test")
-
-
-def create_database(server: PgServer, name: str) -> str:
-    """Create database ``name`` (dropped first if it exists); its URL."""
-    import psycopg
-
-    with psycopg.connect(server.url(), autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
-        conn.execute(f'CREATE DATABASE "{name}"')
-    return server.url(name)
-
-
-async def reset_postgres(url: str) -> None:
-    """Empty the database: every table of ours (and every day partition) dropped, so the
-    next ``open()`` creates the schema afresh."""
-    import psycopg
-
-    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-        await conn.execute("DROP SCHEMA public CASCADE")
-        await conn.execute("CREATE SCHEMA public")
 
 
 @pytest.fixture

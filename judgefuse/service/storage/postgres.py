@@ -201,7 +201,17 @@ class PostgresStorage(Storage):
             raise self._error(exc, "open") from exc
         self._pool = pool
         try:
-            await self._run("open", lambda c: create_schema(c, self.safe_url), transaction=False)
+            # one direct connection first: a refused login says why (the pool would only time
+            # out), and the schema is migrated before any pooled connection serves a call
+            try:
+                async with await psycopg.AsyncConnection.connect(
+                    self._url, autocommit=True, connect_timeout=max(1, int(self.connect_timeout_s))
+                ) as conn:
+                    await create_schema(conn, self.safe_url)
+            except StorageError:
+                raise
+            except psycopg.Error as exc:
+                raise self._error(exc, "open") from exc
             await self._ensure_day(day_of(time.time()))
         except BaseException:
             self._pool = None

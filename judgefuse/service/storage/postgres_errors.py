@@ -8,7 +8,8 @@ the connection URL's password kept out of every message.
   had;
 * **corrupt** (stop, a person must look, 500): data corrupted / index corrupted (XX001, XX002);
 * **overflow**: a numeric value out of range (22003) in an accumulator write;
-* everything else, including a wrong password (28: not retryable), is a plain
+* a login the server refused for good (wrong password, unknown role or database; see
+  :func:`login_refused`) and everything else is a plain
   :class:`StorageError` (a bug of ours, a constraint, or configuration).
 """
 
@@ -26,7 +27,14 @@ from judgefuse.service.storage.base import (
     StorageUnavailable,
 )
 
-__all__ = ["UNAVAILABLE_CLASSES", "error_class", "map_pg_error", "redact_url", "secret_forms"]
+__all__ = [
+    "UNAVAILABLE_CLASSES",
+    "error_class",
+    "login_refused",
+    "map_pg_error",
+    "redact_url",
+    "secret_forms",
+]
 
 UNAVAILABLE_CLASSES = ("08", "40", "53", "57", "58")
 """SQLSTATE classes a retry later may fix."""
@@ -65,6 +73,23 @@ def secret_forms(url: str) -> list[str]:
     return sorted(forms, key=len, reverse=True)
 
 
+_TRANSIENT_FATAL = (
+    "starting up", "shutting down", "recovery mode", "too many", "connection slots",
+    "not yet accepting", "in hot standby",
+)
+
+
+def login_refused(exc: BaseException) -> bool:
+    """A connection the server refused for good (wrong password, unknown role or database):
+    retrying will not help. libpq gives a failed connection no SQLSTATE, only the server's
+    ``FATAL:`` message, so this one case reads the text: a ``FATAL`` that is not one of the
+    transient refusals (starting up, shutting down, too many connections)."""
+    text = str(exc)
+    if "FATAL:" not in text:
+        return False  # no answer from a server: refused, unreachable, timed out
+    return not any(word in text for word in _TRANSIENT_FATAL)
+
+
 def error_class(exc: BaseException) -> type[StorageError]:
     """The storage error class for a driver or pool exception (see the module docstring)."""
     if isinstance(exc, psycopg_pool.PoolTimeout | psycopg_pool.PoolClosed):
@@ -72,7 +97,9 @@ def error_class(exc: BaseException) -> type[StorageError]:
     state = getattr(exc, "sqlstate", None)
     if state is None:
         # raised by the driver itself: a broken or closed connection, a failed connect
-        return StorageUnavailable if isinstance(exc, psycopg.OperationalError) else StorageError
+        if not isinstance(exc, psycopg.OperationalError):
+            return StorageError
+        return StorageError if login_refused(exc) else StorageUnavailable
     if state in ("XX001", "XX002"):
         return StorageCorrupt
     if state == "22003":
