@@ -1,6 +1,12 @@
 """Gateway throughput, overhead per verdict, and calibration query time (DESIGN.md "Scale").
 
-Usage: ``python benchmarks/bench_gateway.py [--judges 5] [--latency-ms 50] [--seconds 8]``
+Usage: ``python benchmarks/bench_gateway.py [--judges 5] [--latency-ms 50] [--seconds 8]
+[--storage sqlite|redis|postgres|URL]``
+
+``--storage`` picks the gateway's store: a URL (``sqlite:///path``, ``redis://...``,
+``postgresql://...``), or one of the words ``sqlite`` (a file in a temp dir, the default),
+``redis`` (a throwaway redis-server, AOF everysec as in deploy/) or ``postgres`` (a throwaway
+PostgreSQL, fsync on, as the tests start it). (d) prints the store's bytes per verdict.
 
 Three processes: the scripted OpenAI stub (``tests/jf_test_support/openai_stub.py``, every reply an SC
 JSON verdict after a fixed delay), the gateway (uvicorn + the app, SQLite, a panel of N judges
@@ -32,6 +38,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 
@@ -69,7 +76,7 @@ def serve_stub(port: int, latency_ms: float) -> None:
     asyncio.run(run())
 
 
-def serve_gateway(port: int, stub_url: str, judges: int, workdir: str) -> None:
+def serve_gateway(port: int, stub_url: str, judges: int, workdir: str, storage_url: str) -> None:
     import uvicorn
 
     from judgefuse.service.app import create_app
@@ -87,7 +94,7 @@ def serve_gateway(port: int, stub_url: str, judges: int, workdir: str) -> None:
     external.write_text("name: bench-ext\nfusion: majority\nquorum: 1\njudges:\n" + "".join(
         f"  - {{name: judge{i}, external: true}}\n" for i in range(judges)))
     settings = Settings(
-        storage_url=f"sqlite:///{workdir}/gateway.sqlite3", panels=[panel, external], auth_disabled=True,
+        storage_url=storage_url, panels=[panel, external], auth_disabled=True,
         sqlite_synchronous=os.environ.get("BENCH_SQLITE_SYNC", "NORMAL"),  # type: ignore[arg-type]
         refit_every_labels=0,
     )
@@ -239,13 +246,13 @@ def pct(values: list[float], q: float) -> float:
 
 
 # ----------------------------------------------------------------------------- calibration
-async def calibration_bench(base: str, workdir: str, n_items: int) -> dict[str, float]:
+async def calibration_bench(base: str, storage_url: str, n_items: int) -> dict[str, float]:
     import numpy as np
 
     from judgefuse.calibration import CalibrationAccumulator
     from judgefuse.fusion.verdict import Verdict
     from judgefuse.service.calibration_store import calibration_report, method_key
-    from judgefuse.service.storage import SQLiteStorage, VerdictRecord
+    from judgefuse.service.storage import VerdictRecord, storage_from_url
 
     rng = np.random.default_rng(0)
     c = rng.uniform(0.5, 1.0, n_items)
@@ -253,7 +260,7 @@ async def calibration_bench(base: str, workdir: str, n_items: int) -> dict[str, 
     acc = CalibrationAccumulator()
     hours = 24
     now = time.time()
-    storage = SQLiteStorage(Path(workdir) / "gateway.sqlite3")
+    storage = storage_from_url(storage_url)
     await storage.open()
     key = method_key("bench", "majority")
     chunks = np.array_split(np.arange(n_items), hours)
@@ -323,14 +330,124 @@ async def calibration_bench(base: str, workdir: str, n_items: int) -> dict[str, 
     }
 
 
+# ----------------------------------------------------------------------------- storage
+class Store:
+    """The gateway's store for this run: its URL, the server started for it (if any), and how
+    many bytes it holds (for bytes per verdict)."""
+
+    def __init__(self, spec: str, workdir: str) -> None:
+        self.kind = spec if spec in ("sqlite", "redis", "postgres") else spec.split("://", 1)[0]
+        self.kind = {"postgresql": "postgres", "rediss": "redis", "unix": "redis"}.get(self.kind, self.kind)
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.pg: Any = None
+        self.baseline = 0
+        if spec == "sqlite":
+            self.url = f"sqlite:///{workdir}/gateway.sqlite3"
+        elif spec == "redis":
+            port = free_port()
+            self.proc = subprocess.Popen(
+                ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                 "--dir", workdir, "--appendonly", "yes", "--appendfsync", "everysec",
+                 "--maxmemory-policy", "noeviction"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )
+            self.url = f"redis://127.0.0.1:{port}/0"
+        elif spec == "postgres":
+            sys.path.insert(0, str(REPO / "tests"))
+            from jf_test_support.pg_server import start_postgres
+
+            self.pg = start_postgres()
+            self.url = self.pg.url()
+        else:
+            self.url = spec
+
+    async def _redis_memory(self) -> int:
+        import redis.asyncio as aioredis
+
+        client = aioredis.Redis.from_url(self.url)
+        try:
+            for _ in range(100):
+                try:
+                    return int((await client.info("memory"))["used_memory"])
+                except Exception:
+                    await asyncio.sleep(0.1)
+            raise RuntimeError("redis did not answer")
+        finally:
+            await client.aclose()
+
+    async def start(self) -> None:
+        if self.kind == "redis":
+            self.baseline = await self._redis_memory()
+
+    async def bytes_per_verdict(self) -> tuple[int, int, str]:
+        """(verdict records, bytes, what the bytes are)."""
+        if self.kind == "sqlite":
+            import sqlite3
+
+            path = Path(self.url.split("://", 1)[1][1:])
+            with sqlite3.connect(path) as conn:
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                n = conn.execute("SELECT count(*) FROM verdicts").fetchone()[0]
+                size = conn.execute(
+                    "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()"
+                ).fetchone()[0]
+            return n, size, "database file (every table and index)"
+        if self.kind == "redis":
+            import redis.asyncio as aioredis
+
+            client = aioredis.Redis.from_url(self.url)
+            try:
+                n = 0
+                async for _key in client.scan_iter(match="jf:{*}:v:*", count=1000):
+                    n += 1
+            finally:
+                await client.aclose()
+            used = await self._redis_memory() - self.baseline
+            return n, used, "used_memory growth (RAM: records, indexes, accumulators)"
+        import psycopg
+
+        async with await psycopg.AsyncConnection.connect(self.url, autocommit=True) as conn:
+            await conn.execute("CHECKPOINT")
+            cur = await conn.execute("SELECT count(*) FROM verdicts")
+            n = (await cur.fetchone())[0]  # type: ignore[index]
+            cur = await conn.execute(
+                "SELECT coalesce(sum(pg_total_relation_size(relid)), 0) "
+                "FROM pg_partition_tree('verdicts')"
+            )
+            records = (await cur.fetchone())[0]  # type: ignore[index]
+            cur = await conn.execute("SELECT pg_total_relation_size('verdict_ids')")
+            ids = (await cur.fetchone())[0]  # type: ignore[index]
+        return n, int(records) + int(ids), (
+            f"pg_total_relation_size of the verdict partitions ({int(records):,} B, with TOAST "
+            f"and indexes) + verdict_ids ({int(ids):,} B)"
+        )
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+        if self.pg is not None:
+            self.pg.stop()
+
+
 # ----------------------------------------------------------------------------- main
 async def main_async(args: argparse.Namespace) -> None:
     workdir = tempfile.mkdtemp(prefix="bench-gateway-")
+    store = Store(args.storage, workdir)
+    try:
+        await store.start()
+        await run_bench(args, workdir, store)
+    finally:
+        store.stop()
+
+
+async def run_bench(args: argparse.Namespace, workdir: str, store: Store) -> None:
     stub_proc, line = spawn("--serve-stub", str(free_port()), str(args.latency_ms))
     stub_url = line.split(" ", 1)[1]
     gw_port, bare_port = free_port(), free_port()
     gateway = subprocess.Popen(
-        [sys.executable, __file__, "--serve-gateway", str(gw_port), stub_url, str(args.judges), workdir],
+        [sys.executable, __file__, "--serve-gateway", str(gw_port), stub_url, str(args.judges), workdir,
+         store.url],
         env={**os.environ, "BENCH_SQLITE_SYNC": args.sqlite_sync},
     )
     bare_proc, _ = spawn("--serve-bare", str(bare_port), stub_url, str(args.judges))
@@ -339,7 +456,9 @@ async def main_async(args: argparse.Namespace) -> None:
     try:
         await wait_http(base + "/readyz")
         print(f"cores: {os.cpu_count()}; judges: {args.judges} (SC, direct aiohttp); judge latency "
-              f"{args.latency_ms:g} ms; SQLite synchronous={args.sqlite_sync}; {args.seconds:g} s per point")
+              f"{args.latency_ms:g} ms; storage {store.kind}"
+              + (f" (synchronous={args.sqlite_sync})" if store.kind == "sqlite" else "")
+              + f"; {args.seconds:g} s per point")
         await closed_loop(base + "/v1/judge", 8, 1.0)  # warm-up
         await closed_loop(bare + "/v1/judge", 8, 1.0)
 
@@ -381,8 +500,14 @@ async def main_async(args: argparse.Namespace) -> None:
         print(f"    bare aiohttp fan-out floor ({bachieved:.1f}/s, errors {berrors}): "
               f"p50 {pct(bclient, 50) * 1e3:.2f} ms, p99 {pct(bclient, 99) * 1e3:.2f} ms")
 
+        n, size, what = await store.bytes_per_verdict()
+        print(f"\n(d) bytes per verdict ({store.kind}): {size / max(n, 1):,.0f} B over {n:,} stored "
+              f"verdicts ({args.judges} judges, one-line prompt); {what}")
+
+        if args.labels <= 0:
+            return
         print(f"\n(c) calibration query with {args.labels:,} labelled verdicts' fields in the store")
-        cal = await calibration_bench(base, workdir, args.labels)
+        cal = await calibration_bench(base, store.url, args.labels)
         print(f"    stored {cal['items']:,.0f} items ({cal['fine_bins_filled']:.0f} fine-bin counters, "
               f"24 hour buckets; built and written in {cal['build_s']:.1f} s)")
         print(f"    GET /v1/calibration (all time + 24 h window, over HTTP): {cal['http_ms']:.2f} ms median "
@@ -407,7 +532,7 @@ def main() -> None:
         serve_stub(int(sys.argv[2]), float(sys.argv[3]))
         return
     if len(sys.argv) > 1 and sys.argv[1] == "--serve-gateway":
-        serve_gateway(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5])
+        serve_gateway(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6])
         return
     if len(sys.argv) > 1 and sys.argv[1] == "--serve-bare":
         serve_bare(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]))
@@ -419,6 +544,8 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[16, 32, 64, 128])
     parser.add_argument("--labels", type=int, default=1_000_000)
     parser.add_argument("--sqlite-sync", choices=["FULL", "NORMAL"], default="NORMAL")
+    parser.add_argument("--storage", default="sqlite",
+                        help="sqlite | redis | postgres (a throwaway server) | a storage URL")
     asyncio.run(main_async(parser.parse_args()))
 
 

@@ -19,7 +19,9 @@ Durability and atomicity
   (``max_retries``; the caller's ``increments`` function may be called again, as the contract
   allows), then reported as :class:`StorageUnavailable`.
 * Review leases: ``SELECT ... FOR UPDATE SKIP LOCKED``; named leases, claims and state blobs:
-  a single conditional upsert or update each (atomic across replicas).
+  a single conditional upsert or update each (atomic across replicas). Single-flight claims
+  commit without waiting for the WAL flush (``synchronous_commit = off`` for that transaction
+  only): they are leases of seconds, and each costs a flush otherwise, twice per verdict.
 
 Layout
 ------
@@ -104,6 +106,10 @@ __all__ = ["SCHEMA_VERSION", "PostgresStorage"]
 _RETRYABLE = (psycopg.errors.SerializationFailure, psycopg.errors.DeadlockDetected)
 _VERSIONED = {"thresholds": "threshold", "models": "model", "monitor_events": "monitor_event"}
 _SERVER_NOW = "extract(epoch from clock_timestamp())"
+_CLAIM_COMMIT = "SET LOCAL synchronous_commit = off"
+"""Claims are leases of seconds that only save judge calls: their commits do not wait for the
+WAL flush (visible to every session at once all the same). A crash may forget the last claims,
+which costs at most a duplicate judge call; the verdict's own save stays idempotent."""
 
 
 class _Retry(Exception):
@@ -495,6 +501,7 @@ class PostgresStorage(Storage):
         ttl = max(0.001, float(ttl_s))
 
         async def write(conn: psycopg.AsyncConnection) -> bool:
+            await conn.execute(_CLAIM_COMMIT)
             cur = await conn.execute(
                 "INSERT INTO verdict_claims AS c (tenant, id, owner, expires_at) "
                 f"VALUES (%s, %s, %s, {_SERVER_NOW} + %s) ON CONFLICT (tenant, id) DO UPDATE "
@@ -511,6 +518,7 @@ class PostgresStorage(Storage):
         check_name("verdict id", verdict_id)
 
         async def write(conn: psycopg.AsyncConnection) -> None:
+            await conn.execute(_CLAIM_COMMIT)
             await conn.execute(
                 "DELETE FROM verdict_claims WHERE tenant = %s AND id = %s AND owner = %s",
                 (tenant, verdict_id, owner),
