@@ -193,3 +193,19 @@ async def reset_postgres(url: str) -> None:
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         await conn.execute("DROP SCHEMA public CASCADE")
         await conn.execute("CREATE SCHEMA public")
+
+
+async def dump_text(storage: object) -> str:
+    """Every row of every table (day partitions included) of an open ``PostgresStorage``, as
+    text: what a leak test searches for a secret."""
+    pool = storage.pool  # type: ignore[attr-defined]
+    out: list[str] = []
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1"
+        )
+        for (table,) in await cur.fetchall():
+            rows = await conn.execute(f'SELECT t::text FROM "{table}" t')
+            out.extend(f"{table} {row[0]}" for row in await rows.fetchall())
+    assert out, "postgresql holds no rows: the test wrote nothing?"
+    return "\n".join(out)
