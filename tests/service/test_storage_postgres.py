@@ -176,6 +176,21 @@ def test_error_classes_by_sqlstate() -> None:
     assert redact_url("postgres://h/db") == "postgres://h/db"
 
 
+def test_pool_size_comes_from_the_url_and_never_reaches_libpq() -> None:
+    store = PostgresStorage(
+        "postgresql://u:pw@db/jf?sslmode=require&pool_max_size=40&pool_min_size=4&pool_timeout_s=2.5"
+    )
+    assert (store.min_size, store.max_size, store.pool_timeout_s) == (4, 40, 2.5)
+    assert "pool_" not in store._url and "sslmode=require" in store._url
+    assert PostgresStorage("postgresql://db/jf").max_size == 10
+    spaced = PostgresStorage("postgresql://db/jf?options=-c%20statement_timeout%3D5000&pool_max_size=3")
+    assert spaced._url == "postgresql://db/jf?options=-c%20statement_timeout%3D5000"
+    with pytest.raises(ValueError, match="storage_url: pool_max_size must be a positive number"):
+        PostgresStorage("postgresql://db/jf?pool_max_size=0")
+    with pytest.raises(ValueError, match="pool_min_size must not exceed pool_max_size"):
+        PostgresStorage("postgresql://db/jf?pool_max_size=2&pool_min_size=3")
+
+
 # -- two replicas on one database --------------------------------------------------------------
 
 

@@ -40,6 +40,7 @@ import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, TypeVar
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 import psycopg.errors
@@ -117,12 +118,40 @@ class _Retry(Exception):
     run the transaction again."""
 
 
+POOL_PARAMS = {"pool_min_size": int, "pool_max_size": int, "pool_timeout_s": float}
+"""Query parameters of the URL that size the pool (read here, never passed to libpq)."""
+
+
+def split_pool_params(url: str) -> tuple[str, dict[str, float]]:
+    """The URL without judgefuse's pool parameters, and those parameters (``ValueError`` naming
+    ``storage_url`` when one is not a positive number)."""
+    parts = urlsplit(url)
+    kept, pool = [], {}
+    for name, value in parse_qsl(parts.query, keep_blank_values=True):
+        if name not in POOL_PARAMS:
+            kept.append((name, value))
+            continue
+        try:
+            number = POOL_PARAMS[name](value)
+        except ValueError:
+            number = 0
+        if number <= 0:
+            raise ValueError(f"storage_url: {name} must be a positive number, got {value!r}")
+        pool[name] = number
+    if not pool:
+        return url, pool  # untouched: libpq reads it as given
+    return urlunsplit(parts._replace(query=urlencode(kept, quote_via=quote))), pool
+
+
 class PostgresStorage(Storage):
     """Storage in a PostgreSQL database (see the module docstring).
 
     ``open()`` connects, applies the schema migrations and creates today's partition; an
     unreachable server raises :class:`StorageUnavailable` there and on every later call until
-    it answers again (the pool reconnects by itself).
+    it answers again (the pool reconnects by itself). The pool holds ``min_size`` to
+    ``max_size`` connections; a call waits up to ``pool_timeout_s`` for one, then is
+    :class:`StorageUnavailable` (503). The URL may set them: ``?pool_max_size=40&
+    pool_min_size=4&pool_timeout_s=10`` (taken out before the URL reaches libpq).
     """
 
     def __init__(
@@ -135,13 +164,15 @@ class PostgresStorage(Storage):
         pool_timeout_s: float = 5.0,
         max_retries: int = 8,
     ) -> None:
-        self._url = url
+        self._url, pool = split_pool_params(url)
         self.safe_url = redact_url(url)
         self._secrets = secret_forms(url)
-        self.min_size = min_size
-        self.max_size = max_size
+        self.min_size = int(pool.get("pool_min_size", min_size))
+        self.max_size = int(pool.get("pool_max_size", max_size))
+        if self.min_size > self.max_size:
+            raise ValueError("storage_url: pool_min_size must not exceed pool_max_size")
         self.connect_timeout_s = connect_timeout_s
-        self.pool_timeout_s = pool_timeout_s
+        self.pool_timeout_s = float(pool.get("pool_timeout_s", pool_timeout_s))
         self.max_retries = max_retries
         self._pool: psycopg_pool.AsyncConnectionPool | None = None
         self._days: set[int] = set()  # days whose partition exists (or that go to the default)
