@@ -6,7 +6,8 @@ Usage: ``python benchmarks/bench_gateway.py [--judges 5] [--latency-ms 50] [--se
 ``--storage`` picks the gateway's store: a URL (``sqlite:///path``, ``redis://...``,
 ``postgresql://...``), or one of the words ``sqlite`` (a file in a temp dir, the default),
 ``redis`` (a throwaway redis-server, AOF everysec as in deploy/) or ``postgres`` (a throwaway
-PostgreSQL, fsync on, as the tests start it). (d) prints the store's bytes per verdict.
+PostgreSQL, fsync on, as the tests start it; ``--pg-async-commit`` turns synchronous_commit
+off, the analogue of SQLite NORMAL and Redis everysec). (d) prints the store's bytes per verdict.
 
 Three processes: the scripted OpenAI stub (``tests/jf_test_support/openai_stub.py``, every reply an SC
 JSON verdict after a fixed delay), the gateway (uvicorn + the app, SQLite, a panel of N judges
@@ -335,7 +336,7 @@ class Store:
     """The gateway's store for this run: its URL, the server started for it (if any), and how
     many bytes it holds (for bytes per verdict)."""
 
-    def __init__(self, spec: str, workdir: str) -> None:
+    def __init__(self, spec: str, workdir: str, pg_async_commit: bool = False) -> None:
         self.kind = spec if spec in ("sqlite", "redis", "postgres") else spec.split("://", 1)[0]
         self.kind = {"postgresql": "postgres", "rediss": "redis", "unix": "redis"}.get(self.kind, self.kind)
         self.proc: subprocess.Popen[bytes] | None = None
@@ -358,6 +359,8 @@ class Store:
 
             self.pg = start_postgres()
             self.url = self.pg.url()
+            if pg_async_commit:  # per session: commits stop waiting for the WAL flush
+                self.url += "?options=-c%20synchronous_commit%3Doff"
         else:
             self.url = spec
 
@@ -433,7 +436,7 @@ class Store:
 # ----------------------------------------------------------------------------- main
 async def main_async(args: argparse.Namespace) -> None:
     workdir = tempfile.mkdtemp(prefix="bench-gateway-")
-    store = Store(args.storage, workdir)
+    store = Store(args.storage, workdir, args.pg_async_commit)
     try:
         await store.start()
         await run_bench(args, workdir, store)
@@ -458,6 +461,7 @@ async def run_bench(args: argparse.Namespace, workdir: str, store: Store) -> Non
         print(f"cores: {os.cpu_count()}; judges: {args.judges} (SC, direct aiohttp); judge latency "
               f"{args.latency_ms:g} ms; storage {store.kind}"
               + (f" (synchronous={args.sqlite_sync})" if store.kind == "sqlite" else "")
+              + (" (synchronous_commit=off)" if "synchronous_commit" in store.url else "")
               + f"; {args.seconds:g} s per point")
         await closed_loop(base + "/v1/judge", 8, 1.0)  # warm-up
         await closed_loop(bare + "/v1/judge", 8, 1.0)
@@ -546,6 +550,9 @@ def main() -> None:
     parser.add_argument("--sqlite-sync", choices=["FULL", "NORMAL"], default="NORMAL")
     parser.add_argument("--storage", default="sqlite",
                         help="sqlite | redis | postgres (a throwaway server) | a storage URL")
+    parser.add_argument("--pg-async-commit", action="store_true",
+                        help="with --storage postgres: synchronous_commit=off, the analogue of "
+                             "SQLite NORMAL / Redis everysec (a crash may lose the last commits)")
     asyncio.run(main_async(parser.parse_args()))
 
 

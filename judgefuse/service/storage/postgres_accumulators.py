@@ -18,37 +18,46 @@ __all__ = ["accumulator_keys", "add_increments", "sum_accumulator"]
 
 FLOAT_LIMIT = 1e300
 
+_ROWS = "unnest(%(k)s::text[], %(f)s::text[], %(i)s::bigint[], %(v)s::float8[], %(b)s::bool[])"
 _TOTAL = (
     "INSERT INTO acc_total AS a (tenant, key, field, ival, fval, is_float) "
-    "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (tenant, key, field) DO UPDATE SET "
+    f"SELECT %(t)s, u.k, u.f, u.i, u.v, u.b FROM {_ROWS} AS u(k, f, i, v, b) "
+    "ON CONFLICT (tenant, key, field) DO UPDATE SET "
     "ival = a.ival + excluded.ival, fval = a.fval + excluded.fval, "
-    "is_float = a.is_float OR excluded.is_float RETURNING fval"
+    "is_float = a.is_float OR excluded.is_float RETURNING a.key, a.field, a.fval"
 )
 _HOUR = (
     "INSERT INTO acc_hour AS a (tenant, key, hour, field, ival, fval, is_float) "
-    "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (tenant, key, hour, field) DO UPDATE SET "
+    f"SELECT %(t)s, u.k, %(h)s, u.f, u.i, u.v, u.b FROM {_ROWS} AS u(k, f, i, v, b) "
+    "ON CONFLICT (tenant, key, hour, field) DO UPDATE SET "
     "ival = a.ival + excluded.ival, fval = a.fval + excluded.fval, "
-    "is_float = a.is_float OR excluded.is_float RETURNING fval"
+    "is_float = a.is_float OR excluded.is_float RETURNING a.key, a.field, a.fval"
 )
 
 
 async def add_increments(
     conn: psycopg.AsyncConnection, tenant: str, hour: int, net: dict[str, dict[str, Number]]
 ) -> None:
-    """Add ``net`` (key -> field -> delta) to the all-time totals and to the ``hour`` bucket."""
-    for key in sorted(net):
-        fields = net[key]
-        for field in sorted(fields):
-            delta = fields[field]
-            is_float = not isinstance(delta, int)
-            ival, fval = (0, float(delta)) if is_float else (int(delta), 0.0)
-            cur = await conn.execute(_TOTAL, (tenant, key, field, ival, fval, is_float))
-            total = await cur.fetchone()
-            cur = await conn.execute(_HOUR, (tenant, key, hour, field, ival, fval, is_float))
-            bucket = await cur.fetchone()
-            for row in (total, bucket):
-                if row is not None and abs(row[0]) >= FLOAT_LIMIT:
-                    raise AccumulatorOverflow(f"accumulator {key!r} field {field!r} would overflow")
+    """Add ``net`` (key -> field -> delta) to the all-time totals and to the ``hour`` bucket:
+    two statements whatever the number of fields (a label writes dozens), rows in sorted
+    (key, field) order."""
+    rows = sorted((key, field, delta) for key, fields in net.items() for field, delta in fields.items())
+    if not rows:
+        return
+    params = {
+        "t": tenant,
+        "h": hour,
+        "k": [key for key, _f, _d in rows],
+        "f": [field for _k, field, _d in rows],
+        "i": [0 if not isinstance(d, int) else int(d) for _k, _f, d in rows],
+        "v": [float(d) if not isinstance(d, int) else 0.0 for _k, _f, d in rows],
+        "b": [not isinstance(d, int) for _k, _f, d in rows],
+    }
+    for sql in (_TOTAL, _HOUR):
+        cur = await conn.execute(sql, params)
+        for key, field, fval in await cur.fetchall():
+            if abs(fval) >= FLOAT_LIMIT:
+                raise AccumulatorOverflow(f"accumulator {key!r} field {field!r} would overflow")
 
 
 def _value(ival: int, fval: float, is_float: bool) -> Number:
