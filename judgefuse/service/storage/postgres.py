@@ -107,10 +107,11 @@ __all__ = ["SCHEMA_VERSION", "PostgresStorage"]
 _RETRYABLE = (psycopg.errors.SerializationFailure, psycopg.errors.DeadlockDetected)
 _VERSIONED = {"thresholds": "threshold", "models": "model", "monitor_events": "monitor_event"}
 _SERVER_NOW = "extract(epoch from clock_timestamp())"
-_CLAIM_COMMIT = "SET LOCAL synchronous_commit = off"
+_CLAIM_COMMIT = "SELECT set_config('synchronous_commit', 'off', true)"
 """Claims are leases of seconds that only save judge calls: their commits do not wait for the
 WAL flush (visible to every session at once all the same). A crash may forget the last claims,
-which costs at most a duplicate judge call; the verdict's own save stays idempotent."""
+which costs at most a duplicate judge call; the verdict's own save stays idempotent. Each claim
+statement runs it in a CTE: one statement, its own transaction, one round trip."""
 
 
 class _Retry(Exception):
@@ -194,17 +195,29 @@ class PostgresStorage(Storage):
         self, what: str, fn: Callable[[psycopg.AsyncConnection], Awaitable[T]], *,
         transaction: bool = True,
     ) -> T:
-        """``fn`` on a pooled connection, in one transaction (retried on a serialization
-        failure or deadlock) or in autocommit mode; driver errors mapped, password scrubbed."""
+        """``fn`` on a pooled connection, in one transaction or in autocommit mode (then ``fn``
+        only reads, or is idempotent as a whole); driver errors mapped, password scrubbed.
+
+        Retried: a serialization failure or deadlock (the transaction rolled back), and a
+        connection found dead before anything was sent on it (one the pool lent after the
+        server restarted: a failed ``BEGIN``, or an autocommit call, changes nothing). The pool
+        does not test connections before lending them (a round trip per call); this is what
+        recovers from a server restart instead. A connection lost after ``BEGIN`` is reported
+        (``StorageUnavailable``): the commit's fate is unknown, the caller retries the request.
+        """
         pool = self.pool
         attempt = 0
         while True:
             attempt += 1
+            began = False
+            lent: psycopg.AsyncConnection | None = None
             try:
                 async with pool.connection() as conn:
+                    lent = conn
                     if not transaction:
                         return await fn(conn)
                     async with conn.transaction():
+                        began = True
                         return await fn(conn)
             except (_Retry, *_RETRYABLE) as exc:
                 if attempt >= self.max_retries:
@@ -214,6 +227,11 @@ class PostgresStorage(Storage):
                 await asyncio.sleep(random.uniform(0, 0.002 * 2**attempt))
             except StorageError:
                 raise
+            except psycopg.OperationalError as exc:
+                stale = lent is not None and lent.broken and not began
+                if stale and attempt <= self.max_size + 1:
+                    continue  # the pool dropped the dead connection; take another
+                raise self._error(exc, what) from exc
             except (psycopg.Error, psycopg_pool.PoolTimeout, psycopg_pool.PoolClosed) as exc:
                 raise self._error(exc, what) from exc
 
@@ -228,7 +246,6 @@ class PostgresStorage(Storage):
             open=False,
             timeout=self.pool_timeout_s,
             kwargs={"autocommit": True, "connect_timeout": max(1, int(self.connect_timeout_s))},
-            check=psycopg_pool.AsyncConnectionPool.check_connection,
             reconnect_timeout=0,  # keep trying in the background; callers get PoolTimeout
             name="judgefuse-postgres",
         )
@@ -264,11 +281,14 @@ class PostgresStorage(Storage):
     async def ping(self) -> bool:
         if self._pool is None:
             return False
+
+        async def one(conn: psycopg.AsyncConnection) -> bool:
+            cur = await conn.execute("SELECT 1")
+            row = await cur.fetchone()
+            return row is not None and row[0] == 1
+
         try:
-            async with self._pool.connection(timeout=min(2.0, self.pool_timeout_s)) as conn:
-                cur = await conn.execute("SELECT 1")
-                row = await cur.fetchone()
-                return row is not None and row[0] == 1
+            return await self._run("ping", one, transaction=False)
         except Exception:
             return False
 
@@ -532,30 +552,32 @@ class PostgresStorage(Storage):
         ttl = max(0.001, float(ttl_s))
 
         async def write(conn: psycopg.AsyncConnection) -> bool:
-            await conn.execute(_CLAIM_COMMIT)
             cur = await conn.execute(
+                f"WITH async_commit AS ({_CLAIM_COMMIT}) "
                 "INSERT INTO verdict_claims AS c (tenant, id, owner, expires_at) "
-                f"VALUES (%s, %s, %s, {_SERVER_NOW} + %s) ON CONFLICT (tenant, id) DO UPDATE "
+                f"SELECT %s, %s, %s, {_SERVER_NOW} + %s FROM async_commit "
+                "ON CONFLICT (tenant, id) DO UPDATE "
                 "SET owner = excluded.owner, expires_at = excluded.expires_at "
                 f"WHERE c.owner = excluded.owner OR c.expires_at <= {_SERVER_NOW} RETURNING 1",
                 (tenant, verdict_id, owner, ttl),
             )
             return await cur.fetchone() is not None
 
-        return await self._run("claim_verdict_id", write)
+        return await self._run("claim_verdict_id", write, transaction=False)
 
     async def release_verdict_id(self, tenant: str, verdict_id: str, owner: str) -> None:
         check_tenant(tenant)
         check_name("verdict id", verdict_id)
 
         async def write(conn: psycopg.AsyncConnection) -> None:
-            await conn.execute(_CLAIM_COMMIT)
             await conn.execute(
-                "DELETE FROM verdict_claims WHERE tenant = %s AND id = %s AND owner = %s",
+                f"WITH async_commit AS ({_CLAIM_COMMIT}) DELETE FROM verdict_claims "
+                "WHERE tenant = %s AND id = %s AND owner = %s "
+                "AND EXISTS (SELECT 1 FROM async_commit)",
                 (tenant, verdict_id, owner),
             )
 
-        await self._run("release_verdict_id", write)
+        await self._run("release_verdict_id", write, transaction=False)
 
     async def verdict_id_claimed(self, tenant: str, verdict_id: str) -> bool:
         check_tenant(tenant)
