@@ -354,3 +354,37 @@ async def test_iter_records_pages_in_key_order_with_filters(pg: PostgresStorage)
     assert [(r.id, r.label) for r in labelled] == [("x01", "A")]
     with pytest.raises(ValueError, match="batch_size"):
         [r async for r in pg.iter_records(batch_size=0)]
+
+
+# -- a server restart under an open pool -------------------------------------------------------
+
+
+async def test_after_a_server_crash_and_restart_calls_succeed_on_fresh_connections() -> None:
+    """Every pooled connection dies with the postmaster (kill -9). Once the server is back,
+    no call fails for having drawn a dead connection: a connection found dead before anything
+    was sent on it is replaced and the call runs on a fresh one; while the server is down,
+    calls are StorageUnavailable."""
+    from jf_test_support.pg_server import pg_available, start_postgres
+
+    if not pg_available():
+        pytest.skip("PostgreSQL server binaries not found (Debian: apt-get install postgresql)")
+    server = start_postgres()
+    try:
+        store = PostgresStorage(server.url(), max_size=6, pool_timeout_s=1)
+        await store.open()
+        try:
+            await asyncio.gather(*(store.save_verdict("acme", make_record(f"b{i}")) for i in range(12)))
+            assert store.pool.get_stats().get("pool_size", 0) >= 2  # several connections to go stale
+            server.kill()
+            with pytest.raises(StorageUnavailable):
+                await store.get_verdict("acme", "b0")
+            server.start()
+            for i in range(12):  # sequential: each call may draw a dead connection first
+                assert (await store.get_verdict("acme", f"b{i}")) == make_record(f"b{i}")
+            await store.save_verdict("acme", make_record("after"))
+            assert (await store.set_label("acme", "after", "A", incr)).status == "labelled"
+            assert await store.ping()
+        finally:
+            await store.close()
+    finally:
+        server.stop()
