@@ -36,7 +36,10 @@ __all__ = [
 PASSWORD = "pg-Secr3t-xyz"
 """The superuser's password in every test server (TCP connections need it: scram-sha-256)."""
 
-APT_HINT = "PostgreSQL server binaries not found (Debian: apt-get install postgresql)"
+APT_HINT = (
+    "PostgreSQL server binaries (or, as root, the postgres user) not found "
+    "(Debian: apt-get install postgresql)"
+)
 
 
 def find_bin(name: str) -> str | None:
@@ -51,7 +54,17 @@ def find_bin(name: str) -> str | None:
 
 
 def pg_available() -> bool:
-    return all(find_bin(name) for name in ("initdb", "pg_ctl"))
+    """The server binaries are there, and (as root) the ``postgres`` user to run them as."""
+    if not all(find_bin(name) for name in ("initdb", "pg_ctl")):
+        return False
+    if os.geteuid() == 0:
+        import pwd
+
+        try:
+            pwd.getpwnam("postgres")
+        except KeyError:
+            return False
+    return True
 
 
 def _free_port() -> int:
@@ -149,7 +162,7 @@ def start_postgres(*, port: int | None = None) -> PgServer:
     """initdb a fresh cluster into a new temp dir and start it on ``port`` (a free one by
     default). Raises ``RuntimeError`` with the apt hint when the binaries are missing."""
     initdb = find_bin("initdb")
-    if initdb is None or find_bin("pg_ctl") is None:
+    if initdb is None or not pg_available():
         raise RuntimeError(APT_HINT)
     root = Path(tempfile.mkdtemp(prefix="jf-pg-"))
     datadir = root / "data"
