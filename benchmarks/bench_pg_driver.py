@@ -7,8 +7,15 @@ Both drivers run the same statements the storage runs for ``save_verdict`` (clai
 insert the ~1.4 KB record into the day-partitioned table, four accumulator upserts into the
 total and the hour bucket) and then ``set_label`` (the row locked FOR UPDATE, the record
 updated, the same upserts), each as one transaction, from ``--concurrency`` tasks over a pool
-of that size. Printed: transactions/s and p50/p99 per pair, per driver. The storage chose the
-faster one (the numbers are in the commit that added it).
+of that size. Printed: transactions/s and p50/p99 per pair, per driver. asyncpg is not a
+dependency of judgefuse: ``pip install asyncpg`` to run this.
+
+Measured here (2 cores shared with other work, load average ~5; fsync on): no consistent
+winner. Concurrency 1, five alternating rounds of 600 pairs: asyncpg 78 / 114 / 81 / 113 / 97
+pairs/s, psycopg 158 / 188 / 69 / 77 / 58; concurrency 8, 1,000 pairs: asyncpg 50 / 95,
+psycopg 76 / 76; ``--async-commit`` changed neither picture. The WAL flush and the machine's
+load dominate the driver's own cost, so the storage uses psycopg 3 for its pool (connection
+health, reconnection after a server restart) and its SQLSTATE-typed errors.
 """
 
 from __future__ import annotations
