@@ -10,12 +10,19 @@ updated, the same upserts), each as one transaction, from ``--concurrency`` task
 of that size. Printed: transactions/s and p50/p99 per pair, per driver. asyncpg is not a
 dependency of judgefuse: ``pip install asyncpg`` to run this.
 
-Measured here (2 cores shared with other work, load average ~5; fsync on): no consistent
-winner. Concurrency 1, five alternating rounds of 600 pairs: asyncpg 78 / 114 / 81 / 113 / 97
-pairs/s, psycopg 158 / 188 / 69 / 77 / 58; concurrency 8, 1,000 pairs: asyncpg 50 / 95,
-psycopg 76 / 76; ``--async-commit`` changed neither picture. The WAL flush and the machine's
-load dominate the driver's own cost, so the storage uses psycopg 3 for its pool (connection
-health, reconnection after a server restart) and its SQLSTATE-typed errors.
+Measured here (2 cores shared with other work, load average ~5), save+label pairs/s per round:
+
+* fsync'd commits, concurrency 1, 600 pairs: asyncpg 81 / 113 / 97, psycopg 69 / 77 / 58;
+* fsync'd commits, concurrency 8: 1,500 pairs asyncpg 97 / 124, psycopg 112 / 76; 1,000 pairs
+  asyncpg 50 / 95, psycopg 76 / 76;
+* ``--async-commit``, concurrency 1, 600 pairs: asyncpg 78 / 114, psycopg 158 / 188;
+  concurrency 8, 1,500 pairs: asyncpg 104 / 84, psycopg 159 / 89.
+
+No consistent winner: the spread between rounds of one driver is as large as the gap between
+drivers (the WAL flush, hot accumulator rows and the machine's load dominate). The storage uses
+psycopg 3 for what the numbers do not decide: its pool (reconnection after a server restart),
+SQLSTATE-typed exceptions, and array parameters that batch a label's accumulator upserts into
+two statements.
 """
 
 from __future__ import annotations
