@@ -20,9 +20,10 @@ Measured here (2 cores shared with other work, load average ~5), save+label pair
 
 No consistent winner: the spread between rounds of one driver is as large as the gap between
 drivers (the WAL flush, hot accumulator rows and the machine's load dominate). The storage uses
-psycopg 3 for what the numbers do not decide: its pool (reconnection after a server restart),
-SQLSTATE-typed exceptions, and array parameters that batch a label's accumulator upserts into
-two statements.
+psycopg 3 for what the numbers do not decide: it is libpq underneath, so a ``postgresql://``
+URL means exactly what it means to psql and every managed database's docs (``sslmode``,
+``options``, service files, the PG* environment variables), and its exceptions are classed by
+SQLSTATE, which the error mapping reads.
 """
 
 from __future__ import annotations

@@ -2,9 +2,10 @@
 
 ``postgresql://`` and ``postgres://`` URLs (libpq's syntax: user, password, host, port,
 database, and query parameters such as ``sslmode``). The driver is psycopg 3 with its async
-connection pool (``benchmarks/bench_pg_driver.py`` measured it against asyncpg on this write
-path: no consistent difference on this machine, the WAL flush dominates; psycopg's pool checks
-a connection before lending it, which is what recovers the pool after the server restarts).
+connection pool: ``benchmarks/bench_pg_driver.py`` measured it against asyncpg on this write
+path and found no consistent difference on this machine (the WAL flush and hot rows dominate),
+and psycopg is libpq underneath, so the URL means what it means to psql and to every managed
+database's docs; its exceptions carry the SQLSTATE the error mapping reads.
 
 Durability and atomicity
 ------------------------
