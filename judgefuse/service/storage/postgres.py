@@ -795,6 +795,24 @@ class PostgresStorage(Storage):
         bodies = await self._run("iter_labelled", read, transaction=False)
         return [self._parse_record(body) for body in bodies]
 
+    async def iter_recent(self, tenant: str, panel: str, *, limit: int) -> list[VerdictRecord]:
+        """The panel's newest ``limit`` records, labelled or not, newest ``created_at`` first
+        (ties: id desc): the unlabelled votes a label-free fit (Dawid-Skene's cold start) reads."""
+        check_tenant(tenant)
+        check_limit(limit)
+        check_name("panel", panel)
+
+        async def read(conn: psycopg.AsyncConnection) -> list[str]:
+            cur = await conn.execute(
+                "SELECT body FROM verdicts WHERE tenant = %s AND panel = %s "
+                "ORDER BY created_at DESC, id DESC LIMIT %s",
+                (tenant, panel, limit),
+            )
+            return [row[0] for row in await cur.fetchall()]
+
+        bodies = await self._run("iter_recent", read, transaction=False)
+        return [self._parse_record(body) for body in bodies]
+
     async def count_labelled(self, tenant: str, panel: str | None = None) -> int:
         check_tenant(tenant)
         sql = "SELECT count(*) FROM verdicts WHERE tenant = %s AND label IS NOT NULL"

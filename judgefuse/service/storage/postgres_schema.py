@@ -31,7 +31,8 @@ server's clock) and ``meta`` (the retention watermark).
 
 Versions
 --------
-``schema_version(version)`` holds one row. :func:`create_schema` runs under an advisory lock
+1: everything above; 2: an index on (tenant, panel, created_at, id) over every record, for
+``iter_recent``. ``schema_version(version)`` holds one row. :func:`create_schema` runs under an advisory lock
 (replicas starting together apply a migration once), applies every migration above the stored
 version in one transaction, and refuses (``StorageError``) a database stamped newer than this
 code, leaving it untouched.
@@ -170,7 +171,13 @@ CREATE TABLE IF NOT EXISTS verdict_claims (
 );
 """
 
-MIGRATIONS: dict[int, str] = {1: _V1}
+_V2 = """
+CREATE INDEX IF NOT EXISTS verdicts_panel_recent ON verdicts (tenant, panel, created_at, id);
+"""
+"""Version 2: ``iter_recent`` (a panel's newest records, labelled or not, for Dawid-Skene's
+cold start) reads one index range, newest first."""
+
+MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2}
 """version -> the DDL that brings version - 1 to it (1: the whole schema from nothing)."""
 
 SCHEMA_VERSION = max(MIGRATIONS)
