@@ -373,6 +373,10 @@ async def test_iter_records_pages_in_key_order_with_filters(pg: PostgresStorage)
     assert [(r.id, r.label) for r in labelled] == [("x01", "A")]
     with pytest.raises(ValueError, match="batch_size"):
         [r async for r in pg.iter_records(batch_size=0)]
+    with pytest.raises(ValueError, match="since must be finite"):
+        [r async for r in pg.iter_records(since=float("nan"))]
+    with pytest.raises(ValueError, match="panel"):
+        [r async for r in pg.iter_records(panel="")]
 
 
 # -- a server restart under an open pool -------------------------------------------------------

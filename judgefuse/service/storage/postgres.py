@@ -79,7 +79,12 @@ from judgefuse.service.storage.postgres_accumulators import (
 )
 from judgefuse.service.storage.postgres_errors import map_pg_error, redact_url, secret_forms
 from judgefuse.service.storage.postgres_partitions import day_of, ensure_partition
-from judgefuse.service.storage.postgres_retention import check_retention, records_page, retain
+from judgefuse.service.storage.postgres_retention import (
+    check_retention,
+    check_window,
+    records_page,
+    retain,
+)
 from judgefuse.service.storage.postgres_review import (
     dequeue_labelled,
     enqueue_new,
@@ -847,6 +852,7 @@ class PostgresStorage(Storage):
             check_tenant(tenant)
         if panel is not None:
             check_name("panel", panel)
+        check_window(since, until)
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
         after: tuple[float, str, str] | None = None

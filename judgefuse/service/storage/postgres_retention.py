@@ -48,7 +48,7 @@ from judgefuse.service.storage.postgres_partitions import (
 )
 from judgefuse.service.storage.retention import RetentionReport
 
-__all__ = ["check_retention", "records_page", "retain"]
+__all__ = ["check_retention", "check_window", "records_page", "retain"]
 
 _PENDING = "EXISTS (SELECT 1 FROM review_queue q WHERE q.tenant = v.tenant AND q.id = v.id)"
 _KEEP = (
@@ -58,6 +58,15 @@ _KEEP = (
 )
 """A row ``v`` is kept: pending review, or labelled and not older than its panel's k-th newest
 labelled record (no bound: the panel has fewer than k labels, all kept)."""
+
+
+def check_window(since: float | None, until: float | None) -> None:
+    """``iter_records``' time bounds: finite epoch seconds when given."""
+    for name, value in (("since", since), ("until", until)):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise ValueError(f"{name} must be finite epoch seconds, got {value!r}")
 
 
 def check_retention(older_than: float, keep_labelled: int) -> tuple[float, int]:
