@@ -330,6 +330,61 @@ def test_redis_statefulset_keeps_an_aof_on_a_persistent_volume() -> None:
     assert statefulset["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"] is True
 
 
+def _postgres_overlay() -> dict[str, Any]:
+    return yaml.safe_load((K8S / "postgres" / "kustomization.yaml").read_text())
+
+
+def test_postgres_overlay_adds_a_statefulset_and_reads_the_url_from_a_secret() -> None:
+    overlay = _postgres_overlay()
+    assert overlay["resources"][0] == "../"
+    for name in overlay["resources"][1:] + [p["path"] for p in overlay["patches"]]:
+        assert (K8S / "postgres" / name).is_file(), name
+    docs = [d for d in yaml.safe_load_all((K8S / "postgres" / "postgres.yaml").read_text()) if d]
+    (statefulset,) = [d for d in docs if d["kind"] == "StatefulSet"]
+    service = next(d for d in docs if d["kind"] == "Service" and d["metadata"]["name"] == "postgres")
+    container = _container(statefulset)
+    assert "fsync=off" not in " ".join(container.get("args", []))
+    (claim,) = statefulset["spec"]["volumeClaimTemplates"]
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    assert mounts[claim["metadata"]["name"]] == "/var/lib/postgresql/data"
+    assert service["spec"]["selector"].items() <= statefulset["spec"]["template"]["metadata"]["labels"].items()
+    password = _env(container)["POSTGRES_PASSWORD"]["valueFrom"]["secretKeyRef"]
+    patch = yaml.safe_load((K8S / "postgres" / "gateway-storage.yaml").read_text())
+    assert patch["metadata"]["name"] == _k8s("Deployment")["metadata"]["name"]
+    env = _env(_container(patch))
+    url_ref = env["JUDGEFUSE_STORAGE_URL"]["valueFrom"]["secretKeyRef"]
+    assert env["JUDGEFUSE_STORAGE_URL"]["value"] is None  # the base's redis:// value removed
+    assert url_ref["name"] == password["name"] == "judgefuse-postgres"
+    example = _k8s("Secret", "judgefuse-postgres")["stringData"]
+    assert set(example) == {url_ref["key"], password["key"]}
+    url = urlsplit(example["JUDGEFUSE_STORAGE_URL"])
+    assert url.scheme == "postgresql" and url.hostname == service["metadata"]["name"]
+    assert url.port == service["spec"]["ports"][0]["port"]
+    assert url.password == example["POSTGRES_PASSWORD"] and url.password.startswith("REPLACE_WITH_")
+    assert urlsplit(env["JUDGEFUSE_RESPONSE_CACHE_URL"]["value"]).hostname == "redis"
+
+
+def test_compose_postgres_overlay_stores_in_postgres_and_caches_in_redis() -> None:
+    from judgefuse.service.settings import Settings
+
+    overlay = yaml.safe_load((DEPLOY / "compose.postgres.yaml").read_text())
+    services = overlay["services"]
+    gateway = services["gateway"]
+    assert set(gateway["environment"]) <= {f"JUDGEFUSE_{n.upper()}" for n in Settings.model_fields}
+    password = services["postgres"]["environment"]["POSTGRES_PASSWORD"]
+    assert password.startswith("${JUDGEFUSE_PG_PASSWORD:?")  # compose refuses to start without it
+    template = gateway["environment"]["JUDGEFUSE_STORAGE_URL"]
+    url = urlsplit(template.replace(password, "pw"))  # as compose interpolates it
+    assert url.scheme == "postgresql" and url.hostname == "postgres" and url.port == 5432
+    assert url.password == "pw" and password in template
+    assert gateway["depends_on"]["postgres"]["condition"] == "service_healthy"
+    assert services["postgres"]["healthcheck"]["test"]
+    volume = services["postgres"]["volumes"][0].split(":")
+    assert volume[1] == "/var/lib/postgresql/data" and volume[0] in overlay["volumes"]
+    assert urlsplit(gateway["environment"]["JUDGEFUSE_RESPONSE_CACHE_URL"]).hostname == "redis"
+    assert ".env" in (DEPLOY / ".gitignore").read_text().split()
+
+
 # ---------------------------------------------------------------- compose
 
 
@@ -480,7 +535,7 @@ def test_dockerfile_installs_extras_that_pyproject_defines() -> None:
     named: set[str] = set()
     for value in re.findall(r'extras="([^"]+)"', text):
         named |= {e for e in value.replace("$extras", "").split(",") if e}
-    assert named == {"service", "judges", "local"}
+    assert named == {"service", "judges", "postgres", "local"}
     assert named <= extras_defined
     assert '"judgefuse[$extras]"' in text and '".[$extras]"' in text
 

@@ -1,6 +1,7 @@
-"""Service fixtures: a real redis-server on a free loopback port, a tmp SQLite file, and a
-``storage`` fixture parametrised over every registered storage backend (every behaviour test
-runs on each: SQLite, Redis, and any plugin's scheme installed in the environment)."""
+"""Service fixtures: a real redis-server and a real PostgreSQL on free loopback ports, a tmp
+SQLite file, and a ``storage`` fixture parametrised over every registered storage backend
+(every behaviour test runs on each: SQLite, Redis, PostgreSQL, and any plugin's scheme
+installed in the environment)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,14 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from jf_test_support.pg_server import (
+    APT_HINT,
+    PgServer,
+    create_database,
+    pg_available,
+    reset_postgres,
+    start_postgres,
+)
 
 from judgefuse.service.storage import SQLiteStorage, Storage
 from judgefuse.service.storage.redis import RedisStorage
@@ -82,18 +91,39 @@ def redis_with_password(tmp_path: Path) -> Iterator[tuple[int, str]]:
         proc.wait()
 
 
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    """A throwaway PostgreSQL for the session (initdb into a temp dir, as the ``postgres``
+    user when we are root, on a free loopback port); stopped and removed afterwards."""
+    if not pg_available():
+        pytest.skip(APT_HINT)
+    server = start_postgres()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_url(pg_server: PgServer) -> str:
+    """The URL of a database of its own in the session's PostgreSQL (password auth)."""
+    return create_database(pg_server, "judgefuse_test")
+
+
 @pytest.fixture
 def sqlite_path(tmp_path: Path) -> Path:
     return tmp_path / "judgefuse.db"
 
 
 def contract_backends() -> list[str]:
-    """One scheme per registered storage factory, SQLite and Redis first (aliases such as
-    ``rediss://`` and ``unix://`` share ``redis://``'s factory and are not run again)."""
+    """One scheme per registered storage factory, SQLite, Redis and PostgreSQL first (aliases
+    such as ``rediss://``, ``unix://`` and ``postgresql://`` share a factory with another
+    scheme and are not run again)."""
     first: dict[object, str] = {}
     for scheme in schemes():
         first.setdefault(scheme_factory(scheme), scheme)
-    return sorted(first.values(), key=lambda scheme: (scheme not in ("sqlite", "redis"), scheme))
+    order = ("sqlite", "redis", "postgres")
+    return sorted(first.values(), key=lambda scheme: (scheme not in order, scheme))
 
 
 @pytest.fixture(params=contract_backends())
@@ -106,6 +136,10 @@ async def storage(request: pytest.FixtureRequest, sqlite_path: Path, tmp_path: P
     elif request.param == "redis":
         url = request.getfixturevalue("redis_url")
         backend = RedisStorage(url)
+    elif request.param in ("postgres", "postgresql"):
+        url = request.getfixturevalue("postgres_url")
+        await reset_postgres(url)
+        backend = storage_from_url(url)
     else:
         backend = storage_from_url(f"{request.param}://{tmp_path / request.param}")
     await backend.open()

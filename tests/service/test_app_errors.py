@@ -197,7 +197,7 @@ def test_settings_refuse_bad_values_naming_the_field(tmp_path):
     with pytest.raises(SettingsError, match="fusion_method"):
         load_settings(fusion_method="no-such-method")
     with pytest.raises(SettingsError, match="storage_url"):
-        load_settings(storage_url="postgres://x")
+        load_settings(storage_url="mysql://x")
     with pytest.raises(SettingsError, match="panels"):
         load_settings(panels=[tmp_path / "missing.yaml"])
 

@@ -14,7 +14,9 @@ SIGKILL while requests are in flight, restarts it, and proves:
 
 Backends: SQLite (WAL, ``synchronous=FULL``) with the gateway killed; Redis with AOF
 ``appendfsync always`` with the gateway killed; the same Redis itself killed (``kill -9``) and
-restarted from its AOF directory under the running gateway.
+restarted from its AOF directory under the running gateway; PostgreSQL (``fsync=on``, the
+default ``synchronous_commit``) with the gateway killed, and its postmaster itself killed
+(``kill -9``: crash recovery from the WAL on restart) under the running gateway.
 
 The harness is :mod:`jf_test_support.crash_harness` (``tests`` is on pytest's pythonpath).
 """
@@ -27,7 +29,9 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 from jf_test_support.crash_harness import (
+    Ledger,
     assert_clean,
     audit,
     calibration_n,
@@ -43,8 +47,10 @@ from jf_test_support.crash_harness import (
     wait_ready,
     write_panel,
 )
+from jf_test_support.pg_server import PgServer
 
 from judgefuse.service.storage import SQLiteStorage
+from judgefuse.service.storage.postgres import PostgresStorage
 
 
 async def _gateway_kill_and_restart(tmp_path: Path, storage_url: str, open_storage: Any, what: str) -> None:
@@ -145,5 +151,72 @@ async def test_redis_sigkill_with_appendfsync_always_keeps_acknowledged_labels(t
             await storage.close()
     report("redis (AOF always) SIGKILL of redis itself", ledger, result, counted)
     print(f"statuses while redis was down: {dict(ledger.statuses_after_kill)}")
+    assert set(ledger.statuses_after_kill) <= {503}, ledger.statuses_after_kill  # retryable, never 500
+    assert_clean(ledger, result, counted, {k: v + 1 for k, v in n_calibrated.items()})
+
+
+async def test_postgres_gateway_sigkill_mid_stream_loses_nothing_acknowledged(tmp_path, pg_server):
+    from jf_test_support.pg_server import create_database
+
+    url = create_database(pg_server, "crash_gateway")
+    await _gateway_kill_and_restart(
+        tmp_path, url, lambda: PostgresStorage(url), "postgresql (fsync on), gateway SIGKILL"
+    )
+
+
+def _kill_postmaster(server: PgServer, ledger: Ledger) -> None:
+    """``sigkill_under_load`` for a server that is not our child (pg_ctl daemonises it)."""
+    ledger.inflight_at_kill = ledger.inflight
+    ledger.killed = True
+    server.kill()
+
+
+async def test_postgres_sigkill_of_the_postmaster_keeps_acknowledged_labels(tmp_path):
+    """kill -9 of the PostgreSQL postmaster under load (its backends die with it, nothing is
+    checkpointed); restarted on the same data directory and port, it replays its WAL, the
+    still-running gateway's pool reconnects, and every acknowledged verdict and label is there,
+    with accumulators equal to a recount."""
+    from jf_test_support.pg_server import pg_available, start_postgres
+
+    if not pg_available():
+        pytest.skip("PostgreSQL server binaries not found (Debian: apt-get install postgresql)")
+    server = start_postgres()
+    stub, stub_url = await start_stub(tmp_path, delay_s=0.02)
+    try:
+        with killing(stub) as procs:
+            url = server.url()
+            gateway = await start_gateway(tmp_path, "gateway", url, write_panel(tmp_path, stub_url))
+            procs.append(gateway)
+            async with load(gateway.url, workers=12) as (ledger, _stop):
+                await until(ledger, verdicts=200, labels=200, max_s=12)
+                _kill_postmaster(server, ledger)
+                await asyncio.sleep(0.3)  # the gateway answers 503 meanwhile
+            assert server.pid is None or not server.answers()
+            assert not ledger.failures_before_kill, ledger.failures_before_kill[:5]
+
+            server.start()  # crash recovery from the WAL
+            await wait_ready(gateway.url, gateway.child, 30)
+            result = await audit(gateway.url, ledger)
+            n_calibrated = await calibration_n(gateway.url)
+            async with aiohttp.ClientSession() as session:  # it judges again, no restart
+                async with session.post(
+                    f"{gateway.url}/v1/judge",
+                    json={"question": "after the restart", "answer_a": "x", "answer_b": "y",
+                          "label": "A"},
+                ) as r:
+                    assert r.status == 200, await r.text()
+                    after = (await r.json())["id"]
+            storage = PostgresStorage(url)
+            await storage.open()
+            try:
+                counted = await recount(
+                    storage, verdict_ids=[*ledger.verdicts, *ledger.pending_verdicts, after]
+                )
+            finally:
+                await storage.close()
+    finally:
+        server.stop()
+    report("postgresql SIGKILL of the postmaster", ledger, result, counted)
+    print(f"statuses while postgresql was down: {dict(ledger.statuses_after_kill)}")
     assert set(ledger.statuses_after_kill) <= {503}, ledger.statuses_after_kill  # retryable, never 500
     assert_clean(ledger, result, counted, {k: v + 1 for k, v in n_calibrated.items()})

@@ -1,6 +1,6 @@
 """A provider whose model repeats the API key (verbatim, base64, URL-encoded, hex, escaped) in
 its completion: nothing of the key reaches the /v1/judge response, GET /v1/verdicts, or the
-stored verdict (SQLite file, every Redis key); a megabyte reply is stored cut to the cap."""
+stored verdict (SQLite file, every Redis key, every PostgreSQL row); a megabyte reply is stored cut to the cap."""
 
 from __future__ import annotations
 
@@ -18,9 +18,15 @@ PAIR = {"question": "What is 2+2?", "answer_a": "4", "answer_b": "5"}
 
 
 async def _stored_text(storage: Any, sqlite_path: Path) -> str:
-    """Everything the storage holds, as text (the SQLite files, or every Redis value)."""
+    """Everything the storage holds, as text (the SQLite files, every Redis value, or every
+    PostgreSQL row)."""
+    from jf_test_support.pg_server import dump_text
+
+    from judgefuse.service.storage.postgres import PostgresStorage
     from judgefuse.service.storage.redis import RedisStorage
 
+    if isinstance(storage, PostgresStorage):
+        return await dump_text(storage)
     if isinstance(storage, RedisStorage):
         client = storage.client
         out = []

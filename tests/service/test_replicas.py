@@ -1,8 +1,10 @@
-"""Two gateway replicas sharing one real Redis (DESIGN.md "Scale", deploy/README.md "Scaling").
+"""Two gateway replicas sharing one real Redis, or one real PostgreSQL (DESIGN.md "Scale",
+deploy/README.md "Scaling").
 
-Two ``judgefuse serve`` processes on different ports, the same ``redis://`` storage URL and the
-same panel, Redis started with the compose file's flags (AOF everysec, noeviction), a small
-``JUDGEFUSE_STATE_TTL_S``. The test proves, and prints the numbers quoted in deploy/README.md:
+Two ``judgefuse serve`` processes on different ports, the same storage URL and the same panel
+(Redis started with the compose file's flags, AOF everysec and noeviction; or a database of its
+own in the session's PostgreSQL), a small ``JUDGEFUSE_STATE_TTL_S``. The test proves, on each
+backend, and prints the numbers quoted in deploy/README.md:
 
 * verdicts judged on replica 1 and labelled through replica 2 are each counted once in replica
   1's ``GET /v1/calibration`` (and both replicas report the same counts);
@@ -21,7 +23,10 @@ from collections import Counter
 from typing import Any
 
 import aiohttp
+import pytest
 from jf_test_support import crash_harness as C
+
+from judgefuse.service.storage import Storage
 
 STATE_TTL_S = 1.0
 N_CROSS = 60  # judged on replica 1, labelled on replica 2
@@ -36,7 +41,17 @@ async def _json(session: aiohttp.ClientSession, method: str, url: str, body: Any
         return data
 
 
-async def test_two_replicas_share_labels_calibration_and_thresholds(tmp_path):
+async def _shared_store(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Any
+) -> tuple[str, Any, list[Any]]:
+    """(storage URL, a factory of a storage handle on it, processes to kill afterwards)."""
+    if backend == "postgres":
+        from jf_test_support.pg_server import create_database
+
+        from judgefuse.service.storage.postgres import PostgresStorage
+
+        url = create_database(request.getfixturevalue("pg_server"), "replicas")
+        return url, lambda: PostgresStorage(url), []
     from judgefuse.service.storage.redis import RedisStorage
 
     redis, port = await C.start_redis(
@@ -48,9 +63,17 @@ async def test_two_replicas_share_labels_calibration_and_thresholds(tmp_path):
         "--maxmemory-policy",
         "noeviction",
     )
+    url = f"redis://127.0.0.1:{port}/0"
+    return url, lambda: RedisStorage(url), [redis]
+
+
+@pytest.mark.parametrize("backend", ["redis", "postgres"])
+async def test_two_replicas_share_labels_calibration_and_thresholds(
+    tmp_path: Any, backend: str, request: pytest.FixtureRequest
+) -> None:
+    storage_url, open_store, servers = await _shared_store(backend, request, tmp_path)
     stub, stub_url = await C.start_stub(tmp_path, delay_s=0.01)
-    with C.killing(redis, stub) as procs:
-        storage_url = f"redis://127.0.0.1:{port}/0"
+    with C.killing(*servers, stub) as procs:
         panel = C.write_panel(tmp_path, stub_url)
         started = await asyncio.gather(
             *(
@@ -126,7 +149,7 @@ async def test_two_replicas_share_labels_calibration_and_thresholds(tmp_path):
             n_final = await calibration(one.url)
             assert n_final["method:majority:fused"] == n_labelled, n_final
             assert await calibration(two.url) == n_final
-            storage = RedisStorage(storage_url)
+            storage: Storage = open_store()
             await storage.open()
             try:
                 counted = await C.recount(storage)
@@ -165,7 +188,8 @@ async def test_two_replicas_share_labels_calibration_and_thresholds(tmp_path):
             assert listed["current"]["version"] == version
 
     line = (
-        f"two gateway processes sharing one Redis (AOF everysec) on this machine: {N_CROSS} verdicts "
+        f"two gateway processes sharing one {'Redis (AOF everysec)' if backend == 'redis' else 'PostgreSQL'} "
+        f"on this machine: {N_CROSS} verdicts "
         f"judged on replica 1 and labelled on replica 2 all counted once in replica 1's calibration "
         f"(n={n_one['method:majority:fused']}); {N_SAME} verdicts each labelled 4 times at once "
         f"(twice per replica) counted once each; {N_OPPOSITE} verdicts labelled A on one replica and B "

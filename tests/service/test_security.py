@@ -1,7 +1,7 @@
 """Security: tenant isolation on every endpoint that takes or returns tenant data (both storage
 backends); tenant API keys stored hashed and compared in constant time; a planted provider key
 that must appear nowhere (responses, /metrics, dashboard, logs, stdout/stderr, the SQLite file,
-every Redis key); request size limits; CORS off by default."""
+every Redis key, every PostgreSQL row); request size limits; CORS off by default."""
 
 from __future__ import annotations
 
@@ -169,8 +169,13 @@ def test_api_keys_are_compared_with_compare_digest_against_every_tenant(monkeypa
 
 # ------------------------------------------------------------------------ the planted provider key
 async def _storage_bytes(storage: Any, sqlite_path: Path) -> bytes:
+    from jf_test_support.pg_server import dump_text
+
+    from judgefuse.service.storage.postgres import PostgresStorage
     from judgefuse.service.storage.redis import RedisStorage
 
+    if isinstance(storage, PostgresStorage):
+        return (await dump_text(storage)).encode()
     if isinstance(storage, RedisStorage):
         client = storage.client
         out = []

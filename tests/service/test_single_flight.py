@@ -1,6 +1,6 @@
 """Single-flight idempotency: identical requests with one ``id`` in flight at once get one verdict
-from one set of judge calls (counted at the stub), on SQLite, on Redis, and across two gateway
-replicas sharing one Redis; a different item under that id is still a 409.
+from one set of judge calls (counted at the stub), on every backend, and across two gateway
+replicas sharing one Redis or one PostgreSQL; a different item under that id is still a 409.
 
 The adversarial run found 30 concurrent identical requests answered 18 x 200 and 12 x 409 on
 SQLite, with the judges called twice.
@@ -14,6 +14,7 @@ import time
 import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import pytest
 
+from judgefuse.service.storage import Storage
 from judgefuse.service.storage.redis import RedisStorage
 
 stub = S.stub
@@ -93,14 +94,35 @@ async def test_joiners_of_a_failed_request_get_its_error_without_calling_again(s
         assert len(server.requests) in (len(S.JUDGES), 2 * len(S.JUDGES))
 
 
-async def test_two_replicas_on_one_redis_judge_an_id_once(redis_url, stub, tmp_path):
+@pytest.fixture(params=["redis", "postgres"])
+async def shared_url(request: pytest.FixtureRequest) -> str:
+    """An emptied store that several replicas (storage handles) can share: its URL."""
+    if request.param == "redis":
+        url = request.getfixturevalue("redis_url")
+        store = RedisStorage(url)
+        async with store:
+            await store.client.flushdb()
+        return url
+    from jf_test_support.pg_server import reset_postgres
+
+    url = request.getfixturevalue("postgres_url")
+    await reset_postgres(url)
+    return url
+
+
+def shared_store(url: str) -> Storage:
+    from judgefuse.service.storage import storage_from_url
+
+    return storage_from_url(url)
+
+
+async def test_two_replicas_on_one_store_judge_an_id_once(shared_url, stub, tmp_path):
     server, script = stub
     slow_judges(script)
-    settings = S.make_settings(tmp_path, [S.panel_yaml(tmp_path, server.url)], storage_url=redis_url)
-    first, second = RedisStorage(redis_url), RedisStorage(redis_url)
+    settings = S.make_settings(tmp_path, [S.panel_yaml(tmp_path, server.url)], storage_url=shared_url)
+    first, second = shared_store(shared_url), shared_store(shared_url)
     await first.open()
     await second.open()
-    await first.client.flushdb()
     try:
         async with S.running_app(settings, first) as (app1, c1), S.running_app(settings, second) as (app2, c2):
             assert app1.state.gateway.single_flight.owner != app2.state.gateway.single_flight.owner
@@ -119,12 +141,11 @@ async def test_two_replicas_on_one_redis_judge_an_id_once(redis_url, stub, tmp_p
         await second.close()
 
 
-async def test_a_claim_left_by_a_dead_replica_lapses_and_the_id_is_judged(redis_url, stub, tmp_path):
+async def test_a_claim_left_by_a_dead_replica_lapses_and_the_id_is_judged(shared_url, stub, tmp_path):
     server, script = stub
-    settings = S.make_settings(tmp_path, [S.panel_yaml(tmp_path, server.url)], storage_url=redis_url)
-    storage = RedisStorage(redis_url)
+    settings = S.make_settings(tmp_path, [S.panel_yaml(tmp_path, server.url)], storage_url=shared_url)
+    storage = shared_store(shared_url)
     await storage.open()
-    await storage.client.flushdb()
     try:
         assert await storage.claim_verdict_id("tenant-a", "orphan", "dead-replica", 0.6)
         assert not await storage.claim_verdict_id("tenant-a", "orphan", "someone-else", 0.6)
@@ -139,11 +160,10 @@ async def test_a_claim_left_by_a_dead_replica_lapses_and_the_id_is_judged(redis_
         await storage.close()
 
 
-async def test_redis_claims_are_leases_owned_by_one_replica(redis_url):
-    storage = RedisStorage(redis_url)
+async def test_claims_are_leases_owned_by_one_replica(shared_url):
+    storage = shared_store(shared_url)
     await storage.open()
     try:
-        await storage.client.flushdb()
         assert await storage.claim_verdict_id("tenant-a", "c", "r1", 5)
         assert await storage.claim_verdict_id("tenant-a", "c", "r1", 5)  # its own: renewed
         assert not await storage.claim_verdict_id("tenant-a", "c", "r2", 5)

@@ -389,7 +389,7 @@ async def test_context_manager_and_open_storage(sqlite_path: Path, redis_url: st
     async with open_storage(redis_url) as r:
         assert isinstance(r, RedisStorage) and await r.ping()
     with pytest.raises(ValueError):
-        open_storage("postgres://x")
+        open_storage("mysql://x")
 
 
 # -- SQLite specifics --------------------------------------------------------------------------

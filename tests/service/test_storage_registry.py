@@ -21,7 +21,7 @@ from judgefuse.service.storage.registry import (
 
 
 def test_builtin_schemes() -> None:
-    assert schemes() == ["redis", "rediss", "sqlite", "unix"]
+    assert schemes() == ["postgres", "postgresql", "redis", "rediss", "sqlite", "unix"]
     assert scheme_of("Redis://h:1/0") == "redis" and scheme_of("./x.db") == "sqlite"
     plain = storage_from_url("./data/x.db")
     assert isinstance(plain, SQLiteStorage) and plain.path == Path("./data/x.db")
@@ -31,11 +31,16 @@ def test_builtin_schemes() -> None:
     assert absolute.synchronous == "NORMAL"
     for url in ("redis://127.0.0.1:6379/0", "rediss://:pw@host:6380/1", "unix:///tmp/redis.sock"):
         assert isinstance(storage_from_url(url), RedisStorage)
+    from judgefuse.service.storage.postgres import PostgresStorage
+
+    for url in ("postgresql://u:pw@db:5432/jf", "postgres://db/jf?sslmode=require"):
+        store = storage_from_url(url)
+        assert isinstance(store, PostgresStorage) and "pw" not in repr(store)
 
 
 def test_bad_urls_name_the_setting() -> None:
-    with pytest.raises(ValueError, match=r"storage_url: unknown scheme 'postgres'.*redis://"):
-        storage_from_url("postgres://db/x")
+    with pytest.raises(ValueError, match=r"storage_url: unknown scheme 'mysql'.*postgresql://.*redis://"):
+        storage_from_url("mysql://db/x")
     with pytest.raises(ValueError, match="storage_url: a SQLite url is sqlite:///path"):
         storage_from_url("sqlite://relative.db")
     with pytest.raises(ValueError, match="storage_url is empty"):

@@ -1,7 +1,7 @@
 """Storage backends chosen by the URL's scheme: one table from scheme to factory.
 
 ``open_storage`` and the app's settings both go through :func:`storage_from_url`, so a new
-backend (PostgreSQL, DESIGN.md "Scale") is one :func:`register_scheme` call, not a new
+backend is one :func:`register_scheme` call, not a new
 ``if url.startswith(...)`` in every caller. A URL without ``://`` is a SQLite file path.
 
 Factories receive the URL as given and the :class:`StorageOptions` (settings that only some
@@ -129,6 +129,14 @@ def _redis(url: str, options: StorageOptions) -> Storage:
     return RedisStorage(url, record_ttl_s=options.redis_record_ttl_s)
 
 
+def _postgres(url: str, options: StorageOptions) -> Storage:
+    from judgefuse.service.storage.postgres import PostgresStorage  # needs psycopg + psycopg_pool
+
+    return PostgresStorage(url)
+
+
 register_scheme("sqlite", _sqlite)
 for _scheme in ("redis", "rediss", "unix"):
     register_scheme(_scheme, _redis)
+for _scheme in ("postgresql", "postgres"):
+    register_scheme(_scheme, _postgres)
