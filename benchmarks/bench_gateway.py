@@ -548,7 +548,10 @@ async def main_async(args: argparse.Namespace) -> None:
         check_proxy_extra()  # before any process is started
     workdir = tempfile.mkdtemp(prefix="bench-gateway-")
     base_folder = tempfile.mkdtemp(prefix=f"gw-{args.sqlite_sync.lower()}-", dir=workdir)
-    store = Store(args.storage, base_folder, args.pg_async_commit)
+    try:
+        store = Store(args.storage, base_folder, args.pg_async_commit)
+    except ValueError as exc:  # a flag that does not fit the store: say so, no traceback
+        raise SystemExit(str(exc)) from None
     if args.also_other_sync and store.kind != "sqlite":
         store.stop()
         raise SystemExit("--also-other-sync compares SQLite settings: it needs --storage sqlite")
