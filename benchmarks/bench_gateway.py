@@ -1,12 +1,19 @@
 """Gateway throughput, overhead per verdict, and calibration query time (DESIGN.md "Scale").
 
 Usage: ``python benchmarks/bench_gateway.py [--judges 5] [--latency-ms 50] [--seconds 8]
-[--sqlite-sync FULL|NORMAL] [--also-other-sync] [--anchor litellm-proxy] [--labels 0]``
+[--sqlite-sync FULL|NORMAL] [--also-other-sync] [--anchor litellm-proxy] [--labels 0]
+[--storage sqlite|redis|postgres|URL] [--pg-async-commit]``
+
+``--storage`` picks the gateway's store (``bench_stores.py``): a URL (``sqlite:///path``,
+``redis://...``, ``postgresql://...``), or one of the words ``sqlite`` (a file in a temp dir, the
+default), ``redis`` (a throwaway redis-server, AOF everysec as in deploy/) or ``postgres`` (a
+throwaway PostgreSQL, fsync on, as the tests start it; ``--pg-async-commit`` turns
+synchronous_commit off, the analogue of SQLite NORMAL and Redis everysec).
 
 Processes: the scripted OpenAI stub (``tests/jf_test_support/openai_stub.py``, every reply an SC
-JSON verdict after a fixed delay), the gateway (uvicorn + the app, SQLite with the product's
-default durability ``synchronous=FULL`` unless ``--sqlite-sync NORMAL``; ``--also-other-sync``
-starts a second gateway with the other setting and measures it beside; a panel of N judges in
+JSON verdict after a fixed delay), the gateway (uvicorn + the app on the ``--storage`` store; with SQLite the
+product's default durability ``synchronous=FULL`` unless ``--sqlite-sync NORMAL``, and
+``--also-other-sync`` starts a second SQLite gateway with the other setting and measures it beside; a panel of N judges in
 SC mode on the direct aiohttp path, a one-judge panel, an ``external`` panel; open mode), a bare
 aiohttp fan-out server, optionally LiteLLM's proxy, and this load generator (aiohttp). Every
 server's CPU seconds per request are read from ``/proc`` (steadier than rates when other jobs
@@ -23,13 +30,16 @@ share the cores).
 (c) calibration query time with 1,000,000 labelled verdicts' worth of accumulator fields in
     the store (built with ``CalibrationAccumulator.increments_many``, spread over 24 hour
     buckets, written through ``Storage.set_label``): ``GET /v1/calibration`` (all time + 24 h
-    window) over HTTP and the storage read + metrics in process. Target < 10 ms. ``--labels 0``
-    skips it.
+    window) over HTTP as served (with the population estimates and the panel structure), all
+    time only, and with ``population=false&structure=false`` (the labelled fields alone); the
+    storage read + metrics in process. Target < 10 ms. ``--labels 0`` skips it.
 (d) ``--anchor litellm-proxy``: one judge call per request, judgefuse (one-judge panel) vs the
     bare fan-out (one call) vs LiteLLM's proxy (``litellm --config``, one worker, a master key,
     model ``judge0`` -> the same stub): max rate of each, then overhead (latency minus the stub's
     delay) of each at one rate all three sustain, and the ratios. Needs the ``bench`` extra
     (``pip install -e '.[bench]'``); without it the flag says so and stops.
+(e) bytes per verdict in the store after (a) and (b) (before (c) and (d) add theirs): the SQLite
+    file, Redis's used_memory growth, or PostgreSQL's verdict partitions + verdict_ids.
 """
 
 from __future__ import annotations
@@ -49,6 +59,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import aiohttp
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_stores import Store, sqlite_url  # noqa: E402  - the sibling module, run as a script
 
 REPO = Path(__file__).resolve().parents[1]
 STUB = REPO / "tests" / "jf_test_support" / "openai_stub.py"
@@ -85,7 +98,7 @@ def serve_stub(port: int, latency_ms: float) -> None:
     asyncio.run(run())
 
 
-def serve_gateway(port: int, stub_url: str, judges: int, workdir: str) -> None:
+def serve_gateway(port: int, stub_url: str, judges: int, workdir: str, storage_url: str) -> None:
     import uvicorn
 
     from judgefuse.service.app import create_app
@@ -106,7 +119,7 @@ def serve_gateway(port: int, stub_url: str, judges: int, workdir: str) -> None:
     external.write_text("name: bench-ext\nfusion: majority\nquorum: 1\njudges:\n" + "".join(
         f"  - {{name: judge{i}, external: true}}\n" for i in range(judges)))
     settings = Settings(
-        storage_url=f"sqlite:///{workdir}/gateway.sqlite3", panels=[panel, external, single],
+        storage_url=storage_url, panels=[panel, external, single],
         auth_disabled=True,
         sqlite_synchronous=os.environ.get("BENCH_SQLITE_SYNC", "FULL"),  # type: ignore[arg-type]
         refit_every_labels=0,
@@ -413,13 +426,13 @@ def met(ok: bool) -> str:
 
 
 # ----------------------------------------------------------------------------- calibration
-async def calibration_bench(base: str, workdir: str, n_items: int) -> dict[str, float]:
+async def calibration_bench(base: str, storage_url: str, n_items: int) -> dict[str, float]:
     import numpy as np
 
     from judgefuse.calibration import CalibrationAccumulator
     from judgefuse.fusion.verdict import Verdict
     from judgefuse.service.calibration_store import calibration_report, method_key
-    from judgefuse.service.storage import SQLiteStorage, VerdictRecord
+    from judgefuse.service.storage import VerdictRecord, storage_from_url
 
     rng = np.random.default_rng(0)
     c = rng.uniform(0.5, 1.0, n_items)
@@ -427,7 +440,7 @@ async def calibration_bench(base: str, workdir: str, n_items: int) -> dict[str, 
     acc = CalibrationAccumulator()
     hours = 24
     now = time.time()
-    storage = SQLiteStorage(Path(workdir) / "gateway.sqlite3")
+    storage = storage_from_url(storage_url)
     await storage.open()
     key = method_key("bench", "majority")
     chunks = np.array_split(np.arange(n_items), hours)
@@ -486,10 +499,20 @@ async def calibration_bench(base: str, workdir: str, n_items: int) -> dict[str, 
                                    params={"panel": "bench", "window_hours": "0"}) as response:
                 await response.read()
             total_only.append(time.perf_counter() - t0)
+        no_population, lean = [], []  # lean: the labelled fields alone (no estimates, no structure)
+        for times, structure in ((no_population, "true"), (lean, "false")):
+            for _ in range(30):
+                t0 = time.perf_counter()
+                async with session.get(f"{base}/v1/calibration", params={
+                        "panel": "bench", "population": "false", "structure": structure}) as response:
+                    await response.read()
+                times.append(time.perf_counter() - t0)
     return {
         "items": float(n_seen), "build_s": build_s, "fine_bins_filled": float(n_bins_filled),
         "http_ms": statistics.median(http_times) * 1e3,
         "http_total_only_ms": statistics.median(total_only) * 1e3,
+        "http_no_population_ms": statistics.median(no_population) * 1e3,
+        "http_lean_ms": statistics.median(lean) * 1e3,
         "report_ms": statistics.median(loop_times) * 1e3,
         "read_total_ms": statistics.median(read_times) * 1e3,
         "read_window_ms": statistics.median(window_times) * 1e3,
@@ -516,7 +539,7 @@ def show_overhead(m: Measured, note: str = "") -> None:
     if m.inside:
         print(f"    {'':<28} of which inside the app (timings.overhead_s): p50 "
               f"{pct(m.inside, 50) * 1e3:.2f} ms, p99 {pct(m.inside, 99) * 1e3:.2f} ms; storing "
-              f"(timings.store_s, the commit's fsync included): p50 {pct(m.store, 50) * 1e3:.2f} ms, "
+              f"(timings.store_s, the commit's wait included): p50 {pct(m.store, 50) * 1e3:.2f} ms, "
               f"p99 {pct(m.store, 99) * 1e3:.2f} ms")
 
 
@@ -524,6 +547,22 @@ async def main_async(args: argparse.Namespace) -> None:
     if args.anchor == "litellm-proxy":
         check_proxy_extra()  # before any process is started
     workdir = tempfile.mkdtemp(prefix="bench-gateway-")
+    base_folder = tempfile.mkdtemp(prefix=f"gw-{args.sqlite_sync.lower()}-", dir=workdir)
+    try:
+        store = Store(args.storage, base_folder, args.pg_async_commit)
+    except ValueError as exc:  # a flag that does not fit the store: say so, no traceback
+        raise SystemExit(str(exc)) from None
+    if args.also_other_sync and store.kind != "sqlite":
+        store.stop()
+        raise SystemExit("--also-other-sync compares SQLite settings: it needs --storage sqlite")
+    try:
+        await store.start()
+        await run_bench(args, workdir, base_folder, store)
+    finally:
+        store.stop()
+
+
+async def run_bench(args: argparse.Namespace, workdir: str, base_folder: str, store: Store) -> None:
     stub_proc, line = spawn("--serve-stub", str(free_port()), str(args.latency_ms))
     stub_url = line.split(" ", 1)[1]
     delay_s = args.latency_ms / 1000
@@ -531,20 +570,23 @@ async def main_async(args: argparse.Namespace) -> None:
 
     pids: dict[str, int] = {}
 
-    def gateway(sync: str) -> str:
+    def gateway(sync: str, folder: str, storage_url: str) -> str:
         port = free_port()
-        folder = tempfile.mkdtemp(prefix=f"gw-{sync.lower()}-", dir=workdir)
         procs.append(subprocess.Popen(
-            [sys.executable, __file__, "--serve-gateway", str(port), stub_url, str(args.judges), folder],
+            [sys.executable, __file__, "--serve-gateway", str(port), stub_url, str(args.judges), folder,
+             storage_url],
             env={**os.environ, "BENCH_SQLITE_SYNC": sync},
         ))
         url = f"http://127.0.0.1:{port}"
         pids[url] = procs[-1].pid
         return url
 
-    base = gateway(args.sqlite_sync)
+    base = gateway(args.sqlite_sync, base_folder, store.url)
     other_sync = "NORMAL" if args.sqlite_sync == "FULL" else "FULL"
-    other = gateway(other_sync) if args.also_other_sync else None
+    other = None
+    if args.also_other_sync:
+        folder = tempfile.mkdtemp(prefix=f"gw-{other_sync.lower()}-", dir=workdir)
+        other = gateway(other_sync, folder, sqlite_url(folder))
     bare_port = free_port()
     bare_proc, _ = spawn("--serve-bare", str(bare_port), stub_url, str(args.judges))
     procs.append(bare_proc)
@@ -563,11 +605,15 @@ async def main_async(args: argparse.Namespace) -> None:
         if proxy is not None:
             await wait_http(proxy + "/health/liveliness", timeout=180)
         print(f"cores: {os.cpu_count()}; judges: {args.judges} (SC, direct aiohttp); judge latency "
-              f"{args.latency_ms:g} ms; SQLite synchronous={args.sqlite_sync} (the default: FULL); "
+              f"{args.latency_ms:g} ms; {describe(store, args.sqlite_sync)}; "
               f"{args.seconds:g} s per point; load average {os.getloadavg()[0]:.1f} at the start")
         f50, f90 = fsync_ms(workdir)
-        print(f"disk: one fsync after a 4 KiB append p50 {f50:.2f} ms, p90 {f90:.2f} ms (the floor of "
-              "every synchronous=FULL commit; judgefuse's timings.store_s below includes it)")
+        floor = {
+            "sqlite": "the floor of every synchronous=FULL commit; judgefuse's timings.store_s below includes it",
+            "postgres": "the floor of the WAL flush a synchronous_commit=on commit waits for",
+            "redis": "Redis's AOF fsyncs once a second, off the request path",
+        }.get(store.kind, "the store's own durability decides whether a commit waits for one")
+        print(f"disk: one fsync after a 4 KiB append p50 {f50:.2f} ms, p90 {f90:.2f} ms ({floor})")
         conc = args.concurrency
         FUSE["votes"] = [{"judge": f"judge{i}", "choice": "A", "confidence": 0.85} for i in range(args.judges)]
 
@@ -603,23 +649,34 @@ async def main_async(args: argparse.Namespace) -> None:
             await overhead_at(Target("other", other + "/v1/judge"), om.max_rate / 2, args.seconds, delay_s, om)
             show_overhead(om, "  (at half its own max)")
 
+        n, size, what = await store.bytes_per_verdict()
+        per_verdict = size / max(n, 1)
+        print(f"\n(e) bytes per verdict ({store.kind}): {per_verdict:,.0f} B over {n:,} stored "
+              f"verdicts ({args.judges} judges, one-line prompt); {what}")
+
         anchor: list[Measured] = []
         if proxy is not None:
             anchor = await anchor_run(args, base, bare, proxy, delay_s, pids)
 
         if args.labels > 0:
             print(f"\n(c) calibration query with {args.labels:,} labelled verdicts' fields in the store")
-            cal = await calibration_bench(base, procs_workdir(workdir, args.sqlite_sync), args.labels)
+            cal = await calibration_bench(base, store.url, args.labels)
             print(f"    stored {cal['items']:,.0f} items ({cal['fine_bins_filled']:.0f} fine-bin counters, "
                   f"24 hour buckets; built and written in {cal['build_s']:.1f} s)")
             print(f"    GET /v1/calibration (all time + 24 h window, over HTTP): {cal['http_ms']:.2f} ms median "
                   f"(target < 10 ms: {met(cal['http_ms'] < 10)})")
             print(f"    GET /v1/calibration?window_hours=0 (all time only, over HTTP): "
                   f"{cal['http_total_only_ms']:.2f} ms median (target < 10 ms: {met(cal['http_total_only_ms'] < 10)})")
+            print(f"    GET /v1/calibration?population=false (all time + 24 h window, the panel structure "
+                  f"kept): {cal['http_no_population_ms']:.2f} ms median")
+            print(f"    GET /v1/calibration?population=false&structure=false (all time + 24 h window, the "
+                  f"labelled fields only): {cal['http_lean_ms']:.2f} ms median "
+                  f"(target < 10 ms: {met(cal['http_lean_ms'] < 10)})")
             print(f"    in process: report {cal['report_ms']:.2f} ms = read total {cal['read_total_ms']:.2f} ms"
                   f" + read window {cal['read_window_ms']:.2f} ms + metrics x2 ({cal['metrics_ms']:.2f} ms each)")
 
-        print("\nsummary (one run; ratios are to the bare aiohttp fan-out of the same load)")
+        print(f"\nsummary (one run, {describe(store, args.sqlite_sync)}, {per_verdict:,.0f} B per verdict; "
+              "ratios are to the bare aiohttp fan-out of the same load)")
         print(f"    {'server':<34} {'max/s':>8} {'x bare':>7} {'CPU ms/req':>10} {'p50 ms':>8} {'p99 ms':>8}  at")
         rows = [(jf, bm), (bm, bm), (fu, bm)] + ([(om, bm)] if om else [])
         rows += [(m, anchor[1]) for m in anchor]
@@ -637,9 +694,15 @@ async def main_async(args: argparse.Namespace) -> None:
                 proc.kill()
 
 
-def procs_workdir(workdir: str, sync: str) -> str:
-    """The folder of the gateway started with ``sync`` (its SQLite file is ``gateway.sqlite3``)."""
-    return str(next(Path(workdir).glob(f"gw-{sync.lower()}-*")))
+def describe(store: Store, sqlite_sync: str) -> str:
+    """The store and its durability setting, for the headings."""
+    if store.kind == "sqlite":
+        return f"storage sqlite, synchronous={sqlite_sync} (the default: FULL)"
+    if store.kind == "redis":
+        return "storage redis" + (", AOF everysec" if store.proc is not None else "")
+    if store.kind == "postgres":
+        return "storage postgres, synchronous_commit=" + ("off" if store.async_commit else "on (the default)")
+    return f"storage {store.kind}"
 
 
 async def anchor_run(args: argparse.Namespace, base: str, bare: str, proxy: str, delay_s: float,
@@ -679,7 +742,9 @@ def main() -> None:
         serve_stub(int(sys.argv[2]), float(sys.argv[3]))
         return
     if len(sys.argv) > 1 and sys.argv[1] == "--serve-gateway":
-        serve_gateway(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5])
+        folder = sys.argv[5]  # the store's URL is optional (profile_gateway.py passes none: SQLite)
+        storage_url = sys.argv[6] if len(sys.argv) > 6 else sqlite_url(folder)
+        serve_gateway(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), folder, storage_url)
         return
     if len(sys.argv) > 1 and sys.argv[1] == "--serve-bare":
         serve_bare(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]))
@@ -696,6 +761,11 @@ def main() -> None:
                         help="also measure a second gateway with the other setting (NORMAL beside FULL)")
     parser.add_argument("--anchor", choices=["none", "litellm-proxy"], default="none",
                         help="also measure LiteLLM's proxy on the same stub and load (needs the bench extra)")
+    parser.add_argument("--storage", default="sqlite",
+                        help="sqlite (default) | redis | postgres (a throwaway server) | a storage URL")
+    parser.add_argument("--pg-async-commit", action="store_true",
+                        help="with --storage postgres: synchronous_commit=off, the analogue of "
+                             "SQLite NORMAL / Redis everysec (a crash may lose the last commits)")
     asyncio.run(main_async(parser.parse_args()))
 
 
