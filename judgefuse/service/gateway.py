@@ -60,6 +60,7 @@ from judgefuse.service.errors import Conflict, FieldProblem, QuorumLost, Service
 from judgefuse.service.metrics import ServiceMetrics
 from judgefuse.service.monitor import DRIFT_ALARM, Monitors, raised_threshold
 from judgefuse.service.pairing import routing_threshold
+from judgefuse.service.panel_estimates import PanelEstimatesCache
 from judgefuse.service.panels import PanelRuntime
 from judgefuse.service.population import traffic_counts
 from judgefuse.service.posted_votes import posted_votes
@@ -137,6 +138,8 @@ class Gateway:
                 f"default_panel {self.default_panel!r} is not one of the panels: {', '.join(panels)}"
             )
         self.state = StateCache(settings, storage)
+        self.panel_structure = PanelEstimatesCache(settings.panel_structure_ttl_s)
+        """``GET /v1/calibration``'s panel_structure, per panel, for ``panel_structure_ttl_s``."""
         self.admission = Admission.from_settings(settings, self.metrics)
         self.verdict_ids = VerdictIds()
         """Ids of new verdicts (uuid4-shaped, drawn in batches: :mod:`judgefuse.service.verdict_ids`)."""

@@ -6,9 +6,14 @@ The numbers are :func:`judgefuse.fusion.panel_structure.panel_structure`'s (the 
 or not: Dawid-Skene and the label-free effective size read every one) together with its newest
 ``window`` labelled verdicts (the labelled accuracy and labelled effective size read those).
 Cascade verdicts are left out: they hold only the votes of the stages they reached. Dawid-Skene
-is refitted on this sample for every query (a worker thread; milliseconds for thousands of
-verdicts), so the estimates describe the traffic in the window whether or not the panel serves
-a Dawid-Skene model.
+is refitted on this sample (a worker thread), so the estimates describe the traffic in the window
+whether or not the panel serves a Dawid-Skene model.
+
+That refit and the reads behind it cost 80-200 ms at a few thousand stored verdicts (measured by
+``benchmarks/bench_gateway.py --labels``), twenty times the rest of ``GET /v1/calibration``, so
+:class:`PanelEstimatesCache` keeps each panel's answer for ``panel_structure_ttl_s`` seconds: a
+dashboard polling every few seconds pays it once per interval, and the estimates, which move
+with thousands of verdicts, not single ones, are at most that old.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from dataclasses import replace
 from judgefuse.fusion.panel_structure import JudgeEstimate, PanelStructure, panel_structure
 from judgefuse.service.storage import Storage, VerdictRecord
 
-__all__ = ["panel_estimates"]
+__all__ = ["PanelEstimatesCache", "panel_estimates"]
 
 
 async def panel_estimates(
@@ -51,3 +56,23 @@ async def panel_estimates(
     silent = [JudgeEstimate(judge=name, n_votes=0, labelled_accuracy=None, estimated_accuracy=None)
               for name in judges if name not in seen]
     return replace(structure, judges=[*structure.judges, *silent]) if silent else structure
+
+
+class PanelEstimatesCache:
+    """:func:`panel_estimates` per (tenant, panel, window, judges), reused for ``ttl_s`` seconds
+    of the caller's clock (module docstring); ``ttl_s`` 0 recomputes on every call. Concurrent
+    misses of one key share one computation."""
+
+    def __init__(self, ttl_s: float) -> None:
+        self.ttl_s = ttl_s
+        self._entries: dict[tuple[object, ...], tuple[float, asyncio.Task[PanelStructure | None]]] = {}
+
+    async def get(
+        self, storage: Storage, tenant: str, panel: str, *, window: int, judges: Sequence[str], now: float,
+    ) -> PanelStructure | None:
+        key = (tenant, panel, window, tuple(judges))
+        entry = self._entries.get(key)
+        if entry is None or now - entry[0] >= self.ttl_s or (entry[1].done() and entry[1].exception()):
+            task = asyncio.ensure_future(panel_estimates(storage, tenant, panel, window=window, judges=judges))
+            entry = self._entries[key] = (now, task)
+        return await asyncio.shield(entry[1])

@@ -115,6 +115,9 @@ class Settings(BaseSettings):
     panel_structure_window: int = Field(default=2000, ge=10)
     """``GET /v1/calibration``'s ``panel_structure`` reads the panel's newest this many verdicts
     and newest this many labelled ones (Dawid-Skene is refitted on them per query)."""
+    panel_structure_ttl_s: float = Field(default=30.0, ge=0.0, allow_inf_nan=False)
+    """``panel_structure`` is recomputed at most this often per panel (0: on every query): its
+    Dawid-Skene refit costs 80-200 ms at a few thousand verdicts."""
     retention_days: float | None = Field(default=None, ge=0.0, allow_inf_nan=False)
     """Drop verdict records older than this many days (None or 0: keep everything, the
     default). Records pending review and each panel's newest ``refit_max_labels`` labelled

@@ -40,7 +40,7 @@ def panel_with_a_silent_judge(tmp_path):
 
 async def test_panel_structure_matches_a_hand_computation(tmp_path):
     settings = S.make_settings(tmp_path, [panel_with_a_silent_judge(tmp_path)],
-                               storage_url=f"sqlite:///{tmp_path / 'db.sqlite3'}")
+                               storage_url=f"sqlite:///{tmp_path / 'db.sqlite3'}", panel_structure_ttl_s=0)
     async with S.running_app(settings) as (_app, client):
         empty = (await client.get("/v1/calibration", headers=P.H)).json()
         assert empty["panel_structure"] is None
@@ -95,3 +95,30 @@ async def test_panel_structure_matches_a_hand_computation(tmp_path):
     expected = DawidSkeneFusion().fit_unlabelled(batches).estimated_accuracy
     for name in WRONG:
         assert judges[name]["estimated_accuracy"] == pytest.approx(expected[name])
+
+
+async def test_panel_structure_is_reused_for_its_ttl(tmp_path):
+    """The Dawid-Skene refit behind panel_structure is computed once per panel_structure_ttl_s:
+    verdicts posted within the interval do not show until it ends."""
+    settings = S.make_settings(tmp_path, [P.external_panel(tmp_path)],
+                               storage_url=f"sqlite:///{tmp_path / 'db.sqlite3'}", panel_structure_ttl_s=3600)
+    async with S.running_app(settings) as (app, client):
+        async def structure():
+            return (await client.get("/v1/calibration", params={"population": "false"}, headers=P.H)).json()[
+                "panel_structure"]
+
+        for i in range(4):
+            label, said = choices(i)
+            votes = [{"judge": j, "choice": c, "confidence": 0.8} for j, c in said.items()]
+            r = await client.post("/v1/fuse", json={**P.PAIR, "id": f"i{i}", "votes": votes, "label": label},
+                                  headers=P.H)
+            assert r.status_code == 200, r.text
+        first = await structure()
+        assert first["n_items"] == 4
+        for i in range(4, N):
+            label, said = choices(i)
+            votes = [{"judge": j, "choice": c, "confidence": 0.8} for j, c in said.items()]
+            await client.post("/v1/fuse", json={**P.PAIR, "id": f"i{i}", "votes": votes}, headers=P.H)
+        assert (await structure()) == first  # within the ttl: the cached answer
+        app.state.gateway.panel_structure.ttl_s = 0
+        assert (await structure())["n_items"] == N  # after it: recomputed

@@ -28,6 +28,7 @@ async def accumulators(storage: Storage) -> dict[str, object]:
 
 async def test_retention_job_in_the_service(storage: Storage, tmp_path) -> None:
     settings = S.make_settings(tmp_path, [external_panel(tmp_path, audit_rate=0.3)], review_seed=7,
+                               panel_structure_ttl_s=0,
                                retention_days=5, refit_max_labels=10)
     await put_threshold(storage)
     async with S.running_app(settings, storage) as (app, client):

@@ -11,7 +11,6 @@ from fastapi import APIRouter, Query
 from judgefuse.calibration import DEFAULT_TH_EPS
 from judgefuse.service.calibration_store import calibration_report
 from judgefuse.service.deps import GatewayDep, SettingsDep, TenantDep
-from judgefuse.service.panel_estimates import panel_estimates
 from judgefuse.service.responses import CalibrationOut
 
 router = APIRouter(prefix="/v1", tags=["calibration"])
@@ -43,7 +42,8 @@ async def calibration(
     votes next to its labelled accuracy, and the panel's effective number of independent
     judges, k / (1 + (k - 1) * rho) with rho the mean pairwise correlation of the judges'
     errors (against the labels; and, label-free, against the Dawid-Skene consensus), over the
-    newest ``panel_structure_window`` verdicts (``structure=false`` skips it).
+    newest ``panel_structure_window`` verdicts, at most ``panel_structure_ttl_s`` old
+    (``structure=false`` skips it).
     """
     from judgefuse.service.errors import FieldProblem
 
@@ -63,9 +63,10 @@ async def calibration(
     )
     estimates = None
     if structure:
-        found = await panel_estimates(gateway.storage, tenant, runtime.name,
-                                      window=settings.panel_structure_window,
-                                      judges=[j.name for j in runtime.panel.config.judges])
+        found = await gateway.panel_structure.get(
+            gateway.storage, tenant, runtime.name, window=settings.panel_structure_window,
+            judges=[j.name for j in runtime.panel.config.judges], now=gateway.clock(),
+        )
         estimates = found.to_json() if found is not None else None
     return CalibrationOut.model_validate({
         "panel": runtime.name, "window_hours": window_hours or None, "eps": eps,
