@@ -59,7 +59,7 @@ async def run(args: argparse.Namespace) -> None:
     todo = [judged for judged in items if judged.item.id not in done]
     server = LocalModelConfig(model=args.model, threads=args.threads, ctx_size=args.ctx_size).build()
     await server.astart()
-    name = f"fuser-{Path(args.model).stem}"
+    name = f"fuser-{Path(args.model).stem if args.model.endswith('.gguf') else args.model}"
     config = JudgeConfig(
         name=name,
         model=f"openai/{args.model}",
