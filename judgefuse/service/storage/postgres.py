@@ -58,10 +58,12 @@ from judgefuse.service.storage.base import (
     StorageUnavailable,
     VerdictExists,
     VerdictNotFound,
+    check_iter_args,
     check_lease,
     check_limit,
     check_name,
     check_named_lease,
+    check_retention_args,
     check_state_put,
     check_tenant,
     check_verdict_record,
@@ -80,8 +82,6 @@ from judgefuse.service.storage.postgres_accumulators import (
 from judgefuse.service.storage.postgres_errors import map_pg_error, redact_url, secret_forms
 from judgefuse.service.storage.postgres_partitions import day_of, ensure_partition
 from judgefuse.service.storage.postgres_retention import (
-    check_retention,
-    check_window,
     records_page,
     retain,
 )
@@ -848,13 +848,7 @@ class PostgresStorage(Storage):
         """Stream verdict records (every tenant when ``tenant`` is None) in (created_at, tenant,
         id) ascending order, ``batch_size`` rows per query by keyset pagination: constant memory
         on millions of rows; records written during the scan may or may not appear."""
-        if tenant is not None:
-            check_tenant(tenant)
-        if panel is not None:
-            check_name("panel", panel)
-        check_window(since, until)
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+        check_iter_args(tenant, panel, since, until, batch_size)
         after: tuple[float, str, str] | None = None
         while True:
             key = after
@@ -883,7 +877,7 @@ class PostgresStorage(Storage):
         dropped after their kept rows move to the default partition (see
         :mod:`.postgres_retention`). Accumulators, counters, thresholds, models, state blobs
         and monitor events are never touched. Idempotent; safe to run while traffic is served."""
-        cut, keep = check_retention(older_than, keep_labelled)
+        cut, keep = check_retention_args(older_than, keep_labelled)
         clock(now)  # validated; the cut is absolute, the pass needs no clock
         report = await self._run(
             "apply_retention", lambda c: retain(c, cut, keep), transaction=False

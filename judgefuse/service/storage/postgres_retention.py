@@ -48,7 +48,7 @@ from judgefuse.service.storage.postgres_partitions import (
 )
 from judgefuse.service.storage.retention import RetentionReport
 
-__all__ = ["check_retention", "check_window", "records_page", "retain"]
+__all__ = ["records_page", "retain"]
 
 _PENDING = "EXISTS (SELECT 1 FROM review_queue q WHERE q.tenant = v.tenant AND q.id = v.id)"
 _KEEP = (
@@ -58,24 +58,6 @@ _KEEP = (
 )
 """A row ``v`` is kept: pending review, or labelled and not older than its panel's k-th newest
 labelled record (no bound: the panel has fewer than k labels, all kept)."""
-
-
-def check_window(since: float | None, until: float | None) -> None:
-    """``iter_records``' time bounds: finite epoch seconds when given."""
-    for name, value in (("since", since), ("until", until)):
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-            raise ValueError(f"{name} must be finite epoch seconds, got {value!r}")
-
-
-def check_retention(older_than: float, keep_labelled: int) -> tuple[float, int]:
-    cut = float(older_than)
-    if not math.isfinite(cut):
-        raise ValueError(f"older_than must be finite epoch seconds, got {older_than!r}")
-    if isinstance(keep_labelled, bool) or not isinstance(keep_labelled, int) or keep_labelled < 0:
-        raise ValueError(f"keep_labelled must be an integer >= 0, got {keep_labelled!r}")
-    return cut, keep_labelled
 
 
 async def _bounds(conn: psycopg.AsyncConnection, k: int) -> None:
