@@ -15,8 +15,6 @@ the connection URL's password kept out of every message.
 
 from __future__ import annotations
 
-from urllib.parse import quote, unquote, urlsplit, urlunsplit
-
 import psycopg
 import psycopg_pool
 
@@ -26,6 +24,8 @@ from judgefuse.service.storage.base import (
     StorageError,
     StorageUnavailable,
 )
+from judgefuse.service.storage.url_secrets import redact_url as _redact_url
+from judgefuse.service.storage.url_secrets import secret_forms
 
 __all__ = [
     "UNAVAILABLE_CLASSES",
@@ -45,32 +45,7 @@ RETRY_STATES = ("40001", "40P01")
 
 def redact_url(url: str) -> str:
     """The URL with its password (if any) replaced by ``***``."""
-    try:
-        parts = urlsplit(url)
-        password = parts.password
-    except ValueError:
-        return "<unparseable postgresql url>"
-    if password is None:
-        return url
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = f"{parts.username or ''}:***@{host}"
-    if parts.port is not None:
-        netloc += f":{parts.port}"
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
-
-
-def secret_forms(url: str) -> list[str]:
-    """The password as it may appear in a message (as given, quoted, unquoted), longest first."""
-    try:
-        password = urlsplit(url).password
-    except ValueError:
-        return []
-    if not password:
-        return []
-    forms = {password, quote(password, safe=""), unquote(password)}
-    return sorted(forms, key=len, reverse=True)
+    return _redact_url(url, "postgresql")
 
 
 _TRANSIENT_FATAL = (

@@ -108,7 +108,6 @@ import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar, cast
-from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 import redis.asyncio as aioredis
 import redis.exceptions as rexc
@@ -157,6 +156,8 @@ from judgefuse.service.storage.records import (
     VerdictRecord,
 )
 from judgefuse.service.storage.retention import RetentionReport
+from judgefuse.service.storage.url_secrets import redact_url as _redact_url
+from judgefuse.service.storage.url_secrets import secret_forms
 
 V = TypeVar("V", ThresholdRecord, ModelRecord, MonitorEvent)
 _INT_RE = re.compile(r"^-?[0-9]+$")
@@ -409,19 +410,7 @@ def _number(value: str | bytes) -> Number:
 
 def redact_url(url: str) -> str:
     """The URL with its password (if any) replaced by ``***``."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unparseable redis url>"
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = f"{parts.username or ''}:***@{host}"
-    if parts.port is not None:
-        netloc += f":{parts.port}"
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    return _redact_url(url, "redis")
 
 
 class RedisStorage(Storage):
@@ -451,7 +440,7 @@ class RedisStorage(Storage):
         self.recent_cap = recent_cap
         """Newest verdict ids kept per panel for :meth:`iter_recent` (older ids are trimmed)."""
         self.safe_url = redact_url(url)
-        self._secrets = self._secret_forms(url)
+        self._secrets = secret_forms(url)
         self.socket_timeout_s = socket_timeout_s
         self.connect_timeout_s = connect_timeout_s
         self.retries = retries
@@ -460,17 +449,6 @@ class RedisStorage(Storage):
 
     def __repr__(self) -> str:
         return f"RedisStorage({self.safe_url!r})"
-
-    @staticmethod
-    def _secret_forms(url: str) -> list[str]:
-        try:
-            password = urlsplit(url).password
-        except ValueError:
-            return []
-        if not password:
-            return []
-        forms = {password, quote(password, safe=""), unquote(password)}
-        return sorted(forms, key=len, reverse=True)
 
     def _scrub(self, text: str) -> str:
         for secret in self._secrets:
