@@ -10,8 +10,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import shutil
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
@@ -192,19 +194,69 @@ def test_redact_query(target, shown):
 
 
 async def test_docs_are_served_from_packaged_files(stub, tmp_path):
-    pytest.importorskip("swagger_ui_bundle")
     server, _script = stub
     settings = S.make_settings(tmp_path, [S.panel_yaml(tmp_path, server.url)])
     async with S.running_app(settings) as (_app, client):
-        page = await client.get("/docs")
-        assert page.status_code == 200
-        assert "/docs/static/swagger-ui-bundle.js" in page.text and "/openapi.json" in page.text
-        assert "cdn" not in page.text.lower() and "https://" not in page.text.split("<body>")[1]
-        js = await client.get("/docs/static/swagger-ui-bundle.js")
-        assert js.status_code == 200 and len(js.content) > 500_000
+        for page_url, script in (("/docs", "/docs/static/swagger-ui-bundle.js"),
+                                 ("/redoc", "/docs/static/redoc.standalone.js")):
+            page = await client.get(page_url)
+            assert page.status_code == 200
+            assert script in page.text and "/openapi.json" in page.text
+            assert "cdn" not in page.text.lower() and "https://" not in page.text
+            js = await client.get(script)
+            assert js.status_code == 200 and len(js.content) > 500_000
         assert (await client.get("/docs/static/swagger-ui.css")).status_code == 200
+        assert (await client.get("/docs/static/favicon.png")).status_code == 200
         assert (await client.get("/docs/oauth2-redirect")).status_code == 200
-        assert (await client.get("/redoc")).status_code == 404
+
+
+CHROMIUM = "/usr/bin/chromium"
+# the operations' paths as each viewer renders them, once the OpenAPI document is read
+RENDERED = {
+    "/docs": ['data-path="/v1/judge"', 'data-path="/v1/fuse"', "OAS 3.1"],  # Swagger UI 5's version stamp
+    "/redoc": ["/v1/judge</span>", "/v1/fuse</span>"],
+}
+
+
+async def _dump_dom(url: str, profile: Path) -> str:
+    """The page's DOM after its scripts ran, in headless Chromium that resolves no host name
+    (only the loopback server's IP address is reachable: a CDN link could not load)."""
+    proc = await asyncio.create_subprocess_exec(
+        CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+        f"--user-data-dir={profile}", "--virtual-time-budget=10000", "--dump-dom", url,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), timeout=12)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        shutil.rmtree(profile, ignore_errors=True)
+    assert proc.returncode == 0, err.decode("utf-8", "replace")[-2000:]
+    return out.decode("utf-8", "replace")
+
+
+@pytest.mark.skipif(not Path(CHROMIUM).exists(),
+                    reason=f"{CHROMIUM} not installed (apt-get install -y chromium): browser test skipped")
+async def test_docs_render_the_openapi_31_operations_offline_in_chromium(stub, tmp_path):
+    """``/docs`` and ``/redoc`` in a real browser with no internet: each viewer must read FastAPI's
+    OpenAPI 3.1 document and list the operations. Swagger UI 4.15.5 (swagger-ui-bundle 1.1.0)
+    showed "Unable to render this definition" instead."""
+    server, _script = stub
+    settings = S.make_settings(tmp_path, [S.panel_yaml(tmp_path, server.url)])
+    app = create_app(settings, environ={S.PLANTED_ENV: S.PLANTED})
+    assert app.openapi()["openapi"].startswith("3.1")
+    async with S.uvicorn_server(app) as url:
+        doms = {page: await _dump_dom(f"{url}{page}", tmp_path / f"profile{page.replace('/', '-')}")
+                for page in RENDERED}
+    for page, texts in RENDERED.items():
+        dom = doms[page]
+        assert "Unable to render" not in dom and "Something went wrong" not in dom, (page, dom[-3000:])
+        for text in texts:
+            assert text in dom, (page, text, dom[-3000:])
 
 
 async def test_an_unhandled_error_says_the_connection_closes(stub, tmp_path):
