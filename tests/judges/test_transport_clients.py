@@ -143,6 +143,8 @@ async def test_http_status_maps_to_the_right_exception(
         await client.complete(make_request())
     assert type(info.value) is expected  # the most specific class, not a parent
     assert info.value.status == status
+    # one request on the wire: retries are judgefuse's own (judges/retry), never the SDK's
+    assert len(openai_stub.requests) == 1
 
 
 async def test_rate_limit_carries_retry_after(client, make_request, openai_stub, stub_actions):

@@ -11,7 +11,11 @@ provider with a custom ``api_base``, litellm raises ``BadRequestError`` for *eve
 except 429 (401, 404, 500, 503 alike) but keeps the true ``status_code``; a dropped connection
 and an unreadable body both surface as ``InternalServerError`` (500). So the mapping walks the
 exception chain by type first (timeout, the HTTP status error, connection errors, decoding
-errors) and falls back to ``status_code``; it never reads message text.
+errors) and falls back to ``status_code``; it never reads message text. A status the server
+sent is read first: under openai 3.x litellm turns a provider's 408 and 504 into its
+``Timeout`` type, which would otherwise read as "no response". The mapping is tested under the
+locked openai (3.x) and the oldest and newest 2.x the ranges admit
+(``tests/judges/test_openai_versions.py``).
 """
 
 from __future__ import annotations
@@ -134,6 +138,23 @@ def _body_param_and_message(exc: BaseException) -> tuple[str | None, str]:
     return None, ""
 
 
+def _sent_status(chain: list[BaseException]) -> int | None:
+    """The HTTP status the server sent, read from the HTTP layer's own exceptions in ``chain``
+    (httpx's ``HTTPStatusError``, else the openai SDK's ``APIStatusError``, which carries the
+    response it was built from); None when no response arrived. litellm's own exceptions are
+    not read here: they set ``status_code`` by kind (408 on any timeout, 500 on a dropped
+    connection), not from a response."""
+    import openai
+
+    for link in chain:
+        if isinstance(link, httpx.HTTPStatusError):
+            return link.response.status_code
+    for link in chain:
+        if isinstance(link, openai.APIStatusError) and type(link).__module__.startswith("openai"):
+            return link.status_code
+    return None
+
+
 def map_litellm_error(exc: Exception, *, model: str, timeout_s: float, secret: str | None) -> TransportError:
     """The :mod:`.errors` exception for an exception raised by ``litellm.acompletion``."""
     import litellm
@@ -142,14 +163,14 @@ def map_litellm_error(exc: Exception, *, model: str, timeout_s: float, secret: s
 
     _scrub(exc, secret)
     chain = list(_chain(exc))
-    if any(isinstance(link, (openai.APITimeoutError, httpx.TimeoutException, TimeoutError)) for link in chain):
+    # A status the server really sent wins over every wrapper's opinion: litellm wraps a
+    # provider's 408 and 504 as ``litellm.Timeout`` (an ``openai.APITimeoutError``) under
+    # openai 3.x but not under 2.x, so "is it a timeout type?" must come second.
+    status = _sent_status(chain)
+    if status is None and any(
+        isinstance(link, (openai.APITimeoutError, httpx.TimeoutException, TimeoutError)) for link in chain
+    ):
         return JudgeTimeout(f"no response from {model!r} within {timeout_s:g}s")
-    for link in chain:
-        if isinstance(link, httpx.HTTPStatusError):
-            status = link.response.status_code
-            break
-    else:
-        status = None
     if status is None:
         if any(
             isinstance(link, (openai.APIConnectionError, httpx.TransportError, aiohttp.ClientError, ConnectionError))
