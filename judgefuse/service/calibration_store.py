@@ -7,7 +7,7 @@ judge named ``openai/gpt-4o`` cannot break the split::
     {panel}/judge/{judge}/{mode}            one judge's valid votes (mode: sc, mp, logprob)
     {panel}/mode/all/{mode}                 every judge's valid votes of one mode, pooled
 
-Per review stratum (DESIGN.md "The review loop"; :mod:`judgefuse.service.review_sampling`),
+Per review stratum (docs/design.md, 'The review loop'; :mod:`judgefuse.service.review_sampling`),
 every label also feeds a copy of its method and judge keys with a fifth part, the stratum key
 of the labelled verdict (``review``, ``auto@{rate}`` or ``unsolicited``)::
 

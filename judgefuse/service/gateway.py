@@ -10,7 +10,7 @@ Which fusion method decides a verdict (stamped on it as ``method`` + ``model_ver
    label-free cold-start fit of the panel's ``fusion: dawid_skene``: :mod:`.cold_start`);
 3. else ``settings.fusion_method`` or the panel file's ``fusion``.
 
-Routing (DESIGN.md "Routing"): ``auto_accept`` iff the latest threshold of (tenant, panel)
+Routing (docs/design.md, 'Routing and threshold tuning'): ``auto_accept`` iff the latest threshold of (tenant, panel)
 applies to the verdict and ``confidence >= threshold``. A threshold applies when it was tuned
 for the verdict's method (and, for a learned method, the same model version). Otherwise, with
 no threshold tuned, or a "review everything" record, the verdict goes to ``human_review`` and

@@ -1,5 +1,5 @@
-"""Which threshold routes a verdict once learned fusion is promoted (DESIGN.md "Learning keeps
-routing").
+"""Which threshold routes a verdict once learned fusion is promoted (docs/design.md, 'Learning keeps
+routing').
 
 A threshold is tuned for one fusion method and, for a learned one, one model version. A refit
 that promotes a model also tunes a threshold for it (on the same labels, from cross-fitted

@@ -1,7 +1,7 @@
 """Population estimates of a calibration key: what the labels say about *all* traffic.
 
 The labelled sample is not a sample of the traffic: it is everything routed to review plus a
-random ``audit_rate`` share of what was auto-accepted (DESIGN.md "The review loop"). Each
+random ``audit_rate`` share of what was auto-accepted (docs/design.md, 'The review loop'). Each
 stratum's labels are a random sample of that stratum (the queue is served in random order), so
 the stratified estimator ``sum_s (N_s / N) * mean_s(x)`` is unbiased for the traffic, while
 the plain mean over labels over-weights the hard, reviewed verdicts.

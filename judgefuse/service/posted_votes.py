@@ -2,8 +2,8 @@
 :class:`~judgefuse.judges.types.JudgeVote` list a panel fan-out would have produced.
 
 "Bring your own votes" must not become a second implementation of anything: the gateway
-fuses, routes, stamps and stores these votes exactly as it does its own judges' (DESIGN.md
-"The review loop"). So the list has the panel's shape: one vote per judge, in the panel's
+fuses, routes, stamps and stores these votes exactly as it does its own judges' (docs/design.md,
+'The review loop'). So the list has the panel's shape: one vote per judge, in the panel's
 order; a judge the client did not post gets an invalid vote ("no vote posted"), as a judge
 that timed out would. Everything a client can get wrong is a 422 naming the field, raised
 before anything is stored.

@@ -1,4 +1,4 @@
-"""Learned fusion from labelled traffic: fit, compare, promote, serialise (DESIGN.md "Fusion").
+"""Learned fusion from labelled traffic: fit, compare, promote, serialise (docs/design.md, 'Fusion').
 
 :func:`refit` reads the tenant+panel's labelled verdicts (their stored votes and labels):
 

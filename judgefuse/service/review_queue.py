@@ -1,4 +1,4 @@
-"""The review queue as annotators use it: lease, skip, stats (DESIGN.md "The review loop").
+"""The review queue as annotators use it: lease, skip, stats (docs/design.md, 'The review loop').
 
 Storage holds the queue (atomic leases, the label ends the lease); this module decides what an
 annotator sees and who they are:

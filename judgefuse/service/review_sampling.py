@@ -1,4 +1,4 @@
-"""The review stratum of a verdict, drawn when it is decided (DESIGN.md "The review loop").
+"""The review stratum of a verdict, drawn when it is decided (docs/design.md, 'The review loop').
 
 Labels come back for what people review, and people review what the gateway was unsure of: a
 sample chosen by the routing itself. To estimate anything about *all* traffic the service

@@ -1,4 +1,4 @@
-"""Routing a verdict with the latest threshold of its (tenant, panel) (DESIGN.md "Routing").
+"""Routing a verdict with the latest threshold of its (tenant, panel) (docs/design.md, 'Routing and threshold tuning').
 
 ``auto_accept`` iff the threshold applies to the verdict and ``confidence >= threshold``. A
 threshold applies when it was tuned for the verdict's method (and, for a learned method, the

@@ -4,7 +4,7 @@ Length limits that depend on settings (question/answer length, batch size) are c
 gateway against :class:`~judgefuse.service.settings.Settings` and reported as 422 / 413 naming
 the field; the static limits here are hard ceilings.
 
-Cost (DESIGN.md "Cost accounting"): every vote carries its own ``calls``, ``prompt_tokens``,
+Cost (docs/design.md, 'Cost accounting'): every vote carries its own ``calls``, ``prompt_tokens``,
 ``completion_tokens`` and ``cost_usd``; a verdict's ``cost`` is their sum over the votes it drew
 (for a cascade: only the judges consulted), and a batch's ``cost`` the sum over its verdicts.
 Money comes from litellm's price table (:mod:`judgefuse.judges.transport.pricing`); a model not

@@ -10,7 +10,7 @@ verdicts hold only the votes of the judges they consulted, so they are never re-
 
 Each point also carries the review stratum of its verdict (:func:`label_stratum_key`:
 ``review``, ``auto@{rate}`` or ``unsolicited``), so the tuner can weight it by the share of
-traffic its stratum stands for (DESIGN.md "Tuning and monitoring on the population").
+traffic its stratum stands for (docs/design.md, 'Tuning and monitoring on the population').
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ What is stored
 --------------
 * **Verdict records**, scoped by tenant: a tenant never reads another tenant's record (the
   same id under another tenant is a different, usually absent, record).
-* **Labels**, idempotent (DESIGN.md "Live calibration"): :meth:`Storage.set_label` stores the
+* **Labels**, idempotent (docs/design.md, 'Live calibration'): :meth:`Storage.set_label` stores the
   label on the record and, in the same atomic step, applies the accumulator increments the
   caller's pure function gives for the new label, minus the increments for the old label when
   the record was already labelled (a relabel replaces, never double counts). The same label
@@ -21,7 +21,7 @@ What is stored
 * **Traffic counters**: ``save_verdict`` may carry increments (same shape as a label's) that
   are applied, in the same atomic step as the insert and only when the record is new, to the
   running total and the hour bucket of ``created_at``: the per-stratum verdict counts N_s the
-  population estimates need (DESIGN.md "The review loop").
+  population estimates need (docs/design.md, 'The review loop').
 * **The review queue** per (tenant, panel): a new record whose ``review`` stamp says
   ``queued`` enters it in the same atomic step as the insert, ordered by its random ``rank``.
   :meth:`Storage.lease_review` leases the lowest-ranked free items to one annotator (atomic:
@@ -440,7 +440,7 @@ class Storage(abc.ABC):
         Not abstract, so a backend without it still opens: the cold start then says so.
         """
         raise NotImplementedError(f"{type(self).__name__} cannot list a panel's recent verdicts")
-    # -- export and retention (issue 17) ---------------------------------------------------------
+    # -- export and retention -------------------------------------------------------------------
     @abc.abstractmethod
     async def iter_records(
         self,

@@ -16,7 +16,7 @@ from judgefuse.judges.types import Letter, PairwiseItem
 
 LabelStatus = Literal["labelled", "relabelled", "unchanged"]
 Stratum = Literal["review", "audit", "none", "inline"]
-"""A verdict's review stratum (DESIGN.md "The review loop"), fixed when the verdict is decided:
+"""A verdict's review stratum (docs/design.md, 'The review loop'), fixed when the verdict is decided:
 ``review`` (routed to human review, inclusion probability 1), ``audit`` (auto-accepted and drawn
 for audit with probability ``audit_rate``), ``none`` (auto-accepted, not drawn: never queued, so
 a later label for it is "unsolicited" and stays out of the population estimates), ``inline``
@@ -107,7 +107,7 @@ class LabelOutcome(BaseModel):
 
 
 class ThresholdRecord(BaseModel):
-    """An auto-accept threshold for one (tenant, panel), as tuned (DESIGN.md "Routing").
+    """An auto-accept threshold for one (tenant, panel), as tuned (docs/design.md, 'Routing and threshold tuning').
 
     ``version`` is assigned by storage (1, 2, ...); leave it ``None`` when putting.
     """
@@ -144,8 +144,8 @@ class ModelRecord(BaseModel):
     metrics: dict[str, float] = Field(default_factory=dict)
     """Held-out metrics that justified promoting it (optional)."""
     threshold: ThresholdRecord | None = None
-    """The auto-accept threshold promoted together with this model (DESIGN.md "Learning keeps
-    routing"): tuned for it on the same labels from cross-fitted confidences, stored first as
+    """The auto-accept threshold promoted together with this model (docs/design.md, 'Learning keeps
+    routing'): tuned for it on the same labels from cross-fitted confidences, stored first as
     its own threshold version and embedded here, so the pair is one record and a replica that
     reads the model has its threshold too. None: no target precision was ever set for the
     panel (nothing to keep routing), or a record from before pairing."""
@@ -191,7 +191,7 @@ MonitorEventKind = Literal["alarm", "clear"]
 
 
 class MonitorEvent(BaseModel):
-    """A versioned event of a panel's precision monitor (DESIGN.md "The review loop"): an alarm
+    """A versioned event of a panel's precision monitor (docs/design.md, 'The review loop'): an alarm
     with its evidence and the action taken, or an operator's clear.
 
     ``version`` is assigned by storage (1, 2, ... per (tenant, panel)); leave it ``None``.

@@ -1,4 +1,4 @@
-"""Redis storage: state shared between gateway replicas (DESIGN.md "Scale").
+"""Redis storage: state shared between gateway replicas (docs/design.md, 'Scale').
 
 Key naming
 ----------
@@ -69,8 +69,8 @@ validated before the script; the script checks every field for overflow (int64, 
 floats) before its first write and refuses the whole label with :class:`AccumulatorOverflow`,
 so a label is never half applied (Redis does not roll a failed script back).
 
-Retention (issue 17)
---------------------
+Retention
+---------
 ``iter_records`` pages through ``records`` (or, with ``labelled_only``, the labelled index)
 by (score, id) keyset, reads the bodies with MGET and merges the tenants' streams in
 (created_at, tenant, id) order. ``apply_retention`` walks ``records`` below the cut-off, keeps

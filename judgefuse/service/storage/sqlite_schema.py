@@ -10,7 +10,7 @@ floats stay floats; an integer sum that would leave int64, which SQLite would si
 into a REAL, is refused as :class:`AccumulatorOverflow` and the label rolled back); ``thresholds`` and ``models`` hold (tenant, panel, version, created_at, body).
 ``meta(name, value)`` records the schema version, so an older build refuses a newer file.
 
-Version 2 (the review loop, DESIGN.md "The review loop") adds two tables:
+Version 2 (the review loop, docs/design.md, 'The review loop') adds two tables:
 ``review_queue(tenant, panel, id, stratum, rank, lease_owner, lease_expires_at)``, one row per
 queued verdict that has no label yet (the label deletes it), indexed on (tenant, panel, rank)
 for leasing in rank order and on (tenant, panel, lease_expires_at) over leased rows for
