@@ -32,6 +32,7 @@ from judgefuse.service.middleware import (
     QueryKeyMiddleware,
     TimingMiddleware,
 )
+from judgefuse.service.openapi import DESCRIPTION, install_openapi
 from judgefuse.service.retention_job import RetentionJob
 from judgefuse.service.review_session import SessionSigner
 from judgefuse.service.settings import Settings, load_settings
@@ -143,7 +144,7 @@ def create_app(
     app = FastAPI(
         title="judgefuse",
         version=__version__,
-        description="Calibrated LLM-as-a-judge gateway",
+        description=DESCRIPTION,
         lifespan=lifespan,
         docs_url=None,  # served from packaged files by install_docs (no CDN)
         redoc_url=None,
@@ -170,6 +171,7 @@ def create_app(
     for router in ROUTERS:
         router.strict_content_type = False  # a body without content-type is read as JSON
         app.include_router(router)
+    install_openapi(app)  # error bodies, statuses and security schemes in /openapi.json
     if settings.cors_origins:
         from fastapi.middleware.cors import CORSMiddleware
 

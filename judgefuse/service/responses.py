@@ -9,7 +9,7 @@ per-stratum counts) stay mappings; every model allows extra keys so a room that 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -23,6 +23,7 @@ __all__ = [
     "JudgeEstimateOut",
     "ModelsOut",
     "PanelStructureOut",
+    "ReadyOut",
     "RefitOut",
     "ReviewNextOut",
     "ReviewSkipOut",
@@ -40,6 +41,15 @@ class _Open(BaseModel):
 
 class HealthOut(_Open):
     status: str
+
+
+class ReadyOut(BaseModel):
+    """``GET /readyz``: 200 when storage answers and every panel started, else 503 (same body)."""
+
+    status: Literal["ready", "not ready"]
+    storage: bool
+    panels: dict[str, bool]
+    """Panel name -> started (empty before the lifespan started them)."""
 
 
 class CalibrationKeyOut(_Open):

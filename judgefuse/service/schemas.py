@@ -27,6 +27,7 @@ from pydantic import (
     ValidatorFunctionWrapHandler,
     WrapValidator,
 )
+from pydantic.json_schema import SkipJsonSchema
 
 from judgefuse.fusion.cascade import CascadeDecision, vote_calls
 from judgefuse.fusion.verdict import Verdict
@@ -228,6 +229,53 @@ class CascadeOut(BaseModel):
 class FailedJudge(BaseModel):
     judge: str
     reason: str
+
+
+class ErrorField(BaseModel):
+    """One request field at fault: ``body.answer_a``, ``query.panel``, ``header.authorization``,
+    ``body.items[2].id``, ``body`` (the body as a whole)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    field: str
+    problem: str
+
+
+def _absent_not_null(schema: dict[str, Any]) -> None:
+    """An optional key of an error body is left out, never sent as ``null``: its schema says
+    only its type (no ``"default": null``)."""
+    for prop in schema.get("properties", {}).values():
+        if "default" in prop and prop["default"] is None:
+            del prop["default"]
+
+
+class ErrorBody(BaseModel):
+    """Every error answer's body (built by ``errors.error_body``). Optional keys are left out
+    when they do not apply (never ``null``); the input at fault is never echoed. No other key is
+    ever sent: a key the server starts sending must be added here (the schemathesis suite checks
+    error answers against this model)."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True,
+                              json_schema_extra=_absent_not_null)
+
+    error: str
+    """What was wrong, in words."""
+    fields: list[ErrorField] | SkipJsonSchema[None] = None
+    """The request fields at fault, when a field is (always on 401, 413 and 422)."""
+    limit: Literal["max_inflight_per_tenant", "max_inflight_total"] | SkipJsonSchema[None] = None
+    """429: the in-flight limit that is full (the setting's name)."""
+    max_inflight: int | SkipJsonSchema[None] = None
+    """429: that limit's value."""
+    retry_after_s: Annotated[int, Field(ge=1)] | SkipJsonSchema[None] = None
+    """429: seconds to wait before retrying (also sent as the ``Retry-After`` header)."""
+    panel: str | SkipJsonSchema[None] = None
+    """503 quorum lost: the panel."""
+    quorum: int | SkipJsonSchema[None] = None
+    """503 quorum lost: the valid votes the panel needs."""
+    valid_votes: int | SkipJsonSchema[None] = None
+    """503 quorum lost: the valid votes it got."""
+    failed_judges: list[FailedJudge] | SkipJsonSchema[None] = None
+    """503 quorum lost: each judge without a valid vote and why."""
 
 
 class ThresholdUsed(BaseModel):

@@ -3,7 +3,9 @@ what was wrong (JSON with a non-empty ``error``; a 422 also lists ``fields`` nam
 
 Three generators, all derandomized (same requests on every run):
 
-* **schemathesis** over ``app.openapi()``: positive and negative cases of every operation;
+* **schemathesis** over ``app.openapi()``: positive and negative cases of every operation, with a
+  tenant key and without one; each answer's status, content type, body and headers are checked
+  against the document (``CONFORMANCE``);
 * **hypothesis from the schema** (faster, so it carries most of the volume): for each operation's
   request body and query parameters, values drawn from the OpenAPI types, then mutated (a
   required field dropped, a wrong type, an unknown field, a huge string, null, NaN, surrogates);
@@ -458,10 +460,26 @@ def test_raw_requests(app):
 
 
 # -------------------------------------------------------------- 3. schemathesis over the schema
-def test_schemathesis_positive_and_negative(app):
+CONFORMANCE = ("not_a_server_error", "status_code_conformance", "content_type_conformance",
+               "response_schema_conformance", "response_headers_conformance")
+"""schemathesis' checks run on every answer: the document (``/openapi.json``) is the contract,
+for errors as for successes (a status, content type, body key or header it does not declare
+fails the test)."""
+KEYS = {"tenant key": (S.auth("tenant-a"), 8), "no key": ({}, 4)}
+"""Credentials sent with each case, and the examples per operation and generation mode (without
+a key nearly every answer is the same 401: fewer are enough)."""
+CHECKED: Counter[tuple[str, str, int]] = Counter()
+"""(key, operation, status) -> answers that passed the checks."""
+
+
+@pytest.mark.parametrize("key", list(KEYS))
+def test_schemathesis_positive_and_negative(app, key):
     schemathesis = pytest.importorskip("schemathesis")
+    known_checks = pytest.importorskip("schemathesis.checks")
     from schemathesis import GenerationMode
 
+    checks = [getattr(known_checks, name) for name in CONFORMANCE]
+    auth, examples = KEYS[key]
     schema = schemathesis.openapi.from_dict(app.openapi)
     operations = [op.ok() for op in schema.get_all_operations()]
     assert len(operations) == 18
@@ -470,28 +488,44 @@ def test_schemathesis_positive_and_negative(app):
         modes = [GenerationMode.POSITIVE, GenerationMode.NEGATIVE] if has_input else [GenerationMode.POSITIVE]
         for mode in modes:
 
-            @fuzz_settings(8 if has_input else 1)
+            @fuzz_settings(examples if has_input else 1)
             @given(case=operation.as_strategy(generation_mode=mode))
             def run(case: Any) -> None:
-                kw = case.as_transport_kwargs(base_url="http://testserver", headers=S.auth("tenant-a"))
+                kw = case.as_transport_kwargs(base_url="http://testserver", headers=auth)
                 headers = {k: v for k, v in kw.get("headers", {}).items()
-                           if k.lower() not in ("connection", "accept-encoding")}
+                           if k.lower() not in ("connection", "accept-encoding")
+                           and (auth or k.lower() not in ("authorization", "x-api-key"))}
                 params = []
-                for key, value in (kw.get("params") or {}).items():
+                for name, value in (kw.get("params") or {}).items():
                     for item in value if isinstance(value, list) else [value]:
-                        params.append((key, item if isinstance(item, str) else json.dumps(item)))
+                        params.append((name, item if isinstance(item, str) else json.dumps(item)))
                 kwargs: dict[str, Any] = {"headers": headers, "params": params}
                 if "json" in kw:
                     kwargs.update(body_kwargs(kw["json"], headers))
                 elif kw.get("data") is not None:
                     data = kw["data"]
                     kwargs["content"] = data if isinstance(data, bytes) else str(data).encode("utf-8", "surrogatepass")
-                check(app, "schemathesis", kw["method"], kw["url"], **kwargs)
+                response = check(app, "schemathesis", kw["method"], kw["url"], **kwargs)
+                if response.status_code == 499:  # httpx refused to build the request: not sent
+                    return
+                case.validate_response(response, checks=checks, headers=headers)
+                CHECKED[key, case.operation.label, response.status_code] += 1
 
             try:
                 run()
             except Unsatisfiable:  # e.g. no negative value exists for a plain string path parameter
                 continue
+    checked = {(label, status): n for (k, label, status), n in CHECKED.items() if k == key}
+    statuses: Counter[int] = Counter()
+    for (_label, status), n in checked.items():
+        statuses[status] += n
+    labels = {label for label, _status in checked}
+    print(f"\nschemathesis, {key}: {sum(checked.values())} answers checked on {len(labels)} operations; "
+          f"statuses {dict(sorted(statuses.items()))}")
+    assert len(labels) == 18, labels
+    if key == "no key":  # every keyed operation refused a request, and its 401 was checked
+        refused = {label for label, status in checked if status == 401}
+        assert refused == {label for label in labels if " /v1/" in label}, sorted(labels - refused)
 
 
 NASTY_STRINGS = ["", " ", "\x00", "\ud800", "a\udfffb", "\udc00\ud800", "\u202e", "💥" * 80,
