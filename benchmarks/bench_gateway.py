@@ -1,4 +1,4 @@
-"""Gateway throughput, overhead per verdict, and calibration query time (DESIGN.md "Scale").
+"""Gateway throughput, overhead per verdict, and calibration query time (docs/design.md, 'Scale').
 
 Usage: ``python benchmarks/bench_gateway.py [--judges 5] [--latency-ms 50] [--seconds 8]
 [--sqlite-sync FULL|NORMAL] [--also-other-sync] [--anchor litellm-proxy] [--labels 0]

@@ -1,6 +1,6 @@
 """The learning loop over HTTP: refits are promoted with their thresholds, so routing goes on.
 
-Why (issue "A learning loop that keeps routing"): a promoted refit used to switch auto-accept
+Why (docs/design.md, 'Learning keeps routing'): a promoted refit used to switch auto-accept
 off (the tuned threshold named the previous model, and nothing retuned). Now a refit candidate
 is promoted only together with a threshold tuned for it on the same labels, from cross-fitted
 confidences, on the population (:mod:`judgefuse.service.refit`). This replays a labelled stream

@@ -1,7 +1,7 @@
 """The review loop end to end over HTTP: recorded judgments replayed as live traffic.
 
-Why: the labels a gateway gets back are chosen by its own routing (DESIGN.md "The review
-loop"); this checks, on real recorded judgments, that what the *service* reports about all of
+Why: the labels a gateway gets back are chosen by its own routing (docs/design.md, 'The review
+loop'); this checks, on real recorded judgments, that what the *service* reports about all of
 its traffic (``GET /v1/calibration``'s ``population`` block) matches the truth of the stream,
 where the labelled-sample numbers do not, and that what it auto-accepts after tuning on its
 own queue meets the target precision.

@@ -1,7 +1,7 @@
 """Review-loop simulation: recorded judgments replayed as traffic, labels only where routing sends them.
 
-Why: the labels a gateway gets back are chosen by its own routing (DESIGN.md, "The review
-loop"). This replays real recorded judgments as resampled streams and checks the stratified
+Why: the labels a gateway gets back are chosen by its own routing (docs/design.md, 'The review
+loop'). This replays real recorded judgments as resampled streams and checks the stratified
 estimators (:func:`~judgefuse.calibration.population_estimates`,
 :func:`~judgefuse.calibration.precision_estimate`) and the stratified tuner
 (:func:`~judgefuse.calibration.tune_threshold_stratified`) against the truth of each stream.

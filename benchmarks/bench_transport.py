@@ -6,7 +6,7 @@ The scripted OpenAI-compatible stub (``tests/jf_test_support/openai_stub.py``) r
 process, so its CPU is not counted. For each concurrency level, each client makes ``calls``
 requests through ``concurrency`` workers; client CPU is ``time.process_time()`` of this process
 (all its threads) divided by calls. A short warm-up precedes each measurement and is not
-counted. Targets (DESIGN.md "Serving"): direct <= 1.5x bare and <= 1 ms of CPU per call.
+counted. Targets (docs/design.md, 'Serving'): direct <= 1.5x bare and <= 1 ms of CPU per call.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""LLM-as-a-Fuser, live, over a votes file that a panel already recorded (issue 11, item 5).
+"""LLM-as-a-Fuser, live, over a votes file that a panel already recorded.
 
     python benchmarks/live_fuser.py benchmarks/results/local_panel_llmbar_natural100.jsonl \
         --judges qwen-logprob-plain,qwen-sc-plain,smollm2-logprob-plain \

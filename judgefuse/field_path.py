@@ -2,7 +2,7 @@
 
 Every room reports validation errors by field (panel files, settings, datasets, HTTP bodies),
 and each used to carry its own copy of this loop. It imports nothing of ours, so any room may
-use it (it sits below ``prompts/`` and ``calibration/`` in DESIGN.md's import order).
+use it (it sits below ``prompts/`` and ``calibration/`` in the import order of docs/design.md, 'Architecture').
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Clean rooms: no module of ``judgefuse`` imports another module's private (``_``) names.
 
 A name shared across modules is public (no underscore); a private one may change without
-notice, so importing it ties two modules together behind their backs (issue 13, item 5).
+notice, so importing it ties two modules together behind their backs.
 """
 
 from __future__ import annotations

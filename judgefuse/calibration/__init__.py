@@ -1,7 +1,7 @@
 """Calibration metrics of LLM judges (numeric core; imports nothing else of judgefuse).
 
 Inputs everywhere: ``confidence`` (floats in [0, 1], the confidence of the chosen answer) and
-``correct`` (0/1 or bool), shape (n,). See DESIGN.md, section "Metrics".
+``correct`` (0/1 or bool), shape (n,). See docs/design.md, 'Metrics'.
 """
 
 from .accumulator import DEFAULT_TH_EPS, FIXED_POINT_SCALE, CalibrationAccumulator

@@ -1,6 +1,6 @@
 """Streaming calibration record: counters from which every headline metric is read in O(bins).
 
-The live service (DESIGN.md, "Live calibration from labelled traffic") keeps one record per
+The live service (docs/design.md, 'Live calibration') keeps one record per
 (tenant, judge or method, mode). A label must cost O(1) to add, a relabel must be undoable
 exactly, and a metrics query must cost O(bins), not O(labels). The design is **field
 increments**: :meth:`CalibrationAccumulator.increments` turns one labelled verdict into a small

@@ -1,7 +1,7 @@
 """The built-in metrics' declarations (see :mod:`.metric_registry`), in the reports' order.
 
 The order is :data:`~judgefuse.calibration.summary.SUMMARY_KEYS`; the display settings give the
-reports' units (seed 002's: accuracy and the calibration errors in percent, TH-Score in its own
+reports' units (those of "Overconfidence in LLM-as-a-Judge": accuracy and the calibration errors in percent, TH-Score in its own
 units, the rest as fractions). :func:`~judgefuse.calibration.summarize` and the streaming
 accumulator compute these on their shared fast paths (one sort, one binning); the ``point``
 functions here give the same numbers one metric at a time.

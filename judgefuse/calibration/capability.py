@@ -1,4 +1,4 @@
-"""Capability calibration (seed 003): confidence against the judge's *expected* accuracy.
+"""Capability calibration ("On Calibration of Large Language Models: From Response To Capability"): confidence against the judge's *expected* accuracy.
 
 With k sampled answers per item (MP mode), the single correctness bit is a noisy target;
 mu_i = correct samples / k estimates the probability the judge gets item i right. Scoring
@@ -31,7 +31,7 @@ def expected_accuracy(n_correct: Any, n_samples: Any) -> np.ndarray:
 
 
 def capability_brier(confidence: Any, expected_accuracy: Any) -> float:
-    """Capability Brier score mean (c_i - mu_i)^2 (seed 003, eq. for L_Brier^capability).
+    """Capability Brier score mean (c_i - mu_i)^2 ("From Response To Capability", eq. for L_Brier^capability).
 
     ``confidence`` and ``expected_accuracy`` (mu, e.g. from :func:`expected_accuracy`): shape
     (n,), both in [0, 1].
@@ -48,7 +48,7 @@ def capability_brier(confidence: Any, expected_accuracy: Any) -> float:
 def capability_random_baseline(expected_accuracy: Any) -> float:
     """Expected capability Brier of a confidence drawn s ~ U(0, 1): mean(1/3 - mu + mu^2).
 
-    From seed 003 eq. (11) / appendix C.2: E[(s - mu)^2] = int_0^1 (s - mu)^2 ds
+    From "From Response To Capability", eq. (11) / appendix C.2: E[(s - mu)^2] = int_0^1 (s - mu)^2 ds
     = 1/3 - mu + mu^2. A method that does not beat this uses no information about the item.
     """
     mu = check_confidence(expected_accuracy, name="expected_accuracy")

@@ -1,9 +1,9 @@
 """Comparing judges on the same items: helped/harmed counts and accuracy-controlled calibration.
 
-Raw ECE/Brier of two judges with different accuracy are not comparable (seed 000, section 3):
+Raw ECE/Brier of two judges with different accuracy are not comparable ("When Calibration Rankings Reverse", section 3):
 the set of predictions each is scored on has a different share of correct items, and a more
 accurate, always-confident judge gets a low ECE for free. :func:`compare_judges` therefore
-reports, next to the raw scores, two accuracy-controlled views (seed 000, section 4):
+reports, next to the raw scores, two accuracy-controlled views ("When Calibration Rankings Reverse", section 4):
 
 * **instance-aligned (IA)**: only items where both judges are right or both are wrong, so
   both have exactly the same accuracy on the compared set;
@@ -44,7 +44,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class HelpedHarmed:
-    """Outcome counts of a method against a reference on the same items (seed 002 Fig. 5, seed 004).
+    """Outcome counts of a method against a reference on the same items ("Overconfidence in LLM-as-a-Judge", Figure 5; "Mind the Confidence Gap").
 
     helped: method right, reference wrong; harmed: method wrong, reference right.
     """

@@ -1,4 +1,4 @@
-"""How many auto-accepted verdicts to audit: spending a daily label budget (DESIGN.md, "The review loop").
+"""How many auto-accepted verdicts to audit: spending a daily label budget (docs/design.md, 'The review loop').
 
 Two strata get labels: ``review`` (verdicts routed to human review) and ``audit`` (auto-accepted
 verdicts drawn with probability ``r``). **What is actually free to choose.** A verdict routed to

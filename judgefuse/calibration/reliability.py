@@ -1,6 +1,6 @@
 """Reliability-diagram data: per equal-width bin, accuracy against mean confidence.
 
-The picture behind ECE (seed 004 and seed 002 Figure 3): bars above the diagonal are
+The picture behind ECE ("Mind the Confidence Gap"; "Overconfidence in LLM-as-a-Judge", Figure 3): bars above the diagonal are
 under-confidence, below it over-confidence. Every bin is returned, empty ones included, so
 diagrams of different judges line up bin for bin.
 """

@@ -6,7 +6,7 @@ up front (see :mod:`.validation`) and return a Python float. Lower is better for
 
 Why several: each answers a different question. ECE/MCE/adaptive CE ask "does 80% mean 80%?"
 per confidence bin; Brier and NLL are proper scoring rules (reward sharpness too); ICE drops the
-binning; MacroCE (seed 001) averages the error on correct and on wrong items separately so a
+binning; MacroCE ("Re-Examining Calibration") averages the error on correct and on wrong items separately so a
 judge cannot look calibrated just by being accurate and always confident.
 """
 
@@ -90,7 +90,7 @@ def ece(
     ECE = sum_b (W_b / W) |acc_b - conf_b| = (1/W) sum_b |sum_{i in b} w_i (z_i - c_i)|.
     Bin i is ``[i/n_bins, (i+1)/n_bins)``, the last bin is closed (see :mod:`.binning`), empty
     bins contribute 0. ``sample_weight`` (shape (n,), >= 0) gives the weighted ECE used by the
-    distribution-aligned comparison (seed 000, DA-ECE): W_b and the bin accuracy/confidence
+    distribution-aligned comparison ("When Calibration Rankings Reverse", DA-ECE): W_b and the bin accuracy/confidence
     become weighted.
     """
     c, z = check_pair(confidence, correct)
@@ -142,13 +142,13 @@ def nll(confidence: Any, correct: Any) -> float:
 
 
 def ice(confidence: Any, correct: Any) -> float:
-    """Instance-level calibration error mean |z - c| (seed 001): ECE without the binning."""
+    """Instance-level calibration error mean |z - c| ("Re-Examining Calibration"): ECE without the binning."""
     c, z = check_pair(confidence, correct)
     return ice_arrays(c, z)
 
 
 def macroce(confidence: Any, correct: Any) -> float:
-    """Macro-averaged calibration error (seed 001): (ICE_pos + ICE_neg) / 2.
+    """Macro-averaged calibration error ("Re-Examining Calibration"): (ICE_pos + ICE_neg) / 2.
 
     ICE_pos = mean over correct items of (1 - c), ICE_neg = mean over wrong items of c. Each
     class counts half whatever the accuracy, so a 95%-accurate judge cannot hide overconfident

@@ -1,4 +1,4 @@
-"""Anytime-valid monitoring of auto-accept precision from audit labels (DESIGN.md, "The review loop").
+"""Anytime-valid monitoring of auto-accept precision from audit labels (docs/design.md, 'The review loop').
 
 A random share ``r`` of auto-accepted verdicts is labelled (the ``audit`` stratum), so the audit
 labels are a random sample of what was auto-accepted and their mean is the auto-accept

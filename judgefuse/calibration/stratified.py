@@ -1,4 +1,4 @@
-"""Population estimates from stratified labels (DESIGN.md, "The review loop").
+"""Population estimates from stratified labels (docs/design.md, 'The review loop').
 
 Labels come back for what the routing chose, not for a uniform sample: everything routed to
 review is queued (inclusion probability 1), auto-accepted verdicts are audited with probability

@@ -1,4 +1,4 @@
-"""Auto-accept threshold from stratified labels, with a precision guarantee (DESIGN.md, "The review loop").
+"""Auto-accept threshold from stratified labels, with a precision guarantee (docs/design.md, 'The review loop').
 
 :func:`~judgefuse.calibration.tune_threshold` assumes its labelled items are a uniform sample of
 traffic. Review-loop labels are not: stratum ``s`` (``review``, ``auto@r``, ...) has ``N_s``

@@ -1,4 +1,4 @@
-"""TH-Score (seed 002, section 4): accuracy and coverage of the high- and low-confidence tails.
+"""TH-Score ("Overconfidence in LLM-as-a-Judge", section 4): accuracy and coverage of the high- and low-confidence tails.
 
 Why: a pipeline acts on the tails. Items with c >= 1 - eps are auto-accepted, items with
 c <= eps discarded; TH-Score rewards a judge whose tails are large *and* right, and goes
@@ -9,7 +9,7 @@ negative when they are wrong more often than a coin (acc < 0.5).
 with H = {c >= 1 - eps} and L = {c <= eps}, both inclusive with a float tolerance of 1e-9
 (so 0.9 counts as high at eps = 0.1 although 1 - 0.1 = 0.9000000000000000222). An empty
 interval adds 0. acc_I is the fraction of correct items in I, as the design defines it.
-This reproduces seed 002 Table 3 for the rows whose columns are consistent (see the tests).
+This reproduces Table 3 of "Overconfidence in LLM-as-a-Judge" for the rows whose columns are consistent (see the tests).
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def th_score_from_parts(
 ) -> float:
     """TH-Score from interval accuracies (in [0, 1]) and coverages (fractions of N, in [0, 1]).
 
-    For tables that only publish the parts (seed 002 Table 3 gives acc and percentage of H;
+    For tables that only publish the parts (Table 3 of "Overconfidence in LLM-as-a-Judge" gives acc and percentage of H;
     pass ``percentage / 100``). An interval with coverage 0 adds 0 whatever its accuracy.
     """
     for name, v in (("acc_high", acc_high), ("coverage_high", coverage_high),

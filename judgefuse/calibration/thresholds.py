@@ -1,4 +1,4 @@
-"""Auto-accept threshold with a precision guarantee (DESIGN.md, "Routing and threshold tuning").
+"""Auto-accept threshold with a precision guarantee (docs/design.md, 'Routing and threshold tuning').
 
 A verdict is auto-accepted when its confidence is ``>= tau`` and sent to human review otherwise.
 :func:`tune_threshold` picks, from labelled calibration data, the smallest ``tau`` such that

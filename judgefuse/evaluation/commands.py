@@ -61,7 +61,7 @@ def add_commands(subcommands: argparse._SubParsersAction) -> None:
 
     cmp = subcommands.add_parser(
         "compare",
-        help="accuracy-controlled calibration comparison of two judges (seed 000, section 4)",
+        help="accuracy-controlled calibration comparison of two judges (When Calibration Rankings Reverse, section 4)",
         description="Compare the calibration (ECE, Brier) of two judges on the items both judged: raw, "
         "instance-aligned (items both got right or both got wrong) and distribution-aligned (the more "
         "accurate judge reweighted to the other's accuracy). Each difference comes with a paired bootstrap "

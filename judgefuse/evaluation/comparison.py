@@ -1,4 +1,5 @@
-"""``judgefuse compare``: the accuracy-controlled comparison of two judges (seed 000, sec. 4).
+"""``judgefuse compare``: the accuracy-controlled comparison of two judges
+("When Calibration Rankings Reverse", section 4).
 
 Both judges are scored on the labelled items they *both* voted on (aligned by item), with the
 same no-answer rule as every report row (see :mod:`judgefuse.evaluation.scoring`). For each

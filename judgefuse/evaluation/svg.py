@@ -4,7 +4,7 @@ A diagram has confidence on x and accuracy on y, both with ticks at 0, 0.2, ...,
 non-empty bin (its top at the bin's accuracy, its width the bin's); the diagonal of perfect
 calibration; and each bin's gap between accuracy and mean confidence drawn as a band, red where
 the judge is overconfident (confidence above accuracy) and green where it is underconfident. The
-TH-Score regions (seed 002 Figure 3: high confidence >= 1 - eps, low confidence <= eps) are
+TH-Score regions ("Overconfidence in LLM-as-a-Judge", Figure 3: high confidence >= 1 - eps, low confidence <= eps) are
 shaded behind. Under the x axis a strip shows how many items fall in each bin, with the count.
 The panel's title (name, ECE, n) is HTML around the SVG, so it wraps; with ``fluid`` the SVG
 scales to its box (the report), else it keeps its natural size (the service dashboard).

@@ -1,4 +1,4 @@
-"""Terminal tables shaped like seed 002's Tables 1 and 4 (rows: judges, then methods), made to fit.
+"""Terminal tables shaped like Tables 1 and 4 of "Overconfidence in LLM-as-a-Judge" (rows: judges, then methods), made to fit.
 
 Units follow the paper: accuracy, ECE, adaptive CE, MCE and MacroCE in percent; Brier, NLL and
 AUROC as fractions; TH-Score in its own units. The JSON report keeps fractions throughout.
@@ -194,7 +194,7 @@ def category_table(evaluation: Evaluation, category: str, names: dict[str, str] 
 
 
 def helped_table(evaluation: Evaluation, names: dict[str, str] | None = None) -> Table:
-    """Seed 002 Figure 5: items each method got right (helped) or wrong (harmed) vs majority."""
+    """"Overconfidence in LLM-as-a-Judge", Figure 5: items each method got right (helped) or wrong (harmed) vs majority."""
     table = compact_table("against majority voting")
     for header in ("method", "helped", "harmed", "net"):
         table.add_column(header, justify="left" if header == "method" else "right", no_wrap=True)

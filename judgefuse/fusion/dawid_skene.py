@@ -9,7 +9,7 @@ smoothed majority share of each item. A Laplace prior (``alpha`` pseudo-counts p
 judge with few observations away from 0/1.
 
 Observations are **hard votes**. A position-swapped judge contributes two observations, one per
-answer order (DESIGN.md "Position swap"): from ``samples`` when a replayed vote keeps its two games,
+answer order (docs/design.md, 'Position swap'): from ``samples`` when a replayed vote keeps its two games,
 else reconstructed from the ``position_inconsistent`` signal (consistent: the choice twice;
 inconsistent: one A and one B). MP votes and votes without swap count once (their ``choice``).
 

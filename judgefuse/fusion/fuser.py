@@ -1,5 +1,5 @@
-"""LLM-as-a-Fuser (seed 002, section 5; DESIGN.md "Fusion"): a model reads the item and every
-judge's verdict and returns one verdict in the SC JSON shape.
+"""LLM-as-a-Fuser ("Overconfidence in LLM-as-a-Judge", section 5; docs/design.md, 'Fusion'): a
+model reads the item and every judge's verdict and returns one verdict in the SC JSON shape.
 
 The fuser is the one fusion method that calls a model, and it does so through the same judge
 machinery as the panel (a :class:`~judgefuse.judges.judge.Judge`: backend registry, retries,

@@ -259,7 +259,7 @@ class StackedFusion:
             model_version=self.model_version,
         )
 
-    # -- parameters to save and restore (the service stores them; DESIGN.md "Fusion") -------
+    # -- parameters to save and restore (the service stores them; docs/design.md, 'Fusion') -------
 
     def to_params(self) -> dict[str, Any]:
         """JSON-ready parameters of the fitted model; :meth:`from_params` rebuilds it.

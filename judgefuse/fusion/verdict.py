@@ -1,4 +1,4 @@
-"""The verdict type: what fusing a panel's votes produces (``fusion`` owns it, DESIGN.md)."""
+"""The verdict type: what fusing a panel's votes produces (``fusion`` owns it, docs/design.md, 'Architecture')."""
 
 from __future__ import annotations
 

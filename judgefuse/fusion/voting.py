@@ -1,4 +1,5 @@
-"""Voting baselines (seed 002, section 5 "Baseline Methods"; DESIGN.md "Fusion").
+"""Voting baselines ("Overconfidence in LLM-as-a-Judge", section 5 "Baseline Methods";
+docs/design.md, 'Fusion').
 
 Pure functions over votes. Judge j votes ``v_j`` (its ``choice``) with confidence ``c_j``:
 
@@ -10,8 +11,8 @@ Pure functions over votes. Judge j votes ``v_j`` (its ``choice``) with confidenc
 * ``mean_probability``: the mean of ``p_a`` over every vote that carries one (an abstaining vote
   may carry one, e.g. from reward margins); A iff the mean > 0.5; confidence = max(m, 1 - m).
 
-Tie rules (seed 002: "Ties are broken by the highest confidence score"; "Ties use the maximum
-confidence"): when the two scores tie, the letter whose voters include the highest single
+Tie rules ("Overconfidence in LLM-as-a-Judge": "Ties are broken by the highest confidence
+score"; "Ties use the maximum confidence"): when the two scores tie, the letter whose voters include the highest single
 confidence wins; when that ties too, **A** wins (a fixed, documented, deterministic rule).
 For ``mean_probability`` a mean of exactly 0.5 goes to A. Whenever a tie rule decided,
 ``tie_broken`` is True and a note says which rule. Scores are compared with a relative/absolute

@@ -1,6 +1,6 @@
 """Adaptive MP: draw the samples in rounds and stop as soon as more samples cannot matter.
 
-Seed 003 ("spending samples where they are needed"): a judge whose samples all agree after three
+"On Calibration of Large Language Models: From Response To Capability" ("spending samples where they are needed"): a judge whose samples all agree after three
 draws does not need seven more. Fixed MP draws ``K = samples`` samples; adaptive MP draws them in
 rounds and stops early by the rule below. The vote's confidence stays what MP defines (majority
 count / valid samples, over the samples *drawn*), and the vote says how many were drawn.

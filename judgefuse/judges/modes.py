@@ -1,4 +1,4 @@
-"""Confidence elicitation (DESIGN.md "Confidence elicitation"): one judge, one item, one vote.
+"""Confidence elicitation (docs/design.md, 'Confidence elicitation'): one judge, one item, one vote.
 
 Each mode is ``async (config, client, item, *, model=None) -> JudgeVote``. Model and transport
 failures never raise: they become an invalid vote (``choice=None``) whose ``error`` keeps the

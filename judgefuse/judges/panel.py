@@ -11,8 +11,8 @@ leaving closes the clients and stops the servers, even after an error.
 ``deadline_s``: a judge still running then is cancelled and yields an invalid vote
 ``"deadline exceeded"``, while the votes that finished are kept. One vote per judge, in the
 order of the config. Whether enough votes are valid is :meth:`Panel.quorum_met`'s call; fusion
-(the caller) decides what to do about it (DESIGN.md: a failed judge never fails the request
-while a quorum remains).
+(the caller) decides what to do about it (docs/design.md, 'Serving': a failed judge never fails the
+request while a quorum remains).
 """
 
 from __future__ import annotations

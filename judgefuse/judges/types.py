@@ -1,6 +1,6 @@
 """The data model every room shares: the pairwise item, one judge's vote, and a judged item.
 
-``judges`` owns these types (DESIGN.md): fusion reads votes, evaluation reads judged items,
+``judges`` owns these types (docs/design.md, 'Architecture'): fusion reads votes, evaluation reads judged items,
 the service stores both. They are pydantic models so that a malformed record is refused
 with the field that was wrong, wherever it comes from (a JSONL file, an HTTP body, Redis).
 
@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 Letter = Literal["A", "B"]
 Mode = Literal["sc", "mp", "logprob", "recorded"]
-"""How the confidence was elicited: seed 002's three modes, or ``recorded`` for a replayed
+"""How the confidence was elicited: the three modes of "Overconfidence in LLM-as-a-Judge", or ``recorded`` for a replayed
 judgment whose confidence comes from the source's own documented rule."""
 
 

@@ -1,6 +1,6 @@
 """Prompt templates (SC, MP, logprob, fuser) and the readers of judge output.
 
-This room imports nothing else of judgefuse (DESIGN.md): it returns its own small frozen
+This room imports nothing else of judgefuse (docs/design.md, 'Architecture'): it returns its own small frozen
 dataclasses (:class:`ParsedJudgment`, :class:`LetterProbs`), and ``judges`` turns them into votes.
 """
 

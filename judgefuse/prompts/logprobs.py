@@ -52,7 +52,7 @@ class LetterProbs:
 
     @property
     def confidence(self) -> float | None:
-        """``max(p_a, p_b)``: seed 002's logprob confidence (``None`` on an error)."""
+        """``max(p_a, p_b)``: the logprob confidence of "Overconfidence in LLM-as-a-Judge" (``None`` on an error)."""
         if self.p_a is None or self.p_b is None:
             return None
         return max(self.p_a, self.p_b)

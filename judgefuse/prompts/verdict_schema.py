@@ -1,7 +1,7 @@
 """The verdict's JSON schema, for backends that can constrain their output to it.
 
 SC and fuser replies are JSON with ``selected_output`` (``Output (a)`` / ``Output (b)``),
-``confidence_score`` (an integer 0-100) and ``explanation`` (seed 002's format). Sent as an
+``confidence_score`` (an integer 0-100) and ``explanation`` (the format of "Overconfidence in LLM-as-a-Judge"). Sent as an
 OpenAI-style ``response_format`` (OpenAI, vLLM, llama.cpp's server all accept it), the model
 cannot answer anything :func:`~judgefuse.prompts.parse_judgment` fails to read: small local
 models that ramble or forget the JSON are held to it by the sampler, not by the prompt.

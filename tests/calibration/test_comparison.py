@@ -1,4 +1,4 @@
-"""helped/harmed counts and the accuracy-controlled comparison (seed 000 section 4)."""
+"""helped/harmed counts and the accuracy-controlled comparison ("When Calibration Rankings Reverse", section 4)."""
 
 from __future__ import annotations
 

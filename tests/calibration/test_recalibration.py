@@ -17,7 +17,7 @@ from judgefuse.calibration.recalibration import (
 
 
 def ece(c: np.ndarray, z: np.ndarray, n_bins: int = 10) -> float:
-    """10 equal-width bins, bin i = [i/10, (i+1)/10), last bin closed (DESIGN.md)."""
+    """10 equal-width bins, bin i = [i/10, (i+1)/10), last bin closed (docs/design.md, 'Metrics')."""
     idx = np.minimum((c * n_bins).astype(int), n_bins - 1)
     total = 0.0
     for b in range(n_bins):

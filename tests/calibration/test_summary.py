@@ -110,7 +110,7 @@ def test_capability_brier_and_random_baseline() -> None:
     np.testing.assert_allclose(mu, [1.0, 0.5, 0.0, 0.7])
     c = [0.9, 0.5, 0.2, 0.7]
     assert cal.capability_brier(c, mu) == pytest.approx((0.01 + 0 + 0.04 + 0) / 4)
-    # seed 003 eq. 11: E_s~U(0,1)[(s - mu)^2] = 1/3 - mu + mu^2
+    # "From Response To Capability", eq. 11: E_s~U(0,1)[(s - mu)^2] = 1/3 - mu + mu^2
     expected = np.mean([1 / 3 - m + m**2 for m in mu])
     assert cal.capability_random_baseline(mu) == pytest.approx(expected)
     # and it really is the expected Brier of uniform confidences (Monte Carlo check)

@@ -1,4 +1,4 @@
-"""TH-Score: seed 002 Table 3, hand-computed cases, interval edges."""
+"""TH-Score: Table 3 of "Overconfidence in LLM-as-a-Judge", hand-computed cases, interval edges."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ SEED_002 = Path(__file__).resolve().parents[3] / "shared" / "seeds" / "002_f59cf
 N_JUDGEBENCH = 350
 EPS = (0.05, 0.10, 0.15)
 
-# Seed 002 Table 3 (SC setting): per eps the interval accuracy, percentage of N, TH-Score.
+# Table 3 of "Overconfidence in LLM-as-a-Judge" (SC setting): per eps the interval accuracy, percentage of N, TH-Score.
 # Copied here so the test also documents the numbers; test_table_matches_seed_text checks
 # the copy against the seed file itself.
 TABLE_3 = {

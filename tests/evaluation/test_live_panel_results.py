@@ -1,6 +1,6 @@
 """README numbers and examples checked against what the code gives.
 
-* The live local-panel table is what the committed votes files give (issue 11, item 5): every
+* The live local-panel table is what the committed votes files give: every
   row of the section "A local panel, live" is recomputed by benchmarks/local_panel_table.py from
   benchmarks/results/ and compared cell by cell.
 * The votes-file and pairs-file example lines (the ```jsonl blocks) load through the loaders

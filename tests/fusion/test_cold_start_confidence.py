@@ -1,4 +1,4 @@
-"""Honest confidence before labels (issue 11, item 2).
+"""Honest confidence before labels.
 
 Every unfitted method the service may use by default (the default of a new panel, the packaged
 default panel's method, and dawid_skene's cold start) answers, on random vote sets, a confidence

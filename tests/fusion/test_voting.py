@@ -123,7 +123,7 @@ def test_mean_probability_uses_abstaining_p_a_and_ties_to_a() -> None:
 def test_single_vote(fn) -> None:
     v = fn([vote("j1", "B", 0.7)])
     assert v.choice == "B" and (v.n_valid, v.n_invalid) == (1, 0)
-    expected = 0.7  # one valid vote carries its own confidence under every method (issue 11)
+    expected = 0.7  # one valid vote carries its own confidence under every method
     assert v.confidence == pytest.approx(expected) and v.p_a == pytest.approx(1 - expected)
 
 

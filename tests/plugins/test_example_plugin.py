@@ -1,4 +1,4 @@
-"""A plugin distribution outside judgefuse/ extends all four extension points (issue 13).
+"""A plugin distribution outside judgefuse/ extends all four extension points.
 
 ``jf_example_plugin/`` is installed as a throwaway distribution (see conftest.py) and judgefuse
 runs in subprocesses that see it: ``judgefuse plugins`` lists it, a panel judges through its

@@ -138,7 +138,7 @@ async def test_batch_judges_each_item_and_names_bad_items(app_client):
     assert body["results"][1]["verdict"]["feedback"]["status"] == "labelled"
     bad = await client.post("/v1/judge/batch", json={"items": [PAIR, {**PAIR, "answer_a": "z" * 300}]},
                             headers=S.auth("tenant-a"))
-    # a bad item is that item's 422, never the batch's (issue 15): the good item is judged
+    # a bad item is that item's 422, never the batch's: the good item is judged
     assert bad.status_code == 200, bad.text
     results = bad.json()["results"]
     assert [r["status"] for r in results] == [200, 422]

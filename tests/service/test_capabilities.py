@@ -1,4 +1,4 @@
-"""The service asks a fusion method what it is, never its name (issue 13, item 2).
+"""The service asks a fusion method what it is, never its name.
 
 A learned method registered from outside ``judgefuse/`` (here, in this test) is refitted,
 stored, restored and served by the same code that serves the built-in stacked fusion, and

@@ -1,4 +1,4 @@
-"""Dawid-Skene as the service's cold start (issue 11, item 3), over real HTTP on the stub judges.
+"""Dawid-Skene as the service's cold start, over real HTTP on the stub judges.
 
 A panel with ``fusion: dawid_skene`` serves the cold-start rule (mean_probability, with a note)
 until the gateway fits Dawid-Skene on the panel's stored, unlabelled votes; then it serves the

@@ -1,4 +1,4 @@
-"""Crash safety of the gateway as a real process (DESIGN.md "Live calibration", deploy/README.md
+"""Crash safety of the gateway as a real process (docs/design.md, 'Live calibration', deploy/README.md
 "Durability").
 
 Each test starts the scripted OpenAI stub and ``judgefuse serve`` as subprocesses, drives

@@ -1,4 +1,4 @@
-"""``judgefuse export`` (issue 17): labelled live traffic out of storage as votes JSONL.
+"""``judgefuse export``: labelled live traffic out of storage as votes JSONL.
 
 The end-to-end claim: the gateway judges items on the stub panel (real HTTP to the OpenAI
 stub), some verdicts get labels, the export evaluates with ``judgefuse eval`` and gives the

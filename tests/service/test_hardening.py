@@ -1,4 +1,4 @@
-"""The small hardening items of issue 15, over real HTTP where the server is involved: header and
+"""Small hardening items, over real HTTP where the server is involved: header and
 body deadlines (slow clients cannot hold connections), credentials in the query string refused
 and never logged, ``/docs`` served from packaged files (no CDN).
 

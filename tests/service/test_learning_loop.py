@@ -1,4 +1,4 @@
-"""The learning loop keeps routing (issue "A learning loop that keeps routing"): a refit is
+"""The learning loop keeps routing (docs/design.md, 'Learning keeps routing'): a refit is
 promoted together with a threshold tuned for it, so auto-accept survives every promotion; a
 candidate with no qualifying threshold is not promoted; a cascade panel is not refitted."""
 

@@ -1,4 +1,4 @@
-"""Guarantees that hold over time, through the app on both storage backends (issue 10):
+"""Guarantees that hold over time, through the app on both storage backends:
 traffic through /v1/fuse (a panel of external judges), a threshold tuned on the labels of a
 simulated annotator working the review queue (/v1/review/next + /v1/feedback), then the votes'
 accuracy drops: the precision monitor alarms, the next verdicts go to human review with the

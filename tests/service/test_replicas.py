@@ -1,4 +1,4 @@
-"""Two gateway replicas sharing one real Redis, or one real PostgreSQL (DESIGN.md "Scale",
+"""Two gateway replicas sharing one real Redis, or one real PostgreSQL (docs/design.md, 'Scale',
 deploy/README.md "Scaling").
 
 Two ``judgefuse serve`` processes on different ports, the same storage URL and the same panel

@@ -534,7 +534,7 @@ async def test_redis_key_naming(redis_url: str) -> None:
         )
         keys = sorted(await store.client.keys("*"))
         await store.client.flushdb()
-    # the tenant set (issue 17: scans over every tenant) is the one key outside a tenant's slot
+    # the tenant set (scans over every tenant) is the one key outside a tenant's slot
     assert all(k.startswith("jf:{acme}:") for k in keys if k != "jf:tenants")
     assert "jf:{acme}:v:v1" in keys and "jf:{acme}:labelled" in keys
     assert f"jf:{{acme}}:acc:hour:{H0}:{METHOD}" in keys

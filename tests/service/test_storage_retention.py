@@ -1,4 +1,4 @@
-"""Export scans and retention in storage (issue 17), run on every backend like test_storage.py:
+"""Export scans and retention in storage, run on every backend like test_storage.py:
 ``iter_records`` (order, keyset pages, every filter) and ``apply_retention`` (what goes, what
 stays, what is never touched), then what only one backend has (SQLite's incremental vacuum,
 Redis's record TTL)."""

@@ -1,4 +1,4 @@
-"""The review queue and per-stratum traffic in storage (DESIGN.md "The review loop"), run on
+"""The review queue and per-stratum traffic in storage (docs/design.md, 'The review loop'), run on
 both backends like test_storage.py: enqueue on save, lease in rank order, expiry, release, the
 label that ends a lease, the counters ``review_stats`` reads, traffic increments on save, and
 leases that never hand one item to two annotators (also across two handles on one store)."""
@@ -459,7 +459,7 @@ async def test_redis_review_keys_carry_the_tenant_tag(redis_url: str) -> None:
         assert await store.client.hgetall("jf:{acme}:review:owner:p:x") == {"v1": "bob"}
         assert await store.client.zcard("jf:{acme}:review:leases:audit:p:x") == 0
         await store.client.flushdb()
-    # the tenant set (issue 17: scans over every tenant) is the one key outside a tenant's slot
+    # the tenant set (scans over every tenant) is the one key outside a tenant's slot
     assert all(k.startswith("jf:{acme}:") for k in keys if k != "jf:tenants")
     assert {
         "jf:{acme}:review:queue:p:x", "jf:{acme}:review:stratum:p:x",

@@ -1,6 +1,6 @@
 """A lean aiohttp client for endpoints that speak the OpenAI chat-completions protocol.
 
-This is the hot path (DESIGN.md "Serving"): one ``ClientSession`` per client with a connection
+This is the hot path (docs/design.md, 'Serving'): one ``ClientSession`` per client with a connection
 cap, the request body built as a plain dict, the response read with the stdlib ``json`` (or
 ``orjson`` when installed), and only the fields we use picked out of it. Every failure leaves
 as a :mod:`.errors` exception, mapped by aiohttp/asyncio exception type or HTTP status.
