@@ -19,7 +19,7 @@ from judgefuse.evaluation import commands as evaluation_commands
 from judgefuse.evaluation import judge_command, tune_command
 from judgefuse.fusion import UnknownFusionMethod
 from judgefuse.judges.local import commands as model_commands
-from judgefuse.service import export_command, serve_command
+from judgefuse.service.ops import export_command, serve_command
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -21,22 +21,22 @@ from fastapi import FastAPI
 
 from judgefuse import __version__
 from judgefuse.judges.transport.cache import RedisResponseCache, ResponseCache
-from judgefuse.service.auth import Authenticator
-from judgefuse.service.docs import install_docs
 from judgefuse.service.errors import install_handlers
 from judgefuse.service.gateway import Gateway, PanelRuntime
-from judgefuse.service.metrics import ServiceMetrics
-from judgefuse.service.middleware import (
+from judgefuse.service.monitoring.metrics import ServiceMetrics
+from judgefuse.service.ops.retention_job import RetentionJob
+from judgefuse.service.review.session import SessionSigner
+from judgefuse.service.settings import Settings, load_settings
+from judgefuse.service.storage import Storage, open_storage
+from judgefuse.service.web.auth import Authenticator
+from judgefuse.service.web.docs import install_docs
+from judgefuse.service.web.middleware import (
     BodyLimitMiddleware,
     FormAsJsonMiddleware,
     QueryKeyMiddleware,
     TimingMiddleware,
 )
-from judgefuse.service.openapi import DESCRIPTION, install_openapi
-from judgefuse.service.retention_job import RetentionJob
-from judgefuse.service.review_session import SessionSigner
-from judgefuse.service.settings import Settings, load_settings
-from judgefuse.service.storage import Storage, open_storage
+from judgefuse.service.web.openapi import DESCRIPTION, install_openapi
 
 __all__ = ["create_app"]
 
@@ -166,7 +166,7 @@ def create_app(
     )
     app.state.panels_started = {}
     install_handlers(app)
-    from judgefuse.service.routes import ROUTERS
+    from judgefuse.service.routers import ROUTERS
 
     for router in ROUTERS:
         router.strict_content_type = False  # a body without content-type is read as JSON

@@ -17,19 +17,19 @@ no threshold tuned, or a "review everything" record, the verdict goes to ``human
 ``threshold.reason`` says why.
 
 Votes come from the panel's fan-out (``judge``) or from the request (``fuse``: bring your own
-votes, :mod:`judgefuse.service.posted_votes`); that is the only difference: both then take the
+votes, :mod:`judgefuse.service.judging.posted_votes`); that is the only difference: both then take the
 one path in ``_serve`` (quorum, fuse, route, stamp, store). The stamp is the verdict's review
-stratum, drawn at decision time (:mod:`judgefuse.service.review_sampling`): routed to review,
+stratum, drawn at decision time (:mod:`judgefuse.service.review.sampling`): routed to review,
 or auto-accepted and drawn for audit with the panel's ``audit_rate``, or not; it is stored with
 the verdict (with the threshold version that routed it), enqueues it for review when it says
 so, and adds the verdict to its stratum's traffic counter, all in the one ``save_verdict``.
 
 Thresholds and models are cached per (tenant, panel) for ``state_ttl_s``
-(:mod:`judgefuse.service.state_cache`). Cascade panels walk their cascade instead of the whole
-panel and route their own verdicts (:mod:`judgefuse.service.cascade_serving`).
+(:mod:`judgefuse.service.learning.state_cache`). Cascade panels walk their cascade instead of the whole
+panel and route their own verdicts (:mod:`judgefuse.service.judging.cascade_serving`).
 
 Cost: a verdict's ``cost`` (calls, tokens, USD) is the sum over its votes; /metrics and the
-dashboard carry the same per judge and per panel (:mod:`judgefuse.service.metrics`).
+dashboard carry the same per judge and per panel (:mod:`judgefuse.service.monitoring.metrics`).
 """
 
 from __future__ import annotations
@@ -45,34 +45,38 @@ from typing import TYPE_CHECKING, Any, cast
 from judgefuse.fusion.capabilities import LEARNED_METHOD, ItemFusionMethod
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote, Letter, PairwiseItem
-from judgefuse.service.admission import Admission
-from judgefuse.service.audit_plan import AuditPlanner
-from judgefuse.service.batch_items import batch_item_problems
-from judgefuse.service.calibration_store import label_increments
-from judgefuse.service.cascade_serving import (
+from judgefuse.service.errors import Conflict, FieldProblem, QuorumLost, ServiceError, TooLarge
+from judgefuse.service.estimates.calibration_store import label_increments
+from judgefuse.service.estimates.panel_estimates import PanelEstimatesCache
+from judgefuse.service.estimates.population import traffic_counts
+from judgefuse.service.judging.admission import Admission
+from judgefuse.service.judging.batch_items import batch_item_problems
+from judgefuse.service.judging.cascade_serving import (
     cascade_route,
     live_cascade_out,
     stored_cascade_out,
     walk_cascade,
 )
-from judgefuse.service.cold_start import cold_start_fit
-from judgefuse.service.errors import Conflict, FieldProblem, QuorumLost, ServiceError, TooLarge
-from judgefuse.service.metrics import ServiceMetrics
-from judgefuse.service.monitor import DRIFT_ALARM, Monitors, raised_threshold
-from judgefuse.service.pairing import routing_threshold
-from judgefuse.service.panel_estimates import PanelEstimatesCache
-from judgefuse.service.panels import PanelRuntime
-from judgefuse.service.population import traffic_counts
-from judgefuse.service.posted_votes import posted_votes
-from judgefuse.service.refit import PromotionTarget, RefitOutcome, RefitScheduler, refit
-from judgefuse.service.request_checks import check_request, check_verdict_id
-from judgefuse.service.review_sampling import (
+from judgefuse.service.judging.pairing import routing_threshold
+from judgefuse.service.judging.panels import PanelRuntime
+from judgefuse.service.judging.posted_votes import posted_votes
+from judgefuse.service.judging.request_checks import check_request, check_verdict_id
+from judgefuse.service.judging.routing import route_verdict
+from judgefuse.service.judging.single_flight import SingleFlight, join_or_judge
+from judgefuse.service.judging.verdict_ids import VerdictIds
+from judgefuse.service.learning.cold_start import cold_start_fit
+from judgefuse.service.learning.refit import PromotionTarget, RefitOutcome, RefitScheduler, refit
+from judgefuse.service.learning.state_cache import StateCache
+from judgefuse.service.learning.tuning_data import tuning_data
+from judgefuse.service.monitoring.metrics import ServiceMetrics
+from judgefuse.service.monitoring.monitor import DRIFT_ALARM, Monitors, raised_threshold
+from judgefuse.service.review.audit_plan import AuditPlanner
+from judgefuse.service.review.sampling import (
     ALL_METHODS,
     solicited,
     stamp_review,
     traffic_increments,
 )
-from judgefuse.service.routing import route_verdict
 from judgefuse.service.schemas import (
     BatchResponse,
     BatchResult,
@@ -88,8 +92,6 @@ from judgefuse.service.schemas import (
     VerdictOut,
 )
 from judgefuse.service.settings import Settings
-from judgefuse.service.single_flight import SingleFlight, join_or_judge
-from judgefuse.service.state_cache import StateCache
 from judgefuse.service.storage import (
     LabelOutcome,
     ModelRecord,
@@ -101,8 +103,6 @@ from judgefuse.service.storage import (
     VerdictNotFound,
     VerdictRecord,
 )
-from judgefuse.service.tuning_data import tuning_data
-from judgefuse.service.verdict_ids import VerdictIds
 
 if TYPE_CHECKING:
     pass
@@ -142,7 +142,7 @@ class Gateway:
         """``GET /v1/calibration``'s panel_structure, per panel, for ``panel_structure_ttl_s``."""
         self.admission = Admission.from_settings(settings, self.metrics)
         self.verdict_ids = VerdictIds()
-        """Ids of new verdicts (uuid4-shaped, drawn in batches: :mod:`judgefuse.service.verdict_ids`)."""
+        """Ids of new verdicts (uuid4-shaped, drawn in batches: :mod:`judgefuse.service.judging.verdict_ids`)."""
         self.replica_id = uuid.uuid4().hex
         """This gateway's name in cluster-wide leases (one refit at a time across replicas)."""
         self.scheduler = RefitScheduler(
@@ -153,11 +153,11 @@ class Gateway:
             settings.cold_start_every_verdicts, self._background_cold_start, storage=storage,
             owner=self.replica_id, clock=clock, count=self._verdict_count, lease="cold_start",
         )
-        """Label-free cold-start fits every N verdicts of a panel (:mod:`judgefuse.service.cold_start`)."""
+        """Label-free cold-start fits every N verdicts of a panel (:mod:`judgefuse.service.learning.cold_start`)."""
         self.single_flight: SingleFlight[VerdictOut] = SingleFlight(
             storage, ttl_s=settings.single_flight_claim_s)
         self.monitors = Monitors(settings, storage, clock=clock)
-        """Precision monitors per threshold version, judge drift (:mod:`judgefuse.service.monitor`)."""
+        """Precision monitors per threshold version, judge drift (:mod:`judgefuse.service.monitoring.monitor`)."""
         self.audit_planner = AuditPlanner(settings, storage)
         """The audit rate of new verdicts (a panel's ``label_budget_per_day``)."""
 
@@ -174,7 +174,7 @@ class Gateway:
 
     async def routing_threshold(self, tenant: str, panel: str, verdict: Verdict) -> ThresholdRecord | None:
         """The threshold record that routes ``verdict``: the latest one when it applies, else
-        the one promoted with the verdict's model (:mod:`judgefuse.service.pairing`)."""
+        the one promoted with the verdict's model (:mod:`judgefuse.service.judging.pairing`)."""
         latest = await self.threshold(tenant, panel)
         model = await self.model(tenant, panel) if verdict.model_version is not None else None
         return routing_threshold(latest, model[0] if model is not None else None, verdict)
@@ -344,7 +344,7 @@ class Gateway:
         self, tenant: str, runtime: PanelRuntime, verdict: Verdict, route: str, used: ThresholdUsed
     ) -> tuple[str, ThresholdUsed]:
         """The panel's ``on_drift`` action while the routing threshold version's precision
-        monitor is in alarm (:mod:`judgefuse.service.monitor`): an auto-accept becomes human
+        monitor is in alarm (:mod:`judgefuse.service.monitoring.monitor`): an auto-accept becomes human
         review with code ``drift_alarm`` (``review_everything``; ``raise_threshold`` below the
         raised threshold); ``alert_only`` and every other route are left as they are."""
         if route != "auto_accept":
@@ -459,7 +459,7 @@ class Gateway:
 
     async def _monitor_label(self, tenant: str, record: VerdictRecord, label: Letter) -> None:
         """A first label of an audit verdict feeds its threshold version's precision monitor
-        (relabels never do: see :mod:`judgefuse.service.monitor`). The label is stored
+        (relabels never do: see :mod:`judgefuse.service.monitoring.monitor`). The label is stored
         already, so a storage failure here is logged, not raised: the monitor misses one
         label, chosen by an outage rather than by its value, and stays valid."""
         stamp = record.review
@@ -584,7 +584,7 @@ class Gateway:
     ) -> RefitOutcome:
         """Refit learned fusion; a promotion stores the model with a threshold tuned for it at
         ``target`` or else the target of the panel's latest threshold (so routing goes on: see
-        :mod:`judgefuse.service.refit`). A cascade panel is refused: its verdicts hold only
+        :mod:`judgefuse.service.learning.refit`). A cascade panel is refused: its verdicts hold only
         the votes of the stages they reached, and a model fitted on such partial vote sets
         would be scored on full ones. ``method``: the refittable method to fit (default
         ``settings.refit_method``; anything else is a 422 naming ``body.method``)."""
@@ -631,7 +631,7 @@ class Gateway:
 
     async def cold_start_fit(self, tenant: str, panel: str | None) -> RefitOutcome:
         """Fit the panel's label-free cold-start method on its stored votes and serve it
-        (:mod:`judgefuse.service.cold_start`); a panel without one is a 422 naming ``body.panel``."""
+        (:mod:`judgefuse.service.learning.cold_start`); a panel without one is a 422 naming ``body.panel``."""
         runtime = self.runtime(panel)
         if runtime.cold_start is None:
             raise FieldProblem("body.panel", f"panel {runtime.name!r} has no cold-start method (its "

@@ -81,7 +81,7 @@ class Settings(BaseSettings):
     max_inflight_per_tenant: int = Field(default=256, ge=1)
     """Judge requests one tenant may have in flight at once (each batch item counts one);
     beyond it ``/v1/judge`` answers 429 with ``Retry-After`` before any judge call
-    (:mod:`judgefuse.service.admission`). Keeps one tenant's burst from filling the queue at
+    (:mod:`judgefuse.service.judging.admission`). Keeps one tenant's burst from filling the queue at
     the judges that every tenant shares."""
     max_inflight_total: int = Field(default=1024, ge=1)
     """Judge requests this replica takes on at once, every tenant together (429 beyond)."""
@@ -123,7 +123,7 @@ class Settings(BaseSettings):
     default). Records pending review and each panel's newest ``refit_max_labels`` labelled
     records are kept; accumulators, counters, thresholds and models are never dropped. On Redis
     a record that is not queued also expires this long after it was created
-    (:mod:`judgefuse.service.retention_job`)."""
+    (:mod:`judgefuse.service.ops.retention_job`)."""
     retention_every_s: float = Field(default=3600.0, gt=0.0, allow_inf_nan=False)
     """How often the retention pass runs (also once at start; one replica at a time)."""
 
@@ -144,7 +144,7 @@ class Settings(BaseSettings):
     monitor_alpha: float = Field(default=0.05, gt=0.0, lt=1.0, allow_inf_nan=False)
     """False-alarm budget of each precision monitor (one per tenant, panel and threshold
     version): the chance it ever alarms while the auto-accept precision stays at or above the
-    target is at most this, however often it is read (:mod:`judgefuse.service.monitor`)."""
+    target is at most this, however often it is read (:mod:`judgefuse.service.monitoring.monitor`)."""
     audit_plan_ttl_s: float = Field(default=300.0, ge=0.0, allow_inf_nan=False)
     """How long a replica reuses a panel's planned audit rate (``label_budget_per_day``) before
     re-reading the last day's traffic counters."""

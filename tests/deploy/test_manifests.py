@@ -231,7 +231,7 @@ def test_deployment_probes_point_at_readyz_and_healthz_on_the_container_port() -
 
 
 def test_probe_paths_are_routes_of_the_service() -> None:
-    from judgefuse.service.routes.health import router
+    from judgefuse.service.ops.health_routes import router
 
     paths = {route.path for route in router.routes}
     assert {"/healthz", "/readyz"} <= paths

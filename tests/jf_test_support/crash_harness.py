@@ -30,8 +30,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from judgefuse.service.calibration_store import label_increments
-from judgefuse.service.review_sampling import traffic_increments
+from judgefuse.service.estimates.calibration_store import label_increments
+from judgefuse.service.review.sampling import traffic_increments
 from judgefuse.service.storage import Storage
 
 REPO = Path(__file__).resolve().parents[2]

@@ -13,9 +13,9 @@ import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import httpx
 import pytest
 
-from judgefuse.service.admission import Admission
 from judgefuse.service.app import create_app
 from judgefuse.service.errors import Overloaded
+from judgefuse.service.judging.admission import Admission
 from judgefuse.service.settings import Settings
 
 stub = S.stub

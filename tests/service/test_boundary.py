@@ -13,7 +13,7 @@ from typing import Any
 import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import pytest
 
-from judgefuse.service.request_checks import json_depth, visibly_empty
+from judgefuse.service.judging.request_checks import json_depth, visibly_empty
 
 stub = S.stub
 PAIR = {"question": "What is 2+2?", "answer_a": "4", "answer_b": "5"}

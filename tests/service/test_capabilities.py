@@ -23,7 +23,7 @@ from judgefuse.fusion.capabilities import (
 )
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote
-from judgefuse.service.refit import refit
+from judgefuse.service.learning.refit import refit
 from judgefuse.service.storage import SQLiteStorage, VerdictRecord
 
 REPO = Path(__file__).resolve().parents[2]

@@ -34,7 +34,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
 
-from judgefuse.service.request_checks import json_depth
+from judgefuse.service.judging.request_checks import json_depth
 
 PAIR = {"question": "What is 2+2?", "answer_a": "4", "answer_b": "5"}
 MAX_TEXT = 300

@@ -21,8 +21,8 @@ import httpx
 import pytest
 
 from judgefuse.service.app import create_app
-from judgefuse.service.query_secrets import RedactQuerySecrets, redact_query, secret_params_in
-from judgefuse.service.serve_command import uvicorn_config
+from judgefuse.service.ops.serve_command import uvicorn_config
+from judgefuse.service.web.query_secrets import RedactQuerySecrets, redact_query, secret_params_in
 
 stub = S.stub
 PAIR = {"question": "What is 2+2?", "answer_a": "4", "answer_b": "5"}

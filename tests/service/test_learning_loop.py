@@ -125,7 +125,7 @@ def _report(threshold, coverage=0.5):
     ],
 )
 def test_promotion_rule(promote_on, brier, load, has_threshold, expected):
-    from judgefuse.service.refit import PromotionTarget, promotion_problems
+    from judgefuse.service.learning.refit import PromotionTarget, promotion_problems
 
     metrics = {"stacked_brier": brier[0], "baseline_brier": brier[1],
                "stacked_review_load": load[0], "baseline_review_load": load[1]}

@@ -433,7 +433,7 @@ def test_the_stored_monitor_is_the_monitor_label_for_label():
     import json
 
     from judgefuse.calibration.sequential import PrecisionMonitor
-    from judgefuse.service.monitor import SERIES_POINTS, _feed, _new_blob
+    from judgefuse.service.monitoring.monitor import SERIES_POINTS, _feed, _new_blob
 
     rng = random.Random(5)
     body = _new_blob(0.85, 0.05, 3)

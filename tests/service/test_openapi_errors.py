@@ -19,9 +19,9 @@ import httpx
 import pytest
 
 from judgefuse.service.errors import Overloaded, error_body
-from judgefuse.service.openapi import ERRORS
 from judgefuse.service.schemas import ErrorBody
 from judgefuse.service.storage import SQLiteStorage, StorageUnavailable, VerdictRecord
+from judgefuse.service.web.openapi import ERRORS
 
 stub = S.stub
 PAIR = {"question": "What is 2+2?", "answer_a": "4", "answer_b": "5"}

@@ -3,7 +3,7 @@ may take it again, so the round marker alone let a replica redo its round at eve
 
 from __future__ import annotations
 
-from judgefuse.service.refit import RefitScheduler
+from judgefuse.service.learning.refit import RefitScheduler
 from judgefuse.service.storage import SQLiteStorage
 
 

@@ -12,7 +12,7 @@ import time
 import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 from panel_support import PAIR, SPLIT, UNANIMOUS, H, external_panel, put_threshold
 
-from judgefuse.service.retention_job import RetentionJob
+from judgefuse.service.ops.retention_job import RetentionJob
 from judgefuse.service.storage import Storage
 from judgefuse.service.storage.retention import RetentionReport
 

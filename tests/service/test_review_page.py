@@ -18,7 +18,7 @@ import pytest
 from panel_support import PAIR, SPLIT, H, external_panel
 
 from judgefuse.service.app import create_app
-from judgefuse.service.review_session import COOKIE
+from judgefuse.service.review.session import COOKIE
 
 CHROMIUM = "/usr/bin/chromium"
 KEY = S.TENANT_KEYS["tenant-a"]

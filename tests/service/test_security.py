@@ -16,9 +16,9 @@ import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import httpx
 import pytest
 
-from judgefuse.service import auth as auth_module
-from judgefuse.service.auth import Authenticator, hash_key
 from judgefuse.service.settings import Settings, SettingsError, load_settings
+from judgefuse.service.web import auth as auth_module
+from judgefuse.service.web.auth import Authenticator, hash_key
 
 stub = S.stub
 PAIR = {"question": "What is 2+2?", "answer_a": "4", "answer_b": "5"}

@@ -181,7 +181,7 @@ async def test_claims_are_leases_owned_by_one_replica(shared_url):
 
 @pytest.mark.parametrize("kwargs", [{"ttl_s": 0}, {"poll_s": 0}, {"poll_s": 1, "max_poll_s": 0.5}])
 def test_single_flight_refuses_meaningless_timings(kwargs):
-    from judgefuse.service.single_flight import SingleFlight
+    from judgefuse.service.judging.single_flight import SingleFlight
     from judgefuse.service.storage import SQLiteStorage
 
     with pytest.raises(ValueError, match="single flight"):
@@ -189,7 +189,7 @@ def test_single_flight_refuses_meaningless_timings(kwargs):
 
 
 async def test_a_cancelled_leader_hands_the_flight_to_a_waiting_joiner(tmp_path):
-    from judgefuse.service.single_flight import SingleFlight
+    from judgefuse.service.judging.single_flight import SingleFlight
     from judgefuse.service.storage import SQLiteStorage
 
     async with SQLiteStorage(tmp_path / "sf.db") as storage:

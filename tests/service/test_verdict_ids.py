@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import uuid
 
-from judgefuse.service.verdict_ids import VerdictIds
+from judgefuse.service.judging.verdict_ids import VerdictIds
 
 
 def test_ids_are_uuid4_hex_and_distinct_across_batches() -> None:

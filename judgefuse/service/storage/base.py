@@ -407,7 +407,7 @@ class Storage(abc.ABC):
 
         Backends shared by several processes (Redis) implement a real lease, so only one replica
         calls the judges for an id while the others wait for its verdict
-        (:mod:`judgefuse.service.single_flight`). A single-process backend (SQLite) always says
+        (:mod:`judgefuse.service.judging.single_flight`). A single-process backend (SQLite) always says
         True: the gateway's in-process map of requests in flight is enough there.
         """
         return True

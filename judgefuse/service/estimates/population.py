@@ -1,0 +1,141 @@
+"""Population estimates of a calibration key: what the labels say about *all* traffic.
+
+The labelled sample is not a sample of the traffic: it is everything routed to review plus a
+random ``audit_rate`` share of what was auto-accepted (docs/design.md, 'The review loop'). Each
+stratum's labels are a random sample of that stratum (the queue is served in random order), so
+the stratified estimator ``sum_s (N_s / N) * mean_s(x)`` is unbiased for the traffic, while
+the plain mean over labels over-weights the hard, reviewed verdicts.
+
+Inputs, all counters (a read is O(strata x hours x bins), never O(labels)):
+
+* N_s: the traffic counters ``{panel}/traffic/{method}/{stratum}`` of the window (a judge or a
+  mode key uses the panel's total, method ``*``);
+* the labels of stratum s: the per-stratum copy ``{key}/{stratum}`` of the calibration key.
+
+Strata: ``review`` and one ``auto@{rate}`` per audit rate that was in force (its N counts every
+auto-accepted verdict at that rate, its labels are the audit labels only). Unsolicited labels
+(verdicts never queued) are reported apart and never enter the estimates. The estimators and
+their intervals are :mod:`judgefuse.calibration.stratified`'s; auto-accept precision is the
+accuracy over the ``auto@`` strata alone.
+
+The estimators cost a few ms per key (seeded bootstrap intervals for ECE and TH), so results
+are memoised per process on their exact inputs (every N_s and every label field): a dashboard
+or API poll with no new verdict or label in the window reuses them, anything new recomputes.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import unquote
+
+from judgefuse.service.estimates.calibration_store import ACCUMULATOR, AccumulatorKey, stratum_copy
+from judgefuse.service.review.sampling import (
+    ALL_METHODS,
+    REVIEW,
+    UNSOLICITED,
+    accepted_stratum,
+    is_population_stratum,
+    traffic_prefix,
+)
+from judgefuse.service.storage import Storage
+
+__all__ = ["label_count", "population_block", "traffic_counts"]
+
+_MEMO: OrderedDict[tuple[Any, ...], dict[str, Any]] = OrderedDict()
+_MEMO_SIZE = 512
+
+
+def label_count(fields: Mapping[str, Any]) -> int:
+    """How many labels an accumulator record holds (the sum of its per-bin counts)."""
+    return int(sum(v for k, v in fields.items() if k[:1] == "n" and k[1:].isdigit()))
+
+
+async def traffic_counts(
+    storage: Storage, tenant: str, panel: str, method: str, *, since_hour: int | None = None
+) -> dict[str, int]:
+    """N_s per stratum key (``review``, ``auto@{rate}``) of (panel, method) since ``since_hour``."""
+    prefix = traffic_prefix(panel, method)
+    out: dict[str, int] = {}
+    for raw in await storage.list_accumulators(tenant, prefix):
+        stratum = unquote(raw[len(prefix):])
+        if not is_population_stratum(stratum):
+            continue
+        fields = await storage.read_accumulator(tenant, raw, since_hour=since_hour)
+        n = int(fields.get("n", 0))
+        if n > 0:
+            out[stratum] = n
+    return out
+
+
+def _interval(interval: Any) -> dict[str, Any]:
+    data = interval.as_dict() if hasattr(interval, "as_dict") else dict(interval)
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in data.items()}
+
+
+async def population_block(
+    storage: Storage,
+    tenant: str,
+    key: AccumulatorKey,
+    storage_key: str,
+    *,
+    since_hour: int | None,
+    n_bins: int,
+    eps: float,
+    level: float = 0.95,
+) -> dict[str, Any] | None:
+    """The ``population`` block of one method or judge key (None for other kinds)."""
+    from judgefuse.calibration.stratified import (
+        StratumData,
+        population_estimates,
+        precision_estimate,
+    )
+
+    if key.kind not in ("method", "judge"):
+        return None
+    method = key.name if key.kind == "method" else ALL_METHODS
+    traffic = await traffic_counts(storage, tenant, key.panel, method, since_hour=since_hour)
+    fields = {
+        stratum: await storage.read_accumulator(
+            tenant, stratum_copy(storage_key, stratum), since_hour=since_hour
+        )
+        for stratum in [*traffic, UNSOLICITED]
+    }
+    labelled = {stratum: label_count(f) for stratum, f in fields.items()}
+    # a stratum older than its counters (labels of records from before the review loop) is at
+    # least as large as its labelled part
+    sizes = {s: max(n, labelled.get(s, 0)) for s, n in traffic.items()}
+    if labelled.get(REVIEW) and REVIEW not in sizes:
+        sizes[REVIEW] = labelled[REVIEW]
+    total = sum(sizes.values())
+    strata = [StratumData(s, n, fields.get(s, {})) for s, n in sorted(sizes.items())]
+    block: dict[str, Any] = {
+        "window_verdicts": total,
+        "labelled": {s: labelled.get(s, 0) for s in sorted(sizes)},
+        "represented": {s: (n / total if total else None) for s, n in sorted(sizes.items())},
+        "unsolicited": {"labelled": labelled.get(UNSOLICITED, 0), "in_estimates": False},
+    }
+    memo_key = (n_bins, eps, level, tuple(
+        (st.name, st.population, tuple(sorted(st.fields.items()))) for st in strata))
+    estimated = _MEMO.get(memo_key)
+    if estimated is None:
+        estimates = population_estimates(strata, accumulator=ACCUMULATOR, n_bins=n_bins, eps=eps,
+                                         level=level) if total else {}
+        estimated = {name: _interval(estimates[name]) if name in estimates else None
+                     for name in ("accuracy", "ece", "brier", "th_score")}
+        auto = [st for st in strata if accepted_stratum(st.name)]
+        estimated["auto_accept_precision"] = (
+            _interval(precision_estimate(auto, level=level)) if auto else None
+        )
+        _MEMO[memo_key] = estimated
+        if len(_MEMO) > _MEMO_SIZE:
+            _MEMO.popitem(last=False)
+    else:
+        _MEMO.move_to_end(memo_key)
+    block.update(copy.deepcopy(estimated))
+    block["n_labels"] = sum(labelled.get(s, 0) for s in sizes)
+    block["level"] = level
+    return block

@@ -1,0 +1,74 @@
+"""``GET /v1/calibration?panel=&window_hours=&population=&structure=``: every metric per key,
+all time and the window, the population estimates (:mod:`judgefuse.service.estimates.population`), and
+the panel structure (:mod:`judgefuse.service.estimates.panel_estimates`)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from judgefuse.calibration import DEFAULT_TH_EPS
+from judgefuse.service.estimates.calibration_store import calibration_report
+from judgefuse.service.responses import CalibrationOut
+from judgefuse.service.web.deps import GatewayDep, SettingsDep, TenantDep
+
+router = APIRouter(prefix="/v1", tags=["calibration"])
+
+
+@router.get("/calibration")
+async def calibration(
+    tenant: TenantDep,
+    gateway: GatewayDep,
+    settings: SettingsDep,
+    panel: Annotated[str | None, Query(min_length=1, max_length=256)] = None,
+    window_hours: Annotated[int, Query(ge=0, le=24 * 366)] = 24,
+    eps: Annotated[float | None, Query()] = None,
+    n_bins: Annotated[int | None, Query(ge=1, le=1000)] = None,
+    population: Annotated[bool, Query()] = True,
+    structure: Annotated[bool, Query()] = True,
+) -> CalibrationOut:
+    """Keys: ``method:<name>:fused``, ``judge:<name>:<mode>``, ``mode:all:<mode>``.
+
+    ``window_hours`` 0 skips the window. Metrics are those of ``metrics_from_fields`` (n,
+    accuracy, ece, adaptive_ce, mce, brier, nll, ice, th_score, macroce, auroc, aurc) plus the
+    reliability bins; invalid votes and undecided verdicts are counted in ``abstained``.
+    Those are the labelled sample's (``"sample": "labelled"``); each method and judge key also
+    carries ``population``: the same metrics for all traffic of the window (all time when
+    ``window_hours`` is 0), estimated per review stratum with 95% intervals, and the
+    auto-accept precision (``population=false`` skips them: a few ms per key).
+
+    ``panel_structure``: each judge's accuracy estimated by Dawid-Skene from the unlabelled
+    votes next to its labelled accuracy, and the panel's effective number of independent
+    judges, k / (1 + (k - 1) * rho) with rho the mean pairwise correlation of the judges'
+    errors (against the labels; and, label-free, against the Dawid-Skene consensus), over the
+    newest ``panel_structure_window`` verdicts, at most ``panel_structure_ttl_s`` old
+    (``structure=false`` skips it).
+    """
+    from judgefuse.service.errors import FieldProblem
+
+    runtime = gateway.runtime(panel, field="query.panel")
+    eps = settings.th_eps if eps is None else eps
+    if eps not in DEFAULT_TH_EPS:
+        raise FieldProblem(
+            "query.eps",
+            f"must be one of the tracked values {', '.join(f'{e:g}' for e in DEFAULT_TH_EPS)}",
+        )
+    n_bins = settings.calibration_bins if n_bins is None else n_bins
+    if 1000 % n_bins:
+        raise FieldProblem("query.n_bins", "must divide 1000")
+    keys = await calibration_report(
+        gateway.storage, tenant, runtime.name, window_hours=window_hours or None,
+        n_bins=n_bins, eps=eps, now=gateway.clock(), population=population,
+    )
+    estimates = None
+    if structure:
+        found = await gateway.panel_structure.get(
+            gateway.storage, tenant, runtime.name, window=settings.panel_structure_window,
+            judges=[j.name for j in runtime.panel.config.judges], now=gateway.clock(),
+        )
+        estimates = found.to_json() if found is not None else None
+    return CalibrationOut.model_validate({
+        "panel": runtime.name, "window_hours": window_hours or None, "eps": eps,
+        "n_bins": n_bins, "keys": keys, "panel_structure": estimates,
+    })

@@ -1,0 +1,106 @@
+"""Serving a cascade panel live: the walk, the routing it implies, and its ``cascade`` answer.
+
+Split from :mod:`judgefuse.service.gateway` so the gateway keeps the one use case (judge, fuse,
+route, store, label) and the cascade's own rules live in one place.
+
+Cascade panels (``cascade:`` in the panel YAML, :mod:`judgefuse.fusion.cascade`): a request
+that names no ``method`` walks the cascade (:func:`~judgefuse.fusion.cascade.run_cascade_async`):
+each stage asks only the judges it adds (concurrently, through the panel's own judges, within
+what is left of the panel's ``deadline_s`` for the whole walk), and accepts when its
+confidence clears its threshold. The cascade routes the verdict itself: a stage that accepts
+-> ``auto_accept`` under the cascade's guarantee (the stage thresholds were tuned offline with
+``judgefuse tune --cascade`` on labelled data, fixed-sequence Clopper-Pearson per stage, and
+pasted into the YAML); no stage accepts -> ``human_review`` (the last stage's verdict is the
+suggestion), or with ``cascade_fallback: panel`` the full panel decides at
+``cascade_panel_threshold``. The stored per-(tenant, panel) threshold is not used for cascade
+verdicts, and cascade thresholds are not re-tuned live from the store (``POST
+/v1/thresholds/tune`` on a cascade panel answers 422 unless it names a voting method). The
+response's ``cascade`` says which stage decided; its ``votes`` and ``cost`` are those of the
+judges consulted. Quorum: a cascade accepts on its stages' own votes; the request fails (503)
+only when no consulted judge gave a usable vote. A request naming a ``method`` bypasses the
+cascade: every judge, fused with that method, routed by the stored threshold.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from judgefuse.fusion.cascade import CascadeDecision, run_cascade_async
+from judgefuse.fusion.verdict import Verdict
+from judgefuse.judges.types import JudgeVote, PairwiseItem
+from judgefuse.service.judging.panels import PanelRuntime
+from judgefuse.service.schemas import CascadeOut, ThresholdUsed
+
+__all__ = ["cascade_route", "live_cascade_out", "stored_cascade_out", "walk_cascade"]
+
+
+async def walk_cascade(
+    runtime: PanelRuntime, item: PairwiseItem, *, tenant: str | None = None
+) -> tuple[CascadeDecision, float]:
+    """Run the panel's cascade live: each stage asks only the judges it adds, within what
+    is left of the panel deadline (``tenant``: whose request, for the judges' fair share).
+    Returns the decision and the judges' share of the wall time (the sum over stages of the
+    slowest vote drawn at that stage)."""
+    assert runtime.cascade is not None
+    panel = runtime.panel
+    judges = {judge.name: judge for judge in panel.judges}
+    deadline_s = panel.config.deadline_s
+    started = time.perf_counter()
+    waited = 0.0
+
+    async def fetch(names: Sequence[str]) -> list[JudgeVote]:
+        nonlocal waited
+        budget = None
+        if deadline_s is not None:
+            budget = max(0.0, deadline_s - (time.perf_counter() - started))
+        votes = await panel.judge_with([judges[name] for name in names], item, timeout_s=budget, tenant=tenant)
+        waited += max((v.latency_s for v in votes), default=0.0)
+        return votes
+
+    decision = await run_cascade_async(runtime.cascade, fetch)
+    return decision, waited
+
+
+def cascade_route(runtime: PanelRuntime, decision: CascadeDecision) -> tuple[str, ThresholdUsed]:
+    """The cascade routes its own verdict: accepted by a stage -> auto_accept, else review."""
+    assert runtime.cascade is not None
+    stages = runtime.cascade.all_stages()
+    verdict = decision.verdict
+    if decision.stage is not None:
+        stage = stages[decision.stage]
+        return "auto_accept", ThresholdUsed(
+            value=stage.threshold, version=None, method="cascade", code="cascade_accepted",
+            reason=f"cascade stage {decision.stage + 1}/{len(stages)} ({stage.name}) accepted: "
+                   f"confidence {verdict.confidence:.4f} >= its threshold "
+                   f"{stage.threshold:.4f} (panel file)",
+        )
+    return "human_review", ThresholdUsed(
+        value=None, version=None, method="cascade", code="cascade",
+        reason=f"cascade: none of the {len(stages)} stage(s) accepted"
+               + (" (the full panel included)" if runtime.cascade.fallback == "panel" else "")
+               + ": human review",
+    )
+
+
+def live_cascade_out(runtime: PanelRuntime, decision: CascadeDecision) -> tuple[CascadeOut, str]:
+    """The response's ``cascade`` for a live walk, and the stage label the metrics count it
+    under (``"<n>:<name>"`` of the stage that accepted, or ``"review"``)."""
+    assert runtime.cascade is not None
+    stages = runtime.cascade.all_stages()
+    out = CascadeOut.of(
+        decision, stages=len(stages), names=[st.name for st in stages],
+        fallback=runtime.cascade.fallback,
+    )
+    stage = ("review" if decision.stage is None
+             else f"{decision.stage + 1}:{stages[decision.stage].name}")
+    return out, stage
+
+
+def stored_cascade_out(verdict: Verdict, runtime: PanelRuntime | None) -> CascadeOut | None:
+    """The ``cascade`` of a stored verdict, read back (the panel may since have changed or gone)."""
+    cascade = runtime.cascade if runtime is not None else None
+    return CascadeOut.of_stored(
+        verdict, fallback=cascade.fallback if cascade is not None else None,
+        stages=len(cascade.all_stages()) if cascade is not None else None,
+    )

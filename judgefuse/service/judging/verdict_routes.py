@@ -1,0 +1,16 @@
+"""``GET /v1/verdicts/{id}``: a stored verdict of the caller's tenant (another tenant's: 404)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.responses import Response
+
+from judgefuse.service.schemas import VerdictOut
+from judgefuse.service.web.deps import GatewayDep, TenantDep, json_response
+
+router = APIRouter(prefix="/v1", tags=["verdicts"])
+
+
+@router.get("/verdicts/{verdict_id}", response_model=VerdictOut)
+async def get_verdict(verdict_id: str, tenant: TenantDep, gateway: GatewayDep) -> Response:
+    return json_response(await gateway.get_verdict(tenant, verdict_id))

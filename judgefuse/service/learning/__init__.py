@@ -1,0 +1,1 @@
+"""Learning from labels: threshold tuning data, refits and promotion, the cold start."""

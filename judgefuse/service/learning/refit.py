@@ -1,0 +1,465 @@
+"""Learned fusion from labelled traffic: fit, compare, promote, serialise (docs/design.md, 'Fusion').
+
+:func:`refit` reads the tenant+panel's labelled verdicts (their stored votes and labels):
+
+1. fewer than ``min_labels`` labels -> stay on the voting method, say why (nothing stored);
+2. cross-fitted stacked verdicts (:func:`~judgefuse.fusion.cross_fit_predict`, stratified
+   folds) and the voting method's verdicts on the same labels; Brier of each (an undecided
+   verdict counts as confidence 0.5, wrong);
+3. with a **target** (the target precision and delta of the panel's latest tuned threshold):
+   tune the candidate's auto-accept threshold on the same labels from its **cross-fitted**
+   confidences (no label scores a model that saw it), and the voting method's the same way;
+   each one's review load at the target is 1 - its coverage (1 when no threshold qualifies);
+4. **promote** per the panel's ``promote_on``: ``both`` (default) needs stacked Brier <= the
+   voting Brier AND review load <= the voting method's; ``brier`` or ``review_load`` weigh one.
+   With a target, a candidate for which no threshold qualifies is never promoted (it could
+   only send everything to review): the current model and threshold keep serving. To promote:
+   fit on every label, serialise (the method's ``to_params``), check the round trip reproduces
+   the fitted model's P(A) on the training votes, store the tuned threshold (a new threshold
+   version naming the new model version) and then the :class:`ModelRecord` with that
+   threshold embedded: one record holds the pair, so a reader never gets the model without
+   its threshold (:mod:`judgefuse.service.judging.pairing`). Otherwise nothing is stored and the
+   outcome says why, with both methods' Brier and review load.
+
+The learned method is any registered method that is *refittable*
+(:func:`judgefuse.fusion.capabilities.capabilities`: requires a fit, saves and restores its
+parameters with ``to_params``/``from_params``, builds without options); the default is
+:data:`~judgefuse.fusion.capabilities.LEARNED_METHOD`. Nothing here names it. The round-trip
+check guards against drift between a method's ``to_params`` and ``from_params``.
+
+CPU-heavy steps run in a worker thread (``asyncio.to_thread``) so requests are never blocked
+on the event loop; :class:`RefitScheduler` runs the automatic refits in the background.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import math
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, cast
+
+import numpy as np
+
+from judgefuse.calibration import ThresholdReport
+from judgefuse.calibration.stratified_tuning import tune_threshold_stratified
+from judgefuse.fusion import FusionMethod, LearnedFusionMethod, NotEnoughLabels, cross_fit_predict, get_method
+from judgefuse.fusion.capabilities import LEARNED_METHOD, capabilities, method_params, restore_method
+from judgefuse.fusion.verdict import Verdict
+from judgefuse.judges.types import JudgeVote, Letter
+from judgefuse.service.review.sampling import label_stratum_key, solicited
+from judgefuse.service.storage import ModelRecord, Storage, ThresholdRecord
+
+__all__ = [
+    "PromoteOn",
+    "PromotionTarget",
+    "promotion_problems",
+    "RefitOutcome",
+    "RefitScheduler",
+    "refit",
+]
+
+log = logging.getLogger("judgefuse.service.learning.refit")
+
+PromoteOn = Literal["both", "brier", "review_load"]
+
+
+@dataclass(frozen=True)
+class PromotionTarget:
+    """What a promoted model's threshold must guarantee (from the panel's latest tuned one)."""
+
+    target_precision: float
+    delta: float
+    min_count: int = 30
+
+    @classmethod
+    def of(cls, record: ThresholdRecord | None) -> PromotionTarget | None:
+        """The target of a tuned threshold record; None when there is none to keep."""
+        if record is None or record.target_precision is None or record.delta is None:
+            return None
+        report = record.details.get("report") or {}
+        min_count = report.get("min_count") if isinstance(report, dict) else None
+        return cls(record.target_precision, record.delta,
+                   int(min_count) if isinstance(min_count, int) and min_count >= 1 else 30)
+
+
+def brier_of(verdicts: Sequence[Verdict], labels: Sequence[str]) -> float:
+    total = 0.0
+    for verdict, label in zip(verdicts, labels, strict=True):
+        if verdict.choice is None:
+            total += 0.25
+        else:
+            z = 1.0 if verdict.choice == label else 0.0
+            total += (verdict.confidence - z) ** 2
+    return total / len(labels)
+
+
+def accuracy_of(verdicts: Sequence[Verdict], labels: Sequence[str]) -> float:
+    return sum(v.choice == y for v, y in zip(verdicts, labels, strict=True)) / len(labels)
+
+
+@dataclass
+class RefitOutcome:
+    status: str  # promoted | kept | skipped
+    reason: str
+    panel: str
+    n_labels: int
+    active_method: str
+    model_version: str | None = None
+    version: int | None = None
+    metrics: dict[str, float] | None = None
+    threshold: float | None = None
+    """The threshold promoted with the model (None: none paired)."""
+    threshold_version: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status, "reason": self.reason, "panel": self.panel,
+            "n_labels": self.n_labels, "active_method": self.active_method,
+            "model_version": self.model_version, "version": self.version,
+            "metrics": self.metrics, "threshold": self.threshold,
+            "threshold_version": self.threshold_version,
+        }
+
+
+@dataclass(frozen=True)
+class Population:
+    """Who the labels stand for, as ``POST /v1/thresholds/tune`` weighs them: each label's review
+    stratum key (``review``, ``auto@{rate}``, ``unsolicited``) and N_s, the panel's verdicts per
+    stratum (traffic counters). Unsolicited labels are fitted on but never tune a threshold."""
+
+    strata: Sequence[str]
+    counts: dict[str, int]
+
+
+def _tune_for(
+    verdicts: Sequence[Verdict], labels: Sequence[str], target: PromotionTarget,
+    population: Population | None,
+) -> ThresholdReport:
+    """The threshold tuned for these (cross-fitted or re-fused) verdicts on their labels, on the
+    population (``tune_threshold_stratified``; one stratum of every label without ``population``,
+    where it is exactly ``tune_threshold``)."""
+    confidence = [v.confidence if v.choice is not None else 0.5 for v in verdicts]
+    correct = [v.choice is not None and v.choice == y for v, y in zip(verdicts, labels, strict=True)]
+    if population is None:
+        strata: Sequence[str] = ["all"] * len(labels)
+        counts = {"all": len(labels)}
+    else:
+        strata, counts = population.strata, population.counts
+    keep, kept, counts = solicited(strata, counts)
+    return tune_threshold_stratified(
+        [confidence[i] for i in keep], [correct[i] for i in keep], kept, counts,
+        target_precision=target.target_precision, delta=target.delta, min_count=target.min_count,
+    )
+
+
+def _review_load(report: ThresholdReport) -> float:
+    """Share sent to review at the target: everything when no threshold qualifies."""
+    return 1.0 if report.threshold is None else 1.0 - report.coverage
+
+
+def promotion_problems(
+    metrics: dict[str, float], candidate: ThresholdReport | None, *, voting: str,
+    target: PromotionTarget | None, promote_on: PromoteOn,
+) -> list[str]:
+    """Why a candidate must not be promoted (empty: promote). Pure: the rule of the module
+    docstring over the cross-fitted ``metrics`` (Brier and, with a target, review loads) and
+    the candidate's tuned threshold report."""
+    problems: list[str] = []
+    if target is not None:
+        if candidate is None or candidate.threshold is None:
+            reason = candidate.reason if candidate is not None else "not tuned"
+            problems.append(
+                f"no threshold of the candidate meets precision {target.target_precision:g} "
+                f"at delta {target.delta:g} ({reason}): the current model and threshold keep serving"
+            )
+        elif promote_on in ("both", "review_load") and (
+            metrics["stacked_review_load"] > metrics["baseline_review_load"]
+        ):
+            problems.append(
+                f"review load at the target {metrics['stacked_review_load']:.3f} is higher than "
+                f"{voting}'s {metrics['baseline_review_load']:.3f}"
+            )
+    if promote_on in ("both", "brier") and metrics["stacked_brier"] > metrics["baseline_brier"]:
+        problems.append(
+            f"cross-fitted stacked Brier {metrics['stacked_brier']:.4f} is worse than "
+            f"{voting}'s {metrics['baseline_brier']:.4f}"
+        )
+    return problems
+
+
+@dataclass
+class _Evaluation:
+    fitted: FusionMethod | None
+    metrics: dict[str, float]
+    why_not: str | None
+    threshold: ThresholdReport | None = None
+
+
+def _evaluate(
+    batches: list[list[JudgeVote]], labels: list[str], voting: str, n_folds: int,
+    target: PromotionTarget | None = None, promote_on: PromoteOn = "both",
+    population: Population | None = None,
+    learned: str = LEARNED_METHOD,
+) -> _Evaluation:
+    """CPU part (worker thread): cross-fit both, tune both at the target, fit the final model
+    if the candidate wins by the ``promote_on`` rule (module docstring)."""
+    letters = [cast(Letter, label) for label in labels]
+    voting_verdicts = [get_method(voting)(b) for b in batches]
+    try:
+        stacked_verdicts = cross_fit_predict(learned, batches, letters, n_folds=n_folds)
+    except NotEnoughLabels as exc:
+        return _Evaluation(None, {}, f"cannot cross-fit {learned} fusion: {exc}")
+    metrics = {
+        "stacked_brier": brier_of(stacked_verdicts, labels),
+        "stacked_accuracy": accuracy_of(stacked_verdicts, labels),
+        "baseline_brier": brier_of(voting_verdicts, labels),
+        "baseline_accuracy": accuracy_of(voting_verdicts, labels),
+        "n_labels": float(len(labels)),
+        "n_folds": float(n_folds),
+    }
+    candidate: ThresholdReport | None = None
+    if target is not None:
+        candidate = _tune_for(stacked_verdicts, labels, target, population)
+        baseline = _tune_for(voting_verdicts, labels, target, population)
+        metrics["stacked_review_load"] = _review_load(candidate)
+        metrics["baseline_review_load"] = _review_load(baseline)
+        metrics["target_precision"] = target.target_precision
+        metrics["delta"] = target.delta
+    problems = promotion_problems(metrics, candidate, voting=voting, target=target, promote_on=promote_on)
+    if problems:
+        return _Evaluation(None, metrics, "; ".join(problems) + ": not promoted", candidate)
+    unfitted = get_method(learned)  # base+recalibrator too (its factory is the base's)
+    if not isinstance(unfitted, LearnedFusionMethod):
+        return _Evaluation(None, metrics, f"internal error: {learned!r} has no fit()")
+    final = unfitted.fit(batches, letters)
+    restored = restore_method(learned, method_params(final))
+    if not np.allclose(_p_a_of(restored, batches), _p_a_of(final, batches), atol=1e-9):
+        return _Evaluation(None, metrics, "internal error: the serialised model does not reproduce the fit")
+    return _Evaluation(final, metrics, None, candidate)
+
+
+async def refit(
+    storage: Storage,
+    tenant: str,
+    panel: str,
+    *,
+    voting_method: str,
+    min_labels: int,
+    max_labels: int,
+    n_folds: int,
+    now: Callable[[], float] = time.time,
+    target: PromotionTarget | None = None,
+    promote_on: PromoteOn = "both",
+    traffic: dict[str, int] | None = None,
+    learned: str = LEARNED_METHOD,
+) -> tuple[RefitOutcome, FusionMethod | None]:
+    """Refit the learned model of (tenant, panel); see the module docstring. ``target``: what
+    the promoted model's threshold must meet (None: promote on the Brier rule alone and pair
+    no threshold: nothing was ever tuned for this panel). ``traffic``: N_s per review stratum
+    of the panel's verdicts; with it the thresholds are tuned on the population (each label
+    weighted by its stratum, as ``POST /v1/thresholds/tune`` does), without it on the labels
+    as a plain sample. ``learned``: the registered method to fit (it must be refittable:
+    ``ValueError`` otherwise)."""
+    if not capabilities(learned).refittable:
+        raise ValueError(
+            f"fusion method {learned!r} cannot be refitted from labels (it needs requires_fit, "
+            "to_params/from_params and a factory that builds without options)"
+        )
+    records = await storage.iter_labelled(tenant, panel, limit=max_labels)
+    n = len(records)
+    current = await storage.get_model(tenant, panel)
+    current_method = (current.method or learned) if current is not None else voting_method
+    if n < min_labels:
+        return RefitOutcome(
+            status="skipped", panel=panel, n_labels=n, active_method=current_method,
+            model_version=current.params.get("model_version") if current else None,
+            version=current.version if current else None,
+            reason=(
+                f"{n} labelled verdicts for panel {panel!r}; at least {min_labels} are needed "
+                f"to fit learned fusion: staying on {current_method!r}"
+            ),
+        ), None
+    records.reverse()  # oldest first: deterministic folds for the same data
+    batches = [list(r.verdict.votes) for r in records]
+    labels = [str(r.label) for r in records]
+    population = None
+    if traffic is not None:
+        population = Population([label_stratum_key(r) for r in records], traffic)
+    evaluation = await asyncio.to_thread(
+        _evaluate, batches, labels, voting_method, n_folds, target, promote_on, population, learned
+    )
+    fitted, metrics, why_not = evaluation.fitted, evaluation.metrics, evaluation.why_not
+    if fitted is None:
+        return RefitOutcome(
+            status="kept", panel=panel, n_labels=n, active_method=current_method,
+            model_version=current.params.get("model_version") if current else None,
+            version=current.version if current else None,
+            reason=why_not or "not promoted", metrics=metrics or None,
+        ), None
+    paired = None
+    if target is not None and evaluation.threshold is not None:
+        paired = await _store_paired_threshold(
+            storage, tenant, panel, evaluation.threshold, target, _version_of(fitted), n, now(),
+            learned,
+        )
+    record = ModelRecord(
+        panel=panel, created_at=now(), method=learned, params=method_params(fitted),
+        metrics={k: v for k, v in metrics.items() if math.isfinite(v)}, threshold=paired,
+    )
+    version = await storage.put_model(tenant, panel, record)
+    why = f"cross-fitted {learned} Brier {metrics['stacked_brier']:.4f} vs {voting_method}'s {metrics['baseline_brier']:.4f}"
+    if paired is not None:
+        why += (f"; review load at precision {target.target_precision:g} "  # type: ignore[union-attr]
+                f"{metrics['stacked_review_load']:.3f} vs {metrics['baseline_review_load']:.3f}; "
+                f"promoted with threshold {paired.threshold:.4g} (threshold version {paired.version})")
+    return RefitOutcome(
+        status="promoted", panel=panel, n_labels=n, active_method=learned,
+        model_version=_version_of(fitted), version=version, metrics=metrics,
+        threshold_version=paired.version if paired is not None else None,
+        threshold=paired.threshold if paired is not None else None,
+        reason=f"{why} on {n} labels: promoted as version {version}",
+    ), fitted
+
+
+def _p_a_of(method: FusionMethod, batches: Sequence[Sequence[JudgeVote]]) -> list[float]:
+    """P(A) of every batch (one vectorised call when the method offers ``predict_p_a``)."""
+    predict = getattr(method, "predict_p_a", None)
+    if callable(predict):
+        return [float(p) for p in predict(batches)]
+    return [v.p_a for v in map(method, batches)]
+
+
+def _version_of(method: FusionMethod) -> str | None:
+    """A fitted method's ``model_version`` (None when it declares none)."""
+    version = getattr(method, "model_version", None)
+    return str(version) if version is not None else None
+
+
+async def _store_paired_threshold(
+    storage: Storage, tenant: str, panel: str, report: ThresholdReport,
+    target: PromotionTarget, model_version: str | None, n_labels: int, created_at: float,
+    learned: str,
+) -> ThresholdRecord:
+    """Store the candidate's threshold as a new version naming its model (so it applies only to
+    that model's verdicts), before the model: until the model is stored it routes nothing."""
+    assert report.threshold is not None
+    record = ThresholdRecord(
+        panel=panel, threshold=report.threshold, created_at=created_at, method=learned,
+        target_precision=target.target_precision, delta=target.delta, coverage=report.coverage,
+        n_labels=report.n,
+        details={
+            "report": report.as_dict(), "model_version": model_version, "paired": True,
+            "data": f"cross-fitted confidences of {learned} model {model_version} on {n_labels} labels"
+                    " (weighted by review stratum)",
+        },
+    )
+    version = await storage.put_threshold(tenant, panel, record)
+    stored = await storage.get_threshold(tenant, panel, version=version)
+    assert stored is not None
+    return stored
+
+
+class RefitScheduler:
+    """Background refits every ``every`` labels of a (tenant, panel): one per round, one at a
+    time, across every replica that shares the storage.
+
+    Counting is shared through storage: a replica's own labels are only a hint to look (every
+    ``check_every`` local labels, default ``every // 4``, it reads the panel's labelled count
+    from storage); the count's round is ``count // every``. To refit a round a replica must
+    take, in this order, the panel's running lease ``refit/{panel}`` (``lease_s``: one refit at
+    a time; renewed by no one, so a crashed replica's lease frees itself) and the round's
+    marker ``refit/{panel}/round/{r}`` (held ``marker_ttl_s``: a round is refit once however many
+    replicas saw it cross). Losing either means someone else has it: nothing to do. A check
+    that loses the running lease leaves the round unmarked, so a later check retries it.
+    Model and threshold versions come from storage's atomic counters, so they strictly increase
+    whichever replica promotes; every replica serves a promotion within ``state_ttl_s`` (the
+    state cache's freshness, :mod:`judgefuse.service.learning.state_cache`).
+
+    ``runs`` lists the (tenant, panel, round) this replica refit (tests, logs).
+
+    The same machinery runs the label-free cold start (:mod:`judgefuse.service.learning.cold_start`):
+    ``count`` then counts the panel's verdicts instead of its labels and ``lease`` names its
+    own leases (``cold_start/{panel}``, ``cold_start/{panel}/round/{r}``); ``note`` is
+    ``note_label`` under the name that says so.
+    """
+
+    def __init__(
+        self, every: int, run: Callable[[str, str], Any], *, storage: Storage, owner: str,
+        check_every: int | None = None, lease_s: float = 900.0,
+        marker_ttl_s: float = 30 * 86400.0, clock: Callable[[], float] = time.time,
+        count: Callable[[str, str], Awaitable[int]] | None = None, lease: str = "refit",
+    ) -> None:
+        self._count = count or storage.count_labelled
+        self.lease = lease
+        self.every = every
+        self.check_every = max(1, check_every if check_every is not None else every // 4)
+        self.storage = storage
+        self.owner = owner
+        self.lease_s = lease_s
+        self.marker_ttl_s = marker_ttl_s
+        self.clock = clock
+        self._run = run
+        self._since: dict[tuple[str, str], int] = {}
+        self._tasks: dict[tuple[str, str], asyncio.Task[Any]] = {}
+        self._done: dict[tuple[str, str], int] = {}
+        """The last round this replica ran per (tenant, panel)."""
+        self.runs: list[tuple[str, str, int]] = []
+
+    def note_label(self, tenant: str, panel: str) -> None:
+        if self.every <= 0:
+            return
+        key = (tenant, panel)
+        self._since[key] = self._since.get(key, 0) + 1
+        if self._since[key] >= self.check_every and key not in self._tasks:
+            self._since[key] = 0
+            task = asyncio.create_task(self._guarded(tenant, panel), name=f"refit:{tenant}:{panel}")
+            self._tasks[key] = task
+            task.add_done_callback(functools.partial(self._forget, key))
+
+    note = note_label
+
+    def _forget(self, key: tuple[str, str], _task: asyncio.Task[Any]) -> None:
+        self._tasks.pop(key, None)
+
+    async def _check(self, tenant: str, panel: str) -> None:
+        """Refit the current round if no replica has (the class docstring)."""
+        round_ = await self._count(tenant, panel) // self.every
+        if round_ < 1 or round_ <= self._done.get((tenant, panel), 0):
+            # a lease's owner may take it again, so the round marker alone would let this
+            # replica redo a round it already ran: it remembers its own
+            return
+        running = f"{self.lease}/{panel}"
+        if not await self.storage.acquire_lease(tenant, running, self.owner, ttl_s=self.lease_s,
+                                                now=self.clock()):
+            return
+        try:
+            marker = f"{self.lease}/{panel}/round/{round_}"
+            if not await self.storage.acquire_lease(tenant, marker, self.owner,
+                                                    ttl_s=self.marker_ttl_s, now=self.clock()):
+                return
+            self.runs.append((tenant, panel, round_))
+            self._done[(tenant, panel)] = round_
+            await self._run(tenant, panel)
+        finally:
+            await self.storage.release_lease(tenant, running, self.owner)
+
+    async def _guarded(self, tenant: str, panel: str) -> None:
+        try:
+            await self._check(tenant, panel)
+        except Exception as exc:  # a background refit must never take the service down
+            log.error("background %s of %s/%s failed: %s", self.lease, tenant, panel, type(exc).__name__,
+                      exc_info=exc)
+
+    async def idle(self) -> None:
+        """Wait for running refits (tests, shutdown)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks.values()), return_exceptions=True)
+
+    async def aclose(self) -> None:
+        for task in list(self._tasks.values()):
+            task.cancel()
+        await asyncio.gather(*list(self._tasks.values()), return_exceptions=True)

@@ -1,0 +1,1 @@
+"""Guarantees over time (the precision monitor, judge drift) and the Prometheus metrics."""

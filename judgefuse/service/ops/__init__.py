@@ -1,0 +1,1 @@
+"""Operating the service: serve and export commands, retention, health."""

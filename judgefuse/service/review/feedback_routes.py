@@ -1,0 +1,17 @@
+"""``POST /v1/feedback``: label a verdict (idempotent: labelled / relabelled / unchanged)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.responses import Response
+
+from judgefuse.service.schemas import FeedbackRequest, LabelResult
+from judgefuse.service.web.deps import GatewayDep, TenantDep, json_response
+
+router = APIRouter(prefix="/v1", tags=["feedback"])
+
+
+@router.post("/feedback", response_model=LabelResult)
+async def feedback(body: FeedbackRequest, tenant: TenantDep, gateway: GatewayDep) -> Response:
+    """A relabel replaces the old label in every accumulator; the same label again is a no-op."""
+    return json_response(await gateway.feedback(tenant, body.verdict_id, body.label))

@@ -1,0 +1,31 @@
+"""Every slice's router, in the order the app factory mounts them (the order of /openapi.json)."""
+
+from __future__ import annotations
+
+from judgefuse.service.estimates import dashboard
+from judgefuse.service.estimates import routes as calibration
+from judgefuse.service.judging import routes as judge
+from judgefuse.service.judging import verdict_routes as verdicts
+from judgefuse.service.learning import refit_routes as fusion
+from judgefuse.service.learning import threshold_routes as thresholds
+from judgefuse.service.monitoring import metrics_routes as metrics
+from judgefuse.service.monitoring import routes as monitor
+from judgefuse.service.ops import health_routes as health
+from judgefuse.service.review import feedback_routes as feedback
+from judgefuse.service.review import page as review_page
+from judgefuse.service.review import routes as review
+
+ROUTERS = [
+    health.router,
+    judge.router,
+    verdicts.router,
+    feedback.router,
+    calibration.router,
+    thresholds.router,
+    fusion.router,
+    metrics.router,
+    review.router,
+    monitor.router,
+    review_page.router,
+    dashboard.router,
+]

@@ -1,0 +1,1 @@
+"""The HTTP edge: authentication, middleware, deadlines, dependencies, the API reference."""

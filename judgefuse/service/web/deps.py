@@ -1,0 +1,72 @@
+"""Dependencies as ``Annotated`` aliases (full-stack-fastapi-template's ``api/deps.py`` style).
+
+Everything comes from ``request.app.state``, filled by the app factory's lifespan: nothing is
+built at import time. The functions are ``async def`` on purpose: FastAPI runs a plain ``def``
+dependency in a worker thread, which costs more than the dependency itself.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.responses import Response
+from pydantic import BaseModel
+
+from judgefuse.service.gateway import Gateway
+from judgefuse.service.monitoring.metrics import ServiceMetrics
+from judgefuse.service.settings import Settings
+from judgefuse.service.storage import Storage
+from judgefuse.service.web.auth import Authenticator, Caller
+
+__all__ = [
+    "CallerDep", "GatewayDep", "MetricsDep", "SettingsDep", "StorageDep", "TenantDep", "json_response",
+]
+
+
+async def get_settings(request: Request) -> Settings:
+    return request.app.state.settings
+
+
+async def get_gateway(request: Request) -> Gateway:
+    return request.app.state.gateway
+
+
+async def get_storage(request: Request) -> Storage:
+    return request.app.state.gateway.storage
+
+
+async def get_metrics(request: Request) -> ServiceMetrics:
+    return request.app.state.metrics
+
+
+async def get_tenant(request: Request) -> str:
+    """The caller's tenant from ``Authorization: Bearer <key>`` or ``X-API-Key`` (else 401).
+
+    Headers are read directly (not as ``Header`` parameters) to keep per-request cost low.
+    """
+    authenticator: Authenticator = request.app.state.authenticator
+    headers = request.headers
+    return authenticator.tenant_for(headers.get("authorization"), headers.get("x-api-key"))
+
+
+async def get_caller(request: Request) -> Caller:
+    """The operator (metrics token) or a tenant (its API key); else 401. For the views that
+    differ between the two (``/metrics``, the dashboard)."""
+    authenticator: Authenticator = request.app.state.authenticator
+    headers = request.headers
+    return authenticator.caller(headers.get("authorization"), headers.get("x-api-key"))
+
+
+def json_response(model: BaseModel, status_code: int = 200) -> Response:
+    """Serialise a response model once (the route keeps ``response_model`` for the docs;
+    returning a Response skips FastAPI's re-validation of the returned object)."""
+    return Response(model.model_dump_json(), status_code=status_code, media_type="application/json")
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+GatewayDep = Annotated[Gateway, Depends(get_gateway)]
+StorageDep = Annotated[Storage, Depends(get_storage)]
+MetricsDep = Annotated[ServiceMetrics, Depends(get_metrics)]
+TenantDep = Annotated[str, Depends(get_tenant)]
+CallerDep = Annotated[Caller, Depends(get_caller)]
