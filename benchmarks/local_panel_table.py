@@ -1,4 +1,4 @@
-"""The README table of the live local panel, from the committed votes files.
+"""The live local panel's table on docs/results.md, from the committed votes files.
 
     python benchmarks/local_panel_table.py \
         --panel benchmarks/results/local_panel_llmbar_natural100.jsonl \

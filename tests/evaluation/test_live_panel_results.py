@@ -1,12 +1,16 @@
-"""README numbers and examples checked against what the code gives.
+"""Documentation numbers and examples checked against what the code gives.
 
-* The live local-panel table is what the committed votes files give: every
+They moved from the README to the documentation pages (docs/); each check reads its page:
+
+* docs/results.md: the live local-panel table is what the committed votes files give: every
   row of the section "A local panel, live" is recomputed by benchmarks/local_panel_table.py from
   benchmarks/results/ and compared cell by cell.
-* The votes-file and pairs-file example lines (the ```jsonl blocks) load through the loaders
-  `judgefuse eval` and `judgefuse judge` use, and `judgefuse eval` scores the votes example.
-* The cascade example's numbers are what the `judgefuse tune --cascade` command printed beside
-  them gives (and with `--delta-split per_stage` added, for the sentence that names it).
+* docs/offline-evaluation.md: the votes-file and pairs-file example lines (the ```jsonl blocks)
+  load through the loaders `judgefuse eval` and `judgefuse judge` use, and `judgefuse eval`
+  scores the votes example.
+* docs/panels.md: the cascade example's numbers are what the `judgefuse tune --cascade` command
+  printed beside them gives (and with `--delta-split per_stage` added, for the sentence that
+  names it).
 """
 
 from __future__ import annotations
@@ -28,6 +32,10 @@ from judgefuse.evaluation.judge_command import read_pairs  # noqa: E402
 from judgefuse.evaluation.loaders.votes import read_votes  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
+DOCS = ROOT / "docs"
+RESULTS_PAGE = DOCS / "results.md"  # the live local-panel table
+FORMATS_PAGE = DOCS / "offline-evaluation.md"  # the votes and pairs JSONL examples
+CASCADE_PAGE = DOCS / "panels.md"  # the cascade example and its command
 JUDGES = {"qwen-logprob-plain", "qwen-sc-plain", "smollm2-logprob-delimited"}
 
 
@@ -44,9 +52,13 @@ def rows(markdown: str) -> dict[str, list[str]]:
     return out
 
 
-def test_readme_table_is_recomputed_from_the_committed_votes() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### A local panel, live"):]
+def page_text(page: Path) -> str:
+    return page.read_text(encoding="utf-8")
+
+
+def test_results_page_table_is_recomputed_from_the_committed_votes() -> None:
+    results = page_text(RESULTS_PAGE)
+    section = results[results.index("### A local panel, live"):]
     section = section[: section.index("\n## ")]
     printed = rows(section)
     computed = rows(table(read_votes(RESULTS / "local_panel_llmbar_natural100.jsonl"), JUDGES,
@@ -54,10 +66,6 @@ def test_readme_table_is_recomputed_from_the_committed_votes() -> None:
     assert len(printed) >= 12
     for name, cells in printed.items():
         assert computed[name] == cells, name
-
-
-def readme_text() -> str:
-    return (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 def fenced_lines(markdown: str, info: str) -> list[str]:
@@ -70,10 +78,10 @@ def fenced_lines(markdown: str, info: str) -> list[str]:
     ]
 
 
-def test_readme_votes_and_pairs_examples_load_through_the_real_loaders(
+def test_docs_votes_and_pairs_examples_load_through_the_real_loaders(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    lines = fenced_lines(readme_text(), "jsonl")
+    lines = fenced_lines(page_text(FORMATS_PAGE), "jsonl")
     votes_lines = [line for line in lines if "item" in json.loads(line)]
     pairs_lines = [line for line in lines if "item" not in json.loads(line)]
     assert len(votes_lines) == 1 and len(pairs_lines) == 1, lines
@@ -109,10 +117,10 @@ def _accepts(report: dict) -> str:
     )
 
 
-def test_readme_cascade_numbers_come_from_the_command_it_prints(
+def test_docs_cascade_numbers_come_from_the_command_it_prints(
     shared_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    text = " ".join(readme_text().split())  # markdown reflows: compare with whitespace collapsed
+    text = " ".join(page_text(CASCADE_PAGE).split())  # markdown reflows: compare with whitespace collapsed
     bullet = text[text.index("* **Cascades**"):]
     bullet = bullet[: bullet.index(" * ", 1)]
     (command,) = re.findall(r"`(judgefuse tune \.\./shared/data/trust_or_escalate --cascade [^`]+)`", bullet)
@@ -132,3 +140,14 @@ def test_readme_cascade_numbers_come_from_the_command_it_prints(
     assert _accepts(per_stage).replace("accepts", "it accepts") in sentence
     assert f"{per_stage['calibration']['calls_per_item']:.2f} calls per item" in sentence
     capsys.readouterr()
+
+
+def test_readme_links_point_at_files_in_the_repository() -> None:
+    """The README is a short entry point into docs/: every relative link it makes must resolve
+    (the site build checks links between pages, not the README's)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", readme)
+    local = [t for t in targets if "://" not in t]
+    assert any(t.startswith("docs/") for t in local), local
+    missing = [t for t in local if not (ROOT / t).exists()]
+    assert not missing, missing

@@ -96,7 +96,7 @@ def test_vote_share_rules_are_overconfident_which_is_why_they_are_not_defaults()
 def test_fitted_dawid_skene_gives_a_single_valid_vote_its_own_confidence() -> None:
     """The service serves a fitted dawid_skene once a panel configured with it has votes: its
     degraded verdicts (one valid vote) still carry that vote's confidence. Its confidence with
-    two or more votes is a posterior, not capped (README: recalibrate it once labels exist)."""
+    two or more votes is a posterior, not capped (docs/results.md: recalibrate it once labels exist)."""
     from judgefuse.fusion.dawid_skene import DawidSkeneFusion
 
     rng = np.random.default_rng(13)
