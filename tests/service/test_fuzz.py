@@ -580,13 +580,17 @@ def _wide(width: int, kind: str) -> bytes:
     return json.dumps(list(range(width))).encode()
 
 
+def _nest(inner: st.SearchStrategy) -> st.SearchStrategy:
+    """One level of nesting for ``st.recursive`` (a named function: hypothesis reads a multi-line
+    lambda's source as "<unknown>" and warns that it cannot recurse)."""
+    return st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=4), inner, max_size=4))
+
+
 JSON_VALUE = st.one_of(
     st.builds(_deep, st.integers(1, 1200), st.sampled_from(["dict", "list"])),
     st.builds(_deep, st.sampled_from([31, 32, 33, 64, 255, 256, 257, 990]), st.sampled_from(["dict", "list"])),
     st.builds(_wide, st.integers(0, 12_000), st.sampled_from(["dict", "list"])),
-    st.recursive(JUNK, lambda inner: st.one_of(st.lists(inner, max_size=4),
-                                               st.dictionaries(st.text(max_size=4), inner, max_size=4)),
-                 max_leaves=40).map(lambda v: json.dumps(v).encode()),
+    st.recursive(JUNK, _nest, max_leaves=40).map(lambda v: json.dumps(v).encode()),
 )
 FIELDS_OF = {
     "/v1/judge": ("JudgeRequest", {**PAIR}),
