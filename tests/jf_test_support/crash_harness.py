@@ -30,8 +30,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from judgefuse.service.estimates.calibration_store import label_increments
-from judgefuse.service.review.sampling import traffic_increments
+from jf_test_support.ports import free_port
+from judgefuse.service.ledger import label_increments, traffic_increments
 from judgefuse.service.storage import Storage
 
 REPO = Path(__file__).resolve().parents[2]
@@ -238,12 +238,6 @@ def killing(*children: Child | Gateway | None) -> Iterator[list[Child | Gateway 
 
 
 # ------------------------------------------------------------------------------ redis
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def redis_answers(port: int) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=0.2) as sock:

@@ -23,6 +23,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from jf_test_support.ports import free_port
+
 __all__ = [
     "PASSWORD",
     "PgServer",
@@ -65,12 +67,6 @@ def pg_available() -> bool:
         except KeyError:
             return False
     return True
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _as_postgres(argv: list[str]) -> list[str]:
@@ -178,7 +174,7 @@ def start_postgres(*, port: int | None = None) -> PgServer:
         check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )
     for _attempt in range(3):
-        server = PgServer(datadir=datadir, port=port or _free_port(), root=root)
+        server = PgServer(datadir=datadir, port=port or free_port(), root=root)
         try:
             server.start()
             return server

@@ -15,6 +15,7 @@ from types import ModuleType
 
 import pytest
 from jf_test_support import openai_stub as stub_module
+from jf_test_support.ports import free_port
 
 
 @pytest.fixture
@@ -33,19 +34,13 @@ async def openai_stub() -> AsyncIterator[object]:
         await server.stop()
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def redis_url(tmp_path_factory: pytest.TempPathFactory):
     """A throwaway ``redis-server`` on loopback for the session (needs the binary installed)."""
     binary = shutil.which("redis-server")
     if binary is None:
         pytest.skip("redis-server is not installed (apt-get install -y redis-server)")
-    port = _free_port()
+    port = free_port()
     workdir = tmp_path_factory.mktemp("redis")
     process = subprocess.Popen(
         [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(workdir)],

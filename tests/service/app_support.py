@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import hashlib
 import json
-import socket
 import textwrap
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from typing import Any
 import httpx
 import pytest
 from jf_test_support import openai_stub as stub_module
+from jf_test_support.ports import free_port
 
 from judgefuse.service.app import create_app
 from judgefuse.service.settings import Settings
@@ -125,12 +125,6 @@ async def running_app(settings: Settings, storage: Storage | None = None,
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
             yield app, client
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @contextlib.asynccontextmanager

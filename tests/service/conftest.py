@@ -21,16 +21,11 @@ from jf_test_support.pg_server import (
     reset_postgres,
     start_postgres,
 )
+from jf_test_support.ports import free_port
 
 from judgefuse.service.storage import SQLiteStorage, Storage
 from judgefuse.service.storage.redis import RedisStorage
 from judgefuse.service.storage.registry import scheme_factory, schemes, storage_from_url
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _start_redis(workdir: Path, *extra: str) -> tuple[subprocess.Popen[bytes], int]:
@@ -39,7 +34,7 @@ def _start_redis(workdir: Path, *extra: str) -> tuple[subprocess.Popen[bytes], i
     if binary is None:
         pytest.skip("redis-server not installed (apt-get install redis-server)")
     for _attempt in range(3):
-        port = _free_port()
+        port = free_port()
         proc = subprocess.Popen(
             [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
              "--appendonly", "no", "--dir", str(workdir), *extra],
