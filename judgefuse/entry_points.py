@@ -8,8 +8,8 @@ A plugin is an installed distribution that declares entry points in one of :data
 Loading an entry point imports its module; the module registers itself with the decorators
 and functions judgefuse already exposes (``@fusion_method``, ``@judge_backend``,
 ``register_metric``, ``register_scheme``), so a plugin only imports and decorates. Each
-registry calls :func:`load_group` on its first lookup or listing, so an unused group costs
-nothing and a plugin cannot slow down ``import judgefuse``.
+registry (:class:`judgefuse.registry.Registry`) calls :func:`load_group` on its first lookup or
+listing, so an unused group costs nothing and a plugin cannot slow down ``import judgefuse``.
 
 A plugin that fails to import (or whose registration raises, e.g. a taken name) is recorded
 with its distribution, entry point and error, and logged as a warning; it never breaks the

@@ -35,3 +35,87 @@ def test_the_check_sees_a_private_import(tmp_path: Path) -> None:
     sample.write_text("from judgefuse.x import public, _private\nfrom .y import (\n    _other,\n)\n")
     hits = _private_imports(sample, root=tmp_path)
     assert [hit.split(": ")[1] for hit in hits] == ["_private", "_other"]
+
+
+def _module_name(path: Path, root: Path) -> str:
+    rel = path.relative_to(root).with_suffix("")
+    return ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
+
+
+def import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    """Module -> the modules of ``package`` it imports, anywhere in the file (inside functions
+    and ``if TYPE_CHECKING:`` too: a deferred import still ties the two modules together)."""
+    root = package.parent
+    paths = {_module_name(path, root): path for path in package.rglob("*.py")}
+    graph: dict[str, set[str]] = {name: set() for name in paths}
+    for name, path in paths.items():
+        here = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if isinstance(node, ast.Import):
+                graph[name].update(alias.name for alias in node.names if alias.name in paths)
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = here[: len(here) - (node.level - 1)] + ([node.module] if node.module else [])
+                    source = ".".join(base)
+                else:
+                    source = node.module or ""
+                for alias in node.names:
+                    submodule = f"{source}.{alias.name}"
+                    if submodule in paths:
+                        graph[name].add(submodule)
+                    elif source in paths:
+                        graph[name].add(source)
+    return graph
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in sorted(graph[node]):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return circles
+
+
+def test_no_import_circles_outside_the_service() -> None:
+    """Imports run one way in every room but the service (whose circles are its own to break):
+    a registry names its built-in modules by path instead of importing them back."""
+    circles = [circle for circle in import_circles(import_graph())
+               if not all(name.startswith("judgefuse.service.") for name in circle)]
+    assert not circles, "import circles:\n" + "\n".join(" <-> ".join(circle) for circle in circles)
+
+
+def test_the_circle_check_sees_a_deferred_import(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from pkg.b import thing\n")
+    (package / "b.py").write_text("def thing():\n    from . import a\n")
+    (package / "c.py").write_text("from pkg import a\n")
+    assert import_circles(import_graph(package)) == [["pkg.a", "pkg.b"]]

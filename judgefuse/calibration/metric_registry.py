@@ -19,7 +19,9 @@ a new metric is one file::
                            from_fields=lambda t: t.share_wrong_at_or_above(0.9)))
 
 The built-in metrics are declared in :mod:`.builtin_metrics` (the summary computes them on its
-shared-sort fast path; their ``point`` functions give the same numbers, a test checks it).
+shared-sort fast path; their ``point`` functions give the same numbers, a test checks it),
+imported by the registry on the first listing or lookup (:class:`judgefuse.registry.Registry`'s
+lazy built-ins: that module imports this one to register, so this one never imports it).
 Metrics from other distributions come through the ``judgefuse.metrics`` entry-point group,
 loaded on the first listing.
 """
@@ -33,9 +35,10 @@ from typing import Literal
 
 import numpy as np
 
-from judgefuse.entry_points import load_group, origin
+from judgefuse.registry import DuplicateEntry, Registry, UnknownEntry, identifier_name
 
 __all__ = [
+    "METRICS",
     "DuplicateMetric",
     "FieldTotals",
     "Metric",
@@ -52,15 +55,15 @@ __all__ = [
 ENTRY_POINT_GROUP = "judgefuse.metrics"
 
 
-class DuplicateMetric(ValueError):
-    """A metric name was registered twice."""
+class DuplicateMetric(DuplicateEntry):
+    """A metric name was registered twice (a ``ValueError``)."""
 
 
-class UnknownMetric(KeyError):
-    """No metric is registered under the name."""
+class UnknownMetric(UnknownEntry):
+    """No metric is registered under the name (an input error and a ``KeyError``)."""
 
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else ""
+
+_NAME_RULE = identifier_name("metric")
 
 
 @dataclass(frozen=True)
@@ -142,8 +145,9 @@ class Metric:
     """``point`` honours ``weights`` (otherwise it refuses them)."""
 
     def __post_init__(self) -> None:
-        if not self.name or not self.name.isidentifier():
-            raise ValueError(f"metric name must be an identifier, got {self.name!r}")
+        problem = _NAME_RULE(self.name)
+        if problem is not None:
+            raise ValueError(problem)
         if not callable(self.point):
             raise TypeError(f"metric {self.name!r}: point must be callable")
 
@@ -169,54 +173,40 @@ class Metric:
         return float(self.point(confidence, correct, weights, options or MetricOptions()))
 
 
-_METRICS: dict[str, Metric] = {}
-_ORIGINS: dict[str, str] = {}
+METRICS: Registry[Metric] = Registry(
+    "metric", group=ENTRY_POINT_GROUP, builtins=("judgefuse.calibration.builtin_metrics",),
+    name_rule=_NAME_RULE, duplicate=DuplicateMetric, unknown=UnknownMetric, order="registered",
+)
+"""Every metric: built-ins first in their declared order, then plugins in load order."""
 
 
 def register_metric(metric: Metric) -> Metric:
     """Add ``metric`` to the registry (a taken name raises :class:`DuplicateMetric`)."""
     if not isinstance(metric, Metric):
         raise TypeError(f"register_metric takes a Metric, got {type(metric).__name__}")
-    if metric.name in _METRICS:
-        raise DuplicateMetric(f"metric {metric.name!r} is already registered (by {_ORIGINS[metric.name]})")
-    _METRICS[metric.name] = metric
-    _ORIGINS[metric.name] = origin(getattr(metric.point, "__module__", None))
-    return metric
+    return METRICS.register(metric.name, metric, module=getattr(metric.point, "__module__", None))
 
 
 def unregister_metric(name: str) -> None:
     """Remove a metric (a no-op when absent); for tests and for replacing a plugin's metric."""
-    _METRICS.pop(name, None)
-    _ORIGINS.pop(name, None)
-
-
-def _load() -> None:
-    from . import builtin_metrics  # noqa: F401 - imported for its registrations
-
-    load_group(ENTRY_POINT_GROUP)
+    METRICS.unregister(name)
 
 
 def registered_metrics() -> tuple[Metric, ...]:
     """Every metric, built-ins first in their declared order, then plugins in load order."""
-    _load()
-    return tuple(_METRICS.values())
+    return tuple(METRICS.entries())
 
 
 def metric_names() -> tuple[str, ...]:
     """The names of :func:`registered_metrics`."""
-    return tuple(metric.name for metric in registered_metrics())
+    return tuple(METRICS.names())
 
 
 def get_metric(name: str) -> Metric:
-    """The metric registered as ``name``."""
-    _load()
-    try:
-        return _METRICS[name]
-    except KeyError:
-        raise UnknownMetric(f"unknown metric {name!r}; known metrics: {', '.join(_METRICS)}") from None
+    """The metric registered as ``name`` (:class:`UnknownMetric` lists the known ones)."""
+    return METRICS.get(name)
 
 
 def metric_origins() -> dict[str, str]:
     """Metric name -> where it was registered (``built-in`` or a plugin's distribution)."""
-    _load()
-    return dict(_ORIGINS)
+    return METRICS.origins()

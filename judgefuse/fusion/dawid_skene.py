@@ -41,7 +41,7 @@ from typing import Any, Literal, Self
 import numpy as np
 from numpy.typing import NDArray
 
-from judgefuse.fusion.registry import fusion_method
+from judgefuse.fusion.registry import NotFitted, fusion_method
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.fusion.voting import mean_probability, single_valid_vote_verdict
 from judgefuse.judges.types import JudgeVote, Letter
@@ -197,8 +197,6 @@ class DawidSkeneFusion:
         """JSON-ready parameters of the fit (:meth:`from_params` rebuilds it); ``NotFitted``
         before a fit."""
         if self.model is None:
-            from judgefuse.fusion.registry import NotFitted
-
             raise NotFitted(f"{self.name} is not fitted")
         return {
             "format": PARAMS_FORMAT, "alpha": self.alpha, "min_items": self.min_items,

@@ -32,7 +32,15 @@ import numpy as np
 
 from judgefuse.calibration.recalibration import Recalibrator, recalibrator_params, restore_recalibrator
 from judgefuse.fusion.crossfit import cross_fit_predict, predict_many
-from judgefuse.fusion.registry import FusionMethod, NotEnoughLabels, NotFitted, requires_fit
+from judgefuse.fusion.registry import (
+    FusionMethod,
+    NotEnoughLabels,
+    NotFitted,
+    factory_of,
+    get_method,
+    recalibration_wrapper,
+    requires_fit,
+)
 from judgefuse.fusion.stacking import check_labels
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote
@@ -41,6 +49,7 @@ PARAMS_FORMAT = "recalibrated/v1"
 """The ``format`` tag of :meth:`Recalibrated.to_params` output."""
 
 
+@recalibration_wrapper  # what get_method("base+recalibrator") builds
 class Recalibrated:
     """A base fusion method whose confidence is mapped through a fitted recalibrator."""
 
@@ -124,8 +133,6 @@ class Recalibrated:
         """A fitted method from :meth:`to_params` output. The base is restored from its own
         parameters (its factory's ``from_params``) or, without any, built by name (a voting
         method). ``ValueError`` for another format or a base that cannot be rebuilt."""
-        from judgefuse.fusion.registry import factory_of, get_method
-
         if params.get("format") != PARAMS_FORMAT:
             raise ValueError(f"unknown recalibrated model format {params.get('format')!r}")
         base_name = str(params["base"])

@@ -15,6 +15,13 @@ The recalibrator names are ``platt``, ``temperature``, ``isotonic`` and ``histog
 cannot appear in a registered name. ``recalibrate_options`` (a dict) is passed to the
 recalibrator's constructor; every other option goes to the base method's factory.
 
+The table is a :class:`judgefuse.registry.Registry`. The built-in methods register themselves
+from their own modules (:data:`BUILTIN_MODULES`), which the registry imports by path on the
+first lookup or listing: they import this module to register, so this module never imports
+them. :class:`~judgefuse.fusion.recalibrated.Recalibrated` is one of them: it cross-fits
+through :func:`get_method`, so it hands itself to this module with
+:func:`recalibration_wrapper` instead of being imported here.
+
 Methods from other distributions come through the ``judgefuse.fusion_methods`` entry-point
 group (:mod:`judgefuse.entry_points`): loaded after the built-ins, on the first lookup or
 listing. A plugin module only imports :func:`fusion_method` and decorates.
@@ -25,30 +32,34 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, Protocol, Self, TypeVar, runtime_checkable
 
-from judgefuse.entry_points import load_group, origin
+from judgefuse.calibration.recalibration import RECALIBRATORS, Recalibrator, make_recalibrator
+from judgefuse.errors import InputError, JudgefuseError
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote
+from judgefuse.registry import DuplicateEntry, Registry, UnknownEntry, plain_name
 
 
-class FusionError(Exception):
+class FusionError(JudgefuseError):
     """Base class of the fusion room's errors."""
 
 
-class UnknownFusionMethod(FusionError, KeyError):
-    """``get_method`` was asked for a name nobody registered."""
-
-    def __str__(self) -> str:  # KeyError would quote the whole message
-        return str(self.args[0]) if self.args else ""
+class UnknownFusionMethod(FusionError, UnknownEntry):
+    """``get_method`` was asked for a name nobody registered (an input error and a ``KeyError``)."""
 
 
-class DuplicateFusionMethod(FusionError, ValueError):
-    """Two factories tried to register under the same name."""
+class UnknownRecalibrator(FusionError, InputError, ValueError):
+    """``base+recalibrator`` names a recalibrator that does not exist."""
 
 
-class NotEnoughLabels(FusionError, ValueError):
+class DuplicateFusionMethod(FusionError, DuplicateEntry):
+    """Two factories tried to register under the same name (a ``ValueError``)."""
+
+
+class NotEnoughLabels(FusionError, InputError, ValueError):
     """A learned method cannot be fitted on these labels (too few, or a single class).
 
-    The caller is expected to fall back to a voting method.
+    The caller is expected to fall back to a voting method; where it cannot (an offline run
+    asked for this method on these labels), the labels given are what cannot be used.
     """
 
 
@@ -83,11 +94,34 @@ def requires_fit(method: object) -> bool:
 
 Factory = Callable[..., FusionMethod]
 F = TypeVar("F", bound=Callable[..., Any])
+Wrapper = Callable[[FusionMethod, Recalibrator], FusionMethod]
+"""``(base, recalibrator) -> method``: what ``base+recalibrator`` names."""
 
-_REGISTRY: dict[str, Factory] = {}
-_ORIGINS: dict[str, str] = {}
-_BUILTINS_LOADED = False
 ENTRY_POINT_GROUP = "judgefuse.fusion_methods"
+BUILTIN_MODULES = (
+    "judgefuse.fusion.voting",
+    "judgefuse.fusion.stacking",
+    "judgefuse.fusion.dawid_skene",
+    "judgefuse.fusion.fuser",
+    "judgefuse.fusion.recalibrated",
+)
+"""The modules that register the built-in methods (and the recalibration wrapper)."""
+
+
+def _no_plus(name: str) -> str | None:
+    if "+" in name:
+        return f"fusion method name {name!r} may not contain '+' (reserved)"
+    return plain_name("fusion method")(name)
+
+
+METHODS: Registry[Factory] = Registry(
+    "fusion method", group=ENTRY_POINT_GROUP, builtins=BUILTIN_MODULES, name_rule=_no_plus,
+    duplicate=DuplicateFusionMethod, unknown=UnknownFusionMethod,
+)
+"""Method name -> factory (a class or a function taking keyword options)."""
+
+_wrappers: list[Wrapper] = []
+"""What ``base+recalibrator`` wraps the base with: set once, by a built-in module."""
 
 
 def fusion_method(name: str) -> Callable[[F], F]:
@@ -96,46 +130,35 @@ def fusion_method(name: str) -> Callable[[F], F]:
     Raises :class:`DuplicateFusionMethod` when the name is taken and ``ValueError`` when the
     name is empty or contains ``+`` (reserved for ``base+recalibrator``).
     """
-    if not name or not name.strip() or name != name.strip():
-        raise ValueError(f"invalid fusion method name {name!r}")
-    if "+" in name:
-        raise ValueError(f"fusion method name {name!r} may not contain '+' (reserved)")
+    METHODS.check_name(name)
 
     def decorate(factory: F) -> F:
-        if name in _REGISTRY:
-            existing = _REGISTRY[name]
-            raise DuplicateFusionMethod(
-                f"fusion method {name!r} is already registered "
-                f"(by {getattr(existing, '__module__', '?')}."
-                f"{getattr(existing, '__qualname__', repr(existing))}); "
-                f"refusing to replace it with {getattr(factory, '__qualname__', repr(factory))}"
-            )
-        _REGISTRY[name] = factory
-        _ORIGINS[name] = origin(getattr(factory, "__module__", None))
+        METHODS.register(name, factory)
         return factory
 
     return decorate
 
 
-def _load_builtins() -> None:
-    global _BUILTINS_LOADED
-    if not _BUILTINS_LOADED:
-        _BUILTINS_LOADED = True
-        # Imported for their registrations.
-        from judgefuse.fusion import dawid_skene, fuser, stacking, voting  # noqa: F401
-    load_group(ENTRY_POINT_GROUP)
+W = TypeVar("W", bound=Wrapper)
+
+
+def recalibration_wrapper(wrapper: W) -> W:
+    """Install what wraps a base method for ``base+recalibrator`` (one, the built-in
+    :class:`~judgefuse.fusion.recalibrated.Recalibrated`, which decorates itself)."""
+    if _wrappers:
+        raise DuplicateFusionMethod(f"the recalibration wrapper is already {_wrappers[0]!r}")
+    _wrappers.append(wrapper)
+    return wrapper
 
 
 def available_methods() -> list[str]:
     """Every registered method name, sorted (recalibrated combinations are not listed)."""
-    _load_builtins()
-    return sorted(_REGISTRY)
+    return METHODS.names()
 
 
 def method_origins() -> dict[str, str]:
     """Method name -> where it was registered (``built-in`` or a plugin's distribution)."""
-    _load_builtins()
-    return {name: _ORIGINS[name] for name in sorted(_REGISTRY)}
+    return METHODS.origins()
 
 
 def replayable_methods() -> list[str]:
@@ -144,7 +167,7 @@ def replayable_methods() -> list[str]:
     The fuser LLM needs the item and a live model (its factory says ``requires_item``), so an
     offline replay of recorded judgments cannot run it.
     """
-    return [name for name in available_methods() if not getattr(_REGISTRY[name], "requires_item", False)]
+    return [name for name in available_methods() if not getattr(METHODS.get(name), "requires_item", False)]
 
 
 def get_method(name: str, **options: Any) -> FusionMethod:
@@ -153,7 +176,6 @@ def get_method(name: str, **options: Any) -> FusionMethod:
     ``"base+recal"`` or ``recalibrate="recal"`` wraps the base in
     :class:`~judgefuse.fusion.recalibrated.Recalibrated`.
     """
-    _load_builtins()
     recalibrate = options.pop("recalibrate", None)
     recalibrate_options = options.pop("recalibrate_options", None) or {}
     if "+" in name:
@@ -163,17 +185,15 @@ def get_method(name: str, **options: Any) -> FusionMethod:
                 f"conflicting recalibrators: name {name!r} and recalibrate={recalibrate!r}"
             )
         name, recalibrate = base_name, recal_name
-    if name not in _REGISTRY:
-        raise UnknownFusionMethod(
-            f"unknown fusion method {name!r}; known methods: {', '.join(available_methods())}"
-        )
-    method = _REGISTRY[name](**options)
+    method = METHODS.get(name)(**options)
     if recalibrate is None:
         return method
-    from judgefuse.calibration.recalibration import make_recalibrator
-    from judgefuse.fusion.recalibrated import Recalibrated
-
-    return Recalibrated(method, make_recalibrator(recalibrate, **recalibrate_options))
+    if recalibrate not in RECALIBRATORS:
+        raise UnknownRecalibrator(
+            f"unknown recalibrator {recalibrate!r}; known: {', '.join(sorted(RECALIBRATORS))}"
+        )
+    (wrap,) = _wrappers  # installed by a built-in module: METHODS.get imported them
+    return wrap(method, make_recalibrator(recalibrate, **recalibrate_options))
 
 
 def factory_of(name: str) -> Factory:
@@ -183,10 +203,7 @@ def factory_of(name: str) -> Factory:
     ``from_params``) without building it (:mod:`judgefuse.fusion.capabilities`).
     Raises :class:`UnknownFusionMethod`.
     """
-    _load_builtins()
-    base = name.partition("+")[0]
-    if base not in _REGISTRY:
-        raise UnknownFusionMethod(
-            f"unknown fusion method {name!r}; known methods: {', '.join(available_methods())}"
-        )
-    return _REGISTRY[base]
+    factory = METHODS.find(name.partition("+")[0])
+    if factory is None:
+        raise METHODS.unknown_error(name)
+    return factory

@@ -25,7 +25,8 @@ Backends (``backend``): ``direct`` is our aiohttp client for OpenAI-compatible e
 ``api_base`` or ``local``); ``litellm`` serves every other provider; ``auto`` (default) picks
 ``direct`` when there is an endpoint (``api_base`` or ``local``) and the model is ``openai/...``
 or the entry says ``openai_compatible: true``, else ``litellm``. Any other name registered with
-``@judge_backend`` (a plugin's, see :mod:`judgefuse.judges.registry`) is accepted as well.
+``@judge_backend`` (a plugin's, see :mod:`judgefuse.judges.registry`) is accepted as well; the
+names come from :mod:`judgefuse.judges.backends`, the table below this module.
 
 Model names are litellm's. The direct backend sends the model with one leading ``openai/``
 removed, as litellm does (so ``openai/openai/gpt-oss-20b`` reaches vLLM as ``openai/gpt-oss-20b``
@@ -65,7 +66,9 @@ from pydantic import (
     model_validator,
 )
 
+from judgefuse.errors import InputError
 from judgefuse.field_path import field_path
+from judgefuse.judges.backends import available_backends
 from judgefuse.judges.local.config import LocalModelConfig
 
 __all__ = [
@@ -88,7 +91,7 @@ PromptStyle = Literal["delimited", "plain"]
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-class PanelConfigError(ValueError):
+class PanelConfigError(InputError, ValueError):
     """A panel configuration that cannot be used; the message names the file and field."""
 
 
@@ -207,9 +210,6 @@ class JudgeConfig(BaseModel):
     @field_validator("backend")
     @classmethod
     def _registered_backend(cls, value: str) -> str:
-        # Imported here: the registry imports this module (it builds clients from a JudgeConfig).
-        from judgefuse.judges.registry import available_backends
-
         known = available_backends()
         if value != "auto" and value not in known:
             raise ValueError(f"unknown backend {value!r}; use auto or one of: {', '.join(known)}")

@@ -27,7 +27,7 @@ def scratch_names() -> Iterator[list[str]]:
     names: list[str] = []
     yield names
     for name in names:
-        registry._REGISTRY.pop(name, None)
+        registry.METHODS.unregister(name)
 
 
 def test_builtins_are_listed() -> None:
