@@ -1,11 +1,18 @@
 """The ``judgefuse`` console script: one entry point, one module per subcommand group.
 
 Each group registers its subcommands on the shared parser (``add_commands``) and returns
-handlers; this module only dispatches and turns our typed input errors into a clear message
-and exit status 2, so a user sees "file:line: field: what was wrong", never a traceback.
-Every error reads ``judgefuse COMMAND: error: ...``; usage and input errors (a bad flag value, a
-bad file) exit 2, failures of the run itself (a full disk) exit 1. ``main`` returns the status
-in every case, argparse's usage errors included, so callers and tests see one convention.
+handlers; this module only dispatches and turns errors into exit statuses:
+
+* an :class:`~judgefuse.errors.InputError` (a bad flag value, a bad file, an unknown method
+  name, a bad panel) is the user's to fix: its message, exit status 2, so a user sees
+  "file:line: field: what was wrong", never a traceback;
+* an ``OSError`` (an output path that is a directory, a full disk) is a failure of the run
+  itself: its message, exit status 1;
+* anything else is a bug and propagates with its traceback. A ``ValueError`` in particular is
+  not taken for bad input: it would hide a programming error behind a user's error message.
+
+Every message reads ``judgefuse COMMAND: error: ...``. ``main`` returns the status in every
+case, argparse's usage errors included, so callers and tests see one convention.
 """
 
 from __future__ import annotations
@@ -15,11 +22,15 @@ import sys
 from collections.abc import Sequence
 
 from judgefuse import __version__, plugins_command
+from judgefuse.errors import InputError
 from judgefuse.evaluation import commands as evaluation_commands
 from judgefuse.evaluation import judge_command, tune_command
-from judgefuse.fusion import UnknownFusionMethod
 from judgefuse.judges.local import commands as model_commands
 from judgefuse.service.ops import export_command, serve_command
+
+PLAIN_VALUE_ERROR_COMMANDS = frozenset({"export", "serve"})
+"""Commands whose modules still report bad input as a plain ``ValueError`` (the service room's):
+for them alone a ``ValueError`` exits 2 until they raise :class:`InputError`."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,7 +58,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else 2
     try:
         return int(args.handler(args) or 0)
-    except (ValueError, UnknownFusionMethod) as exc:  # typed input errors (UnknownFusionMethod is a KeyError)
+    except InputError as exc:
+        print(f"judgefuse {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except ValueError as exc:
+        if args.command not in PLAIN_VALUE_ERROR_COMMANDS:
+            raise  # a bug, not the user's input: its traceback says where
         print(f"judgefuse {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # e.g. an output path that is a directory, a full disk: a message, not a traceback

@@ -20,6 +20,7 @@ from rich.table import Table
 
 from judgefuse.calibration.comparison import ComparisonEvidence, ViewDifference, compare_judges_with_intervals
 from judgefuse.calibration.metric_registry import get_metric
+from judgefuse.errors import InputError
 from judgefuse.evaluation.display import compact_table, fit
 from judgefuse.evaluation.scoring import judge_names, score_judge
 from judgefuse.evaluation.table import fmt
@@ -28,6 +29,11 @@ from judgefuse.judges.types import JudgedItem
 VIEWS = ("raw", "instance_aligned", "distribution_aligned")
 VIEW_LABELS = {"raw": "raw", "instance_aligned": "instance-aligned", "distribution_aligned": "distribution-aligned"}
 SHORT_VIEW_LABELS = {"raw": "raw", "instance_aligned": "inst.-aligned", "distribution_aligned": "distr.-aligned"}
+
+
+class CompareError(InputError, ValueError):
+    """The two judges named by ``--judges`` cannot be compared (unknown, the same judge twice,
+    or no labelled item in common)."""
 
 
 def compare_rows(
@@ -43,13 +49,13 @@ def compare_rows(
     known = judge_names(items)
     for name in (judge_1, judge_2):
         if name not in known:
-            raise ValueError(f"--judges: unknown judge {name!r}; judges in the data: {', '.join(known)}")
+            raise CompareError(f"--judges: unknown judge {name!r}; judges in the data: {', '.join(known)}")
     if judge_1 == judge_2:
-        raise ValueError(f"--judges: name two different judges (got {judge_1!r} twice)")
+        raise CompareError(f"--judges: name two different judges (got {judge_1!r} twice)")
     row_1, row_2 = score_judge(judge_1, items), score_judge(judge_2, items)
     _, in_1, in_2 = np.intersect1d(row_1.item_index, row_2.item_index, return_indices=True)
     if in_1.size == 0:
-        raise ValueError(f"--judges: {judge_1!r} and {judge_2!r} share no labelled item")
+        raise CompareError(f"--judges: {judge_1!r} and {judge_2!r} share no labelled item")
     return compare_judges_with_intervals(
         row_1.confidence[in_1],
         row_1.correct[in_1],

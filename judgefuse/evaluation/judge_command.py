@@ -40,6 +40,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from judgefuse.errors import InputError
 from judgefuse.evaluation.loaders import DatasetError, VotesWriter, done_ids
 from judgefuse.evaluation.loaders.errors import from_validation
 from judgefuse.evaluation.loaders.jsonl import iter_jsonl
@@ -60,7 +61,7 @@ __all__ = [
 _LABELS = {"A>B": "A", "B>A": "B"}
 
 
-class JudgeCommandError(ValueError):
+class JudgeCommandError(InputError, ValueError):
     """Arguments or a panel that the command cannot run with."""
 
 

@@ -18,6 +18,7 @@ from judgefuse import calibration
 from judgefuse.calibration.bootstrap import INTERVAL_METHOD, BootstrapInterval, bootstrap_interval
 from judgefuse.calibration.builtin_metrics import BUILTIN_METRICS
 from judgefuse.calibration.metric_registry import registered_metrics
+from judgefuse.errors import InputError
 from judgefuse.evaluation.scoring import ScoredRow, judge_names, score_judge, score_verdicts
 from judgefuse.fusion import NotEnoughLabels, cross_fit_predict, get_method, replayable_methods, requires_fit
 from judgefuse.fusion.crossfit import predict_many
@@ -45,7 +46,7 @@ CI_METHOD = INTERVAL_METHOD
 """How every ``ci`` in a report is made (95%): printed in the tables' captions and the JSON."""
 
 
-class EvaluationError(ValueError):
+class EvaluationError(InputError, ValueError):
     """The items cannot be evaluated (no labels, no votes)."""
 
 

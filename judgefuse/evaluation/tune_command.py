@@ -30,6 +30,7 @@ from typing import Any
 from rich.table import Table
 
 from judgefuse.calibration.thresholds import ThresholdReport, tune_threshold
+from judgefuse.errors import InputError
 from judgefuse.evaluation.arguments import add_source_arguments, float_in, int_at_least, load_sources, output_path
 from judgefuse.evaluation.atomic import write_atomic
 from judgefuse.evaluation.display import compact_table, fit, legend, output_console, short_names
@@ -47,7 +48,7 @@ from judgefuse.judges.types import JudgedItem
 DEFAULT_METHOD = "majority"
 
 
-class TuneError(ValueError):
+class TuneError(InputError, ValueError):
     """A tune request that cannot be served (no labels, unknown judge, ...)."""
 
 

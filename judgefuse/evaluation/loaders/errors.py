@@ -11,10 +11,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from judgefuse.errors import InputError
 from judgefuse.field_path import field_path
 
 
-class DatasetError(ValueError):
+class DatasetError(InputError, ValueError):
     """A data file that cannot be read as it claims to be, with the place of the fault."""
 
     def __init__(

