@@ -3,7 +3,7 @@
 Key naming
 ----------
 Every key of a tenant ``T`` starts with ``jf:{T}:``. The braces are a Redis Cluster hash tag:
-all of a tenant's keys live in one slot, so the Lua scripts below may touch any of them (and a
+all of a tenant's keys live in one slot, so the Lua scripts (``lua/*.lua``) may touch any of them (and a
 cluster spreads tenants, not a tenant's keys). Tenant names cannot contain braces (see
 ``check_tenant``).
 
@@ -107,6 +107,7 @@ import re
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import contextmanager
+from importlib import resources
 from typing import Any, TypeVar, cast
 
 import redis.asyncio as aioredis
@@ -171,217 +172,15 @@ RECORDS_INDEXED_KEY = "jf:records-indexed"
 """Set once ``index_existing_records`` has put every older record into its tenant's
 ``records`` index (records saved since are indexed by the save script)."""
 
-# Shared by the save and label scripts. plan(a, k) reads accumulators from ARGV[a..] (name,
-# field count, field, delta, ...) and their keys from KEYS[k..] (total, hours, hour bucket per
-# accumulator) and checks every field for overflow before anything is written: it returns
-# nil when one would overflow, else what apply() writes.
-_INCREMENTS_LUA = """
-local function plan(a, k)
-  local INT = '^%-?%d+$'
-  local accs = {}
-  local ops = {}
-  while a <= #ARGV do
-    local n = tonumber(ARGV[a + 1])
-    accs[#accs + 1] = {ARGV[a], KEYS[k + 1]}
-    a = a + 2
-    for _ = 1, n do
-      local field, delta = ARGV[a], ARGV[a + 1]
-      a = a + 2
-      for _, hash in ipairs({KEYS[k], KEYS[k + 2]}) do
-        local old = redis.call('HGET', hash, field)
-        local int = string.find(delta, INT) ~= nil and (not old or string.find(old, INT) ~= nil)
-        local limit = 1e300
-        if int then limit = 9.2e18 end
-        if math.abs(tonumber(old or '0')) + math.abs(tonumber(delta)) >= limit then
-          return nil
-        end
-        ops[#ops + 1] = {hash, field, delta, int}
-      end
-    end
-    k = k + 3
-  end
-  return {accs, ops}
-end
 
-local function apply(planned, keys_key, hour)
-  for _, acc in ipairs(planned[1]) do
-    redis.call('ZADD', keys_key, 0, acc[1])
-    redis.call('ZADD', acc[2], hour, hour)
-  end
-  for _, op in ipairs(planned[2]) do
-    if op[4] then
-      redis.call('HINCRBY', op[1], op[2], op[3])
-    else
-      redis.call('HINCRBYFLOAT', op[1], op[2], op[3])
-    end
-  end
-end
-"""
-
-# KEYS: claim. ARGV: owner, ttl ms. Takes a free claim or extends the owner's own; 1 held, 0 not.
-_CLAIM_LUA = """
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return 1
-end
-return 0
-"""
-
-# KEYS: claim. ARGV: owner. Deletes the claim only when the owner still holds it.
-_RELEASE_CLAIM_LUA = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
-
-# KEYS: record, review counts, queue, queue strata, acc:keys, recent-by-panel, records index,
-#       then per accumulator: total, hours, hour.
-# ARGV: record JSON, id, stratum ('' without a stamp), queued ('1'/'0'), rank, hour, created_at
-#       (the score of both indexes), recent cap, expiry in epoch ms ('' none: see "Retention"),
-#       then per accumulator: name, field count, field, delta, ...
-# Returns 1 created, 0 identical record already there (nothing written), -1 a different record
-# under this id, -2 a field would overflow (nothing written).
-_SAVE_LUA = _INCREMENTS_LUA + """
-local cur = redis.call('GET', KEYS[1])
-if cur then
-  if cur == ARGV[1] then return 0 end
-  return -1
-end
-local planned = plan(10, 8)
-if not planned then return -2 end
-redis.call('SET', KEYS[1], ARGV[1])
-redis.call('ZADD', KEYS[6], ARGV[7], ARGV[2])
-redis.call('ZREMRANGEBYRANK', KEYS[6], 0, -(tonumber(ARGV[8]) + 1))
-redis.call('ZADD', KEYS[7], ARGV[7], ARGV[2])
-if ARGV[9] ~= '' then redis.call('PEXPIREAT', KEYS[1], ARGV[9]) end
-if ARGV[3] ~= '' then
-  redis.call('HINCRBY', KEYS[2], 'routed:' .. ARGV[3], 1)
-  if ARGV[4] == '1' then
-    redis.call('ZADD', KEYS[3], ARGV[5], ARGV[2])
-    redis.call('HSET', KEYS[4], ARGV[2], ARGV[3])
-    redis.call('HINCRBY', KEYS[2], 'inqueue:' .. ARGV[3], 1)
-  end
-end
-apply(planned, KEYS[5], ARGV[6])
-return 1
-"""
-
-# KEYS: record, labelled, labelled-by-panel, acc:keys, review counts, queue, queue strata,
-#       lease owners, review leases, audit leases, then per accumulator: total, hours, hour.
-# ARGV: sha1(expected current value), new value, score, id, hour, stratum of a first label of
-#       a stamped record ('' otherwise), then per accumulator: name, field count, field, delta, ...
-# Returns 1 done, 0 the record changed (retry), -1 no record, -2 a field would overflow.
-# Every check runs before the first write, so a refused label writes nothing. A labelled record
-# loses any expiry (PERSIST): labels leave only through apply_retention ("Retention").
-_LABEL_LUA = _INCREMENTS_LUA + """
-local cur = redis.call('GET', KEYS[1])
-if not cur then return -1 end
-if redis.sha1hex(cur) ~= ARGV[1] then return 0 end
-local planned = plan(7, 11)
-if not planned then return -2 end
-redis.call('SET', KEYS[1], ARGV[2])
-redis.call('PERSIST', KEYS[1])
-redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
-redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
-local stratum = ARGV[6]
-if stratum ~= '' then
-  redis.call('HINCRBY', KEYS[5], 'labelled:' .. stratum, 1)
-  if redis.call('ZREM', KEYS[6], ARGV[4]) == 1 then
-    redis.call('HINCRBY', KEYS[5], 'inqueue:' .. stratum, -1)
-  end
-  redis.call('HDEL', KEYS[7], ARGV[4])
-  redis.call('HDEL', KEYS[8], ARGV[4])
-  redis.call('ZREM', KEYS[9], ARGV[4])
-  redis.call('ZREM', KEYS[10], ARGV[4])
-end
-apply(planned, KEYS[4], ARGV[5])
-return 1
-"""
-
-# KEYS: queue, queue strata, lease owners, review leases, audit leases.
-# ARGV: now, lease expiry, annotator, n.
-# Expired leases are swept first, so afterwards an item has an owner exactly when it has a
-# live lease; the first n + (live leases) items in rank order then hold every free item the
-# call can take, and one ZRANGE reads them. Returns the leased ids in rank order.
-_LEASE_LUA = """
-for _, key in ipairs({KEYS[4], KEYS[5]}) do
-  local expired = redis.call('ZRANGEBYSCORE', key, '-inf', ARGV[1])
-  for _, id in ipairs(expired) do redis.call('HDEL', KEYS[3], id) end
-  if #expired > 0 then redis.call('ZREMRANGEBYSCORE', key, '-inf', ARGV[1]) end
-end
-local n = tonumber(ARGV[4])
-local live = redis.call('ZCARD', KEYS[4]) + redis.call('ZCARD', KEYS[5])
-local out = {}
-for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, n + live - 1)) do
-  if redis.call('HEXISTS', KEYS[3], id) == 0 then
-    local leases = KEYS[4]
-    if redis.call('HGET', KEYS[2], id) == 'audit' then leases = KEYS[5] end
-    redis.call('ZADD', leases, ARGV[2], id)
-    redis.call('HSET', KEYS[3], id, ARGV[3])
-    out[#out + 1] = id
-    if #out >= n then break end
-  end
-end
-return out
-"""
-
-# KEYS: queue strata, lease owners, review leases, audit leases. ARGV: id, annotator, now.
-# Returns 1 released, 0 the annotator holds no live lease on the item (nothing written).
-_RELEASE_LUA = """
-if redis.call('HGET', KEYS[2], ARGV[1]) ~= ARGV[2] then return 0 end
-local leases = KEYS[3]
-if redis.call('HGET', KEYS[1], ARGV[1]) == 'audit' then leases = KEYS[4] end
-local expires = redis.call('ZSCORE', leases, ARGV[1])
-if not expires or tonumber(expires) <= tonumber(ARGV[3]) then return 0 end
-redis.call('ZREM', leases, ARGV[1])
-redis.call('HDEL', KEYS[2], ARGV[1])
-return 1
-"""
-
-_ACQUIRE_LUA = """
-local holder = redis.call('HGET', KEYS[1], 'owner')
-local expires = tonumber(redis.call('HGET', KEYS[1], 'expires_at') or '0')
-if holder and holder ~= ARGV[1] and expires > tonumber(ARGV[2]) then return 0 end
-redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'expires_at', ARGV[3])
-redis.call('PEXPIRE', KEYS[1], ARGV[4])
-return 1
-"""
-
-_RELEASE_NAMED_LUA = """
-if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return 0 end
-redis.call('DEL', KEYS[1])
-return 1
-"""
-
-# KEYS: record, records index, labelled, labelled-by-panel. ARGV: id, sha1 of the record as
-# read ('' when it was already gone: an expired record, whose index entries are removed).
-# Returns 1 deleted (or its index entries removed), 0 the record changed since it was read.
-_DROP_LUA = """
-local cur = redis.call('GET', KEYS[1])
-if cur then
-  if redis.sha1hex(cur) ~= ARGV[2] then return 0 end
-  redis.call('DEL', KEYS[1])
-elseif ARGV[2] ~= '' then
-  return 0
-end
-redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('ZREM', KEYS[3], ARGV[1])
-redis.call('ZREM', KEYS[4], ARGV[1])
-return 1
-"""
-
-_PUT_VERSIONED_LUA = """
-local v = redis.call('INCR', KEYS[1])
-redis.call('HSET', KEYS[2], v, ARGV[1])
-return v
-"""
-
-_PUT_STATE_LUA = """
-local v = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
-if v ~= tonumber(ARGV[1]) then return -1 end
-redis.call('HSET', KEYS[1], 'version', v + 1, 'body', ARGV[2])
-return v + 1
-"""
+def lua(name: str) -> str:
+    """The Lua script ``lua/<name>.lua`` of this package (each file says its KEYS, ARGV and
+    replies). The save and label scripts start with ``increments.lua``, whose ``plan()`` and
+    ``apply()`` they call."""
+    text = resources.files("judgefuse.service.storage.redis").joinpath("lua", f"{name}.lua").read_text(encoding="utf-8")
+    if name in ("save", "label"):
+        return lua("increments") + text
+    return text
 
 _NOT_RETRYABLE = (rexc.AuthenticationError, rexc.AuthorizationError, rexc.NoPermissionError)
 _RETRYABLE = (
@@ -495,17 +294,17 @@ class RedisStorage(Storage):
             except ValueError as exc:
                 raise StorageError(f"invalid redis url {self.safe_url}: {exc}") from exc
         self._client = client
-        self._save_script = client.register_script(_SAVE_LUA)
-        self._label_script = client.register_script(_LABEL_LUA)
-        self._put_script = client.register_script(_PUT_VERSIONED_LUA)
-        self._put_state_script = client.register_script(_PUT_STATE_LUA)
-        self._lease_script = client.register_script(_LEASE_LUA)
-        self._release_script = client.register_script(_RELEASE_LUA)
-        self._acquire_named_script = client.register_script(_ACQUIRE_LUA)
-        self._release_named_script = client.register_script(_RELEASE_NAMED_LUA)
-        self._claim_script = client.register_script(_CLAIM_LUA)
-        self._drop_script = client.register_script(_DROP_LUA)
-        self._release_claim_script = client.register_script(_RELEASE_CLAIM_LUA)
+        self._save_script = client.register_script(lua("save"))
+        self._label_script = client.register_script(lua("label"))
+        self._put_script = client.register_script(lua("put_versioned"))
+        self._put_state_script = client.register_script(lua("put_state"))
+        self._lease_script = client.register_script(lua("lease_review"))
+        self._release_script = client.register_script(lua("release_review"))
+        self._acquire_named_script = client.register_script(lua("acquire_lease"))
+        self._release_named_script = client.register_script(lua("release_lease"))
+        self._claim_script = client.register_script(lua("claim"))
+        self._drop_script = client.register_script(lua("drop"))
+        self._release_claim_script = client.register_script(lua("release_claim"))
 
     async def close(self) -> None:
         client, self._client = self._client, None
