@@ -431,7 +431,8 @@ async def calibration_bench(base: str, storage_url: str, n_items: int) -> dict[s
 
     from judgefuse.calibration import CalibrationAccumulator
     from judgefuse.fusion.verdict import Verdict
-    from judgefuse.service.estimates.calibration_store import calibration_report, method_key
+    from judgefuse.service.estimates.calibration_store import calibration_report
+    from judgefuse.service.ledger import method_key
     from judgefuse.service.storage import VerdictRecord, storage_from_url
 
     rng = np.random.default_rng(0)

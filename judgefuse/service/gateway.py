@@ -46,9 +46,7 @@ from judgefuse.fusion.capabilities import LEARNED_METHOD, ItemFusionMethod
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote, Letter, PairwiseItem
 from judgefuse.service.errors import Conflict, FieldProblem, QuorumLost, ServiceError, TooLarge
-from judgefuse.service.estimates.calibration_store import label_increments
 from judgefuse.service.estimates.panel_estimates import PanelEstimatesCache
-from judgefuse.service.estimates.population import traffic_counts
 from judgefuse.service.judging.admission import Admission
 from judgefuse.service.judging.batch_items import batch_item_problems
 from judgefuse.service.judging.cascade_serving import (
@@ -68,15 +66,17 @@ from judgefuse.service.learning.cold_start import cold_start_fit
 from judgefuse.service.learning.refit import PromotionTarget, RefitOutcome, RefitScheduler, refit
 from judgefuse.service.learning.state_cache import StateCache
 from judgefuse.service.learning.tuning_data import tuning_data
+from judgefuse.service.ledger import (
+    ALL_METHODS,
+    label_increments,
+    solicited,
+    traffic_counts,
+    traffic_increments,
+)
 from judgefuse.service.monitoring.metrics import ServiceMetrics
 from judgefuse.service.monitoring.monitor import DRIFT_ALARM, Monitors, raised_threshold
 from judgefuse.service.review.audit_plan import AuditPlanner
-from judgefuse.service.review.sampling import (
-    ALL_METHODS,
-    solicited,
-    stamp_review,
-    traffic_increments,
-)
+from judgefuse.service.review.sampling import stamp_review
 from judgefuse.service.schemas import (
     BatchResponse,
     BatchResult,

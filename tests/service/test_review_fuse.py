@@ -14,8 +14,7 @@ import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import pytest
 from panel_support import PAIR, SPLIT, UNANIMOUS, H, external_panel, put_threshold, votes
 
-from judgefuse.service.estimates.calibration_store import label_increments
-from judgefuse.service.review.sampling import ALL_METHODS, label_stratum_key, traffic_key
+from judgefuse.service.ledger import ALL_METHODS, label_increments, label_stratum_key, traffic_key
 
 stub = S.stub
 async def test_audit_draw_is_seeded_its_share_matches_the_rate_and_a_new_rate_rewrites_nothing(

@@ -1,31 +1,11 @@
-"""Which calibration accumulators a labelled verdict feeds, and how the service reads them.
+"""How the service reads the calibration accumulators: per-key metrics, history, the report.
 
-Keys (per tenant; storage scopes them), four ``/``-separated parts, each percent-quoted so a
-judge named ``openai/gpt-4o`` cannot break the split::
-
-    {panel}/method/{fusion method}/fused    the fused verdict under the method that produced it
-    {panel}/judge/{judge}/{mode}            one judge's valid votes (mode: sc, mp, logprob)
-    {panel}/mode/all/{mode}                 every judge's valid votes of one mode, pooled
-
-Per review stratum (docs/design.md, 'The review loop'; :mod:`judgefuse.service.review.sampling`),
-every label also feeds a copy of its method and judge keys with a fifth part, the stratum key
-of the labelled verdict (``review``, ``auto@{rate}`` or ``unsolicited``)::
-
-    {panel}/method/{fusion method}/fused/{stratum}
-    {panel}/judge/{judge}/{mode}/{stratum}
-
-The four-part keys are unchanged (all labels, the labelled-sample metrics); the population
-estimates read the stratum copies and the traffic counters ``{panel}/traffic/{method}/{stratum}``
-(verdict counts, written when a verdict is stored), which this report skips.
-
-Invalid votes (no choice: error, timeout, abstention) and undecided verdicts are **counted
-separately**, never fed as 0.5-and-wrong: ``{panel}/abstain/judge/{judge}`` and
-``{panel}/abstain/method/{method}`` hold one integer field ``n``. Calibration metrics are
-thus over answered items; the abstention counts sit beside them in ``GET /v1/calibration``.
-
-:func:`label_increments` is the pure function passed to ``Storage.set_label``: storage calls it
-for the new label (and the old one when relabelling, subtracting it), so a relabel never double
-counts. Storage puts the increments in the hour bucket of the verdict's ``created_at``.
+The keys, what a label adds to them and the traffic counters beside them are the ledger
+grammar (:mod:`judgefuse.service.ledger`); this module turns what storage holds under those
+keys into ``GET /v1/calibration``'s entries, the dashboard's per-day history and ``/metrics``'s
+gauges. Each entry is the labelled sample's metrics (all time and over the window) plus, for a
+method or judge key, the population block (:mod:`judgefuse.service.estimates.population`), which
+reads the key's stratum copies and the traffic counters (never reported as keys themselves).
 """
 
 from __future__ import annotations
@@ -33,100 +13,13 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, unquote
 
-from judgefuse.calibration import CalibrationAccumulator
-from judgefuse.judges.types import Letter
-from judgefuse.service.review.sampling import label_stratum_key
-from judgefuse.service.storage import Number, Storage, VerdictRecord, hour_of
+from judgefuse.service.estimates.population import population_block
+from judgefuse.service.ledger import ACCUMULATOR, AccumulatorKey, panel_prefix, parse_key
+from judgefuse.service.storage import Storage, hour_of
 
-__all__ = [
-    "ACCUMULATOR",
-    "AccumulatorKey",
-    "calibration_report",
-    "label_increments",
-    "parse_key",
-    "stratum_copy",
-]
-
-ACCUMULATOR = CalibrationAccumulator()
-"""The field schema every key uses (1000 fine bins, TH eps 0.05/0.10/0.15)."""
-
-
-def _q(part: str) -> str:
-    return quote(part, safe="")
-
-
-@dataclass(frozen=True)
-class AccumulatorKey:
-    panel: str
-    kind: str  # method | judge | mode | abstain
-    name: str
-    mode: str
-
-    def __str__(self) -> str:
-        return "/".join(_q(p) for p in (self.panel, self.kind, self.name, self.mode))
-
-
-def parse_key(key: str) -> AccumulatorKey:
-    parts = key.split("/")
-    if len(parts) != 4:
-        raise ValueError(f"not a service accumulator key: {key!r}")
-    return AccumulatorKey(*(unquote(p) for p in parts))
-
-
-def method_key(panel: str, method: str) -> str:
-    return str(AccumulatorKey(panel, "method", method, "fused"))
-
-
-def judge_key(panel: str, judge: str, mode: str) -> str:
-    return str(AccumulatorKey(panel, "judge", judge, mode))
-
-
-def mode_key(panel: str, mode: str) -> str:
-    return str(AccumulatorKey(panel, "mode", "all", mode))
-
-
-def abstain_key(panel: str, kind: str, name: str) -> str:
-    return str(AccumulatorKey(panel, "abstain", kind, name))
-
-
-def stratum_copy(key: str, stratum_key: str) -> str:
-    """The per-stratum copy of a four-part accumulator key (its fifth part)."""
-    return f"{key}/{_q(stratum_key)}"
-
-
-def _add(out: dict[str, dict[str, Number]], key: str, fields: Mapping[str, int]) -> None:
-    row = out.setdefault(key, {})
-    for field, delta in fields.items():
-        row[field] = row.get(field, 0) + delta
-
-
-def label_increments(record: VerdictRecord, label: Letter) -> dict[str, dict[str, Number]]:
-    """The accumulator increments one label of one verdict adds (pure; see the module doc)."""
-    verdict = record.verdict
-    panel = record.panel
-    stratum = label_stratum_key(record)
-    out: dict[str, dict[str, Number]] = {}
-    if verdict.choice is None:
-        _add(out, abstain_key(panel, "method", verdict.method), {"n": 1})
-    else:
-        key = method_key(panel, verdict.method)
-        fields = ACCUMULATOR.increments(verdict.confidence, verdict.choice == label)
-        _add(out, key, fields)
-        _add(out, stratum_copy(key, stratum), fields)
-    for vote in verdict.votes:
-        if vote.choice is None or vote.confidence is None:
-            _add(out, abstain_key(panel, "judge", vote.judge), {"n": 1})
-            continue
-        fields = ACCUMULATOR.increments(vote.confidence, vote.choice == label)
-        key = judge_key(panel, vote.judge, vote.mode)
-        _add(out, key, fields)
-        _add(out, stratum_copy(key, stratum), fields)
-        _add(out, mode_key(panel, vote.mode), fields)
-    return out
+__all__ = ["calibration_history", "calibration_report", "metrics_json"]
 
 
 def _clean(value: Any) -> Any:
@@ -187,9 +80,7 @@ async def calibration_report(
     labelled sample (``"sample": "labelled"``) and, for method and judge keys, the
     ``population`` block (:func:`judgefuse.service.estimates.population.population_block`) over the
     window (all time when there is none)."""
-    from judgefuse.service.estimates.population import population_block
-
-    prefix = _q(panel) + "/"
+    prefix = panel_prefix(panel)
     keys = await storage.list_accumulators(tenant, prefix)
     since = hour_of(now) - window_hours + 1 if window_hours else None
     abstained: dict[tuple[str, str], dict[str, int]] = {}

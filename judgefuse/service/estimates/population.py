@@ -9,8 +9,10 @@ the plain mean over labels over-weights the hard, reviewed verdicts.
 Inputs, all counters (a read is O(strata x hours x bins), never O(labels)):
 
 * N_s: the traffic counters ``{panel}/traffic/{method}/{stratum}`` of the window (a judge or a
-  mode key uses the panel's total, method ``*``);
+  mode key uses the panel's total, method ``*``), read by :func:`judgefuse.service.ledger.traffic_counts`;
 * the labels of stratum s: the per-stratum copy ``{key}/{stratum}`` of the calibration key.
+
+Both are named by the ledger grammar (:mod:`judgefuse.service.ledger`).
 
 Strata: ``review`` and one ``auto@{rate}`` per audit rate that was in force (its N counts every
 auto-accepted verdict at that rate, its labels are the audit labels only). Unsolicited labels
@@ -30,20 +32,20 @@ import math
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import unquote
 
-from judgefuse.service.estimates.calibration_store import ACCUMULATOR, AccumulatorKey, stratum_copy
-from judgefuse.service.review.sampling import (
+from judgefuse.service.ledger import (
+    ACCUMULATOR,
     ALL_METHODS,
     REVIEW,
     UNSOLICITED,
+    AccumulatorKey,
     accepted_stratum,
-    is_population_stratum,
-    traffic_prefix,
+    stratum_copy,
+    traffic_counts,
 )
 from judgefuse.service.storage import Storage
 
-__all__ = ["label_count", "population_block", "traffic_counts"]
+__all__ = ["label_count", "population_block"]
 
 _MEMO: OrderedDict[tuple[Any, ...], dict[str, Any]] = OrderedDict()
 _MEMO_SIZE = 512
@@ -52,23 +54,6 @@ _MEMO_SIZE = 512
 def label_count(fields: Mapping[str, Any]) -> int:
     """How many labels an accumulator record holds (the sum of its per-bin counts)."""
     return int(sum(v for k, v in fields.items() if k[:1] == "n" and k[1:].isdigit()))
-
-
-async def traffic_counts(
-    storage: Storage, tenant: str, panel: str, method: str, *, since_hour: int | None = None
-) -> dict[str, int]:
-    """N_s per stratum key (``review``, ``auto@{rate}``) of (panel, method) since ``since_hour``."""
-    prefix = traffic_prefix(panel, method)
-    out: dict[str, int] = {}
-    for raw in await storage.list_accumulators(tenant, prefix):
-        stratum = unquote(raw[len(prefix):])
-        if not is_population_stratum(stratum):
-            continue
-        fields = await storage.read_accumulator(tenant, raw, since_hour=since_hour)
-        n = int(fields.get("n", 0))
-        if n > 0:
-            out[stratum] = n
-    return out
 
 
 def _interval(interval: Any) -> dict[str, Any]:

@@ -50,7 +50,7 @@ from judgefuse.fusion import FusionMethod, LearnedFusionMethod, NotEnoughLabels,
 from judgefuse.fusion.capabilities import LEARNED_METHOD, capabilities, method_params, restore_method
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote, Letter
-from judgefuse.service.review.sampling import label_stratum_key, solicited
+from judgefuse.service.ledger import label_stratum_key, solicited
 from judgefuse.service.storage import ModelRecord, Storage, ThresholdRecord
 
 __all__ = [

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from judgefuse.service.judging.panels import PanelRuntime
-from judgefuse.service.review.sampling import label_stratum_key
+from judgefuse.service.ledger import label_stratum_key
 from judgefuse.service.storage import VerdictRecord
 
 __all__ = ["TuningData", "tuning_data"]

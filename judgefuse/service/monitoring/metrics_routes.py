@@ -15,7 +15,8 @@ from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from judgefuse.service.errors import Unauthorized
-from judgefuse.service.estimates.calibration_store import metrics_json, parse_key
+from judgefuse.service.estimates.calibration_store import metrics_json
+from judgefuse.service.ledger import parse_key
 from judgefuse.service.web.deps import CallerDep, GatewayDep, MetricsDep
 
 router = APIRouter(tags=["metrics"])

@@ -17,7 +17,6 @@ import functools
 import time
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote
 
 from judgefuse.calibration.label_budget import (
     AuditPlan,
@@ -25,7 +24,7 @@ from judgefuse.calibration.label_budget import (
     expected_half_width,
     plan_audit_rate,
 )
-from judgefuse.service.review.sampling import ALL_METHODS, REVIEW, rate_of, traffic_prefix
+from judgefuse.service.ledger import ALL_METHODS, REVIEW, rate_of, traffic_prefix, traffic_stratum
 from judgefuse.service.settings import Settings
 from judgefuse.service.storage import Storage, hour_of
 
@@ -52,7 +51,7 @@ async def daily_traffic(storage: Storage, tenant: str, panel: str, now: float) -
     since = hour_of(now) - DAY_HOURS + 1
     review = auto = 0.0
     for key in await storage.list_accumulators(tenant, prefix):
-        stratum = unquote(key.removeprefix(prefix))
+        stratum = traffic_stratum(prefix, key)
         if stratum != REVIEW and rate_of(stratum) is None:
             continue
         n = float((await storage.read_accumulator(tenant, key, since_hour=since)).get("n", 0))

@@ -1,0 +1,292 @@
+"""The ledger grammar: what a verdict and a label count toward, and how those counts are named.
+
+Every estimate the service makes from live traffic (calibration per key, population estimates,
+stratified tuning, the audit plan, the cold start's rounds) is a read of per-hour counters
+that storage adds to atomically when a verdict is stored or labelled. Judging writes them,
+review stamps the strata they are split by, estimates and learning read them: one module owns
+their names so that a key written in one slice is the key read in another, and no reader
+imports a writer (or the other way round) just to spell a key.
+
+**Calibration accumulators** (per tenant; storage scopes them), four ``/``-separated parts, each
+percent-quoted so a judge named ``openai/gpt-4o`` cannot break the split::
+
+    {panel}/method/{fusion method}/fused    the fused verdict under the method that produced it
+    {panel}/judge/{judge}/{mode}            one judge's valid votes (mode: sc, mp, logprob)
+    {panel}/mode/all/{mode}                 every judge's valid votes of one mode, pooled
+
+Invalid votes (no choice: error, timeout, abstention) and undecided verdicts are **counted
+separately**, never fed as 0.5-and-wrong: ``{panel}/abstain/judge/{judge}`` and
+``{panel}/abstain/method/{method}`` hold one integer field ``n``. Calibration metrics are thus
+over answered items; the abstention counts sit beside them in ``GET /v1/calibration``.
+
+**Stratum copies.** Per review stratum (docs/design.md, 'The review loop'), every label also
+feeds a copy of its method and judge keys with a fifth part, the stratum key of the labelled
+verdict (:func:`label_stratum_key`)::
+
+    {panel}/method/{fusion method}/fused/{stratum}
+    {panel}/judge/{judge}/{mode}/{stratum}
+
+The four-part keys hold all labels (the labelled-sample metrics); the population estimates read
+the stratum copies.
+
+**Stratum keys** (the names the population estimators use, one per sampling design; the stamp
+they come from is drawn at decision time by :mod:`judgefuse.service.review.sampling`):
+
+* ``review``: verdicts routed to review (N = their count, labels = theirs);
+* ``auto@{rate}``: verdicts auto-accepted while the audit rate was ``rate`` (N = all of them,
+  audited or not; labels = the audit labels only: a random sample of the stratum);
+* ``inline@review`` / ``inline@auto``: verdicts labelled inline, by route (N = their count,
+  labels = all of them); ``inline@auto`` is part of what was auto-accepted;
+* ``unsolicited``: labels of verdicts that were never queued (kept apart, never in the
+  population estimates: nobody chose them at random).
+
+**Traffic counters.** Every stored verdict adds ``n = 1`` to ``{panel}/traffic/{method}/{key}``
+and ``{panel}/traffic/*/{key}`` (the panel's total, for per-judge estimates) in the same atomic
+step as the insert, with ``key`` its population stratum: storage keeps them per hour, so N_s of
+any window is a read of O(hours) counters.
+
+:func:`label_increments` and :func:`traffic_increments` are the pure functions handed to
+``Storage.set_label`` and ``Storage.save_verdict``: storage calls :func:`label_increments` for
+the new label (and the old one when relabelling, subtracting it), so a relabel never double
+counts, and puts the increments in the hour bucket of the verdict's ``created_at``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from urllib.parse import quote, unquote
+
+from judgefuse.calibration import CalibrationAccumulator
+from judgefuse.judges.types import Letter
+from judgefuse.service.storage import Number, ReviewStamp, Storage, VerdictRecord
+
+__all__ = [
+    "ACCUMULATOR",
+    "ALL_METHODS",
+    "INLINE_AUTO",
+    "INLINE_REVIEW",
+    "REVIEW",
+    "UNSOLICITED",
+    "AccumulatorKey",
+    "abstain_key",
+    "accepted_stratum",
+    "auto_key",
+    "is_population_stratum",
+    "judge_key",
+    "label_increments",
+    "label_stratum_key",
+    "method_key",
+    "mode_key",
+    "panel_prefix",
+    "parse_key",
+    "population_stratum_key",
+    "rate_of",
+    "solicited",
+    "stratum_copy",
+    "traffic_counts",
+    "traffic_increments",
+    "traffic_key",
+    "traffic_prefix",
+    "traffic_stratum",
+]
+
+ACCUMULATOR = CalibrationAccumulator()
+"""The field schema every calibration key uses (1000 fine bins, TH eps 0.05/0.10/0.15)."""
+
+REVIEW = "review"
+UNSOLICITED = "unsolicited"
+INLINE_REVIEW = "inline@review"
+INLINE_AUTO = "inline@auto"
+ALL_METHODS = "*"
+"""The method part of the panel-wide traffic counter."""
+
+
+def _q(part: str) -> str:
+    return quote(part, safe="")
+
+
+# ---------------------------------------------------------------- calibration accumulator keys
+@dataclass(frozen=True)
+class AccumulatorKey:
+    panel: str
+    kind: str  # method | judge | mode | abstain (| traffic: listed beside them, never reported)
+    name: str
+    mode: str
+
+    def __str__(self) -> str:
+        return "/".join(_q(p) for p in (self.panel, self.kind, self.name, self.mode))
+
+
+def parse_key(key: str) -> AccumulatorKey:
+    """A four-part key back into its parts; anything else (a stratum copy, a monitor's key) is a
+    ValueError, which is how listings skip them."""
+    parts = key.split("/")
+    if len(parts) != 4:
+        raise ValueError(f"not a service accumulator key: {key!r}")
+    return AccumulatorKey(*(unquote(p) for p in parts))
+
+
+def panel_prefix(panel: str) -> str:
+    """The prefix every counter of ``panel`` starts with (what a listing of one panel asks for)."""
+    return _q(panel) + "/"
+
+
+def method_key(panel: str, method: str) -> str:
+    return str(AccumulatorKey(panel, "method", method, "fused"))
+
+
+def judge_key(panel: str, judge: str, mode: str) -> str:
+    return str(AccumulatorKey(panel, "judge", judge, mode))
+
+
+def mode_key(panel: str, mode: str) -> str:
+    return str(AccumulatorKey(panel, "mode", "all", mode))
+
+
+def abstain_key(panel: str, kind: str, name: str) -> str:
+    return str(AccumulatorKey(panel, "abstain", kind, name))
+
+
+def stratum_copy(key: str, stratum_key: str) -> str:
+    """The per-stratum copy of a four-part accumulator key (its fifth part)."""
+    return f"{key}/{_q(stratum_key)}"
+
+
+# ---------------------------------------------------------------- stratum keys
+def auto_key(rate: float) -> str:
+    """The stratum key of verdicts auto-accepted under audit rate ``rate`` (exact repr)."""
+    return f"auto@{float(rate)!r}"
+
+
+def rate_of(key: str) -> float | None:
+    """The audit rate of an ``auto@{rate}`` key (None for any other key)."""
+    if not key.startswith("auto@"):
+        return None
+    try:
+        return float(key.removeprefix("auto@"))
+    except ValueError:
+        return None
+
+
+def population_stratum_key(stamp: ReviewStamp) -> str:
+    """The traffic stratum a verdict counts in: ``review``, ``auto@{rate}`` or ``inline@...``."""
+    if stamp.stratum == "inline":
+        return INLINE_AUTO if stamp.route == "auto_accept" else INLINE_REVIEW
+    return REVIEW if stamp.stratum == "review" else auto_key(stamp.audit_rate)
+
+
+def is_population_stratum(key: str) -> bool:
+    """Whether ``key`` names a stratum of the population estimates (not ``unsolicited``)."""
+    return key in (REVIEW, INLINE_REVIEW, INLINE_AUTO) or rate_of(key) is not None
+
+
+def accepted_stratum(key: str) -> bool:
+    """Whether the stratum ``key`` holds auto-accepted verdicts (auto-accept precision)."""
+    return key == INLINE_AUTO or rate_of(key) is not None
+
+
+def label_stratum_key(record: VerdictRecord) -> str:
+    """The stratum a label of ``record`` feeds: ``review``, ``auto@{rate}`` (an audit label),
+    ``inline@...`` or ``unsolicited``. A record from before the review loop (no stamp) counts as
+    ``review`` when it was routed to review, else as ``unsolicited``."""
+    stamp = record.review
+    if stamp is None:
+        return REVIEW if record.verdict.route == "human_review" else UNSOLICITED
+    if stamp.stratum == "review":
+        return REVIEW
+    if stamp.stratum == "audit":
+        return auto_key(stamp.audit_rate)
+    if stamp.stratum == "inline":
+        return population_stratum_key(stamp)
+    return UNSOLICITED
+
+
+# ---------------------------------------------------------------- traffic counters
+def traffic_prefix(panel: str, method: str) -> str:
+    """The prefix of (panel, method)'s traffic counters (``method`` ``*``: the whole panel)."""
+    return f"{_q(panel)}/traffic/{_q(method)}/"
+
+
+def traffic_key(panel: str, method: str, stratum_key: str) -> str:
+    return traffic_prefix(panel, method) + _q(stratum_key)
+
+
+def traffic_stratum(prefix: str, key: str) -> str:
+    """The stratum key of a traffic counter ``key`` listed under ``prefix``."""
+    return unquote(key.removeprefix(prefix))
+
+
+def traffic_increments(panel: str, method: str, stamp: ReviewStamp) -> dict[str, Mapping[str, Number]]:
+    """What ``save_verdict`` adds for one new verdict: n += 1 in its method's and the panel's
+    traffic counter of its stratum."""
+    key = population_stratum_key(stamp)
+    return {
+        traffic_key(panel, method, key): {"n": 1},
+        traffic_key(panel, ALL_METHODS, key): {"n": 1},
+    }
+
+
+async def traffic_counts(
+    storage: Storage, tenant: str, panel: str, method: str, *, since_hour: int | None = None
+) -> dict[str, int]:
+    """N_s per population stratum key of (panel, method) since ``since_hour`` (strata with no
+    verdict in the window are left out)."""
+    prefix = traffic_prefix(panel, method)
+    out: dict[str, int] = {}
+    for raw in await storage.list_accumulators(tenant, prefix):
+        stratum = traffic_stratum(prefix, raw)
+        if not is_population_stratum(stratum):
+            continue
+        fields = await storage.read_accumulator(tenant, raw, since_hour=since_hour)
+        n = int(fields.get("n", 0))
+        if n > 0:
+            out[stratum] = n
+    return out
+
+
+# ---------------------------------------------------------------- what a label adds
+def _add(out: dict[str, dict[str, Number]], key: str, fields: Mapping[str, int]) -> None:
+    row = out.setdefault(key, {})
+    for field, delta in fields.items():
+        row[field] = row.get(field, 0) + delta
+
+
+def label_increments(record: VerdictRecord, label: Letter) -> dict[str, dict[str, Number]]:
+    """The accumulator increments one label of one verdict adds (pure; see the module doc)."""
+    verdict = record.verdict
+    panel = record.panel
+    stratum = label_stratum_key(record)
+    out: dict[str, dict[str, Number]] = {}
+    if verdict.choice is None:
+        _add(out, abstain_key(panel, "method", verdict.method), {"n": 1})
+    else:
+        key = method_key(panel, verdict.method)
+        fields = ACCUMULATOR.increments(verdict.confidence, verdict.choice == label)
+        _add(out, key, fields)
+        _add(out, stratum_copy(key, stratum), fields)
+    for vote in verdict.votes:
+        if vote.choice is None or vote.confidence is None:
+            _add(out, abstain_key(panel, "judge", vote.judge), {"n": 1})
+            continue
+        fields = ACCUMULATOR.increments(vote.confidence, vote.choice == label)
+        key = judge_key(panel, vote.judge, vote.mode)
+        _add(out, key, fields)
+        _add(out, stratum_copy(key, stratum), fields)
+        _add(out, mode_key(panel, vote.mode), fields)
+    return out
+
+
+def solicited(
+    strata: Sequence[str], traffic: Mapping[str, int]
+) -> tuple[list[int], list[str], dict[str, int]]:
+    """What a stratified tuner gets from labelled points with stratum keys ``strata`` and the
+    traffic counters ``traffic`` (N_s): the indices of the points it may use (unsolicited
+    labels left out: nobody chose them at random), their strata, and N_s with every stratum at
+    least as large as its labels (records from before the counters have labels but no count)."""
+    keep = [i for i, stratum in enumerate(strata) if stratum != UNSOLICITED]
+    kept = [strata[i] for i in keep]
+    counts = dict(traffic)
+    for stratum in set(kept):
+        counts[stratum] = max(counts.get(stratum, 0), kept.count(stratum))
+    return keep, kept, counts
