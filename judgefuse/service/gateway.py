@@ -193,10 +193,16 @@ class Gateway:
         return runtime.default_method, None
 
     # ------------------------------------------------------------------ judging
-    def check_limits(self, request: JudgeRequest, prefix: str = "body") -> None:
+    def check_limits(self, request: JudgeRequest, prefix: str = "body") -> PanelRuntime:
+        """The checks a request passes before any judge is called: limits, panel, method
+        (422 naming the field under ``prefix``); returns the request's panel."""
         check_request(request, self.settings.max_text_chars, prefix,
                       max_metadata_depth=self.settings.max_metadata_depth,
                       max_metadata_bytes=self.settings.max_metadata_bytes)
+        runtime = self.runtime(request.panel, field=f"{prefix}.panel")
+        if request.method is not None and not runtime.is_learned(request.method):
+            runtime.method(request.method, field=f"{prefix}.method")
+        return runtime
 
     async def _fuse(
         self, tenant: str, runtime: PanelRuntime, request: JudgeRequest, item: PairwiseItem,
@@ -242,17 +248,15 @@ class Gateway:
         with self.admission.admit(tenant):
             if request.id is None:
                 return await serve(tenant, request, prefix=prefix)
-            return await join_or_judge(self, tenant, request, prefix, serve)
+            return await join_or_judge(self.single_flight, tenant, request, prefix,
+                                       self.check_limits, serve)
 
     async def _serve(
         self, tenant: str, request: JudgeRequest, prefix: str, *, posted: list[JudgeVote] | None
     ) -> VerdictOut:
         """The one decide-route-stamp-store path; ``posted`` votes replace the panel's fan-out."""
         started = time.perf_counter()
-        self.check_limits(request, prefix)
-        runtime = self.runtime(request.panel, field=f"{prefix}.panel")
-        if request.method is not None and not runtime.is_learned(request.method):
-            runtime.method(request.method, field=f"{prefix}.method")  # 422 before any judge call
+        runtime = self.check_limits(request, prefix)  # 422 before any judge call
         verdict_id = request.id or self.verdict_ids.new()
         if request.id is not None:
             existing = await self.storage.get_verdict(tenant, request.id)
@@ -408,7 +412,7 @@ class Gateway:
                 f"batch of {len(requests)} items; at most {limit} per request",
                 fields=[("body.items", f"at most {limit} items")],
             )
-        problems = batch_item_problems(self, requests)
+        problems = batch_item_problems(requests, self.check_limits)
 
         async def one(i: int, request: JudgeRequest | InvalidItem) -> BatchResult:
             try:

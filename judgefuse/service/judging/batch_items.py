@@ -9,22 +9,19 @@ storage time, turned the batch into a 500 after the good items had been stored.)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
 
 from judgefuse.service.errors import FieldProblem, InvalidFields, ServiceError
 from judgefuse.service.schemas import InvalidItem, JudgeRequest
-
-if TYPE_CHECKING:
-    from judgefuse.service.gateway import Gateway
 
 __all__ = ["batch_item_problems"]
 
 
 def batch_item_problems(
-    gateway: Gateway, items: Sequence[JudgeRequest | InvalidItem]
+    items: Sequence[JudgeRequest | InvalidItem], check: Callable[[JudgeRequest, str], object]
 ) -> dict[int, ServiceError]:
-    """index -> the error that item answers with (items absent from the map are judged)."""
+    """index -> the error that item answers with (items absent from the map are judged).
+    ``check(item, prefix)`` raises the :class:`ServiceError` of an item that cannot be judged."""
     problems: dict[int, ServiceError] = {}
     first_with_id: dict[str, int] = {}
     for i, item in enumerate(items):
@@ -33,10 +30,7 @@ def batch_item_problems(
             problems[i] = InvalidFields.of_pydantic(prefix, item.errors)
             continue
         try:
-            gateway.check_limits(item, prefix)
-            runtime = gateway.runtime(item.panel, field=f"{prefix}.panel")
-            if item.method is not None and not runtime.is_learned(item.method):
-                runtime.method(item.method, field=f"{prefix}.method")
+            check(item, prefix)
         except ServiceError as exc:
             problems[i] = exc
             continue

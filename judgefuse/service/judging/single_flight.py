@@ -30,14 +30,12 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from judgefuse.service.errors import Conflict
-from judgefuse.service.schemas import JudgeRequest, VerdictOut
+from judgefuse.service.judging.panels import PanelRuntime
+from judgefuse.service.schemas import JudgeRequest
 from judgefuse.service.storage import Storage
-
-if TYPE_CHECKING:
-    from judgefuse.service.gateway import Gateway
 
 __all__ = ["DifferentItemInFlight", "SingleFlight", "join_or_judge"]
 
@@ -145,26 +143,26 @@ class SingleFlight(Generic[T]):
 
 
 async def join_or_judge(
-    gateway: Gateway, tenant: str, request: JudgeRequest, prefix: str,
-    judge_once: Callable[..., Awaitable[VerdictOut]],
-) -> VerdictOut:
-    """``Gateway.judge`` for a request with an id: validated first (an invalid request never
-    joins a valid one), then led or joined. The fingerprint is what the replay path compares
-    (panel, question, answers), so "the same item" means the same thing in flight and after.
-    A joiner with an inline label runs the replay path once the verdict is stored, so its label
-    is applied too."""
-    gateway.check_limits(request, prefix)
-    runtime = gateway.runtime(request.panel, field=f"{prefix}.panel")
+    flights: SingleFlight[T], tenant: str, request: JudgeRequest, prefix: str,
+    check: Callable[[JudgeRequest, str], PanelRuntime],
+    judge_once: Callable[..., Awaitable[T]],
+) -> T:
+    """``Gateway.judge`` for a request with an id: validated first by ``check`` (an invalid
+    request never joins a valid one), then led or joined. The fingerprint is what the replay
+    path compares (panel, question, answers), so "the same item" means the same thing in flight
+    and after. A joiner with an inline label runs the replay path once the verdict is stored,
+    so its label is applied too."""
+    runtime = check(request, prefix)
     if request.id is None:
         return await judge_once(tenant, request, prefix=prefix)
     fingerprint = (runtime.name, request.question, request.answer_a, request.answer_b)
     try:
-        verdict, led = await gateway.single_flight.run(
+        result, led = await flights.run(
             tenant, request.id, fingerprint, lambda: judge_once(tenant, request, prefix=prefix)
         )
     except DifferentItemInFlight:
         raise Conflict(f"verdict id {request.id!r} is already used",
                        fields=[(f"{prefix}.id", "already used")]) from None
     if led or request.label is None:
-        return verdict
+        return result
     return await judge_once(tenant, request, prefix=prefix)
