@@ -28,7 +28,8 @@ from pathlib import Path
 
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote, PairwiseItem
-from judgefuse.service.storage import ReviewStamp, SQLiteStorage, VerdictRecord, sqlite_retention
+from judgefuse.service.storage import ReviewStamp, SQLiteStorage, VerdictRecord
+from judgefuse.service.storage.sqlite import retention as sqlite_retention
 
 T0 = 1_790_000_000.0
 
@@ -114,7 +115,7 @@ async def retention(db: Path, n: int) -> dict[str, float]:
         longest = max(longest, time.perf_counter() - t)
         return out
 
-    import judgefuse.service.storage.sqlite as sqlite_module
+    import judgefuse.service.storage.sqlite.backend as sqlite_module
 
     sqlite_module.retention_batch = timed  # type: ignore[assignment]
     try:

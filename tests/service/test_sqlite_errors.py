@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from judgefuse.service.storage import StorageCorrupt, StorageError, StorageUnavailable
-from judgefuse.service.storage.sqlite_errors import PRIMARY_CODES, error_class, map_sqlite_error
+from judgefuse.service.storage.sqlite.errors import PRIMARY_CODES, error_class, map_sqlite_error
 
 # SQLite's documented primary result codes that are errors (https://sqlite.org/rescode.html):
 # 0 is OK, 100/101 are ROW/DONE.

@@ -1,4 +1,4 @@
-"""Group commit of SQLite verdict saves and labels (:mod:`judgefuse.service.storage.sqlite_group_commit`).
+"""Group commit of SQLite verdict saves and labels (:mod:`judgefuse.service.storage.sqlite.group_commit`).
 
 The writes of one group share a transaction; each still gets its own outcome: a failing write
 (a duplicate verdict id, a label for an unknown verdict, a constraint) is its caller's error
@@ -26,7 +26,7 @@ from judgefuse.service.storage import (
     VerdictExists,
     VerdictNotFound,
 )
-from judgefuse.service.storage.sqlite_group_commit import GroupCommit
+from judgefuse.service.storage.sqlite.group_commit import GroupCommit
 
 
 async def _until(condition: Any, seconds: float = 5.0) -> None:

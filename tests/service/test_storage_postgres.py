@@ -17,9 +17,9 @@ from test_storage_review import stamped
 
 from judgefuse.service.storage import StorageError, StorageUnavailable, VerdictRecord
 from judgefuse.service.storage.postgres import PostgresStorage
-from judgefuse.service.storage.postgres_errors import error_class, redact_url
-from judgefuse.service.storage.postgres_partitions import DAY_S, day_of, partition_name
-from judgefuse.service.storage.postgres_schema import SCHEMA_VERSION
+from judgefuse.service.storage.postgres.errors import error_class, redact_url
+from judgefuse.service.storage.postgres.partitions import DAY_S, day_of, partition_name
+from judgefuse.service.storage.postgres.schema import SCHEMA_VERSION
 from judgefuse.service.storage.retention import RetentionReport
 
 DAY0 = day_of(T0)

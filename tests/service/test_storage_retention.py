@@ -379,7 +379,7 @@ def test_sqlite_scan_pages_are_index_ranges(tmp_path: Path) -> None:
     of how far the scan is, and a save's cost at one extra index."""
     import itertools
 
-    from judgefuse.service.storage import sqlite_retention
+    from judgefuse.service.storage.sqlite import retention as sqlite_retention
 
     path = tmp_path / "plan.sqlite3"
 

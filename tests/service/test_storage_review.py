@@ -26,7 +26,7 @@ from judgefuse.service.storage import (
     VerdictRecord,
 )
 from judgefuse.service.storage.redis import RedisStorage
-from judgefuse.service.storage.sqlite_schema import SCHEMA_VERSION
+from judgefuse.service.storage.sqlite.schema import SCHEMA_VERSION
 
 NOW = T0 + 1000.0
 

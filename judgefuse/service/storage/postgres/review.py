@@ -1,7 +1,7 @@
 """The PostgreSQL backend's review-queue statements: enqueue on save, dequeue on label, lease
 (``FOR UPDATE SKIP LOCKED``), release, and the counters ``review_stats`` reads.
 
-As in :mod:`.sqlite_review`, each function runs inside its caller's transaction, so the queue,
+As in :mod:`~judgefuse.service.storage.sqlite.review`, each function runs inside its caller's transaction, so the queue,
 its counters and the verdict row change together. A lease is (``lease_owner``,
 ``lease_expires_at``) on the queue row, live while ``lease_expires_at > now``; an expired one
 is overwritten by the next lease. Two annotators leasing at once lock disjoint rows: each

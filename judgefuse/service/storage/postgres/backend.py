@@ -27,10 +27,10 @@ Durability and atomicity
 Layout
 ------
 This module is the pool, transactions, retries and error mapping, and the queries of the
-contract. One job each: :mod:`.postgres_schema` (tables, versioned migrations),
-:mod:`.postgres_partitions` (day partitions on demand), :mod:`.postgres_accumulators`,
-:mod:`.postgres_review`, :mod:`.postgres_retention` (retention and export scans),
-:mod:`.postgres_errors` (SQLSTATE -> storage error, password redaction).
+contract. One job each: :mod:`.schema` (tables, versioned migrations),
+:mod:`.partitions` (day partitions on demand), :mod:`.accumulators`,
+:mod:`.review`, :mod:`.retention` (retention and export scans),
+:mod:`.errors` (SQLSTATE -> storage error, password redaction).
 """
 
 from __future__ import annotations
@@ -74,25 +74,25 @@ from judgefuse.service.storage.base import (
     labelled_copy,
     net_increments,
 )
-from judgefuse.service.storage.postgres_accumulators import (
+from judgefuse.service.storage.postgres.accumulators import (
     accumulator_keys,
     add_increments,
     sum_accumulator,
 )
-from judgefuse.service.storage.postgres_errors import map_pg_error, redact_url, secret_forms
-from judgefuse.service.storage.postgres_partitions import day_of, ensure_partition
-from judgefuse.service.storage.postgres_retention import (
+from judgefuse.service.storage.postgres.errors import map_pg_error, redact_url, secret_forms
+from judgefuse.service.storage.postgres.partitions import day_of, ensure_partition
+from judgefuse.service.storage.postgres.retention import (
     records_page,
     retain,
 )
-from judgefuse.service.storage.postgres_review import (
+from judgefuse.service.storage.postgres.review import (
     dequeue_labelled,
     enqueue_new,
     lease_free,
     release_lease,
 )
-from judgefuse.service.storage.postgres_review import stats as review_stats_of
-from judgefuse.service.storage.postgres_schema import SCHEMA_VERSION, create_schema
+from judgefuse.service.storage.postgres.review import stats as review_stats_of
+from judgefuse.service.storage.postgres.schema import SCHEMA_VERSION, create_schema
 from judgefuse.service.storage.records import (
     LabelOutcome,
     ModelRecord,
@@ -300,7 +300,7 @@ class PostgresStorage(Storage):
 
     async def schema_version(self) -> int:
         """The version stamped in the database (for operators and tests)."""
-        from judgefuse.service.storage.postgres_schema import stored_version
+        from judgefuse.service.storage.postgres.schema import stored_version
 
         version = await self._run("schema_version", stored_version, transaction=False)
         return 0 if version is None else version
@@ -875,7 +875,7 @@ class PostgresStorage(Storage):
         pending review (queued and unlabelled) and, per (tenant, panel), the newest
         ``keep_labelled`` labelled records (the refit's window): whole day partitions are
         dropped after their kept rows move to the default partition (see
-        :mod:`.postgres_retention`). Accumulators, counters, thresholds, models, state blobs
+        :mod:`.retention`). Accumulators, counters, thresholds, models, state blobs
         and monitor events are never touched. Idempotent; safe to run while traffic is served."""
         cut, keep = check_retention_args(older_than, keep_labelled)
         clock(now)  # validated; the cut is absolute, the pass needs no clock

@@ -5,7 +5,7 @@ Each function runs inside the transaction its caller holds (``save_verdict``'s o
 (key, field) order: two transactions touching the same rows lock them in the same order and
 cannot deadlock each other. Integer deltas go to ``ival`` (``bigint``: an overflow raises
 SQLSTATE 22003, mapped to :class:`AccumulatorOverflow`), float deltas to ``fval`` (a result
-beyond 1e300 is refused here, as SQLite refuses it), see :mod:`.postgres_schema`.
+beyond 1e300 is refused here, as SQLite refuses it), see :mod:`.schema`.
 """
 
 from __future__ import annotations

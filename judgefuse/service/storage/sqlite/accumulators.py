@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 
 from judgefuse.service.storage.base import INT64_MAX, AccumulatorOverflow, Number
-from judgefuse.service.storage.sqlite_cache import Written
+from judgefuse.service.storage.sqlite.cache import Written
 
 __all__ = ["accumulator_keys", "add_increments", "check_overflow", "sum_accumulator"]
 

@@ -8,7 +8,7 @@ Durability and concurrency
   drop the last transactions; pass it only when that is acceptable.
 * Every sqlite3 call runs on one dedicated worker thread that owns the connection, so the event
   loop never blocks and calls from one process are serialised.
-* Verdict saves and labels are group-committed (:mod:`.sqlite_group_commit`): the ones that
+* Verdict saves and labels are group-committed (:mod:`.group_commit`): the ones that
   queue up while a commit is running share the next transaction, each in its own savepoint (one
   write's error is its caller's alone), and each caller returns only after that transaction
   committed; so durability is as above, with one fsync per group instead of per write.
@@ -24,14 +24,14 @@ Layout
 This module is the connection, its worker thread, transactions and error mapping, and the
 verdict and label queries. The rest, one job each:
 
-* :mod:`~judgefuse.service.storage.sqlite_schema`: the tables and creating them on open;
-* :mod:`~judgefuse.service.storage.sqlite_accumulators`: the accumulator statements;
-* :mod:`~judgefuse.service.storage.sqlite_review`: the review queue, its leases and counters
+* :mod:`~judgefuse.service.storage.sqlite.schema`: the tables and creating them on open;
+* :mod:`~judgefuse.service.storage.sqlite.accumulators`: the accumulator statements;
+* :mod:`~judgefuse.service.storage.sqlite.review`: the review queue, its leases and counters
   (enqueued in ``save_verdict``'s transaction, dequeued in ``set_label``'s, leases taken in one
   ``BEGIN IMMEDIATE``, so two annotators, even in two processes, never hold one item);
-* :mod:`~judgefuse.service.storage.sqlite_cache`: the accumulator read cache (answers reused
+* :mod:`~judgefuse.service.storage.sqlite.cache`: the accumulator read cache (answers reused
   while ``PRAGMA data_version`` proves them exact);
-* :mod:`~judgefuse.service.storage.sqlite_versioned`: thresholds and models.
+* :mod:`~judgefuse.service.storage.sqlite.versioned`: thresholds and models.
 """
 
 from __future__ import annotations
@@ -84,15 +84,15 @@ from judgefuse.service.storage.records import (
     VerdictRecord,
 )
 from judgefuse.service.storage.retention import RetentionReport
-from judgefuse.service.storage.sqlite_accumulators import (
+from judgefuse.service.storage.sqlite.accumulators import (
     accumulator_keys,
     add_increments,
     sum_accumulator,
 )
-from judgefuse.service.storage.sqlite_cache import AccumulatorCache, Written
-from judgefuse.service.storage.sqlite_errors import map_sqlite_error
-from judgefuse.service.storage.sqlite_group_commit import GroupCommit
-from judgefuse.service.storage.sqlite_retention import (
+from judgefuse.service.storage.sqlite.cache import AccumulatorCache, Written
+from judgefuse.service.storage.sqlite.errors import map_sqlite_error
+from judgefuse.service.storage.sqlite.group_commit import GroupCommit
+from judgefuse.service.storage.sqlite.retention import (
     Bounds,
     Key,
     create_retention_indexes,
@@ -101,15 +101,15 @@ from judgefuse.service.storage.sqlite_retention import (
     record_page,
     retention_batch,
 )
-from judgefuse.service.storage.sqlite_review import (
+from judgefuse.service.storage.sqlite.review import (
     dequeue_labelled,
     enqueue_new,
     lease_free,
     release_lease,
 )
-from judgefuse.service.storage.sqlite_review import stats as review_stats_of
-from judgefuse.service.storage.sqlite_schema import SCHEMA_VERSION, create_schema
-from judgefuse.service.storage.sqlite_versioned import (
+from judgefuse.service.storage.sqlite.review import stats as review_stats_of
+from judgefuse.service.storage.sqlite.schema import SCHEMA_VERSION, create_schema
+from judgefuse.service.storage.sqlite.versioned import (
     V,
     insert_next_version,
     parse_versioned,
@@ -188,7 +188,7 @@ class SQLiteStorage(Storage):
             )
             try:
                 conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
-                prepare_new_file(conn)  # before WAL and the first table (sqlite_retention)
+                prepare_new_file(conn)  # before WAL and the first table (.retention)
                 mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
                 if str(mode).lower() != "wal":
                     raise StorageError(f"sqlite: could not switch {self.path} to WAL ({mode})")
@@ -283,7 +283,7 @@ class SQLiteStorage(Storage):
         written: Written,
         txn: Callable[[sqlite3.Connection], T],
     ) -> T:
-        """``txn`` as one write of the next group commit (:mod:`.sqlite_group_commit`), which
+        """``txn`` as one write of the next group commit (:mod:`.group_commit`), which
         returns once the group's transaction committed. It may add accumulator increments: on
         commit the read cache takes what was ``written`` (into the hour bucket ``hour[0]``,
         which ``txn`` may fill in); when it did not commit, the cache forgets the ``touched``
@@ -651,7 +651,7 @@ class SQLiteStorage(Storage):
         row = await self._run("count_labelled", lambda c: c.execute(sql, params).fetchone())
         return int(row[0])
 
-    # -- export and retention (sqlite_retention) -------------------------------------------------
+    # -- export and retention (.retention) -------------------------------------------------
     async def iter_records(
         self,
         tenant: str | None = None,

@@ -1,7 +1,7 @@
 """The SQLite backend's review-queue statements: enqueue on save, dequeue on label, lease,
-release, and the counters ``review_stats`` reads (tables in :mod:`.sqlite_schema`).
+release, and the counters ``review_stats`` reads (tables in :mod:`.schema`).
 
-Like :mod:`.sqlite_accumulators`, each function runs on the storage's worker thread inside
+Like :mod:`.accumulators`, each function runs on the storage's worker thread inside
 the transaction its caller holds (``BEGIN IMMEDIATE`` for the writes), so the queue, the
 counters and the verdict row always change together; nothing here begins or commits.
 

@@ -10,7 +10,7 @@ unlabelled) and, per (tenant, panel), the newest ``keep_labelled`` labelled reco
 How (and why the default partition)
 -----------------------------------
 1. The watermark day is raised to the cut's day (under the partition lock), so no process
-   creates a partition below it any more (:mod:`.postgres_partitions`).
+   creates a partition below it any more (:mod:`.partitions`).
 2. Each day partition wholly older than the cut is handled in one transaction: the partitioned
    table is locked (``ACCESS EXCLUSIVE``: in-flight writes finish first, new ones wait, for as
    long as it takes to copy the kept rows, which are few), the keep set is computed, the
@@ -39,7 +39,7 @@ from typing import Any
 
 import psycopg
 
-from judgefuse.service.storage.postgres_partitions import (
+from judgefuse.service.storage.postgres.partitions import (
     DAY_S,
     PARTITION_LOCK,
     partition_days,

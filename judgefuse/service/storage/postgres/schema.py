@@ -4,8 +4,8 @@ Verdicts
 --------
 ``verdicts(created_at, tenant, id, panel, label, labelled_at, body)`` is range-partitioned by
 day on ``created_at`` (epoch seconds, ``float8``): one partition ``verdicts_d<day>`` per UTC
-day, created on demand (:mod:`.postgres_partitions`), plus ``verdicts_default`` for the rows a
-retention pass kept from days whose partition it dropped (:mod:`.postgres_retention`). A
+day, created on demand (:mod:`.partitions`), plus ``verdicts_default`` for the rows a
+retention pass kept from days whose partition it dropped (:mod:`.retention`). A
 partitioned table's unique keys must contain the partition key, so ``verdicts``' primary key is
 (created_at, tenant, id) (it also orders ``iter_records``), and ``verdict_ids(tenant, id,
 created_at)`` holds the (tenant, id) uniqueness and says where a record lives: every
