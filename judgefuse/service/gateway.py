@@ -39,7 +39,7 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from judgefuse.fusion.capabilities import LEARNED_METHOD, ItemFusionMethod
@@ -48,7 +48,6 @@ from judgefuse.judges.types import JudgeVote, Letter, PairwiseItem
 from judgefuse.service.errors import Conflict, FieldProblem, QuorumLost, ServiceError, TooLarge
 from judgefuse.service.estimates.panel_estimates import PanelEstimatesCache
 from judgefuse.service.judging.admission import Admission
-from judgefuse.service.judging.batch_items import batch_item_problems
 from judgefuse.service.judging.cascade_serving import (
     cascade_route,
     live_cascade_out,
@@ -56,9 +55,8 @@ from judgefuse.service.judging.cascade_serving import (
     walk_cascade,
 )
 from judgefuse.service.judging.pairing import routing_threshold
-from judgefuse.service.judging.panels import PanelRuntime
-from judgefuse.service.judging.posted_votes import posted_votes
-from judgefuse.service.judging.request_checks import check_request, check_verdict_id
+from judgefuse.service.judging.panels import PanelRuntime, find_runtime
+from judgefuse.service.judging.request_checks import CheckedRequest, RequestChecks, check_verdict_id
 from judgefuse.service.judging.routing import route_verdict
 from judgefuse.service.judging.single_flight import SingleFlight, join_or_judge
 from judgefuse.service.judging.verdict_ids import VerdictIds
@@ -141,6 +139,8 @@ class Gateway:
         self.panel_structure = PanelEstimatesCache(settings.panel_structure_ttl_s)
         """``GET /v1/calibration``'s panel_structure, per panel, for ``panel_structure_ttl_s``."""
         self.admission = Admission.from_settings(settings, self.metrics)
+        self.checks = RequestChecks(settings, panels, self.default_panel)
+        """What a request passes once, before any judge call (:mod:`judgefuse.service.judging.request_checks`)."""
         self.verdict_ids = VerdictIds()
         """Ids of new verdicts (uuid4-shaped, drawn in batches: :mod:`judgefuse.service.judging.verdict_ids`)."""
         self.replica_id = uuid.uuid4().hex
@@ -163,11 +163,7 @@ class Gateway:
 
     # ------------------------------------------------------------------ panels and state
     def runtime(self, name: str | None, *, field: str = "body.panel") -> PanelRuntime:
-        name = name or self.default_panel
-        runtime = self.panels.get(name)
-        if runtime is None:
-            raise FieldProblem(field, f"unknown panel {name!r}; panels: {', '.join(self.panels)}")
-        return runtime
+        return find_runtime(self.panels, name or self.default_panel, field=field)
 
     async def threshold(self, tenant: str, panel: str) -> ThresholdRecord | None:
         return await self.state.threshold(tenant, panel)
@@ -193,17 +189,6 @@ class Gateway:
         return runtime.default_method, None
 
     # ------------------------------------------------------------------ judging
-    def check_limits(self, request: JudgeRequest, prefix: str = "body") -> PanelRuntime:
-        """The checks a request passes before any judge is called: limits, panel, method
-        (422 naming the field under ``prefix``); returns the request's panel."""
-        check_request(request, self.settings.max_text_chars, prefix,
-                      max_metadata_depth=self.settings.max_metadata_depth,
-                      max_metadata_bytes=self.settings.max_metadata_bytes)
-        runtime = self.runtime(request.panel, field=f"{prefix}.panel")
-        if request.method is not None and not runtime.is_learned(request.method):
-            runtime.method(request.method, field=f"{prefix}.method")
-        return runtime
-
     async def _fuse(
         self, tenant: str, runtime: PanelRuntime, request: JudgeRequest, item: PairwiseItem,
         votes: list[JudgeVote],
@@ -227,36 +212,24 @@ class Gateway:
 
     async def judge(self, tenant: str, request: JudgeRequest, *, prefix: str = "body") -> VerdictOut:
         """One verdict: fan-out, quorum, fuse, route, stamp, store (and the inline label)."""
-        return await self._admitted(tenant, request, prefix, posted=None)
+        with self.admission.admit(tenant):
+            return await self._admitted(tenant, self.checks.item(request, prefix))
 
     async def fuse(self, tenant: str, request: FuseRequest, *, prefix: str = "body") -> VerdictOut:
         """One verdict from votes cast elsewhere: the same path as :meth:`judge` but for where
         the votes come from (checked against the panel before anything is stored)."""
-        runtime = self.runtime(request.panel, field=f"{prefix}.panel")
-        votes = posted_votes(runtime, request.votes, prefix=prefix)
-        return await self._admitted(tenant, request, prefix, posted=votes)
-
-    async def _admitted(
-        self, tenant: str, request: JudgeRequest, prefix: str, *, posted: list[JudgeVote] | None
-    ) -> VerdictOut:
-        """Admission first (over an in-flight limit: 429 before any judge call); then a request
-        with an ``id`` already in flight joins it (single_flight); else :meth:`_serve`."""
-
-        async def serve(tenant: str, request: JudgeRequest, *, prefix: str) -> VerdictOut:
-            return await self._serve(tenant, request, prefix, posted=posted)
-
         with self.admission.admit(tenant):
-            if request.id is None:
-                return await serve(tenant, request, prefix=prefix)
-            return await join_or_judge(self.single_flight, tenant, request, prefix,
-                                       self.check_limits, serve)
+            return await self._admitted(tenant, self.checks.item(request, prefix))
 
-    async def _serve(
-        self, tenant: str, request: JudgeRequest, prefix: str, *, posted: list[JudgeVote] | None
-    ) -> VerdictOut:
-        """The one decide-route-stamp-store path; ``posted`` votes replace the panel's fan-out."""
+    async def _admitted(self, tenant: str, checked: CheckedRequest) -> VerdictOut:
+        """An admitted, checked request: one with an ``id`` already in flight joins it
+        (single_flight); else :meth:`_serve`."""
+        return await join_or_judge(self.single_flight, tenant, checked, self._serve)
+
+    async def _serve(self, tenant: str, checked: CheckedRequest) -> VerdictOut:
+        """The one decide-route-stamp-store path; posted votes replace the panel's fan-out."""
         started = time.perf_counter()
-        runtime = self.check_limits(request, prefix)  # 422 before any judge call
+        request, runtime, prefix, posted = checked.request, checked.runtime, checked.prefix, checked.posted
         verdict_id = request.id or self.verdict_ids.new()
         if request.id is not None:
             existing = await self.storage.get_verdict(tenant, request.id)
@@ -393,18 +366,17 @@ class Gateway:
         self, tenant: str, requests: Sequence[JudgeRequest | InvalidItem]
     ) -> BatchResponse:
         """Each item answers for itself: a malformed item is its own 4xx in ``results`` (found
-        before any judge call, see :func:`batch_item_problems`); only a batch over the size
+        before any judge call, see :meth:`RequestChecks.batch`); only a batch over the size
         limit is refused whole."""
-        return await self._batch(tenant, requests, self.judge)
+        return await self._batch(tenant, requests)
 
     async def fuse_batch(self, tenant: str, requests: Sequence[FuseRequest]) -> BatchResponse:
         """As :meth:`judge_batch`; an item voting for a judge its panel does not have is that
-        item's 422 (``fuse`` checks the votes before storing anything)."""
-        return await self._batch(tenant, requests, self.fuse)
+        item's 422 (its votes are checked with the item, before anything is judged)."""
+        return await self._batch(tenant, requests)
 
     async def _batch(
-        self, tenant: str, requests: Sequence[JudgeRequest | InvalidItem],
-        serve: Callable[..., Awaitable[VerdictOut]],
+        self, tenant: str, requests: Sequence[JudgeRequest | InvalidItem]
     ) -> BatchResponse:
         limit = self.settings.max_batch_items
         if len(requests) > limit:
@@ -412,13 +384,14 @@ class Gateway:
                 f"batch of {len(requests)} items; at most {limit} per request",
                 fields=[("body.items", f"at most {limit} items")],
             )
-        problems = batch_item_problems(requests, self.check_limits)
+        checked = self.checks.batch(requests)
 
-        async def one(i: int, request: JudgeRequest | InvalidItem) -> BatchResult:
+        async def one(i: int, item: CheckedRequest | ServiceError) -> BatchResult:
             try:
-                if isinstance(request, InvalidItem) or i in problems:
-                    raise problems[i]
-                verdict = await serve(tenant, request, prefix=f"body.items[{i}]")
+                if isinstance(item, ServiceError):
+                    raise item
+                with self.admission.admit(tenant):
+                    verdict = await self._admitted(tenant, item)
                 return BatchResult(index=i, status=200, verdict=verdict)
             except ServiceError as exc:
                 return BatchResult(index=i, status=exc.status, error=exc.body())
@@ -427,7 +400,7 @@ class Gateway:
                 status = 503 if isinstance(exc, StorageUnavailable) else 500
                 return BatchResult(index=i, status=status, error={"error": "storage error"})
 
-        results = await asyncio.gather(*(one(i, r) for i, r in enumerate(requests)))
+        results = await asyncio.gather(*(one(i, item) for i, item in enumerate(checked)))
         n_ok = sum(1 for r in results if r.status == 200)
         cost = CostOut.total(r.verdict.cost for r in results if r.verdict is not None)
         return BatchResponse(results=list(results), n_ok=n_ok, n_failed=len(results) - n_ok,

@@ -27,7 +27,7 @@ from judgefuse.fusion.cascade import Cascade, cascade_from_config
 from judgefuse.judges.panel import Panel
 from judgefuse.service.errors import FieldProblem
 
-__all__ = ["PanelRuntime"]
+__all__ = ["PanelRuntime", "find_runtime"]
 
 
 class PanelRuntime:
@@ -163,3 +163,11 @@ class PanelRuntime:
     async def aclose(self) -> None:
         if self.fuser is not None:
             await self.fuser.aclose()
+
+
+def find_runtime(panels: Mapping[str, PanelRuntime], name: str, *, field: str) -> PanelRuntime:
+    """The panel called ``name``; FieldProblem naming ``field`` (and the panels there are) else."""
+    runtime = panels.get(name)
+    if runtime is None:
+        raise FieldProblem(field, f"unknown panel {name!r}; panels: {', '.join(panels)}")
+    return runtime

@@ -9,19 +9,36 @@ after the judges had been paid for); an id no verdict can have is simply not fou
 "Empty" means nothing visible: whitespace, format characters (zero-width space, joiners, BOM,
 bidi marks: Unicode category Cf), control characters, and the blank fillers that render as
 nothing, so an answer of ``"\\u200b"`` counts as empty.
+
+A request is checked once, at the edge (:class:`RequestChecks`): its limits, its panel, its
+``method`` and, for ``/v1/fuse``, its votes (:func:`~judgefuse.service.judging.posted_votes.posted_votes`).
+What passes is a :class:`CheckedRequest`, which the rest of the path takes and never checks
+again. A batch is checked item by item before any item is judged (:meth:`RequestChecks.batch`):
+an item that failed the schema (:class:`~judgefuse.service.schemas.InvalidItem`), fails a check,
+or repeats an earlier item's id gets its own 4xx in ``results``; the other items are judged as
+usual. (Before, one such item refused the whole batch, or, when it failed only at storage time,
+turned the batch into a 500 after the good items had been stored.)
 """
 
 from __future__ import annotations
 
 import json
 import unicodedata
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from judgefuse.service.errors import FieldProblem
-from judgefuse.service.schemas import JudgeRequest
+from judgefuse.judges.types import JudgeVote
+from judgefuse.service.errors import FieldProblem, InvalidFields, ServiceError
+from judgefuse.service.judging.panels import PanelRuntime, find_runtime
+from judgefuse.service.judging.posted_votes import posted_votes
+from judgefuse.service.schemas import FuseRequest, InvalidItem, JudgeRequest
+from judgefuse.service.settings import Settings
 from judgefuse.service.storage import VerdictNotFound
 
 __all__ = [
+    "CheckedRequest",
+    "RequestChecks",
     "check_request",
     "check_verdict_id",
     "encodable",
@@ -32,6 +49,69 @@ __all__ = [
 _INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp"})
 _BLANK_FILLERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
 """Hangul fillers and the blank Braille pattern: letters/symbols by category, blank on screen."""
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedRequest:
+    """A request that passed :meth:`RequestChecks.item`: the rest of the path takes this, and
+    checks nothing again."""
+
+    request: JudgeRequest
+    runtime: PanelRuntime
+    """The panel the request names (or the default one)."""
+    prefix: str
+    """Where the request sits in the body (``body``, ``body.items[3]``): errors name fields under it."""
+    posted: list[JudgeVote] | None = None
+    """``/v1/fuse``: the request's own votes in the panel's shape; None: the panel's judges vote."""
+
+
+class RequestChecks:
+    """The checks every request passes before any judge is called (module docstring)."""
+
+    def __init__(self, settings: Settings, panels: Mapping[str, PanelRuntime], default_panel: str) -> None:
+        self.settings = settings
+        self.panels = panels
+        self.default_panel = default_panel
+
+    def item(self, request: JudgeRequest, prefix: str = "body") -> CheckedRequest:
+        """Limits, panel, method, posted votes, in that order; a 422 naming the field under
+        ``prefix`` for the first that fails."""
+        settings = self.settings
+        check_request(request, settings.max_text_chars, prefix,
+                      max_metadata_depth=settings.max_metadata_depth,
+                      max_metadata_bytes=settings.max_metadata_bytes)
+        runtime = find_runtime(self.panels, request.panel or self.default_panel,
+                               field=f"{prefix}.panel")
+        if request.method is not None and not runtime.is_learned(request.method):
+            runtime.method(request.method, field=f"{prefix}.method")
+        posted = None
+        if isinstance(request, FuseRequest):
+            posted = posted_votes(runtime, request.votes, prefix=prefix)
+        return CheckedRequest(request, runtime, prefix, posted)
+
+    def batch(
+        self, items: Sequence[JudgeRequest | InvalidItem]
+    ) -> list[CheckedRequest | ServiceError]:
+        """Each item checked (under ``body.items[i]``), or the error it answers with."""
+        checked: list[CheckedRequest | ServiceError] = []
+        first_with_id: dict[str, int] = {}
+        for i, item in enumerate(items):
+            prefix = f"body.items[{i}]"
+            if isinstance(item, InvalidItem):
+                checked.append(InvalidFields.of_pydantic(prefix, item.errors))
+                continue
+            try:
+                one = self.item(item, prefix)
+            except ServiceError as exc:
+                checked.append(exc)
+                continue
+            if item.id is not None:
+                earlier = first_with_id.setdefault(item.id, i)
+                if earlier != i:
+                    checked.append(FieldProblem(f"{prefix}.id", f"the same id as body.items[{earlier}]"))
+                    continue
+            checked.append(one)
+        return checked
 
 
 def check_request(

@@ -33,8 +33,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from judgefuse.service.errors import Conflict
-from judgefuse.service.judging.panels import PanelRuntime
-from judgefuse.service.schemas import JudgeRequest
+from judgefuse.service.judging.request_checks import CheckedRequest
 from judgefuse.service.storage import Storage
 
 __all__ = ["DifferentItemInFlight", "SingleFlight", "join_or_judge"]
@@ -143,26 +142,25 @@ class SingleFlight(Generic[T]):
 
 
 async def join_or_judge(
-    flights: SingleFlight[T], tenant: str, request: JudgeRequest, prefix: str,
-    check: Callable[[JudgeRequest, str], PanelRuntime],
-    judge_once: Callable[..., Awaitable[T]],
+    flights: SingleFlight[T], tenant: str, checked: CheckedRequest,
+    judge_once: Callable[[str, CheckedRequest], Awaitable[T]],
 ) -> T:
-    """``Gateway.judge`` for a request with an id: validated first by ``check`` (an invalid
-    request never joins a valid one), then led or joined. The fingerprint is what the replay
-    path compares (panel, question, answers), so "the same item" means the same thing in flight
-    and after. A joiner with an inline label runs the replay path once the verdict is stored,
-    so its label is applied too."""
-    runtime = check(request, prefix)
+    """``judge_once(tenant, checked)`` for a request without an id; with one, led or joined.
+    The request was checked already (an invalid request never joins a valid one). The
+    fingerprint is what the replay path compares (panel, question, answers), so "the same item"
+    means the same thing in flight and after. A joiner with an inline label runs the replay
+    path once the verdict is stored, so its label is applied too."""
+    request = checked.request
     if request.id is None:
-        return await judge_once(tenant, request, prefix=prefix)
-    fingerprint = (runtime.name, request.question, request.answer_a, request.answer_b)
+        return await judge_once(tenant, checked)
+    fingerprint = (checked.runtime.name, request.question, request.answer_a, request.answer_b)
     try:
         result, led = await flights.run(
-            tenant, request.id, fingerprint, lambda: judge_once(tenant, request, prefix=prefix)
+            tenant, request.id, fingerprint, lambda: judge_once(tenant, checked)
         )
     except DifferentItemInFlight:
         raise Conflict(f"verdict id {request.id!r} is already used",
-                       fields=[(f"{prefix}.id", "already used")]) from None
+                       fields=[(f"{checked.prefix}.id", "already used")]) from None
     if led or request.label is None:
         return result
-    return await judge_once(tenant, request, prefix=prefix)
+    return await judge_once(tenant, checked)
