@@ -39,7 +39,7 @@ import asyncio
 import json
 import random
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
@@ -50,26 +50,17 @@ from pydantic import ValidationError
 
 from judgefuse.judges.types import Letter
 from judgefuse.service.storage.base import (
+    Increments,
     IncrementsFn,
     Number,
     Storage,
     StorageCorrupt,
     StorageError,
     StorageUnavailable,
+    V,
     VerdictExists,
     VerdictNotFound,
-    check_iter_args,
-    check_lease,
-    check_limit,
-    check_name,
-    check_named_lease,
-    check_retention_args,
-    check_state_put,
-    check_tenant,
-    check_verdict_record,
-    check_versioned,
-    checked_increments,
-    clock,
+    VersionedKind,
     hour_of,
     labelled_copy,
     net_increments,
@@ -95,23 +86,21 @@ from judgefuse.service.storage.postgres.review import stats as review_stats_of
 from judgefuse.service.storage.postgres.schema import SCHEMA_VERSION, create_schema
 from judgefuse.service.storage.records import (
     LabelOutcome,
-    ModelRecord,
-    MonitorEvent,
     ReviewLease,
     StateBlob,
     StratumCounts,
-    ThresholdRecord,
     VerdictRecord,
 )
 from judgefuse.service.storage.retention import RetentionReport
 
 T = TypeVar("T")
-V = TypeVar("V", ThresholdRecord, ModelRecord, MonitorEvent)
 
 __all__ = ["SCHEMA_VERSION", "PostgresStorage"]
 
 _RETRYABLE = (psycopg.errors.SerializationFailure, psycopg.errors.DeadlockDetected)
-_VERSIONED = {"thresholds": "threshold", "models": "model", "monitor_events": "monitor_event"}
+_TABLES: dict[VersionedKind, str] = {
+    "threshold": "thresholds", "model": "models", "monitor_event": "monitor_events",
+}
 _SERVER_NOW = "extract(epoch from clock_timestamp())"
 _CLAIM_COMMIT = "SELECT set_config('synchronous_commit', 'off', true)"
 """Claims are leases of seconds that only save judge calls: their commits do not wait for the
@@ -321,14 +310,7 @@ class PostgresStorage(Storage):
                 f"postgresql: stored verdict record is invalid ({exc.error_count()} errors)"
             ) from exc
 
-    async def save_verdict(
-        self,
-        tenant: str,
-        record: VerdictRecord,
-        increments: Mapping[str, Mapping[str, Number]] | None = None,
-    ) -> None:
-        check_verdict_record(tenant, record)
-        net = checked_increments(increments)
+    async def _save_verdict(self, tenant: str, record: VerdictRecord, net: Increments) -> None:
         body = record.model_dump_json()
         created = record.created_at
         await self._ensure_day(day_of(created))
@@ -390,10 +372,7 @@ class PostgresStorage(Storage):
         found = await cur.fetchone()
         return None if found is None else (float(row[0]), str(found[0]))
 
-    async def get_verdict(self, tenant: str, verdict_id: str) -> VerdictRecord | None:
-        check_tenant(tenant)
-        check_name("verdict id", verdict_id)
-
+    async def _get_verdict(self, tenant: str, verdict_id: str) -> VerdictRecord | None:
         async def read(conn: psycopg.AsyncConnection) -> str | None:
             cur = await conn.execute(
                 "SELECT v.body FROM verdict_ids i JOIN verdicts v ON v.created_at = i.created_at "
@@ -407,21 +386,9 @@ class PostgresStorage(Storage):
         return None if body is None else self._parse_record(body)
 
     # -- labels --------------------------------------------------------------------------------
-    async def set_label(
-        self,
-        tenant: str,
-        verdict_id: str,
-        label: Letter,
-        increments: IncrementsFn,
-        *,
-        labelled_at: float | None = None,
+    async def _set_label(
+        self, tenant: str, verdict_id: str, label: Letter, increments: IncrementsFn, when: float
     ) -> LabelOutcome:
-        check_tenant(tenant)
-        check_name("verdict id", verdict_id)
-        if label not in ("A", "B"):
-            raise ValueError(f"label must be 'A' or 'B', got {label!r}")
-        when = time.time() if labelled_at is None else float(labelled_at)
-
         async def txn(conn: psycopg.AsyncConnection) -> LabelOutcome:
             found = await self._locked_record(conn, tenant, verdict_id)
             if found is None:
@@ -450,22 +417,9 @@ class PostgresStorage(Storage):
         return await self._run("set_label", txn)
 
     # -- review queue --------------------------------------------------------------------------
-    async def lease_review(
-        self,
-        tenant: str,
-        panel: str,
-        *,
-        n: int,
-        annotator: str,
-        lease_s: float,
-        now: float | None = None,
+    async def _lease_review(
+        self, tenant: str, panel: str, n: int, annotator: str, at: float, expires_at: float
     ) -> list[ReviewLease]:
-        check_tenant(tenant)
-        check_name("panel", panel)
-        n, lease_s = check_lease(n, annotator, lease_s)
-        at = clock(now)
-        expires_at = at + lease_s
-
         async def txn(conn: psycopg.AsyncConnection) -> list[str]:
             ids = await lease_free(conn, tenant, panel, n, annotator, at, expires_at)
             if not ids:
@@ -490,24 +444,12 @@ class PostgresStorage(Storage):
             for body in bodies
         ]
 
-    async def release_review(
-        self, tenant: str, verdict_id: str, annotator: str, *, now: float | None = None
-    ) -> bool:
-        check_tenant(tenant)
-        check_name("verdict id", verdict_id)
-        check_name("annotator", annotator)
-        at = clock(now)
+    async def _release_review(self, tenant: str, verdict_id: str, annotator: str, at: float) -> bool:
         return await self._run(
             "release_review", lambda c: release_lease(c, tenant, verdict_id, annotator, at)
         )
 
-    async def review_stats(
-        self, tenant: str, panel: str, *, now: float | None = None
-    ) -> dict[str, StratumCounts]:
-        check_tenant(tenant)
-        check_name("panel", panel)
-        at = clock(now)
-
+    async def _review_stats(self, tenant: str, panel: str, at: float) -> dict[str, StratumCounts]:
         async def read(conn: psycopg.AsyncConnection) -> dict[str, StratumCounts]:
             # one snapshot for the counters and the live leases
             await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
@@ -516,13 +458,7 @@ class PostgresStorage(Storage):
         return await self._run("review_stats", read)
 
     # -- named leases ----------------------------------------------------------------------------
-    async def acquire_lease(
-        self, tenant: str, name: str, owner: str, *, ttl_s: float, now: float | None = None
-    ) -> bool:
-        check_tenant(tenant)
-        ttl = check_named_lease(name, owner, ttl_s)
-        at = clock(now)
-
+    async def _acquire_lease(self, tenant: str, name: str, owner: str, ttl: float, at: float) -> bool:
         async def write(conn: psycopg.AsyncConnection) -> bool:
             cur = await conn.execute(
                 "INSERT INTO leases AS l (tenant, name, owner, expires_at) "
@@ -535,11 +471,7 @@ class PostgresStorage(Storage):
 
         return await self._run("acquire_lease", write)
 
-    async def release_lease(self, tenant: str, name: str, owner: str) -> bool:
-        check_tenant(tenant)
-        check_name("lease name", name)
-        check_name("lease owner", owner)
-
+    async def _release_lease(self, tenant: str, name: str, owner: str) -> bool:
         async def write(conn: psycopg.AsyncConnection) -> bool:
             cur = await conn.execute(
                 "DELETE FROM leases WHERE tenant = %s AND name = %s AND owner = %s",
@@ -550,11 +482,7 @@ class PostgresStorage(Storage):
         return await self._run("release_lease", write)
 
     # -- in-flight claims (timed by the server's clock, shared by every replica) ----------------
-    async def claim_verdict_id(
-        self, tenant: str, verdict_id: str, owner: str, ttl_s: float
-    ) -> bool:
-        check_tenant(tenant)
-        check_name("verdict id", verdict_id)
+    async def _claim_verdict_id(self, tenant: str, verdict_id: str, owner: str, ttl_s: float) -> bool:
         ttl = max(0.001, float(ttl_s))
 
         async def write(conn: psycopg.AsyncConnection) -> bool:
@@ -571,10 +499,7 @@ class PostgresStorage(Storage):
 
         return await self._run("claim_verdict_id", write, transaction=False)
 
-    async def release_verdict_id(self, tenant: str, verdict_id: str, owner: str) -> None:
-        check_tenant(tenant)
-        check_name("verdict id", verdict_id)
-
+    async def _release_verdict_id(self, tenant: str, verdict_id: str, owner: str) -> None:
         async def write(conn: psycopg.AsyncConnection) -> None:
             await conn.execute(
                 f"WITH async_commit AS ({_CLAIM_COMMIT}) DELETE FROM verdict_claims "
@@ -585,10 +510,7 @@ class PostgresStorage(Storage):
 
         await self._run("release_verdict_id", write, transaction=False)
 
-    async def verdict_id_claimed(self, tenant: str, verdict_id: str) -> bool:
-        check_tenant(tenant)
-        check_name("verdict id", verdict_id)
-
+    async def _verdict_id_claimed(self, tenant: str, verdict_id: str) -> bool:
         async def read(conn: psycopg.AsyncConnection) -> bool:
             cur = await conn.execute(
                 "SELECT 1 FROM verdict_claims WHERE tenant = %s AND id = %s "
@@ -600,35 +522,24 @@ class PostgresStorage(Storage):
         return await self._run("verdict_id_claimed", read, transaction=False)
 
     # -- accumulators --------------------------------------------------------------------------
-    async def read_accumulator(
-        self,
-        tenant: str,
-        key: str,
-        *,
-        since_hour: int | None = None,
-        until_hour: int | None = None,
+    async def _read_accumulator(
+        self, tenant: str, key: str, since_hour: int | None, until_hour: int | None
     ) -> dict[str, Number]:
-        check_tenant(tenant)
-        check_name("accumulator key", key)
         return await self._run(
             "read_accumulator",
             lambda c: sum_accumulator(c, tenant, key, since_hour, until_hour),
             transaction=False,
         )
 
-    async def list_accumulators(self, tenant: str, prefix: str = "") -> list[str]:
-        check_tenant(tenant)
-        keys = await self._run(
+    async def _list_accumulators(self, tenant: str, prefix: str) -> list[str]:
+        return await self._run(
             "list_accumulators", lambda c: accumulator_keys(c, tenant, prefix), transaction=False
         )
-        return sorted(keys)
 
     # -- versioned records ---------------------------------------------------------------------
-    async def _put_versioned(self, table: str, tenant: str, panel: str, record: V) -> int:
-        check_tenant(tenant)
-        check_versioned(panel, record)
+    async def _put_versioned(self, kind: VersionedKind, tenant: str, panel: str, record: V) -> int:
         body = record.model_dump_json(exclude={"version"})
-        kind = _VERSIONED[table]  # table is one of three fixed names, never user input
+        table = _TABLES[kind]  # one of three fixed names, never user input
 
         async def txn(conn: psycopg.AsyncConnection) -> int:
             cur = await conn.execute(
@@ -659,11 +570,9 @@ class PostgresStorage(Storage):
             raise StorageCorrupt(f"postgresql: stored {cls.__name__} is invalid") from exc
 
     async def _get_versioned(
-        self, table: str, cls: type[V], tenant: str, panel: str, version: int | None
+        self, kind: VersionedKind, cls: type[V], tenant: str, panel: str, version: int | None
     ) -> V | None:
-        check_tenant(tenant)
-        check_name("panel", panel)
-        assert table in _VERSIONED
+        table = _TABLES[kind]
 
         async def read(conn: psycopg.AsyncConnection) -> tuple[int, str] | None:
             if version is None:
@@ -680,13 +589,11 @@ class PostgresStorage(Storage):
                 )
             return await cur.fetchone()
 
-        row = await self._run(f"get {_VERSIONED[table]}", read, transaction=False)
+        row = await self._run(f"get {kind}", read, transaction=False)
         return None if row is None else self._parse_versioned(cls, int(row[0]), row[1])
 
-    async def _history(self, table: str, cls: type[V], tenant: str, panel: str) -> list[V]:
-        check_tenant(tenant)
-        check_name("panel", panel)
-        assert table in _VERSIONED
+    async def _history(self, kind: VersionedKind, cls: type[V], tenant: str, panel: str) -> list[V]:
+        table = _TABLES[kind]
 
         async def read(conn: psycopg.AsyncConnection) -> list[tuple[int, str]]:
             cur = await conn.execute(
@@ -696,36 +603,11 @@ class PostgresStorage(Storage):
             )
             return await cur.fetchall()
 
-        rows = await self._run(f"{_VERSIONED[table]} history", read, transaction=False)
+        rows = await self._run(f"{kind} history", read, transaction=False)
         return [self._parse_versioned(cls, int(v), body) for v, body in rows]
 
-    async def put_threshold(self, tenant: str, panel: str, record: ThresholdRecord) -> int:
-        return await self._put_versioned("thresholds", tenant, panel, record)
-
-    async def get_threshold(
-        self, tenant: str, panel: str, *, version: int | None = None
-    ) -> ThresholdRecord | None:
-        return await self._get_versioned("thresholds", ThresholdRecord, tenant, panel, version)
-
-    async def threshold_history(self, tenant: str, panel: str) -> list[ThresholdRecord]:
-        return await self._history("thresholds", ThresholdRecord, tenant, panel)
-
-    async def put_model(self, tenant: str, panel: str, record: ModelRecord) -> int:
-        return await self._put_versioned("models", tenant, panel, record)
-
-    async def get_model(
-        self, tenant: str, panel: str, *, version: int | None = None
-    ) -> ModelRecord | None:
-        return await self._get_versioned("models", ModelRecord, tenant, panel, version)
-
-    async def model_history(self, tenant: str, panel: str) -> list[ModelRecord]:
-        return await self._history("models", ModelRecord, tenant, panel)
-
-    # -- state blobs and monitor events --------------------------------------------------------
-    async def get_state(self, tenant: str, key: str) -> StateBlob | None:
-        check_tenant(tenant)
-        check_name("state key", key)
-
+    # -- state blobs -----------------------------------------------------------------------------
+    async def _get_state(self, tenant: str, key: str) -> StateBlob | None:
         async def read(conn: psycopg.AsyncConnection) -> tuple[int, str] | None:
             cur = await conn.execute(
                 "SELECT version, body FROM state_blobs WHERE tenant = %s AND key = %s",
@@ -741,12 +623,7 @@ class PostgresStorage(Storage):
         except (ValueError, TypeError) as exc:
             raise StorageCorrupt(f"postgresql: stored state {key!r} is invalid") from exc
 
-    async def put_state(
-        self, tenant: str, key: str, body: dict[str, Any], *, expected_version: int
-    ) -> int | None:
-        check_tenant(tenant)
-        text = check_state_put(key, body, expected_version)
-
+    async def _put_state(self, tenant: str, key: str, text: str, expected_version: int) -> int | None:
         async def write(conn: psycopg.AsyncConnection) -> int | None:
             if expected_version == 0:
                 cur = await conn.execute(
@@ -765,24 +642,10 @@ class PostgresStorage(Storage):
 
         return await self._run("put_state", write)
 
-    async def put_monitor_event(self, tenant: str, panel: str, event: MonitorEvent) -> int:
-        return await self._put_versioned("monitor_events", tenant, panel, event)
-
-    async def monitor_events(
-        self, tenant: str, panel: str, *, limit: int | None = None
-    ) -> list[MonitorEvent]:
-        check_limit(limit)
-        events = await self._history("monitor_events", MonitorEvent, tenant, panel)
-        return events if limit is None else events[len(events) - limit:] if limit else []
-
     # -- labelled records ----------------------------------------------------------------------
-    async def iter_labelled(
-        self, tenant: str, panel: str | None = None, *, limit: int | None = None
+    async def _iter_labelled(
+        self, tenant: str, panel: str | None, limit: int | None
     ) -> list[VerdictRecord]:
-        check_tenant(tenant)
-        check_limit(limit)
-        if panel is not None:
-            check_name("panel", panel)
         sql = "SELECT body FROM verdicts WHERE tenant = %s AND label IS NOT NULL"
         params: list[Any] = [tenant]
         if panel is not None:
@@ -800,13 +663,7 @@ class PostgresStorage(Storage):
         bodies = await self._run("iter_labelled", read, transaction=False)
         return [self._parse_record(body) for body in bodies]
 
-    async def iter_recent(self, tenant: str, panel: str, *, limit: int) -> list[VerdictRecord]:
-        """The panel's newest ``limit`` records, labelled or not, newest ``created_at`` first
-        (ties: id desc): the unlabelled votes a label-free fit (Dawid-Skene's cold start) reads."""
-        check_tenant(tenant)
-        check_limit(limit)
-        check_name("panel", panel)
-
+    async def _iter_recent(self, tenant: str, panel: str, limit: int) -> list[VerdictRecord]:
         async def read(conn: psycopg.AsyncConnection) -> list[str]:
             cur = await conn.execute(
                 "SELECT body FROM verdicts WHERE tenant = %s AND panel = %s "
@@ -818,12 +675,10 @@ class PostgresStorage(Storage):
         bodies = await self._run("iter_recent", read, transaction=False)
         return [self._parse_record(body) for body in bodies]
 
-    async def count_labelled(self, tenant: str, panel: str | None = None) -> int:
-        check_tenant(tenant)
+    async def _count_labelled(self, tenant: str, panel: str | None) -> int:
         sql = "SELECT count(*) FROM verdicts WHERE tenant = %s AND label IS NOT NULL"
         params: list[Any] = [tenant]
         if panel is not None:
-            check_name("panel", panel)
             sql += " AND panel = %s"
             params.append(panel)
 
@@ -835,20 +690,10 @@ class PostgresStorage(Storage):
         return await self._run("count_labelled", read, transaction=False)
 
     # -- retention and export ------------------------------------------------------------------
-    async def iter_records(
-        self,
-        tenant: str | None = None,
-        *,
-        panel: str | None = None,
-        since: float | None = None,
-        until: float | None = None,
-        labelled_only: bool = False,
-        batch_size: int = 1000,
-    ) -> AsyncIterator[VerdictRecord]:
-        """Stream verdict records (every tenant when ``tenant`` is None) in (created_at, tenant,
-        id) ascending order, ``batch_size`` rows per query by keyset pagination: constant memory
-        on millions of rows; records written during the scan may or may not appear."""
-        check_iter_args(tenant, panel, since, until, batch_size)
+    async def _iter_records(
+        self, tenant: str | None, panel: str | None, since: float | None, until: float | None,
+        labelled_only: bool, batch_size: int,
+    ) -> AsyncGenerator[VerdictRecord, None]:
         after: tuple[float, str, str] | None = None
         while True:
             key = after
@@ -868,17 +713,9 @@ class PostgresStorage(Storage):
             if len(rows) < batch_size:
                 return
 
-    async def apply_retention(
-        self, *, older_than: float, keep_labelled: int, now: float | None = None
-    ) -> RetentionReport:
-        """Delete verdict records with created_at < older_than (every tenant), except records
-        pending review (queued and unlabelled) and, per (tenant, panel), the newest
-        ``keep_labelled`` labelled records (the refit's window): whole day partitions are
-        dropped after their kept rows move to the default partition (see
-        :mod:`.retention`). Accumulators, counters, thresholds, models, state blobs
-        and monitor events are never touched. Idempotent; safe to run while traffic is served."""
-        cut, keep = check_retention_args(older_than, keep_labelled)
-        clock(now)  # validated; the cut is absolute, the pass needs no clock
+    async def _apply_retention(self, cut: float, keep: int) -> RetentionReport:
+        """Whole day partitions are dropped after their kept rows move to the default partition
+        (see :mod:`.retention`)."""
         report = await self._run(
             "apply_retention", lambda c: retain(c, cut, keep), transaction=False
         )

@@ -104,11 +104,10 @@ import heapq
 import json
 import math
 import re
-import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from contextlib import contextmanager
 from importlib import resources
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
 import redis.asyncio as aioredis
 import redis.exceptions as rexc
@@ -126,20 +125,10 @@ from judgefuse.service.storage.base import (
     StorageCorrupt,
     StorageError,
     StorageUnavailable,
+    V,
     VerdictExists,
     VerdictNotFound,
-    check_iter_args,
-    check_lease,
-    check_limit,
-    check_name,
-    check_named_lease,
-    check_retention_args,
-    check_state_put,
-    check_tenant,
-    check_verdict_record,
-    check_versioned,
-    checked_increments,
-    clock,
+    VersionedKind,
     hour_of,
     labelled_copy,
     net_increments,
@@ -148,19 +137,16 @@ from judgefuse.service.storage.base import (
 )
 from judgefuse.service.storage.records import (
     LabelOutcome,
-    ModelRecord,
-    MonitorEvent,
     ReviewLease,
     StateBlob,
     StratumCounts,
-    ThresholdRecord,
     VerdictRecord,
 )
 from judgefuse.service.storage.retention import RetentionReport
 from judgefuse.service.storage.url_secrets import redact_url as _redact_url
 from judgefuse.service.storage.url_secrets import secret_forms
 
-V = TypeVar("V", ThresholdRecord, ModelRecord, MonitorEvent)
+_VERSIONED_KEYS: dict[VersionedKind, str] = {"threshold": "thr", "model": "model", "monitor_event": "mevent"}
 _INT_RE = re.compile(r"^-?[0-9]+$")
 TENANTS_KEY = "jf:tenants"
 """Set of every tenant that saved a verdict (``iter_records`` and ``apply_retention`` over every
@@ -352,14 +338,7 @@ class RedisStorage(Storage):
             for field, delta in fields.items():
                 args += [field, repr(delta)]
 
-    async def save_verdict(
-        self,
-        tenant: str,
-        record: VerdictRecord,
-        increments: Mapping[str, Mapping[str, Number]] | None = None,
-    ) -> None:
-        check_verdict_record(tenant, record)
-        net = checked_increments(increments)
+    async def _save_verdict(self, tenant: str, record: VerdictRecord, net: Increments) -> None:
         hour = hour_of(record.created_at)
         review = self._review_keys(tenant, record.panel)
         stamp = record.review
@@ -407,19 +386,13 @@ class RedisStorage(Storage):
                 f"redis: stored verdict record is invalid ({exc.error_count()} errors)"
             ) from exc
 
-    async def get_verdict(self, tenant: str, verdict_id: str) -> VerdictRecord | None:
-        check_tenant(tenant)
-        check_name("verdict id", verdict_id)
+    async def _get_verdict(self, tenant: str, verdict_id: str) -> VerdictRecord | None:
         with self._errors("get_verdict"):
             raw = await self.client.get(self._k(tenant, "v", verdict_id))
         return None if raw is None else self._parse_record(raw)
 
     # -- in-flight claims ----------------------------------------------------------------------
-    async def claim_verdict_id(
-        self, tenant: str, verdict_id: str, owner: str, ttl_s: float
-    ) -> bool:
-        check_tenant(tenant)
-        check_name("verdict id", verdict_id)
+    async def _claim_verdict_id(self, tenant: str, verdict_id: str, owner: str, ttl_s: float) -> bool:
         ttl_ms = max(1, int(ttl_s * 1000))
         with self._errors("claim_verdict_id"):
             held = await self._claim_script(
@@ -427,33 +400,18 @@ class RedisStorage(Storage):
             )
         return int(held) == 1
 
-    async def release_verdict_id(self, tenant: str, verdict_id: str, owner: str) -> None:
-        check_tenant(tenant)
-        check_name("verdict id", verdict_id)
+    async def _release_verdict_id(self, tenant: str, verdict_id: str, owner: str) -> None:
         with self._errors("release_verdict_id"):
             await self._release_claim_script(keys=[self._k(tenant, "claim", verdict_id)], args=[owner])
 
-    async def verdict_id_claimed(self, tenant: str, verdict_id: str) -> bool:
-        check_tenant(tenant)
-        check_name("verdict id", verdict_id)
+    async def _verdict_id_claimed(self, tenant: str, verdict_id: str) -> bool:
         with self._errors("verdict_id_claimed"):
             return bool(await self.client.exists(self._k(tenant, "claim", verdict_id)))
 
     # -- labels --------------------------------------------------------------------------------
-    async def set_label(
-        self,
-        tenant: str,
-        verdict_id: str,
-        label: Letter,
-        increments: IncrementsFn,
-        *,
-        labelled_at: float | None = None,
+    async def _set_label(
+        self, tenant: str, verdict_id: str, label: Letter, increments: IncrementsFn, when: float
     ) -> LabelOutcome:
-        check_tenant(tenant)
-        check_name("verdict id", verdict_id)
-        if label not in ("A", "B"):
-            raise ValueError(f"label must be 'A' or 'B', got {label!r}")
-        when = time.time() if labelled_at is None else float(labelled_at)
         record_key = self._k(tenant, "v", verdict_id)
         for _ in range(self.max_cas_attempts):
             with self._errors("set_label"):
@@ -511,21 +469,9 @@ class RedisStorage(Storage):
         )
 
     # -- review queue --------------------------------------------------------------------------
-    async def lease_review(
-        self,
-        tenant: str,
-        panel: str,
-        *,
-        n: int,
-        annotator: str,
-        lease_s: float,
-        now: float | None = None,
+    async def _lease_review(
+        self, tenant: str, panel: str, n: int, annotator: str, at: float, expires_at: float
     ) -> list[ReviewLease]:
-        check_tenant(tenant)
-        check_name("panel", panel)
-        n, lease_s = check_lease(n, annotator, lease_s)
-        at = clock(now)
-        expires_at = at + lease_s
         review = self._review_keys(tenant, panel)
         keys = [review[k] for k in ("queue", "strata", "owners", "leases:review", "leases:audit")]
         with self._errors("lease_review"):
@@ -548,14 +494,8 @@ class RedisStorage(Storage):
             )
         return leases
 
-    async def release_review(
-        self, tenant: str, verdict_id: str, annotator: str, *, now: float | None = None
-    ) -> bool:
-        check_tenant(tenant)
-        check_name("verdict id", verdict_id)
-        check_name("annotator", annotator)
-        at = clock(now)
-        record = await self.get_verdict(tenant, verdict_id)  # for its panel (never rewritten)
+    async def _release_review(self, tenant: str, verdict_id: str, annotator: str, at: float) -> bool:
+        record = await self._get_verdict(tenant, verdict_id)  # for its panel (never rewritten)
         if record is None or record.review is None or not record.review.queued:
             return False
         review = self._review_keys(tenant, record.panel)
@@ -566,12 +506,7 @@ class RedisStorage(Storage):
             )
         return int(result) == 1
 
-    async def review_stats(
-        self, tenant: str, panel: str, *, now: float | None = None
-    ) -> dict[str, StratumCounts]:
-        check_tenant(tenant)
-        check_name("panel", panel)
-        at = clock(now)
+    async def _review_stats(self, tenant: str, panel: str, at: float) -> dict[str, StratumCounts]:
         review = self._review_keys(tenant, panel)
         with self._errors("review_stats"):
             async with self.client.pipeline(transaction=True) as pipe:  # one snapshot
@@ -583,12 +518,7 @@ class RedisStorage(Storage):
         return stats_from_counters(counters, {"review": live_review, "audit": live_audit})
 
     # -- named leases ----------------------------------------------------------------------------
-    async def acquire_lease(
-        self, tenant: str, name: str, owner: str, *, ttl_s: float, now: float | None = None
-    ) -> bool:
-        check_tenant(tenant)
-        ttl = check_named_lease(name, owner, ttl_s)
-        at = clock(now)
+    async def _acquire_lease(self, tenant: str, name: str, owner: str, ttl: float, at: float) -> bool:
         # the key also expires on the server (an hour after the lease) so dead leases vanish
         keep_ms = int((ttl + 3600) * 1000)
         with self._errors("acquire_lease"):
@@ -598,25 +528,15 @@ class RedisStorage(Storage):
             )
         return int(result) == 1
 
-    async def release_lease(self, tenant: str, name: str, owner: str) -> bool:
-        check_tenant(tenant)
-        check_name("lease name", name)
-        check_name("lease owner", owner)
+    async def _release_lease(self, tenant: str, name: str, owner: str) -> bool:
         with self._errors("release_lease"):
             result = await self._release_named_script(keys=[self._k(tenant, "lease", name)], args=[owner])
         return int(result) == 1
 
     # -- accumulators --------------------------------------------------------------------------
-    async def read_accumulator(
-        self,
-        tenant: str,
-        key: str,
-        *,
-        since_hour: int | None = None,
-        until_hour: int | None = None,
+    async def _read_accumulator(
+        self, tenant: str, key: str, since_hour: int | None, until_hour: int | None
     ) -> dict[str, Number]:
-        check_tenant(tenant)
-        check_name("accumulator key", key)
         with self._errors("read_accumulator"):
             if since_hour is None and until_hour is None:
                 raw = await self.client.hgetall(self._k(tenant, "acc", "total", key))
@@ -637,16 +557,14 @@ class RedisStorage(Storage):
                 total[field] = total[field] + number if field in total else number
         return total
 
-    async def list_accumulators(self, tenant: str, prefix: str = "") -> list[str]:
-        check_tenant(tenant)
+    async def _list_accumulators(self, tenant: str, prefix: str) -> list[str]:
         with self._errors("list_accumulators"):
             keys = await self.client.zrange(self._k(tenant, "acc", "keys"), 0, -1)
-        return sorted(name for name in map(_text, keys) if name.startswith(prefix))
+        return [name for name in map(_text, keys) if name.startswith(prefix)]
 
     # -- versioned records ---------------------------------------------------------------------
-    async def _put_versioned(self, kind: str, tenant: str, panel: str, record: V) -> int:
-        check_tenant(tenant)
-        check_versioned(panel, record)
+    async def _put_versioned(self, what: VersionedKind, tenant: str, panel: str, record: V) -> int:
+        kind = _VERSIONED_KEYS[what]
         with self._errors(f"put {kind}"):
             version = await self._put_script(
                 keys=[self._k(tenant, f"{kind}seq", panel), self._k(tenant, kind, panel)],
@@ -664,10 +582,9 @@ class RedisStorage(Storage):
             raise StorageCorrupt(f"redis: stored {model_cls.__name__} is invalid") from exc
 
     async def _get_versioned(
-        self, kind: str, cls: type[V], tenant: str, panel: str, version: int | None
+        self, what: VersionedKind, cls: type[V], tenant: str, panel: str, version: int | None
     ) -> V | None:
-        check_tenant(tenant)
-        check_name("panel", panel)
+        kind = _VERSIONED_KEYS[what]
         with self._errors(f"get {kind}"):
             if version is None:
                 latest = await self.client.get(self._k(tenant, f"{kind}seq", panel))
@@ -677,39 +594,14 @@ class RedisStorage(Storage):
             raw = await self.client.hget(self._k(tenant, kind, panel), str(int(version)))
         return None if raw is None else self._parse_versioned(cls, int(version), raw)
 
-    async def _history(self, kind: str, cls: type[V], tenant: str, panel: str) -> list[V]:
-        check_tenant(tenant)
-        check_name("panel", panel)
+    async def _history(self, what: VersionedKind, cls: type[V], tenant: str, panel: str) -> list[V]:
+        kind = _VERSIONED_KEYS[what]
         with self._errors(f"{kind} history"):
             raw = await self.client.hgetall(self._k(tenant, kind, panel))
         return [self._parse_versioned(cls, int(v), raw[v]) for v in sorted(raw, key=int)]
 
-    async def put_threshold(self, tenant: str, panel: str, record: ThresholdRecord) -> int:
-        return await self._put_versioned("thr", tenant, panel, record)
-
-    async def get_threshold(
-        self, tenant: str, panel: str, *, version: int | None = None
-    ) -> ThresholdRecord | None:
-        return await self._get_versioned("thr", ThresholdRecord, tenant, panel, version)
-
-    async def threshold_history(self, tenant: str, panel: str) -> list[ThresholdRecord]:
-        return await self._history("thr", ThresholdRecord, tenant, panel)
-
-    async def put_model(self, tenant: str, panel: str, record: ModelRecord) -> int:
-        return await self._put_versioned("model", tenant, panel, record)
-
-    async def get_model(
-        self, tenant: str, panel: str, *, version: int | None = None
-    ) -> ModelRecord | None:
-        return await self._get_versioned("model", ModelRecord, tenant, panel, version)
-
-    async def model_history(self, tenant: str, panel: str) -> list[ModelRecord]:
-        return await self._history("model", ModelRecord, tenant, panel)
-
-    # -- state blobs and monitor events --------------------------------------------------------
-    async def get_state(self, tenant: str, key: str) -> StateBlob | None:
-        check_tenant(tenant)
-        check_name("state key", key)
+    # -- state blobs -----------------------------------------------------------------------------
+    async def _get_state(self, tenant: str, key: str) -> StateBlob | None:
         with self._errors("get_state"):
             version, body = await self.client.hmget(self._k(tenant, "state", key), ["version", "body"])
         if version is None or body is None:
@@ -719,38 +611,21 @@ class RedisStorage(Storage):
         except (ValueError, TypeError) as exc:
             raise StorageCorrupt(f"redis: stored state {key!r} is invalid") from exc
 
-    async def put_state(
-        self, tenant: str, key: str, body: dict[str, Any], *, expected_version: int
-    ) -> int | None:
-        check_tenant(tenant)
-        text = check_state_put(key, body, expected_version)
+    async def _put_state(self, tenant: str, key: str, text: str, expected_version: int) -> int | None:
         with self._errors("put_state"):
             result = int(await self._put_state_script(
                 keys=[self._k(tenant, "state", key)], args=[str(expected_version), text]))
         return None if result < 0 else result
 
-    async def put_monitor_event(self, tenant: str, panel: str, event: MonitorEvent) -> int:
-        return await self._put_versioned("mevent", tenant, panel, event)
-
-    async def monitor_events(
-        self, tenant: str, panel: str, *, limit: int | None = None
-    ) -> list[MonitorEvent]:
-        check_limit(limit)
-        events = await self._history("mevent", MonitorEvent, tenant, panel)
-        return events if limit is None else events[len(events) - limit:] if limit else []
-
     # -- labelled records ----------------------------------------------------------------------
     def _labelled_key(self, tenant: str, panel: str | None) -> str:
         if panel is None:
             return self._k(tenant, "labelled")
-        check_name("panel", panel)
         return self._k(tenant, "labelled", "p", panel)
 
-    async def iter_labelled(
-        self, tenant: str, panel: str | None = None, *, limit: int | None = None
+    async def _iter_labelled(
+        self, tenant: str, panel: str | None, limit: int | None
     ) -> list[VerdictRecord]:
-        check_tenant(tenant)
-        check_limit(limit)
         if limit == 0:
             return []
         index = self._labelled_key(tenant, panel)
@@ -764,10 +639,7 @@ class RedisStorage(Storage):
     def _recent_key(self, tenant: str, panel: str) -> str:
         return self._k(tenant, "recent", "p", panel)
 
-    async def iter_recent(self, tenant: str, panel: str, *, limit: int) -> list[VerdictRecord]:
-        check_tenant(tenant)
-        check_limit(limit)
-        check_name("panel", panel)
+    async def _iter_recent(self, tenant: str, panel: str, limit: int) -> list[VerdictRecord]:
         if limit == 0:
             return []
         with self._errors("iter_recent"):
@@ -777,8 +649,7 @@ class RedisStorage(Storage):
             raws = await self.client.mget([self._k(tenant, "v", _text(i)) for i in ids])
         return [self._parse_record(raw) for raw in raws if raw is not None]
 
-    async def count_labelled(self, tenant: str, panel: str | None = None) -> int:
-        check_tenant(tenant)
+    async def _count_labelled(self, tenant: str, panel: str | None) -> int:
         index = self._labelled_key(tenant, panel)
         with self._errors("count_labelled"):
             return int(await self.client.zcard(index))
@@ -891,17 +762,10 @@ class RedisStorage(Storage):
                 return
             after = (page[-1][1], page[-1][0])
 
-    async def iter_records(
-        self,
-        tenant: str | None = None,
-        *,
-        panel: str | None = None,
-        since: float | None = None,
-        until: float | None = None,
-        labelled_only: bool = False,
-        batch_size: int = 1000,
-    ) -> AsyncIterator[VerdictRecord]:
-        check_iter_args(tenant, panel, since, until, batch_size)
+    async def _iter_records(
+        self, tenant: str | None, panel: str | None, since: float | None, until: float | None,
+        labelled_only: bool, batch_size: int,
+    ) -> AsyncGenerator[VerdictRecord, None]:
         tenants = [tenant] if tenant is not None else await self._tenants()
         streams = [
             self._tenant_records(t, panel, since, until, labelled_only, batch_size)
@@ -932,11 +796,7 @@ class RedisStorage(Storage):
                 self._labelled_key(tenant, panel), keep - 1, keep - 1, withscores=True)
         return None if not rows else (float(rows[0][1]), _text(rows[0][0]))
 
-    async def apply_retention(
-        self, *, older_than: float, keep_labelled: int, now: float | None = None
-    ) -> RetentionReport:
-        cutoff, keep = check_retention_args(older_than, keep_labelled)
-        clock(now)  # checked for the contract; the cut-off is the caller's
+    async def _apply_retention(self, cutoff: float, keep: int) -> RetentionReport:
         dropped = pending = labelled = 0
         for tenant in await self._tenants():
             index = self._k(tenant, "records")

@@ -40,8 +40,7 @@ import asyncio
 import functools
 import json
 import sqlite3
-import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -50,37 +49,25 @@ from pydantic import ValidationError
 
 from judgefuse.judges.types import Letter
 from judgefuse.service.storage.base import (
+    Increments,
     IncrementsFn,
     Number,
     Storage,
     StorageCorrupt,
     StorageError,
+    V,
     VerdictExists,
     VerdictNotFound,
-    check_iter_args,
-    check_lease,
-    check_limit,
-    check_name,
-    check_named_lease,
-    check_retention_args,
-    check_state_put,
-    check_tenant,
-    check_verdict_record,
-    check_versioned,
-    checked_increments,
-    clock,
+    VersionedKind,
     hour_of,
     labelled_copy,
     net_increments,
 )
 from judgefuse.service.storage.records import (
     LabelOutcome,
-    ModelRecord,
-    MonitorEvent,
     ReviewLease,
     StateBlob,
     StratumCounts,
-    ThresholdRecord,
     VerdictRecord,
 )
 from judgefuse.service.storage.retention import RetentionReport
@@ -110,7 +97,7 @@ from judgefuse.service.storage.sqlite.review import (
 from judgefuse.service.storage.sqlite.review import stats as review_stats_of
 from judgefuse.service.storage.sqlite.schema import SCHEMA_VERSION, create_schema
 from judgefuse.service.storage.sqlite.versioned import (
-    V,
+    VERSIONED_TABLES,
     insert_next_version,
     parse_versioned,
     select_history,
@@ -243,14 +230,7 @@ class SQLiteStorage(Storage):
             return False
 
     # -- verdicts ------------------------------------------------------------------------------
-    async def save_verdict(
-        self,
-        tenant: str,
-        record: VerdictRecord,
-        increments: Mapping[str, Mapping[str, Number]] | None = None,
-    ) -> None:
-        check_verdict_record(tenant, record)
-        net = checked_increments(increments)
+    async def _save_verdict(self, tenant: str, record: VerdictRecord, net: Increments) -> None:
         body = record.model_dump_json()
         hour = hour_of(record.created_at)
 
@@ -308,10 +288,7 @@ class SQLiteStorage(Storage):
                 f"sqlite: stored verdict record is invalid ({exc.error_count()} errors)"
             ) from exc
 
-    async def get_verdict(self, tenant: str, verdict_id: str) -> VerdictRecord | None:
-        check_tenant(tenant)
-        check_name("verdict id", verdict_id)
-
+    async def _get_verdict(self, tenant: str, verdict_id: str) -> VerdictRecord | None:
         def read(conn: sqlite3.Connection) -> str | None:
             row = conn.execute(
                 "SELECT body FROM verdicts WHERE tenant = ? AND id = ?", (tenant, verdict_id)
@@ -322,21 +299,9 @@ class SQLiteStorage(Storage):
         return None if body is None else self._parse_record(body)
 
     # -- labels --------------------------------------------------------------------------------
-    async def set_label(
-        self,
-        tenant: str,
-        verdict_id: str,
-        label: Letter,
-        increments: IncrementsFn,
-        *,
-        labelled_at: float | None = None,
+    async def _set_label(
+        self, tenant: str, verdict_id: str, label: Letter, increments: IncrementsFn, when: float
     ) -> LabelOutcome:
-        check_tenant(tenant)
-        check_name("verdict id", verdict_id)
-        if label not in ("A", "B"):
-            raise ValueError(f"label must be 'A' or 'B', got {label!r}")
-        when = time.time() if labelled_at is None else float(labelled_at)
-
         def txn(conn: sqlite3.Connection) -> LabelOutcome:
             row = conn.execute(
                 "SELECT body FROM verdicts WHERE tenant = ? AND id = ?", (tenant, verdict_id)
@@ -373,22 +338,9 @@ class SQLiteStorage(Storage):
         return await self._write_grouped("set_label", tenant, hour_box, touched, written, txn)
 
     # -- review queue --------------------------------------------------------------------------
-    async def lease_review(
-        self,
-        tenant: str,
-        panel: str,
-        *,
-        n: int,
-        annotator: str,
-        lease_s: float,
-        now: float | None = None,
+    async def _lease_review(
+        self, tenant: str, panel: str, n: int, annotator: str, at: float, expires_at: float
     ) -> list[ReviewLease]:
-        check_tenant(tenant)
-        check_name("panel", panel)
-        n, lease_s = check_lease(n, annotator, lease_s)
-        at = clock(now)
-        expires_at = at + lease_s
-
         def txn(conn: sqlite3.Connection) -> list[str]:
             ids = lease_free(conn, tenant, panel, n, annotator, at, expires_at)
             bodies = []
@@ -409,26 +361,13 @@ class SQLiteStorage(Storage):
             for body in bodies
         ]
 
-    async def release_review(
-        self, tenant: str, verdict_id: str, annotator: str, *, now: float | None = None
-    ) -> bool:
-        check_tenant(tenant)
-        check_name("verdict id", verdict_id)
-        check_name("annotator", annotator)
-        at = clock(now)
-
+    async def _release_review(self, tenant: str, verdict_id: str, annotator: str, at: float) -> bool:
         def txn(conn: sqlite3.Connection) -> bool:
             return release_lease(conn, tenant, verdict_id, annotator, at)
 
         return await self._run("release_review", lambda c: self._write(c, txn))
 
-    async def review_stats(
-        self, tenant: str, panel: str, *, now: float | None = None
-    ) -> dict[str, StratumCounts]:
-        check_tenant(tenant)
-        check_name("panel", panel)
-        at = clock(now)
-
+    async def _review_stats(self, tenant: str, panel: str, at: float) -> dict[str, StratumCounts]:
         def read(conn: sqlite3.Connection) -> dict[str, StratumCounts]:
             conn.execute("BEGIN")  # one snapshot for the counters and the live leases
             try:
@@ -439,13 +378,7 @@ class SQLiteStorage(Storage):
         return await self._run("review_stats", read)
 
     # -- named leases ----------------------------------------------------------------------------
-    async def acquire_lease(
-        self, tenant: str, name: str, owner: str, *, ttl_s: float, now: float | None = None
-    ) -> bool:
-        check_tenant(tenant)
-        ttl = check_named_lease(name, owner, ttl_s)
-        at = clock(now)
-
+    async def _acquire_lease(self, tenant: str, name: str, owner: str, ttl: float, at: float) -> bool:
         def txn(conn: sqlite3.Connection) -> bool:
             row = conn.execute(
                 "SELECT owner, expires_at FROM leases WHERE tenant = ? AND name = ?", (tenant, name)
@@ -462,11 +395,7 @@ class SQLiteStorage(Storage):
 
         return await self._run("acquire_lease", lambda c: self._write(c, txn))
 
-    async def release_lease(self, tenant: str, name: str, owner: str) -> bool:
-        check_tenant(tenant)
-        check_name("lease name", name)
-        check_name("lease owner", owner)
-
+    async def _release_lease(self, tenant: str, name: str, owner: str) -> bool:
         def txn(conn: sqlite3.Connection) -> bool:
             cursor = conn.execute(
                 "DELETE FROM leases WHERE tenant = ? AND name = ? AND owner = ?",
@@ -477,17 +406,9 @@ class SQLiteStorage(Storage):
         return await self._run("release_lease", lambda c: self._write(c, txn))
 
     # -- accumulators --------------------------------------------------------------------------
-    async def read_accumulator(
-        self,
-        tenant: str,
-        key: str,
-        *,
-        since_hour: int | None = None,
-        until_hour: int | None = None,
+    async def _read_accumulator(
+        self, tenant: str, key: str, since_hour: int | None, until_hour: int | None
     ) -> dict[str, Number]:
-        check_tenant(tenant)
-        check_name("accumulator key", key)
-
         entry = (
             tenant,
             key,
@@ -505,19 +426,12 @@ class SQLiteStorage(Storage):
 
         return await self._run("read_accumulator", read)
 
-    async def list_accumulators(self, tenant: str, prefix: str = "") -> list[str]:
-        check_tenant(tenant)
-
-        def read(conn: sqlite3.Connection) -> list[str]:
-            return accumulator_keys(conn, tenant, prefix)
-
-        keys = await self._run("list_accumulators", read)
-        return sorted(keys)  # Python's code-point order, the same as Redis's byte order for UTF-8
+    async def _list_accumulators(self, tenant: str, prefix: str) -> list[str]:
+        return await self._run("list_accumulators", lambda c: accumulator_keys(c, tenant, prefix))
 
     # -- versioned records ---------------------------------------------------------------------
-    async def _put_versioned(self, table: str, tenant: str, panel: str, record: V) -> int:
-        check_tenant(tenant)
-        check_versioned(panel, record)
+    async def _put_versioned(self, kind: VersionedKind, tenant: str, panel: str, record: V) -> int:
+        table = VERSIONED_TABLES[kind]
         body = record.model_dump_json(exclude={"version"})
 
         def txn(conn: sqlite3.Connection) -> int:
@@ -526,49 +440,23 @@ class SQLiteStorage(Storage):
         return await self._run(f"put {table}", lambda c: self._write(c, txn))
 
     async def _get_versioned(
-        self, table: str, cls: type[V], tenant: str, panel: str, version: int | None
+        self, kind: VersionedKind, cls: type[V], tenant: str, panel: str, version: int | None
     ) -> V | None:
-        check_tenant(tenant)
-        check_name("panel", panel)
+        table = VERSIONED_TABLES[kind]
         row = await self._run(
             f"get {table}", lambda c: select_version(c, table, tenant, panel, version)
         )
         return None if row is None else parse_versioned(cls, int(row[0]), row[1])
 
-    async def _history(self, table: str, cls: type[V], tenant: str, panel: str) -> list[V]:
-        check_tenant(tenant)
-        check_name("panel", panel)
+    async def _history(self, kind: VersionedKind, cls: type[V], tenant: str, panel: str) -> list[V]:
+        table = VERSIONED_TABLES[kind]
         rows = await self._run(
             f"{table} history", lambda c: select_history(c, table, tenant, panel)
         )
         return [parse_versioned(cls, int(v), body) for v, body in rows]
 
-    async def put_threshold(self, tenant: str, panel: str, record: ThresholdRecord) -> int:
-        return await self._put_versioned("thresholds", tenant, panel, record)
-
-    async def get_threshold(
-        self, tenant: str, panel: str, *, version: int | None = None
-    ) -> ThresholdRecord | None:
-        return await self._get_versioned("thresholds", ThresholdRecord, tenant, panel, version)
-
-    async def threshold_history(self, tenant: str, panel: str) -> list[ThresholdRecord]:
-        return await self._history("thresholds", ThresholdRecord, tenant, panel)
-
-    async def put_model(self, tenant: str, panel: str, record: ModelRecord) -> int:
-        return await self._put_versioned("models", tenant, panel, record)
-
-    async def get_model(
-        self, tenant: str, panel: str, *, version: int | None = None
-    ) -> ModelRecord | None:
-        return await self._get_versioned("models", ModelRecord, tenant, panel, version)
-
-    async def model_history(self, tenant: str, panel: str) -> list[ModelRecord]:
-        return await self._history("models", ModelRecord, tenant, panel)
-
-    # -- state blobs and monitor events --------------------------------------------------------
-    async def get_state(self, tenant: str, key: str) -> StateBlob | None:
-        check_tenant(tenant)
-        check_name("state key", key)
+    # -- state blobs -----------------------------------------------------------------------------
+    async def _get_state(self, tenant: str, key: str) -> StateBlob | None:
         row = await self._run("get_state", lambda c: c.execute(
             "SELECT version, body FROM state_blobs WHERE tenant = ? AND key = ?", (tenant, key)
         ).fetchone())
@@ -579,11 +467,7 @@ class SQLiteStorage(Storage):
         except (ValueError, TypeError) as exc:
             raise StorageCorrupt(f"sqlite: stored state {key!r} is invalid") from exc
 
-    async def put_state(
-        self, tenant: str, key: str, body: dict[str, Any], *, expected_version: int
-    ) -> int | None:
-        check_tenant(tenant)
-        text = check_state_put(key, body, expected_version)
+    async def _put_state(self, tenant: str, key: str, text: str, expected_version: int) -> int | None:
 
         def txn(conn: sqlite3.Connection) -> int | None:
             row = conn.execute(
@@ -601,24 +485,10 @@ class SQLiteStorage(Storage):
 
         return await self._run("put_state", lambda c: self._write(c, txn))
 
-    async def put_monitor_event(self, tenant: str, panel: str, event: MonitorEvent) -> int:
-        return await self._put_versioned("monitor_events", tenant, panel, event)
-
-    async def monitor_events(
-        self, tenant: str, panel: str, *, limit: int | None = None
-    ) -> list[MonitorEvent]:
-        check_limit(limit)
-        events = await self._history("monitor_events", MonitorEvent, tenant, panel)
-        return events if limit is None else events[len(events) - limit:] if limit else []
-
     # -- labelled records ----------------------------------------------------------------------
-    async def iter_labelled(
-        self, tenant: str, panel: str | None = None, *, limit: int | None = None
+    async def _iter_labelled(
+        self, tenant: str, panel: str | None, limit: int | None
     ) -> list[VerdictRecord]:
-        check_tenant(tenant)
-        check_limit(limit)
-        if panel is not None:
-            check_name("panel", panel)
         sql = "SELECT body FROM verdicts WHERE tenant = ? AND label IS NOT NULL"
         params: list[Any] = [tenant]
         if panel is not None:
@@ -631,38 +501,26 @@ class SQLiteStorage(Storage):
         rows = await self._run("iter_labelled", lambda c: c.execute(sql, params).fetchall())
         return [self._parse_record(row[0]) for row in rows]
 
-    async def iter_recent(self, tenant: str, panel: str, *, limit: int) -> list[VerdictRecord]:
-        check_tenant(tenant)
-        check_limit(limit)
-        check_name("panel", panel)
+    async def _iter_recent(self, tenant: str, panel: str, limit: int) -> list[VerdictRecord]:
         sql = ("SELECT body FROM verdicts WHERE tenant = ? AND panel = ? "
                "ORDER BY created_at DESC, id DESC LIMIT ?")
         rows = await self._run("iter_recent", lambda c: c.execute(sql, [tenant, panel, limit]).fetchall())
         return [self._parse_record(row[0]) for row in rows]
 
-    async def count_labelled(self, tenant: str, panel: str | None = None) -> int:
-        check_tenant(tenant)
+    async def _count_labelled(self, tenant: str, panel: str | None) -> int:
         sql = "SELECT COUNT(*) FROM verdicts WHERE tenant = ? AND label IS NOT NULL"
         params: list[Any] = [tenant]
         if panel is not None:
-            check_name("panel", panel)
             sql += " AND panel = ?"
             params.append(panel)
         row = await self._run("count_labelled", lambda c: c.execute(sql, params).fetchone())
         return int(row[0])
 
     # -- export and retention (.retention) -------------------------------------------------
-    async def iter_records(
-        self,
-        tenant: str | None = None,
-        *,
-        panel: str | None = None,
-        since: float | None = None,
-        until: float | None = None,
-        labelled_only: bool = False,
-        batch_size: int = 1000,
-    ) -> AsyncIterator[VerdictRecord]:
-        check_iter_args(tenant, panel, since, until, batch_size)
+    async def _iter_records(
+        self, tenant: str | None, panel: str | None, since: float | None, until: float | None,
+        labelled_only: bool, batch_size: int,
+    ) -> AsyncGenerator[VerdictRecord, None]:
         after: Key | None = None
         while True:
             page = functools.partial(
@@ -676,11 +534,7 @@ class SQLiteStorage(Storage):
                 return
             after = (float(rows[-1][0]), str(rows[-1][1]), str(rows[-1][2]))
 
-    async def apply_retention(
-        self, *, older_than: float, keep_labelled: int, now: float | None = None
-    ) -> RetentionReport:
-        cutoff, keep = check_retention_args(older_than, keep_labelled)
-        clock(now)  # checked for the contract; the cut-off is the caller's
+    async def _apply_retention(self, cutoff: float, keep: int) -> RetentionReport:
         bounds: Bounds = {}
         after: Key | None = None
         dropped = pending = labelled = 0

@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Any, TypeVar
+from typing import Any
 
-from judgefuse.service.storage.base import StorageCorrupt
-from judgefuse.service.storage.records import ModelRecord, MonitorEvent, ThresholdRecord
+from judgefuse.service.storage.base import StorageCorrupt, V, VersionedKind
 
-__all__ = ["insert_next_version", "parse_versioned", "select_history", "select_version"]
+__all__ = [
+    "VERSIONED_TABLES", "insert_next_version", "parse_versioned", "select_history", "select_version",
+]
 
-V = TypeVar("V", ThresholdRecord, ModelRecord, MonitorEvent)
+VERSIONED_TABLES: dict[VersionedKind, str] = {
+    "threshold": "thresholds", "model": "models", "monitor_event": "monitor_events",
+}
+"""The table of each kind of versioned record."""
 
 
 def insert_next_version(
