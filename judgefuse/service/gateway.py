@@ -49,15 +49,13 @@ from judgefuse.service.errors import Conflict, FieldProblem, QuorumLost, Service
 from judgefuse.service.estimates.panel_estimates import PanelEstimatesCache
 from judgefuse.service.judging.admission import Admission
 from judgefuse.service.judging.cascade_serving import (
-    cascade_route,
     live_cascade_out,
     stored_cascade_out,
     walk_cascade,
 )
-from judgefuse.service.judging.pairing import routing_threshold
 from judgefuse.service.judging.panels import PanelRuntime, find_runtime
 from judgefuse.service.judging.request_checks import CheckedRequest, RequestChecks, check_verdict_id
-from judgefuse.service.judging.routing import route_verdict
+from judgefuse.service.judging.routing import Router, route_verdict
 from judgefuse.service.judging.single_flight import SingleFlight, join_or_judge
 from judgefuse.service.judging.verdict_ids import VerdictIds
 from judgefuse.service.learning.cold_start import cold_start_fit
@@ -72,7 +70,7 @@ from judgefuse.service.ledger import (
     traffic_increments,
 )
 from judgefuse.service.monitoring.metrics import ServiceMetrics
-from judgefuse.service.monitoring.monitor import DRIFT_ALARM, Monitors, raised_threshold
+from judgefuse.service.monitoring.monitor import Monitors
 from judgefuse.service.review.audit_plan import AuditPlanner
 from judgefuse.service.review.sampling import stamp_review
 from judgefuse.service.schemas import (
@@ -158,6 +156,8 @@ class Gateway:
             storage, ttl_s=settings.single_flight_claim_s)
         self.monitors = Monitors(settings, storage, clock=clock)
         """Precision monitors per threshold version, judge drift (:mod:`judgefuse.service.monitoring.monitor`)."""
+        self.router = Router(self.state, self.monitors)
+        """Which threshold and which route a new verdict takes (:mod:`judgefuse.service.judging.routing`)."""
         self.audit_planner = AuditPlanner(settings, storage)
         """The audit rate of new verdicts (a panel's ``label_budget_per_day``)."""
 
@@ -167,13 +167,6 @@ class Gateway:
 
     async def threshold(self, tenant: str, panel: str) -> ThresholdRecord | None:
         return await self.state.threshold(tenant, panel)
-
-    async def routing_threshold(self, tenant: str, panel: str, verdict: Verdict) -> ThresholdRecord | None:
-        """The threshold record that routes ``verdict``: the latest one when it applies, else
-        the one promoted with the verdict's model (:mod:`judgefuse.service.judging.pairing`)."""
-        latest = await self.threshold(tenant, panel)
-        model = await self.model(tenant, panel) if verdict.model_version is not None else None
-        return routing_threshold(latest, model[0] if model is not None else None, verdict)
 
     async def model(self, tenant: str, panel: str) -> tuple[ModelRecord, Any] | None:
         """The promoted learned model of (tenant, panel), restored, or None."""
@@ -250,7 +243,7 @@ class Gateway:
                 self.metrics.observe_votes(runtime.name, votes, tenant=tenant)
                 raise QuorumLost(runtime.name, votes, 1)
             verdict = decision.verdict
-            route, used = cascade_route(runtime, decision)
+            route, used = await self.router.route(tenant, runtime, verdict, cascade=decision)
             cascade_out, cascade_stage = live_cascade_out(runtime, decision)
         else:
             # the only difference between /v1/judge and /v1/fuse: where the votes come from
@@ -267,9 +260,7 @@ class Gateway:
                 raise QuorumLost(runtime.name, votes, quorum)
             verdict = await self._fuse(tenant, runtime, request, item, votes)
             fused = time.perf_counter()
-            threshold = await self.routing_threshold(tenant, runtime.name, verdict)
-            route, used = route_verdict(verdict, threshold, panel=runtime.name)
-            route, used = await self._drift_route(tenant, runtime, verdict, route, used)
+            route, used = await self.router.route(tenant, runtime, verdict)
             slowest = max((v.latency_s for v in votes), default=0.0)
         created_at = self.clock()
         verdict = verdict.model_copy(update={
@@ -316,31 +307,6 @@ class Gateway:
             labelled_at=labelled_at, feedback=feedback, category=request.category,
             cascade=cascade_out, review=review_out(record),
         )
-
-    async def _drift_route(
-        self, tenant: str, runtime: PanelRuntime, verdict: Verdict, route: str, used: ThresholdUsed
-    ) -> tuple[str, ThresholdUsed]:
-        """The panel's ``on_drift`` action while the routing threshold version's precision
-        monitor is in alarm (:mod:`judgefuse.service.monitoring.monitor`): an auto-accept becomes human
-        review with code ``drift_alarm`` (``review_everything``; ``raise_threshold`` below the
-        raised threshold); ``alert_only`` and every other route are left as they are."""
-        if route != "auto_accept":
-            return route, used
-        alarm = await self.monitors.alarm(tenant, runtime.name, used.version)
-        action = runtime.panel.config.on_drift
-        if alarm is None or action == "alert_only":
-            return route, used
-        if action == "raise_threshold" and used.value is not None:
-            raised = raised_threshold(used.value)
-            if verdict.confidence >= raised:
-                return route, used.model_copy(update={"reason": (
-                    f"confidence {verdict.confidence:.4f} >= raised threshold {raised:.4f} "
-                    f"({alarm.reason('threshold raised halfway to 1')})")})
-            return "human_review", used.model_copy(update={
-                "code": DRIFT_ALARM, "reason": f"confidence {verdict.confidence:.4f} < raised "
-                f"threshold {raised:.4f}: {alarm.reason('threshold raised halfway to 1')}"})
-        return "human_review", used.model_copy(update={
-            "code": DRIFT_ALARM, "reason": alarm.reason("every verdict goes to human review")})
 
     async def _replay(
         self, tenant: str, existing: VerdictRecord, request: JudgeRequest, panel: str, prefix: str

@@ -1,7 +1,5 @@
-"""Serving a cascade panel live: the walk, the routing it implies, and its ``cascade`` answer.
-
-Split from :mod:`judgefuse.service.gateway` so the gateway keeps the one use case (judge, fuse,
-route, store, label) and the cascade's own rules live in one place.
+"""Serving a cascade panel live: the walk and its ``cascade`` answer (the route it implies is
+decided with every other route, by :func:`judgefuse.service.judging.routing.cascade_route`).
 
 Cascade panels (``cascade:`` in the panel YAML, :mod:`judgefuse.fusion.cascade`): a request
 that names no ``method`` walks the cascade (:func:`~judgefuse.fusion.cascade.run_cascade_async`):
@@ -30,9 +28,9 @@ from judgefuse.fusion.cascade import CascadeDecision, run_cascade_async
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote, PairwiseItem
 from judgefuse.service.judging.panels import PanelRuntime
-from judgefuse.service.schemas import CascadeOut, ThresholdUsed
+from judgefuse.service.schemas import CascadeOut
 
-__all__ = ["cascade_route", "live_cascade_out", "stored_cascade_out", "walk_cascade"]
+__all__ = ["live_cascade_out", "stored_cascade_out", "walk_cascade"]
 
 
 async def walk_cascade(
@@ -60,27 +58,6 @@ async def walk_cascade(
 
     decision = await run_cascade_async(runtime.cascade, fetch)
     return decision, waited
-
-
-def cascade_route(runtime: PanelRuntime, decision: CascadeDecision) -> tuple[str, ThresholdUsed]:
-    """The cascade routes its own verdict: accepted by a stage -> auto_accept, else review."""
-    assert runtime.cascade is not None
-    stages = runtime.cascade.all_stages()
-    verdict = decision.verdict
-    if decision.stage is not None:
-        stage = stages[decision.stage]
-        return "auto_accept", ThresholdUsed(
-            value=stage.threshold, version=None, method="cascade", code="cascade_accepted",
-            reason=f"cascade stage {decision.stage + 1}/{len(stages)} ({stage.name}) accepted: "
-                   f"confidence {verdict.confidence:.4f} >= its threshold "
-                   f"{stage.threshold:.4f} (panel file)",
-        )
-    return "human_review", ThresholdUsed(
-        value=None, version=None, method="cascade", code="cascade",
-        reason=f"cascade: none of the {len(stages)} stage(s) accepted"
-               + (" (the full panel included)" if runtime.cascade.fallback == "panel" else "")
-               + ": human review",
-    )
 
 
 def live_cascade_out(runtime: PanelRuntime, decision: CascadeDecision) -> tuple[CascadeOut, str]:

@@ -18,7 +18,7 @@
    the fitted model's P(A) on the training votes, store the tuned threshold (a new threshold
    version naming the new model version) and then the :class:`ModelRecord` with that
    threshold embedded: one record holds the pair, so a reader never gets the model without
-   its threshold (:mod:`judgefuse.service.judging.pairing`). Otherwise nothing is stored and the
+   its threshold (:mod:`judgefuse.service.judging.routing`). Otherwise nothing is stored and the
    outcome says why, with both methods' Brier and review load.
 
 The learned method is any registered method that is *refittable*
