@@ -1,7 +1,11 @@
 """Service storage: verdicts, idempotent labels, calibration accumulators, thresholds, models.
 
 ``SQLiteStorage`` is the embedded default; ``RedisStorage`` shares state between replicas (it
-needs the ``redis`` package and is imported lazily). See ``base`` for the contract.
+needs the ``redis`` package and is imported lazily); ``PostgresStorage`` (``postgresql://``) is
+the system of record. See ``base`` for the contract: ``Storage``, the union of the contracts by
+concern (``VerdictStore``, ``LabelLedger``, ``ReviewQueue``, ``VersionedRecords``,
+``Coordination``, ``RecordArchive``, ``Lifecycle``: :mod:`.contracts`), which a caller may
+depend on one at a time.
 """
 
 from __future__ import annotations
@@ -9,17 +13,23 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Literal
 
 from judgefuse.service.storage.base import (
-    AccumulatorOverflow,
-    Increments,
-    IncrementsFn,
-    Number,
+    Coordination,
+    LabelLedger,
+    Lifecycle,
+    RecordArchive,
+    ReviewQueue,
     Storage,
+    VerdictStore,
+    VersionedRecords,
+)
+from judgefuse.service.storage.checks import Increments, IncrementsFn, Number, hour_of
+from judgefuse.service.storage.errors import (
+    AccumulatorOverflow,
     StorageCorrupt,
     StorageError,
     StorageUnavailable,
     VerdictExists,
     VerdictNotFound,
-    hour_of,
 )
 from judgefuse.service.storage.records import (
     LabelOutcome,
@@ -41,14 +51,19 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AccumulatorOverflow",
+    "Coordination",
     "Increments",
     "IncrementsFn",
+    "LabelLedger",
     "LabelOutcome",
+    "Lifecycle",
     "ModelRecord",
     "MonitorEvent",
     "Number",
+    "RecordArchive",
     "RedisStorage",
     "ReviewLease",
+    "ReviewQueue",
     "ReviewStamp",
     "SQLiteStorage",
     "StateBlob",
@@ -63,6 +78,8 @@ __all__ = [
     "VerdictExists",
     "VerdictNotFound",
     "VerdictRecord",
+    "VerdictStore",
+    "VersionedRecords",
     "hour_of",
     "open_storage",
     "register_scheme",

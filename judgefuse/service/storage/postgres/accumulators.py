@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import psycopg
 
-from judgefuse.service.storage.base import AccumulatorOverflow, Number
+from judgefuse.service.storage.checks import Number
+from judgefuse.service.storage.errors import AccumulatorOverflow
 
 __all__ = ["accumulator_keys", "add_increments", "sum_accumulator"]
 

@@ -49,21 +49,23 @@ import psycopg_pool
 from pydantic import ValidationError
 
 from judgefuse.judges.types import Letter
-from judgefuse.service.storage.base import (
+from judgefuse.service.storage.base import Storage
+from judgefuse.service.storage.checks import (
     Increments,
     IncrementsFn,
     Number,
-    Storage,
-    StorageCorrupt,
-    StorageError,
-    StorageUnavailable,
     V,
-    VerdictExists,
-    VerdictNotFound,
     VersionedKind,
     hour_of,
     labelled_copy,
     net_increments,
+)
+from judgefuse.service.storage.errors import (
+    StorageCorrupt,
+    StorageError,
+    StorageUnavailable,
+    VerdictExists,
+    VerdictNotFound,
 )
 from judgefuse.service.storage.postgres.accumulators import (
     accumulator_keys,

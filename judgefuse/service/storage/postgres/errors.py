@@ -18,7 +18,7 @@ from __future__ import annotations
 import psycopg
 import psycopg_pool
 
-from judgefuse.service.storage.base import (
+from judgefuse.service.storage.errors import (
     AccumulatorOverflow,
     StorageCorrupt,
     StorageError,

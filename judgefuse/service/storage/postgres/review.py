@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import psycopg
 
-from judgefuse.service.storage.base import stats_from_counters
+from judgefuse.service.storage.checks import stats_from_counters
 from judgefuse.service.storage.records import StratumCounts, VerdictRecord
 
 __all__ = ["dequeue_labelled", "enqueue_new", "lease_free", "release_lease", "stats"]

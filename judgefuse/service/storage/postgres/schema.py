@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import psycopg
 
-from judgefuse.service.storage.base import StorageError
+from judgefuse.service.storage.errors import StorageError
 
 __all__ = ["MIGRATIONS", "SCHEMA_LOCK", "SCHEMA_VERSION", "create_schema", "stored_version"]
 

@@ -116,24 +116,26 @@ from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 
 from judgefuse.judges.types import Letter
-from judgefuse.service.storage.base import (
-    AccumulatorOverflow,
+from judgefuse.service.storage.base import Storage
+from judgefuse.service.storage.checks import (
     Increments,
     IncrementsFn,
     Number,
-    Storage,
-    StorageCorrupt,
-    StorageError,
-    StorageUnavailable,
     V,
-    VerdictExists,
-    VerdictNotFound,
     VersionedKind,
     hour_of,
     labelled_copy,
     net_increments,
     pending_review,
     stats_from_counters,
+)
+from judgefuse.service.storage.errors import (
+    AccumulatorOverflow,
+    StorageCorrupt,
+    StorageError,
+    StorageUnavailable,
+    VerdictExists,
+    VerdictNotFound,
 )
 from judgefuse.service.storage.records import (
     LabelOutcome,

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from judgefuse.service.storage.base import INT64_MAX, AccumulatorOverflow, Number
+from judgefuse.service.storage.checks import INT64_MAX, Number
+from judgefuse.service.storage.errors import AccumulatorOverflow
 from judgefuse.service.storage.sqlite.cache import Written
 
 __all__ = ["accumulator_keys", "add_increments", "check_overflow", "sum_accumulator"]

@@ -48,20 +48,22 @@ from typing import Any, Literal, TypeVar
 from pydantic import ValidationError
 
 from judgefuse.judges.types import Letter
-from judgefuse.service.storage.base import (
+from judgefuse.service.storage.base import Storage
+from judgefuse.service.storage.checks import (
     Increments,
     IncrementsFn,
     Number,
-    Storage,
-    StorageCorrupt,
-    StorageError,
     V,
-    VerdictExists,
-    VerdictNotFound,
     VersionedKind,
     hour_of,
     labelled_copy,
     net_increments,
+)
+from judgefuse.service.storage.errors import (
+    StorageCorrupt,
+    StorageError,
+    VerdictExists,
+    VerdictNotFound,
 )
 from judgefuse.service.storage.records import (
     LabelOutcome,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from judgefuse.service.storage.base import INT64_MAX, Number
+from judgefuse.service.storage.checks import INT64_MAX, Number
 
 __all__ = ["ACC_CACHE_SIZE", "AccumulatorCache", "CacheKey", "Written"]
 

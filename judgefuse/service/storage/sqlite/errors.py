@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from judgefuse.service.storage.base import StorageCorrupt, StorageError, StorageUnavailable
+from judgefuse.service.storage.errors import StorageCorrupt, StorageError, StorageUnavailable
 
 __all__ = ["PRIMARY_CODES", "error_class", "map_sqlite_error"]
 

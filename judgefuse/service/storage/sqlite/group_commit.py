@@ -41,7 +41,7 @@ from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from judgefuse.service.storage.base import StorageCorrupt, StorageError, StorageUnavailable
+from judgefuse.service.storage.errors import StorageCorrupt, StorageError, StorageUnavailable
 from judgefuse.service.storage.sqlite.errors import map_sqlite_error
 
 __all__ = ["DEFAULT_MAX_BATCH", "GroupCommit"]

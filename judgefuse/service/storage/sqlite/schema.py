@@ -29,7 +29,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from judgefuse.service.storage.base import StorageError
+from judgefuse.service.storage.errors import StorageError
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "create_schema"]
 

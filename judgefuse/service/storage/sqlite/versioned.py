@@ -13,7 +13,8 @@ import json
 import sqlite3
 from typing import Any
 
-from judgefuse.service.storage.base import StorageCorrupt, V, VersionedKind
+from judgefuse.service.storage.checks import V, VersionedKind
+from judgefuse.service.storage.errors import StorageCorrupt
 
 __all__ = [
     "VERSIONED_TABLES", "insert_next_version", "parse_versioned", "select_history", "select_version",

@@ -1,0 +1,272 @@
+"""The storage contract's argument checks, value types and the helpers every backend shares.
+
+:class:`~judgefuse.service.storage.base.Storage`'s public methods call the ``check_*``
+functions once, before any backend hook runs (template method): a bad argument is a
+``ValueError`` whichever backend serves. The rest (``net_increments``, ``hour_of``,
+``stats_from_counters``...) is logic the backends would otherwise each write again.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import re
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Literal, TypeVar
+
+from judgefuse.judges.types import Letter
+from judgefuse.service.storage.records import (
+    ModelRecord,
+    MonitorEvent,
+    Stratum,
+    StratumCounts,
+    ThresholdRecord,
+    VerdictRecord,
+)
+
+__all__ = [
+    "INT64_MAX",
+    "Increments",
+    "IncrementsFn",
+    "Number",
+    "STRATA",
+    "V",
+    "VersionedKind",
+    "check_iter_args",
+    "check_lease",
+    "check_limit",
+    "check_name",
+    "check_named_lease",
+    "check_retention_args",
+    "check_state_put",
+    "check_tenant",
+    "check_verdict_record",
+    "check_versioned",
+    "checked_increments",
+    "clock",
+    "hour_of",
+    "labelled_copy",
+    "net_increments",
+    "pending_review",
+    "stats_from_counters",
+]
+
+Number = int | float
+"""A field value. Integer deltas are summed as exact 64-bit integers (the calibration
+accumulator's fixed-point fields rely on it); float deltas as floats. A field that ever
+received a float delta holds a float from then on."""
+
+Increments = dict[str, dict[str, Number]]
+"""accumulator key -> field -> delta."""
+
+IncrementsFn = Callable[[VerdictRecord, Letter], Mapping[str, Mapping[str, Number]]]
+"""A pure function: the increments one label of one record adds (storage negates it to remove)."""
+
+INT64_MAX = 2**63 - 1
+
+VersionedKind = Literal["threshold", "model", "monitor_event"]
+"""What a versioned record is: each kind is numbered 1, 2, ... per (tenant, panel)."""
+
+V = TypeVar("V", ThresholdRecord, ModelRecord, MonitorEvent)
+
+_TENANT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
+
+STRATA: tuple[Stratum, ...] = ("review", "audit", "none", "inline")
+"""Every stratum, in the order ``review_stats`` reports them."""
+
+
+def check_tenant(tenant: str) -> str:
+    """Refuse tenant names that could break key naming (Redis hash tags, separators)."""
+    if not isinstance(tenant, str) or not _TENANT_RE.match(tenant):
+        raise ValueError(
+            "tenant must be 1-128 characters of letters, digits, '_', '.', '-' "
+            f"(starting with a letter or digit), got {tenant!r}"
+        )
+    return tenant
+
+
+def check_name(kind: str, value: str) -> str:
+    """Ids, panels and accumulator keys: any non-empty string up to 256 characters."""
+    if not isinstance(value, str) or not value or len(value) > 256:
+        raise ValueError(f"{kind} must be a non-empty string of at most 256 characters")
+    return value
+
+
+def check_verdict_record(tenant: str, record: VerdictRecord) -> None:
+    """``save_verdict``'s preconditions, shared by the backends."""
+    check_tenant(tenant)
+    if record.tenant != tenant:
+        raise ValueError(f"record.tenant {record.tenant!r} does not match tenant {tenant!r}")
+    if record.label is not None or record.labelled_at is not None:
+        raise ValueError("save_verdict stores unlabelled records: use set_label for the label")
+
+
+def check_versioned(panel: str, record: ThresholdRecord | ModelRecord | MonitorEvent) -> None:
+    """``put_threshold`` / ``put_model`` / ``put_monitor_event`` preconditions."""
+    check_name("panel", panel)
+    if record.panel != panel:
+        raise ValueError(f"record.panel {record.panel!r} does not match panel {panel!r}")
+
+
+def check_lease(n: int, annotator: str, lease_s: float) -> tuple[int, float]:
+    """``lease_review``'s arguments, checked: ``n`` a positive integer, ``annotator`` a name,
+    ``lease_s`` finite and positive. Returns them as plain (int, float)."""
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
+        raise ValueError(f"n must be an integer >= 1, got {n!r}")
+    check_name("annotator", annotator)
+    if isinstance(lease_s, bool) or not isinstance(lease_s, numbers.Real):
+        raise ValueError(f"lease_s must be a number of seconds, got {lease_s!r}")
+    if not math.isfinite(lease_s) or lease_s <= 0:
+        raise ValueError(f"lease_s must be finite and > 0, got {lease_s!r}")
+    return int(n), float(lease_s)
+
+
+def check_named_lease(name: str, owner: str, ttl_s: float) -> float:
+    """``acquire_lease``'s preconditions, shared by the backends; the ttl as a float."""
+    check_name("lease name", name)
+    check_name("lease owner", owner)
+    ttl = float(ttl_s)
+    if not math.isfinite(ttl) or ttl <= 0:
+        raise ValueError(f"ttl_s must be a positive number of seconds, got {ttl_s!r}")
+    return ttl
+
+
+def check_limit(limit: int | None) -> None:
+    if limit is not None and limit < 0:
+        raise ValueError("limit must be >= 0")
+
+
+def check_state_put(key: str, body: Any, expected_version: int) -> str:
+    """``put_state``'s preconditions, shared by the backends; the body as JSON."""
+    check_name("state key", key)
+    if isinstance(expected_version, bool) or not isinstance(expected_version, int) or (
+            expected_version < 0):
+        raise ValueError(f"expected_version must be an integer >= 0, got {expected_version!r}")
+    if not isinstance(body, dict):
+        raise ValueError("state body must be a JSON object (a dict)")
+    return json.dumps(body, allow_nan=False, separators=(",", ":"))
+
+
+def check_iter_args(
+    tenant: str | None, panel: str | None, since: float | None, until: float | None,
+    batch_size: int,
+) -> None:
+    """``iter_records``' arguments, checked before the first query (shared by the backends)."""
+    if tenant is not None:
+        check_tenant(tenant)
+    if panel is not None:
+        check_name("panel", panel)
+    for name, value in (("since", since), ("until", until)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Real)
+                                  or not math.isfinite(value)):
+            raise ValueError(f"{name} must be finite epoch seconds, got {value!r}")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
+        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+
+
+def check_retention_args(older_than: float, keep_labelled: int) -> tuple[float, int]:
+    """``apply_retention``'s arguments, checked (shared by the backends)."""
+    if isinstance(older_than, bool) or not isinstance(older_than, numbers.Real) or not math.isfinite(
+            older_than):
+        raise ValueError(f"older_than must be finite epoch seconds, got {older_than!r}")
+    if isinstance(keep_labelled, bool) or not isinstance(keep_labelled, numbers.Integral) or (
+            keep_labelled < 0):
+        raise ValueError(f"keep_labelled must be an integer >= 0, got {keep_labelled!r}")
+    return float(older_than), int(keep_labelled)
+
+
+def clock(now: float | None) -> float:
+    """``now`` as float epoch seconds, the wall clock when ``None``."""
+    if now is None:
+        return time.time()
+    value = float(now)
+    if not math.isfinite(value):
+        raise ValueError(f"now must be finite epoch seconds, got {now!r}")
+    return value
+
+
+def _checked(increments: Mapping[str, Mapping[str, Number]], sign: int) -> Increments:
+    out: Increments = {}
+    for key, fields in increments.items():
+        check_name("accumulator key", key)
+        row: dict[str, Number] = {}
+        for field, delta in fields.items():
+            if not isinstance(field, str) or not field:
+                raise ValueError(f"accumulator {key!r}: field names must be non-empty strings")
+            value: Number
+            if isinstance(delta, numbers.Integral):  # int, bool, numpy integers: exact
+                value = int(delta)
+                if abs(value) > INT64_MAX:
+                    raise ValueError(f"accumulator {key!r} field {field!r}: {delta} exceeds int64")
+            else:
+                value = float(delta)
+                if not math.isfinite(value):
+                    raise ValueError(
+                        f"accumulator {key!r} field {field!r}: non-finite delta {delta!r}"
+                    )
+            row[field] = sign * value
+        out[key] = row
+    return out
+
+
+def checked_increments(increments: Mapping[str, Mapping[str, Number]] | None) -> Increments:
+    """``save_verdict``'s traffic increments, validated (names, finite values, int64) before
+    anything is written; ``None`` is no increments."""
+    return {} if increments is None else _checked(increments, 1)
+
+
+def net_increments(
+    record: VerdictRecord, new_label: Letter, increments: IncrementsFn
+) -> Increments:
+    """What setting ``new_label`` on ``record`` writes: new increments minus the old label's.
+
+    Every field either side names is present in the result (a field may net to 0), so both
+    backends create the same fields; int deltas stay ints. Called inside the atomic section.
+    """
+    net = _checked(increments(record, new_label), 1)
+    if record.label is not None:
+        for key, fields in _checked(increments(record, record.label), -1).items():
+            row = net.setdefault(key, {})
+            for field, delta in fields.items():
+                row[field] = row[field] + delta if field in row else delta
+    return net
+
+
+def labelled_copy(record: VerdictRecord, label: Letter, labelled_at: float) -> VerdictRecord:
+    """The record with its new label."""
+    return record.model_copy(update={"label": label, "labelled_at": labelled_at})
+
+
+def hour_of(epoch_seconds: float) -> int:
+    """The hour bucket of a time: whole hours since the epoch (UTC)."""
+    return int(epoch_seconds // 3600)
+
+
+def stats_from_counters(
+    counters: Mapping[str, int], live_leases: Mapping[str, int]
+) -> dict[str, StratumCounts]:
+    """``review_stats``' answer from the stored counters and the live-lease counts.
+
+    ``counters`` holds ``routed:<stratum>``, ``inqueue:<stratum>`` (queued and unlabelled, leased
+    or not) and ``labelled:<stratum>``; ``live_leases`` stratum -> leases not yet expired.
+    Every stratum is present; ``queued`` is the items in the queue that no live lease holds.
+    """
+    out: dict[str, StratumCounts] = {}
+    for stratum in STRATA:
+        leased = int(live_leases.get(stratum, 0))
+        inqueue = int(counters.get(f"inqueue:{stratum}", 0))
+        out[stratum] = StratumCounts(
+            routed=int(counters.get(f"routed:{stratum}", 0)),
+            queued=inqueue - leased,
+            leased=leased,
+            labelled=int(counters.get(f"labelled:{stratum}", 0)),
+        )
+    return out
+
+
+def pending_review(record: VerdictRecord) -> bool:
+    """Whether ``record`` waits for review: queued at decision time and not labelled yet (a
+    first label is what takes an item out of the queue, so the two always agree)."""
+    return record.label is None and record.review is not None and record.review.queued
