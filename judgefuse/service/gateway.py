@@ -1,7 +1,14 @@
-"""The core use case, framework-free: fan out to a panel, fuse, route, store; label; tune; refit.
+"""The core use case, framework-free: fan out to a panel, fuse, route, store; and the
+composition root of the slices around it.
 
 :class:`Gateway` is built by the app's lifespan from settings, an open storage and started
-panels, and is usable without HTTP (tests, benchmarks, other front ends).
+panels, and is usable without HTTP (tests, benchmarks, other front ends). It builds each
+other slice's service once, sharing storage, clock, metrics and the state cache among them:
+labels (``labels``: :mod:`judgefuse.service.review.labels`), verdict reads (``verdicts``), the
+review queue (``review_queue``), learning (``learning``: tuning, refit, cold start and their
+schedulers), calibration estimates (``calibration``) and monitoring (``monitoring``). Routes
+reach those through :mod:`judgefuse.service.web.deps`; the services read serving state through
+:mod:`judgefuse.service.serving`, never by importing this module.
 
 Which fusion method decides a verdict (stamped on it as ``method`` + ``model_version``):
 
@@ -46,33 +53,30 @@ from judgefuse.fusion.capabilities import LEARNED_METHOD, ItemFusionMethod
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote, Letter, PairwiseItem
 from judgefuse.service.errors import Conflict, FieldProblem, QuorumLost, ServiceError, TooLarge
-from judgefuse.service.estimates.panel_estimates import PanelEstimatesCache
+from judgefuse.service.estimates.service import CalibrationService
 from judgefuse.service.judging.admission import Admission
 from judgefuse.service.judging.cascade_serving import (
     live_cascade_out,
-    stored_cascade_out,
     walk_cascade,
 )
 from judgefuse.service.judging.panels import PanelRuntime, find_runtime
-from judgefuse.service.judging.request_checks import CheckedRequest, RequestChecks, check_verdict_id
+from judgefuse.service.judging.request_checks import CheckedRequest, RequestChecks
 from judgefuse.service.judging.routing import Router, route_verdict
 from judgefuse.service.judging.single_flight import SingleFlight, join_or_judge
 from judgefuse.service.judging.verdict_ids import VerdictIds
-from judgefuse.service.learning.cold_start import cold_start_fit
-from judgefuse.service.learning.refit import PromotionTarget, RefitOutcome, RefitScheduler, refit
+from judgefuse.service.learning.service import LearningService
 from judgefuse.service.learning.state_cache import StateCache
-from judgefuse.service.learning.tuning_data import tuning_data
 from judgefuse.service.ledger import (
-    ALL_METHODS,
-    label_increments,
-    solicited,
-    traffic_counts,
     traffic_increments,
 )
 from judgefuse.service.monitoring.metrics import ServiceMetrics
-from judgefuse.service.monitoring.monitor import Monitors
+from judgefuse.service.monitoring.service import MonitorService
 from judgefuse.service.review.audit_plan import AuditPlanner
+from judgefuse.service.review.labels import LabelService
+from judgefuse.service.review.labels import label_result as _label_result
+from judgefuse.service.review.queue import ReviewQueue
 from judgefuse.service.review.sampling import stamp_review
+from judgefuse.service.review.verdicts import VerdictReads, review_out
 from judgefuse.service.schemas import (
     BatchResponse,
     BatchResult,
@@ -81,10 +85,6 @@ from judgefuse.service.schemas import (
     FuseRequest,
     InvalidItem,
     JudgeRequest,
-    LabelResult,
-    ReviewOut,
-    ThresholdUsed,
-    TuneRequest,
     VerdictOut,
 )
 from judgefuse.service.settings import Settings
@@ -96,7 +96,6 @@ from judgefuse.service.storage import (
     StorageUnavailable,
     ThresholdRecord,
     VerdictExists,
-    VerdictNotFound,
     VerdictRecord,
 )
 
@@ -134,8 +133,6 @@ class Gateway:
                 f"default_panel {self.default_panel!r} is not one of the panels: {', '.join(panels)}"
             )
         self.state = StateCache(settings, storage)
-        self.panel_structure = PanelEstimatesCache(settings.panel_structure_ttl_s)
-        """``GET /v1/calibration``'s panel_structure, per panel, for ``panel_structure_ttl_s``."""
         self.admission = Admission.from_settings(settings, self.metrics)
         self.checks = RequestChecks(settings, panels, self.default_panel)
         """What a request passes once, before any judge call (:mod:`judgefuse.service.judging.request_checks`)."""
@@ -143,23 +140,30 @@ class Gateway:
         """Ids of new verdicts (uuid4-shaped, drawn in batches: :mod:`judgefuse.service.judging.verdict_ids`)."""
         self.replica_id = uuid.uuid4().hex
         """This gateway's name in cluster-wide leases (one refit at a time across replicas)."""
-        self.scheduler = RefitScheduler(
-            settings.refit_every_labels, self._background_refit, storage=storage,
-            owner=self.replica_id, clock=clock,
-        )
-        self.cold_start = RefitScheduler(
-            settings.cold_start_every_verdicts, self._background_cold_start, storage=storage,
-            owner=self.replica_id, clock=clock, count=self._verdict_count, lease="cold_start",
-        )
-        """Label-free cold-start fits every N verdicts of a panel (:mod:`judgefuse.service.learning.cold_start`)."""
         self.single_flight: SingleFlight[VerdictOut] = SingleFlight(
             storage, ttl_s=settings.single_flight_claim_s)
-        self.monitors = Monitors(settings, storage, clock=clock)
+        self.monitoring = MonitorService(settings, storage, clock=clock)
+        self.monitors = self.monitoring.monitors
         """Precision monitors per threshold version, judge drift (:mod:`judgefuse.service.monitoring.monitor`)."""
         self.router = Router(self.state, self.monitors)
         """Which threshold and which route a new verdict takes (:mod:`judgefuse.service.judging.routing`)."""
         self.audit_planner = AuditPlanner(settings, storage)
         """The audit rate of new verdicts (a panel's ``label_budget_per_day``)."""
+        # ---- the other slices' services (routes reach them through web/deps.py); the
+        # gateway hands itself to those that read serving state (judgefuse.service.serving)
+        self.learning = LearningService(settings, storage, self, self.state, self.metrics,
+                                        owner=self.replica_id, clock=clock)
+        self.scheduler = self.learning.refit_scheduler
+        """Background refits every ``refit_every_labels`` labels of a panel."""
+        self.cold_start = self.learning.cold_start_scheduler
+        """Label-free cold-start fits every N verdicts of a panel (:mod:`judgefuse.service.learning.cold_start`)."""
+        self.labels = LabelService(storage, self.metrics, panels, self.monitors,
+                                   self.learning.note_label)
+        self.verdicts = VerdictReads(storage, panels)
+        self.review_queue = ReviewQueue(settings, storage, self, self.audit_planner, clock)
+        self.calibration = CalibrationService(settings, storage, clock=clock)
+        self.panel_structure = self.calibration.panel_structure
+        """``GET /v1/calibration``'s panel_structure, per panel, for ``panel_structure_ttl_s``."""
 
     # ------------------------------------------------------------------ panels and state
     def runtime(self, name: str | None, *, field: str = "body.panel") -> PanelRuntime:
@@ -373,250 +377,12 @@ class Gateway:
                              cost=cost)
 
     async def get_verdict(self, tenant: str, verdict_id: str) -> VerdictOut:
-        check_verdict_id(tenant, verdict_id)
-        record = await self.storage.get_verdict(tenant, verdict_id)
-        if record is None:
-            raise VerdictNotFound(tenant, verdict_id)
-        verdict = record.verdict
-        used = ThresholdUsed(
-            value=verdict.threshold, version=None,
-            reason="as routed when the verdict was made",
-        )
-        return VerdictOut.of(
-            verdict, panel=record.panel, threshold=used, created_at=record.created_at,
-            label=record.label, labelled_at=record.labelled_at,
-            category=record.item.category if record.item else None,
-            cascade=stored_cascade_out(verdict, self.panels.get(record.panel)),
-            review=review_out(record),
-        )
+        """A stored verdict read back (:class:`~judgefuse.service.review.verdicts.VerdictReads`)."""
+        return await self.verdicts.get(tenant, verdict_id)
 
-    # ------------------------------------------------------------------ labels
     async def _label(self, tenant: str, verdict_id: str, label: Letter) -> LabelOutcome:
-        outcome = await self.storage.set_label(tenant, verdict_id, label, label_increments)
-        panel = outcome.record.panel
-        self.metrics.child(self.metrics.labels, tenant, panel, outcome.status).inc()
-        if outcome.status == "labelled":
-            self.scheduler.note_label(tenant, panel)
-            await self._monitor_label(tenant, outcome.record, label)
-        return outcome
-
-    async def _monitor_label(self, tenant: str, record: VerdictRecord, label: Letter) -> None:
-        """A first label of an audit verdict feeds its threshold version's precision monitor
-        (relabels never do: see :mod:`judgefuse.service.monitoring.monitor`). The label is stored
-        already, so a storage failure here is logged, not raised: the monitor misses one
-        label, chosen by an outage rather than by its value, and stays valid."""
-        stamp = record.review
-        if stamp is None or stamp.stratum != "audit" or record.threshold_version is None:
-            return
-        runtime = self.panels.get(record.panel)
-        try:
-            threshold = await self.storage.get_threshold(tenant, record.panel,
-                                                          version=record.threshold_version)
-            await self.monitors.on_label(
-                tenant, record, label, threshold,
-                on_drift=runtime.panel.config.on_drift if runtime else "review_everything")
-        except StorageError as exc:
-            log.error("monitor %s/%s: label not counted: %s", tenant, record.panel,
-                      type(exc).__name__)
-
-    async def feedback(self, tenant: str, verdict_id: str, label: Letter) -> LabelResult:
-        check_verdict_id(tenant, verdict_id)
-        return _label_result(await self._label(tenant, verdict_id, label))
-
-    # ------------------------------------------------------------------ thresholds
-    async def tune(self, tenant: str, request: TuneRequest) -> dict[str, Any]:
-        """Tune and store the threshold (:meth:`_tune`); then, when a learned model serves
-        without a threshold paired with it (promoted before any target was set), refit at the
-        requested target so the model and its threshold are promoted together and routing
-        starts now, not at the next scheduled refit (the answer's ``refit`` says what happened).
-        """
-        result = await self._tune(tenant, request)
-        runtime = self.runtime(request.panel)
-        serving = await self.model(tenant, runtime.name) if runtime.cascade is None else None
-        if request.method is None and serving is not None and serving[0].threshold is None:
-            outcome = await self.refit(tenant, runtime.name, target=PromotionTarget(
-                request.target_precision, request.delta, request.min_count))
-            result["refit"] = outcome.as_dict()
-        return result
-
-    async def _tune(self, tenant: str, request: TuneRequest) -> dict[str, Any]:
-        """Tune the auto-accept threshold from the labelled store; store it (see the docs).
-
-        The labels are weighted by review stratum (``tune_threshold_stratified``): each
-        stratum's labels stand for its N_s verdicts (traffic counters, all time); unsolicited
-        labels (verdicts never queued) are left out, as nobody chose them at random."""
-        from judgefuse.calibration.stratified_tuning import tune_threshold_stratified
-
-        runtime = self.runtime(request.panel)
-        if request.method is not None:
-            method_name, model_version = request.method, None
-            if runtime.is_learned(method_name):
-                model = await self.model(tenant, runtime.name)
-                if model is None or (model[0].method or LEARNED_METHOD) != method_name:
-                    raise FieldProblem("body.method", f"no {method_name} model promoted for this panel")
-                model_version = model[1].model_version
-            else:
-                runtime.method(method_name)
-        else:
-            method_name, model_version = await self.active_method(tenant, runtime)
-            if method_name == "cascade":
-                raise FieldProblem(
-                    "body.method",
-                    f"panel {runtime.name!r} serves a cascade: its stage thresholds are tuned "
-                    "offline ('judgefuse tune --cascade') and read from the panel YAML; name a "
-                    "voting method to tune the threshold of requests that bypass the cascade",
-                )
-        records = await self.storage.iter_labelled(
-            tenant, runtime.name, limit=self.settings.refit_max_labels
-        )
-        data = tuning_data(records, runtime, method_name, model_version)
-        # N_s: every verdict of the strata (a voting method is re-fused on every record, so its
-        # population is the panel's whole traffic; a learned or item-reading method's, its own)
-        traffic_method = ALL_METHODS if runtime.capabilities(method_name).voting else method_name
-        keep, strata, population = solicited(
-            data.strata, await traffic_counts(self.storage, tenant, runtime.name, traffic_method))
-        confidences = [data.confidences[i] for i in keep]
-        correct = [data.correct[i] for i in keep]
-        how = (f"{data.how}; weighted by review stratum ({len(keep)} labels; "
-               f"{len(data.strata) - len(keep)} unsolicited left out)")
-        base: dict[str, Any] = {
-            "panel": runtime.name, "method": method_name, "model_version": model_version,
-            "n_labels": len(confidences), "n_unsolicited": len(data.strata) - len(keep),
-            "data": how, "population": population,
-        }
-        if not confidences:
-            return {**base, "stored": False, "threshold": None, "version": None,
-                    "reason": f"no labelled verdicts for method {method_name!r}: nothing stored",
-                    "report": None}
-        report = await asyncio.to_thread(
-            tune_threshold_stratified, confidences, correct, strata, population,
-            target_precision=request.target_precision, delta=request.delta,
-            min_count=request.min_count,
-        )
-        details: dict[str, Any] = {"report": report.as_dict(), "data": how}
-        if model_version:
-            details["model_version"] = model_version
-        if report.threshold is None:
-            if not report.path:
-                # no candidate was testable: too few labels is no evidence against the
-                # current threshold, so keep it
-                return {**base, "stored": False, "threshold": None, "version": None,
-                        "reason": report.reason + "; nothing stored, the current threshold stays",
-                        "report": report.as_dict()}
-            # the data contradicts every threshold: store a "review everything" record
-            details.update(review_everything=True, reason=report.reason)
-            value = 1.0
-        else:
-            value = report.threshold
-        record = ThresholdRecord(
-            panel=runtime.name, threshold=value, created_at=self.clock(), method=method_name,
-            target_precision=request.target_precision, delta=request.delta,
-            coverage=report.coverage, n_labels=report.n, details=details,
-        )
-        version = await self.storage.put_threshold(tenant, runtime.name, record)
-        stored = await self.storage.get_threshold(tenant, runtime.name, version=version)
-        self.state.store_threshold(tenant, runtime.name, stored)
-        return {**base, "stored": True, "threshold": report.threshold, "version": version,
-                "review_everything": report.threshold is None, "reason": report.reason,
-                "report": report.as_dict()}
-
-    # ------------------------------------------------------------------ refit
-    async def refit(
-        self, tenant: str, panel: str | None, *, target: PromotionTarget | None = None,
-        method: str | None = None,
-    ) -> RefitOutcome:
-        """Refit learned fusion; a promotion stores the model with a threshold tuned for it at
-        ``target`` or else the target of the panel's latest threshold (so routing goes on: see
-        :mod:`judgefuse.service.learning.refit`). A cascade panel is refused: its verdicts hold only
-        the votes of the stages they reached, and a model fitted on such partial vote sets
-        would be scored on full ones. ``method``: the refittable method to fit (default
-        ``settings.refit_method``; anything else is a 422 naming ``body.method``)."""
-        runtime = self.runtime(panel)
-        learned = method or self.settings.refit_method
-        if not runtime.capabilities(learned).refittable:
-            raise FieldProblem("body.method", f"{learned!r} cannot be refitted from labels "
-                                              "(e.g. stacked, dawid_skene+platt)")
-        if runtime.cascade is not None:
-            active, version = await self.active_method(tenant, runtime)
-            outcome = RefitOutcome(
-                status="skipped", panel=runtime.name, n_labels=0, active_method=active,
-                model_version=version,
-                reason=(f"panel {runtime.name!r} serves a cascade: its verdicts hold only the votes "
-                        "of the stages each item reached, so learned fusion is not fitted on them "
-                        "(tune the stage thresholds offline: 'judgefuse tune --cascade')"),
-            )
-            self.metrics.refits.labels(tenant, runtime.name, outcome.status).inc()
-            return outcome
-        latest = await self.storage.get_threshold(tenant, runtime.name)
-        outcome, _fitted = await refit(
-            self.storage, tenant, runtime.name, voting_method=runtime.voting_method,
-            min_labels=self.settings.min_labels_for_refit,
-            max_labels=self.settings.refit_max_labels, n_folds=self.settings.refit_folds,
-            now=self.clock, target=target or PromotionTarget.of(latest),
-            promote_on=runtime.panel.config.promote_on,
-            traffic=await traffic_counts(self.storage, tenant, runtime.name, ALL_METHODS),
-            learned=learned,
-        )
-        self.metrics.refits.labels(tenant, runtime.name, outcome.status).inc()
-        if outcome.status == "promoted":
-            self.state.drop_model(tenant, runtime.name)
-            if outcome.threshold_version is not None:
-                self.state.store_threshold(
-                    tenant, runtime.name,
-                    await self.storage.get_threshold(tenant, runtime.name,
-                                                     version=outcome.threshold_version),
-                )
-        log.info("refit %s/%s: %s (%s)", tenant, runtime.name, outcome.status, outcome.reason)
-        return outcome
-
-    async def _background_refit(self, tenant: str, panel: str) -> None:
-        await self.refit(tenant, panel)
-
-    async def cold_start_fit(self, tenant: str, panel: str | None) -> RefitOutcome:
-        """Fit the panel's label-free cold-start method on its stored votes and serve it
-        (:mod:`judgefuse.service.learning.cold_start`); a panel without one is a 422 naming ``body.panel``."""
-        runtime = self.runtime(panel)
-        if runtime.cold_start is None:
-            raise FieldProblem("body.panel", f"panel {runtime.name!r} has no cold-start method (its "
-                                             f"fusion {runtime.default_method!r} is not fitted without "
-                                             "labels; e.g. fusion: dawid_skene)")
-        outcome, _fitted = await cold_start_fit(
-            self.storage, tenant, runtime.name, method=runtime.cold_start,
-            window=self.settings.cold_start_window,
-            min_verdicts=self.settings.cold_start_min_verdicts, now=self.clock,
-        )
-        self.metrics.refits.labels(tenant, runtime.name, outcome.status).inc()
-        if outcome.status == "promoted":
-            self.state.drop_model(tenant, runtime.name)
-        log.info("cold start %s/%s: %s (%s)", tenant, runtime.name, outcome.status, outcome.reason)
-        return outcome
-
-    async def _background_cold_start(self, tenant: str, panel: str) -> None:
-        await self.cold_start_fit(tenant, panel)
-
-    async def _verdict_count(self, tenant: str, panel: str) -> int:
-        """The panel's verdicts so far (its review-stratum traffic counters): the cold start's rounds."""
-        return sum((await traffic_counts(self.storage, tenant, panel, ALL_METHODS)).values())
+        """A request's inline label (:class:`~judgefuse.service.review.labels.LabelService`)."""
+        return await self.labels.label(tenant, verdict_id, label)
 
     async def aclose(self) -> None:
-        await self.scheduler.aclose()
-        await self.cold_start.aclose()
-
-
-def review_out(record: VerdictRecord) -> ReviewOut | None:
-    """The response's ``review`` block from a record's stamp (None for older records)."""
-    stamp = record.review
-    if stamp is None:
-        return None
-    return ReviewOut.model_construct(
-        queued=stamp.queued, reason=stamp.reason, stratum=stamp.stratum,
-        inclusion_probability=stamp.inclusion_probability, audit_rate=stamp.audit_rate,
-        threshold_version=record.threshold_version,
-    )
-
-
-def _label_result(outcome: LabelOutcome) -> LabelResult:
-    return LabelResult(
-        verdict_id=outcome.record.id, status=outcome.status, label=outcome.label,
-        previous=outcome.previous, keys_updated=sorted(outcome.applied),
-    )
+        await self.learning.aclose()

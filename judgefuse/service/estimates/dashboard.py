@@ -25,11 +25,18 @@ from fastapi.responses import HTMLResponse
 from markupsafe import Markup
 
 from judgefuse.evaluation.svg import reliability_svg
-from judgefuse.service.estimates.calibration_store import calibration_history, calibration_report
+from judgefuse.service.estimates.service import CalibrationService
 from judgefuse.service.gateway import Gateway
 from judgefuse.service.monitoring.metrics import ServiceMetrics
+from judgefuse.service.monitoring.service import MonitorService
 from judgefuse.service.web.auth import Caller
-from judgefuse.service.web.deps import CallerDep, GatewayDep, MetricsDep
+from judgefuse.service.web.deps import (
+    CalibrationDep,
+    CallerDep,
+    GatewayDep,
+    MetricsDep,
+    MonitoringDep,
+)
 
 router = APIRouter(tags=["dashboard"])
 HISTORY_DAYS = 14
@@ -109,11 +116,12 @@ def _fmt(value: Any, digits: int = 3) -> str:
 
 @router.get("/dashboard", response_class=HTMLResponse, include_in_schema=False)
 async def dashboard(
-    request: Request, caller: CallerDep, gateway: GatewayDep, metrics: MetricsDep
+    request: Request, caller: CallerDep, gateway: GatewayDep, metrics: MetricsDep,
+    calibration: CalibrationDep, monitoring: MonitoringDep,
 ) -> HTMLResponse:
     if caller.tenant is None:
         return _admin_page(request, gateway, metrics)
-    return await _tenant_page(request, caller, gateway, metrics)
+    return await _tenant_page(request, caller, gateway, metrics, calibration, monitoring)
 
 
 def _zero_judge() -> dict[str, float]:
@@ -164,7 +172,8 @@ def _admin_page(request: Request, gateway: Gateway, metrics: ServiceMetrics) -> 
 
 
 async def _tenant_page(
-    request: Request, caller: Caller, gateway: Gateway, metrics: ServiceMetrics
+    request: Request, caller: Caller, gateway: Gateway, metrics: ServiceMetrics,
+    calibration: CalibrationService, monitoring: MonitorService,
 ) -> HTMLResponse:
     from judgefuse.calibration import ReliabilityBin
 
@@ -173,9 +182,8 @@ async def _tenant_page(
     settings = gateway.settings
     panels = []
     for name, runtime in gateway.panels.items():
-        keys = await calibration_report(
-            gateway.storage, tenant, name, window_hours=24, n_bins=settings.calibration_bins,
-            eps=settings.th_eps, now=gateway.clock(),
+        keys = await calibration.report(
+            tenant, name, window_hours=24, n_bins=settings.calibration_bins, eps=settings.th_eps,
         )
         rows = []
         for entry in keys:
@@ -193,15 +201,15 @@ async def _tenant_page(
                 svg = Markup(reliability_svg(bins, title=entry["key"]))  # noqa: S704
             history = None
             if entry["kind"] == "method" and entry["storage_key"] is not None:
-                history = await calibration_history(
-                    gateway.storage, tenant, entry["storage_key"], days=HISTORY_DAYS,
-                    now=gateway.clock(), n_bins=settings.calibration_bins, eps=settings.th_eps,
+                history = await calibration.history(
+                    tenant, entry["storage_key"], days=HISTORY_DAYS,
+                    n_bins=settings.calibration_bins, eps=settings.th_eps,
                 )
             rows.append({"entry": entry, "m": metrics_all, "w": entry["window"], "svg": svg,
                          "history": history,
                          "history_svg": Markup(_history_svg(history)) if history else None})  # noqa: S704
         threshold = await gateway.threshold(tenant, name)
-        monitor = await gateway.monitors.snapshot(tenant, name, threshold)
+        monitor = await monitoring.snapshot(tenant, name, threshold)
         monitor["on_drift"] = runtime.panel.config.on_drift
         monitor["svg"] = Markup(_bound_svg(monitor["series"], monitor["target"]))  # noqa: S704
         active_method, model_version = await gateway.active_method(tenant, runtime)

@@ -9,9 +9,8 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from judgefuse.calibration import DEFAULT_TH_EPS
-from judgefuse.service.estimates.calibration_store import calibration_report
 from judgefuse.service.responses import CalibrationOut
-from judgefuse.service.web.deps import GatewayDep, SettingsDep, TenantDep
+from judgefuse.service.web.deps import CalibrationDep, GatewayDep, SettingsDep, TenantDep
 
 router = APIRouter(prefix="/v1", tags=["calibration"])
 
@@ -20,6 +19,7 @@ router = APIRouter(prefix="/v1", tags=["calibration"])
 async def calibration(
     tenant: TenantDep,
     gateway: GatewayDep,
+    service: CalibrationDep,
     settings: SettingsDep,
     panel: Annotated[str | None, Query(min_length=1, max_length=256)] = None,
     window_hours: Annotated[int, Query(ge=0, le=24 * 366)] = 24,
@@ -57,17 +57,11 @@ async def calibration(
     n_bins = settings.calibration_bins if n_bins is None else n_bins
     if 1000 % n_bins:
         raise FieldProblem("query.n_bins", "must divide 1000")
-    keys = await calibration_report(
-        gateway.storage, tenant, runtime.name, window_hours=window_hours or None,
-        n_bins=n_bins, eps=eps, now=gateway.clock(), population=population,
+    keys = await service.report(
+        tenant, runtime.name, window_hours=window_hours or None, n_bins=n_bins, eps=eps,
+        population=population,
     )
-    estimates = None
-    if structure:
-        found = await gateway.panel_structure.get(
-            gateway.storage, tenant, runtime.name, window=settings.panel_structure_window,
-            judges=[j.name for j in runtime.panel.config.judges], now=gateway.clock(),
-        )
-        estimates = found.to_json() if found is not None else None
+    estimates = await service.structure(tenant, runtime) if structure else None
     return CalibrationOut.model_validate({
         "panel": runtime.name, "window_hours": window_hours or None, "eps": eps,
         "n_bins": n_bins, "keys": keys, "panel_structure": estimates,

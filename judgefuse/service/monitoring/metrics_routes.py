@@ -15,9 +15,7 @@ from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from judgefuse.service.errors import Unauthorized
-from judgefuse.service.estimates.calibration_store import metrics_json
-from judgefuse.service.ledger import parse_key
-from judgefuse.service.web.deps import CallerDep, GatewayDep, MetricsDep
+from judgefuse.service.web.deps import CalibrationDep, CallerDep, GatewayDep, MetricsDep, MonitoringDep
 
 router = APIRouter(tags=["metrics"])
 log = logging.getLogger("judgefuse.service")
@@ -25,13 +23,13 @@ log = logging.getLogger("judgefuse.service")
 
 @router.get("/metrics", include_in_schema=False)
 async def metrics(
-    request: Request, caller: CallerDep, gateway: GatewayDep, registry: MetricsDep
+    request: Request, caller: CallerDep, gateway: GatewayDep, registry: MetricsDep,
+    calibration: CalibrationDep, monitoring: MonitoringDep,
 ) -> Response:
     authenticator = request.app.state.authenticator
     if authenticator.open_mode and not caller.admin:
         raise Unauthorized("/metrics needs the metrics token",
                            fields=[("header.authorization", "not the metrics token")])
-    settings = gateway.settings
     registry.set_circuits(
         (name, judge.name, judge.circuit) for name, runtime in gateway.panels.items() for judge in runtime.panel.judges
     )
@@ -39,26 +37,14 @@ async def metrics(
     tenants = authenticator.tenants if caller.admin else own
     try:
         for tenant in tenants:
-            for raw in await gateway.storage.list_accumulators(tenant):
-                try:
-                    key = parse_key(raw)
-                except ValueError:
-                    continue
-                if key.kind in ("abstain", "traffic"):
-                    continue
-                fields = await gateway.storage.read_accumulator(tenant, raw)
-                values = metrics_json(fields, n_bins=settings.calibration_bins, eps=settings.th_eps)
-                registry.set_calibration(
-                    tenant, key.panel, f"{key.kind}:{key.name}:{key.mode}", values
-                )
+            async for panel, key, values in calibration.gauges(tenant):
+                registry.set_calibration(tenant, panel, key, values)
     except Exception as exc:  # a scrape still returns the process metrics
         log.warning("calibration gauges not refreshed: %s", type(exc).__name__)
     try:
         for tenant in tenants:
             for name in gateway.panels:
-                threshold = await gateway.storage.get_threshold(tenant, name)
-                registry.set_monitor(tenant, name,
-                                     await gateway.monitors.snapshot(tenant, name, threshold))
+                registry.set_monitor(tenant, name, await monitoring.current_snapshot(tenant, name))
     except Exception as exc:  # a scrape still returns the process metrics
         log.warning("monitor gauges not refreshed: %s", type(exc).__name__)
     body = registry.render() if caller.admin else registry.render_for_tenant(caller.tenant or "")

@@ -6,12 +6,12 @@ from fastapi import APIRouter
 from fastapi.responses import Response
 
 from judgefuse.service.schemas import FeedbackRequest, LabelResult
-from judgefuse.service.web.deps import GatewayDep, TenantDep, json_response
+from judgefuse.service.web.deps import LabelsDep, TenantDep, json_response
 
 router = APIRouter(prefix="/v1", tags=["feedback"])
 
 
 @router.post("/feedback", response_model=LabelResult)
-async def feedback(body: FeedbackRequest, tenant: TenantDep, gateway: GatewayDep) -> Response:
+async def feedback(body: FeedbackRequest, tenant: TenantDep, labels: LabelsDep) -> Response:
     """A relabel replaces the old label in every accumulator; the same label again is a no-op."""
-    return json_response(await gateway.feedback(tenant, body.verdict_id, body.label))
+    return json_response(await labels.feedback(tenant, body.verdict_id, body.label))

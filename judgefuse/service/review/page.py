@@ -16,16 +16,18 @@ login (default: the tenant's name).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qs, urlencode
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from judgefuse.judges.types import Letter
 from judgefuse.service.errors import FieldProblem, ServiceError, Unauthorized
 from judgefuse.service.review.queue import annotator_name, item_out
 from judgefuse.service.review.session import COOKIE, ReviewSession, SessionSigner
 from judgefuse.service.settings import DEFAULT_TENANT
+from judgefuse.service.web.deps import GatewayDep, LabelsDep, ReviewQueueDep
 
 router = APIRouter(tags=["review page"], include_in_schema=False)
 
@@ -86,18 +88,16 @@ def _done(value: str | None) -> int:
 
 @router.get("/review", response_class=HTMLResponse)
 async def review_page(
-    request: Request, panel: str | None = None, done: str | None = None, skipped: str | None = None
+    request: Request, gateway: GatewayDep, queue: ReviewQueueDep, panel: str | None = None,
+    done: str | None = None, skipped: str | None = None,
 ) -> HTMLResponse:
     session = _session(request)
     if session is None:
         return _render(request, "review_login.html.j2", error=None, panel=panel or "")
-    gateway = request.app.state.gateway
     runtime = gateway.runtime(panel, field="query.panel")
+
     async def lease() -> list[Any]:
-        return await gateway.storage.lease_review(
-            session.tenant, runtime.name, n=1, annotator=session.annotator,
-            lease_s=gateway.settings.review_lease_s, now=gateway.clock(),
-        )
+        return await queue.lease(session.tenant, runtime.name, n=1, annotator=session.annotator)
 
     leases = await lease()
     if leases and skipped and leases[0].record.id == skipped:
@@ -105,10 +105,9 @@ async def review_page(
         # and give the skipped one back again
         more = await lease()
         if more:
-            await gateway.storage.release_review(session.tenant, skipped, session.annotator,
-                                                 now=gateway.clock())
+            await queue.release(session.tenant, skipped, session.annotator)
             leases = more
-    stats = await gateway.storage.review_stats(session.tenant, runtime.name, now=gateway.clock())
+    stats = await queue.counts(session.tenant, runtime.name)
     item = item_out(leases[0], runtime) if leases else None
     return _render(
         request, "review.html.j2", tenant=session.tenant, annotator=session.annotator,
@@ -152,7 +151,7 @@ async def logout(request: Request) -> Response:
 
 
 @router.post("/review/label")
-async def label(request: Request) -> Response:
+async def label(request: Request, labels: LabelsDep) -> Response:
     _same_origin(request)
     session = _session(request)
     if session is None:
@@ -161,20 +160,18 @@ async def label(request: Request) -> Response:
     choice = form.get("label")
     if choice not in ("A", "B"):
         raise FieldProblem("form.label", "must be A or B")
-    await request.app.state.gateway.feedback(session.tenant, form.get("verdict_id", ""), choice)
+    await labels.feedback(session.tenant, form.get("verdict_id", ""), cast(Letter, choice))
     return _back(form.get("panel") or None, _done(form.get("done")) + 1)
 
 
 @router.post("/review/skip")
-async def skip(request: Request) -> Response:
+async def skip(request: Request, queue: ReviewQueueDep) -> Response:
     _same_origin(request)
     session = _session(request)
     if session is None:
         raise Unauthorized("log in at /review first", fields=[("cookie", "no session")])
     form = await _form(request)
-    gateway = request.app.state.gateway
     verdict_id = form.get("verdict_id", "")
     if verdict_id:
-        await gateway.storage.release_review(session.tenant, verdict_id[:256], session.annotator,
-                                             now=gateway.clock())
+        await queue.release(session.tenant, verdict_id[:256], session.annotator)
     return _back(form.get("panel") or None, _done(form.get("done")), verdict_id[:256] or None)

@@ -8,7 +8,6 @@ what an item shows.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Annotated
 
 from fastapi import APIRouter, Header, Query
@@ -16,10 +15,9 @@ from fastapi import APIRouter, Header, Query
 from judgefuse.service.errors import FieldProblem, NotFound
 from judgefuse.service.judging.request_checks import check_verdict_id
 from judgefuse.service.responses import ReviewNextOut, ReviewSkipOut, ReviewStatsOut
-from judgefuse.service.review.audit_plan import daily_traffic, plan_report
-from judgefuse.service.review.queue import annotator_name, item_out, stats_out
+from judgefuse.service.review.queue import annotator_name, item_out
 from judgefuse.service.schemas import ReviewSkipRequest
-from judgefuse.service.web.deps import GatewayDep, TenantDep
+from judgefuse.service.web.deps import GatewayDep, ReviewQueueDep, SettingsDep, TenantDep
 
 router = APIRouter(prefix="/v1/review", tags=["review"])
 
@@ -28,6 +26,8 @@ router = APIRouter(prefix="/v1/review", tags=["review"])
 async def next_items(
     tenant: TenantDep,
     gateway: GatewayDep,
+    queue: ReviewQueueDep,
+    settings: SettingsDep,
     panel: Annotated[str | None, Query(min_length=1, max_length=256)] = None,
     n: Annotated[int, Query()] = 1,
     annotator: Annotated[str | None, Query()] = None,
@@ -35,15 +35,12 @@ async def next_items(
 ) -> ReviewNextOut:
     """Lease up to ``n`` pending items of the panel's queue to one annotator, in random order
     (two annotators never hold the same item; an expired lease returns the item)."""
-    limit = gateway.settings.review_max_lease
+    limit = settings.review_max_lease
     if not 1 <= n <= limit:
         raise FieldProblem("query.n", f"must be between 1 and {limit}")
     runtime = gateway.runtime(panel, field="query.panel")
     who = annotator_name(tenant, annotator, x_annotator, field="query.annotator")
-    leases = await gateway.storage.lease_review(
-        tenant, runtime.name, n=n, annotator=who, lease_s=gateway.settings.review_lease_s,
-        now=gateway.clock(),
-    )
+    leases = await queue.lease(tenant, runtime.name, n=n, annotator=who)
     return ReviewNextOut(panel=runtime.name, annotator=who,
                          items=[item_out(lease, runtime) for lease in leases])
 
@@ -52,14 +49,14 @@ async def next_items(
 async def skip(
     body: ReviewSkipRequest,
     tenant: TenantDep,
-    gateway: GatewayDep,
+    queue: ReviewQueueDep,
     x_annotator: Annotated[str | None, Header()] = None,
 ) -> ReviewSkipOut:
     """Give a leased item back to the queue (at its random rank). 404 when this annotator
     holds no live lease on it."""
     check_verdict_id(tenant, body.verdict_id)
     who = annotator_name(tenant, body.annotator, x_annotator, field="body.annotator")
-    released = await gateway.storage.release_review(tenant, body.verdict_id, who, now=gateway.clock())
+    released = await queue.release(tenant, body.verdict_id, who)
     if not released:
         raise NotFound(f"annotator {who!r} holds no live lease on verdict {body.verdict_id!r}",
                        fields=[("body.verdict_id", "not leased by this annotator")])
@@ -70,6 +67,7 @@ async def skip(
 async def stats(
     tenant: TenantDep,
     gateway: GatewayDep,
+    queue: ReviewQueueDep,
     panel: Annotated[str | None, Query(min_length=1, max_length=256)] = None,
 ) -> ReviewStatsOut:
     """Per stratum (review, audit, none): verdicts routed, queued, leased, labelled, and the
@@ -77,17 +75,4 @@ async def stats(
     verdicts get (the static ``audit_rate``, or planned from ``label_budget_per_day`` and the
     last day's traffic), the expected half-width it buys and the expected time to detect a
     10-point precision drop (:mod:`judgefuse.service.review.audit_plan`)."""
-    runtime = gateway.runtime(panel, field="query.panel")
-    config = runtime.panel.config
-    counts = await gateway.storage.review_stats(tenant, runtime.name, now=gateway.clock())
-    planned = await gateway.audit_planner.rate(tenant, runtime.name, config, gateway.clock())
-    if planned.plan is None and planned.auto_per_day == 0:  # static rate: traffic for the report
-        review, auto = await daily_traffic(gateway.storage, tenant, runtime.name, gateway.clock())
-        planned = replace(planned, review_per_day=review, auto_per_day=auto)
-    threshold = await gateway.threshold(tenant, runtime.name)
-    plan = await plan_report(planned, target=threshold.target_precision if threshold else None,
-                             alpha=gateway.settings.monitor_alpha, budget=config.label_budget_per_day)
-    return ReviewStatsOut.model_validate(
-        {"panel": runtime.name, "audit_rate": config.audit_rate, **stats_out(counts),
-         "audit_plan": plan}
-    )
+    return await queue.stats(tenant, gateway.runtime(panel, field="query.panel"))

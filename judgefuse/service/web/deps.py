@@ -1,7 +1,10 @@
 """Dependencies as ``Annotated`` aliases (full-stack-fastapi-template's ``api/deps.py`` style).
 
 Everything comes from ``request.app.state``, filled by the app factory's lifespan: nothing is
-built at import time. The functions are ``async def`` on purpose: FastAPI runs a plain ``def``
+built at import time. A route takes its own slice's service (``LabelsDep``, ``ReviewQueueDep``,
+``LearningDep``, ``CalibrationDep``, ``MonitoringDep``, ``VerdictsDep``), built by the gateway
+(the composition root), rather than the gateway's storage: what a slice reads and writes stays
+in that slice. The functions are ``async def`` on purpose: FastAPI runs a plain ``def``
 dependency in a worker thread, which costs more than the dependency itself.
 """
 
@@ -13,14 +16,20 @@ from fastapi import Depends, Request
 from fastapi.responses import Response
 from pydantic import BaseModel
 
+from judgefuse.service.estimates.service import CalibrationService
 from judgefuse.service.gateway import Gateway
+from judgefuse.service.learning.service import LearningService
 from judgefuse.service.monitoring.metrics import ServiceMetrics
+from judgefuse.service.monitoring.service import MonitorService
+from judgefuse.service.review.labels import LabelService
+from judgefuse.service.review.queue import ReviewQueue
+from judgefuse.service.review.verdicts import VerdictReads
 from judgefuse.service.settings import Settings
-from judgefuse.service.storage import Storage
 from judgefuse.service.web.auth import Authenticator, Caller
 
 __all__ = [
-    "CallerDep", "GatewayDep", "MetricsDep", "SettingsDep", "StorageDep", "TenantDep", "json_response",
+    "CalibrationDep", "CallerDep", "GatewayDep", "LabelsDep", "LearningDep", "MetricsDep",
+    "MonitoringDep", "ReviewQueueDep", "SettingsDep", "TenantDep", "VerdictsDep", "json_response",
 ]
 
 
@@ -32,8 +41,28 @@ async def get_gateway(request: Request) -> Gateway:
     return request.app.state.gateway
 
 
-async def get_storage(request: Request) -> Storage:
-    return request.app.state.gateway.storage
+async def get_labels(request: Request) -> LabelService:
+    return request.app.state.gateway.labels
+
+
+async def get_verdicts(request: Request) -> VerdictReads:
+    return request.app.state.gateway.verdicts
+
+
+async def get_review_queue(request: Request) -> ReviewQueue:
+    return request.app.state.gateway.review_queue
+
+
+async def get_learning(request: Request) -> LearningService:
+    return request.app.state.gateway.learning
+
+
+async def get_calibration(request: Request) -> CalibrationService:
+    return request.app.state.gateway.calibration
+
+
+async def get_monitoring(request: Request) -> MonitorService:
+    return request.app.state.gateway.monitoring
 
 
 async def get_metrics(request: Request) -> ServiceMetrics:
@@ -66,7 +95,12 @@ def json_response(model: BaseModel, status_code: int = 200) -> Response:
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 GatewayDep = Annotated[Gateway, Depends(get_gateway)]
-StorageDep = Annotated[Storage, Depends(get_storage)]
+LabelsDep = Annotated[LabelService, Depends(get_labels)]
+VerdictsDep = Annotated[VerdictReads, Depends(get_verdicts)]
+ReviewQueueDep = Annotated[ReviewQueue, Depends(get_review_queue)]
+LearningDep = Annotated[LearningService, Depends(get_learning)]
+CalibrationDep = Annotated[CalibrationService, Depends(get_calibration)]
+MonitoringDep = Annotated[MonitorService, Depends(get_monitoring)]
 MetricsDep = Annotated[ServiceMetrics, Depends(get_metrics)]
 TenantDep = Annotated[str, Depends(get_tenant)]
 CallerDep = Annotated[Caller, Depends(get_caller)]

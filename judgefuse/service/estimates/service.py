@@ -1,0 +1,82 @@
+"""The estimates slice's service: what the labels and votes say about calibration, for
+``GET /v1/calibration``, the dashboard and the ``/metrics`` gauges.
+
+All of it is a read of what judging and review wrote (the ledger's accumulators and traffic
+counters, stored votes): the labelled sample's metrics and the population estimates
+(:mod:`judgefuse.service.estimates.calibration_store`), each method's history per day, and the
+panel structure (:mod:`judgefuse.service.estimates.panel_estimates`), cached per panel for
+``panel_structure_ttl_s`` because it refits Dawid-Skene on the newest votes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from judgefuse.service.estimates.calibration_store import (
+    calibration_history,
+    calibration_report,
+    metrics_json,
+)
+from judgefuse.service.estimates.panel_estimates import PanelEstimatesCache
+from judgefuse.service.judging.panels import PanelRuntime
+from judgefuse.service.ledger import parse_key
+from judgefuse.service.settings import Settings
+from judgefuse.service.storage import Storage
+
+__all__ = ["CalibrationService"]
+
+
+class CalibrationService:
+    def __init__(
+        self, settings: Settings, storage: Storage, *, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.settings = settings
+        self.storage = storage
+        self.clock = clock
+        self.panel_structure = PanelEstimatesCache(settings.panel_structure_ttl_s)
+        """The panel structure, per panel, for ``panel_structure_ttl_s``."""
+
+    async def report(
+        self, tenant: str, panel: str, *, window_hours: int | None, n_bins: int, eps: float,
+        population: bool = True,
+    ) -> list[dict[str, Any]]:
+        """One entry per calibration key of (tenant, panel): the labelled sample all time and
+        over the last ``window_hours`` (None: no window), and the population block."""
+        return await calibration_report(
+            self.storage, tenant, panel, window_hours=window_hours, n_bins=n_bins, eps=eps,
+            now=self.clock(), population=population,
+        )
+
+    async def history(
+        self, tenant: str, storage_key: str, *, days: int, n_bins: int, eps: float
+    ) -> list[dict[str, Any]]:
+        """ECE and TH-Score of one key per day over the last ``days`` days, oldest first."""
+        return await calibration_history(
+            self.storage, tenant, storage_key, days=days, now=self.clock(), n_bins=n_bins, eps=eps,
+        )
+
+    async def structure(self, tenant: str, runtime: PanelRuntime) -> dict[str, Any] | None:
+        """The panel structure of (tenant, panel) as JSON (None before any votes to read)."""
+        found = await self.panel_structure.get(
+            self.storage, tenant, runtime.name, window=self.settings.panel_structure_window,
+            judges=[j.name for j in runtime.panel.config.judges], now=self.clock(),
+        )
+        return found.to_json() if found is not None else None
+
+    async def gauges(self, tenant: str) -> AsyncIterator[tuple[str, str, dict[str, Any]]]:
+        """(panel, ``kind:name:mode``, metrics) of every calibration key of the tenant, all
+        time, at the configured bins and eps: one at a time, so a storage failure halfway
+        leaves the gauges already read refreshed."""
+        settings = self.settings
+        for raw in await self.storage.list_accumulators(tenant):
+            try:
+                key = parse_key(raw)
+            except ValueError:
+                continue
+            if key.kind in ("abstain", "traffic"):
+                continue
+            fields = await self.storage.read_accumulator(tenant, raw)
+            values = metrics_json(fields, n_bins=settings.calibration_bins, eps=settings.th_eps)
+            yield key.panel, f"{key.kind}:{key.name}:{key.mode}", values

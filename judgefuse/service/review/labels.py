@@ -1,0 +1,88 @@
+"""The label path: one label of one stored verdict, whoever gives it (``POST /v1/feedback``, the
+review page, or a request's inline label on ``/v1/judge`` and ``/v1/fuse``).
+
+Storage applies a label in one atomic step: the record, the accumulator increments of the
+ledger (:func:`judgefuse.service.ledger.label_increments`; a relabel subtracts the old label's),
+and the end of any review lease on the verdict. What a first label sets off afterwards happens
+here: the label counter, the refit scheduler's count (learning decides when enough labels came
+in; review is handed its ``note_label`` rather than importing learning), and, for an audit
+label, the precision monitor of the threshold version that routed the verdict.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+
+from judgefuse.judges.types import Letter
+from judgefuse.service.judging.panels import PanelRuntime
+from judgefuse.service.judging.request_checks import check_verdict_id
+from judgefuse.service.ledger import label_increments
+from judgefuse.service.monitoring.metrics import ServiceMetrics
+from judgefuse.service.monitoring.monitor import Monitors
+from judgefuse.service.schemas import LabelResult
+from judgefuse.service.storage import LabelOutcome, Storage, StorageError, VerdictRecord
+
+__all__ = ["LabelService", "label_result"]
+
+log = logging.getLogger("judgefuse.service")
+
+
+class LabelService:
+    def __init__(
+        self,
+        storage: Storage,
+        metrics: ServiceMetrics,
+        panels: Mapping[str, PanelRuntime],
+        monitors: Monitors,
+        note_label: Callable[[str, str], None],
+    ) -> None:
+        self.storage = storage
+        self.metrics = metrics
+        self.panels = panels
+        self.monitors = monitors
+        self.note_label = note_label
+        """Called with (tenant, panel) after each first label (the refit scheduler's count)."""
+
+    async def feedback(self, tenant: str, verdict_id: str, label: Letter) -> LabelResult:
+        """Label a verdict (idempotent: labelled / relabelled / unchanged)."""
+        check_verdict_id(tenant, verdict_id)
+        return label_result(await self.label(tenant, verdict_id, label))
+
+    async def label(self, tenant: str, verdict_id: str, label: Letter) -> LabelOutcome:
+        """Store the label (the verdict id already checked) and count it; the outcome says
+        whether it was new, a relabel or the same label again."""
+        outcome = await self.storage.set_label(tenant, verdict_id, label, label_increments)
+        panel = outcome.record.panel
+        self.metrics.child(self.metrics.labels, tenant, panel, outcome.status).inc()
+        if outcome.status == "labelled":
+            self.note_label(tenant, panel)
+            await self._monitor_label(tenant, outcome.record, label)
+        return outcome
+
+    async def _monitor_label(self, tenant: str, record: VerdictRecord, label: Letter) -> None:
+        """A first label of an audit verdict feeds its threshold version's precision monitor
+        (relabels never do: see :mod:`judgefuse.service.monitoring.monitor`). The label is stored
+        already, so a storage failure here is logged, not raised: the monitor misses one
+        label, chosen by an outage rather than by its value, and stays valid."""
+        stamp = record.review
+        if stamp is None or stamp.stratum != "audit" or record.threshold_version is None:
+            return
+        runtime = self.panels.get(record.panel)
+        try:
+            threshold = await self.storage.get_threshold(tenant, record.panel,
+                                                          version=record.threshold_version)
+            await self.monitors.on_label(
+                tenant, record, label, threshold,
+                on_drift=runtime.panel.config.on_drift if runtime else "review_everything")
+        except StorageError as exc:
+            log.error("monitor %s/%s: label not counted: %s", tenant, record.panel,
+                      type(exc).__name__)
+
+
+def label_result(outcome: LabelOutcome) -> LabelResult:
+    """The answer to a label (``POST /v1/feedback``, or ``feedback`` on a verdict labelled inline)."""
+    return LabelResult(
+        verdict_id=outcome.record.id, status=outcome.status, label=outcome.label,
+        previous=outcome.previous, keys_updated=sorted(outcome.applied),
+    )

@@ -1,0 +1,56 @@
+"""A stored verdict read back (``GET /v1/verdicts/{id}``, and a retried request's replay).
+
+Judging decides and stores a verdict once; what changes afterwards is the review's: its label,
+when it was labelled, and the review block (stratum, inclusion probability, whether it was
+queued). So reading a verdict back is a review read: the stored decision as it was made (the
+threshold it was routed with, not today's) with the review's side of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from judgefuse.service.judging.cascade_serving import stored_cascade_out
+from judgefuse.service.judging.panels import PanelRuntime
+from judgefuse.service.judging.request_checks import check_verdict_id
+from judgefuse.service.schemas import ReviewOut, ThresholdUsed, VerdictOut
+from judgefuse.service.storage import Storage, VerdictNotFound, VerdictRecord
+
+__all__ = ["VerdictReads", "review_out"]
+
+
+class VerdictReads:
+    def __init__(self, storage: Storage, panels: Mapping[str, PanelRuntime]) -> None:
+        self.storage = storage
+        self.panels = panels
+
+    async def get(self, tenant: str, verdict_id: str) -> VerdictOut:
+        """The stored verdict of the caller's tenant (another tenant's, or none: 404)."""
+        check_verdict_id(tenant, verdict_id)
+        record = await self.storage.get_verdict(tenant, verdict_id)
+        if record is None:
+            raise VerdictNotFound(tenant, verdict_id)
+        verdict = record.verdict
+        used = ThresholdUsed(
+            value=verdict.threshold, version=None,
+            reason="as routed when the verdict was made",
+        )
+        return VerdictOut.of(
+            verdict, panel=record.panel, threshold=used, created_at=record.created_at,
+            label=record.label, labelled_at=record.labelled_at,
+            category=record.item.category if record.item else None,
+            cascade=stored_cascade_out(verdict, self.panels.get(record.panel)),
+            review=review_out(record),
+        )
+
+
+def review_out(record: VerdictRecord) -> ReviewOut | None:
+    """The response's ``review`` block from a record's stamp (None for older records)."""
+    stamp = record.review
+    if stamp is None:
+        return None
+    return ReviewOut.model_construct(
+        queued=stamp.queued, reason=stamp.reason, stratum=stamp.stratum,
+        inclusion_probability=stamp.inclusion_probability, audit_rate=stamp.audit_rate,
+        threshold_version=record.threshold_version,
+    )
