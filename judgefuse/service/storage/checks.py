@@ -16,10 +16,14 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, TypeVar
 
+from pydantic import ValidationError
+
 from judgefuse.judges.types import Letter
+from judgefuse.service.storage.errors import StorageCorrupt
 from judgefuse.service.storage.records import (
     ModelRecord,
     MonitorEvent,
+    StateBlob,
     Stratum,
     StratumCounts,
     ThresholdRecord,
@@ -49,6 +53,9 @@ __all__ = [
     "hour_of",
     "labelled_copy",
     "net_increments",
+    "parse_record",
+    "parse_state",
+    "parse_versioned",
     "pending_review",
     "stats_from_counters",
 ]
@@ -270,3 +277,33 @@ def pending_review(record: VerdictRecord) -> bool:
     """Whether ``record`` waits for review: queued at decision time and not labelled yet (a
     first label is what takes an item out of the queue, so the two always agree)."""
     return record.label is None and record.review is not None and record.review.queued
+
+
+# -- what comes back: stored data parsed, StorageCorrupt when it does not -------------------------
+def parse_record(raw: str | bytes, backend: str) -> VerdictRecord:
+    """A stored verdict record; :class:`StorageCorrupt` (naming ``backend``) when invalid."""
+    try:
+        return VerdictRecord.model_validate_json(raw)
+    except ValidationError as exc:
+        raise StorageCorrupt(
+            f"{backend}: stored verdict record is invalid ({exc.error_count()} errors)"
+        ) from exc
+
+
+def parse_versioned(cls: type[V], version: int, raw: str | bytes, backend: str) -> V:
+    """The stored ``raw`` as a ``cls`` numbered ``version``; :class:`StorageCorrupt` when it does
+    not parse (the version lives beside the body, in the key or the row, not in it)."""
+    try:
+        data: Any = json.loads(raw)
+        data["version"] = version
+        return cls.model_validate(data)
+    except (ValueError, TypeError) as exc:  # ValidationError is a ValueError
+        raise StorageCorrupt(f"{backend}: stored {cls.__name__} is invalid") from exc
+
+
+def parse_state(version: Any, body: str | bytes, key: str, backend: str) -> StateBlob:
+    """A stored state blob; :class:`StorageCorrupt` when its version or body is invalid."""
+    try:
+        return StateBlob(version=int(version), body=json.loads(body))
+    except (ValueError, TypeError) as exc:
+        raise StorageCorrupt(f"{backend}: stored state {key!r} is invalid") from exc

@@ -36,19 +36,18 @@ contract. One job each: :mod:`.schema` (tables, versioned migrations),
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 import psycopg.errors
 import psycopg_pool
-from pydantic import ValidationError
 
 from judgefuse.judges.types import Letter
+from judgefuse.service.storage import sql as shared_sql
 from judgefuse.service.storage.base import Storage
 from judgefuse.service.storage.checks import (
     Increments,
@@ -59,6 +58,9 @@ from judgefuse.service.storage.checks import (
     hour_of,
     labelled_copy,
     net_increments,
+    parse_record,
+    parse_state,
+    parse_versioned,
 )
 from judgefuse.service.storage.errors import (
     StorageCorrupt,
@@ -94,15 +96,14 @@ from judgefuse.service.storage.records import (
     VerdictRecord,
 )
 from judgefuse.service.storage.retention import RetentionReport
+from judgefuse.service.storage.sql import VERSIONED_TABLES
 
 T = TypeVar("T")
 
 __all__ = ["SCHEMA_VERSION", "PostgresStorage"]
 
 _RETRYABLE = (psycopg.errors.SerializationFailure, psycopg.errors.DeadlockDetected)
-_TABLES: dict[VersionedKind, str] = {
-    "threshold": "thresholds", "model": "models", "monitor_event": "monitor_events",
-}
+
 _SERVER_NOW = "extract(epoch from clock_timestamp())"
 _CLAIM_COMMIT = "SELECT set_config('synchronous_commit', 'off', true)"
 """Claims are leases of seconds that only save judge calls: their commits do not wait for the
@@ -232,6 +233,18 @@ class PostgresStorage(Storage):
             except (psycopg.Error, psycopg_pool.PoolTimeout, psycopg_pool.PoolClosed) as exc:
                 raise self._error(exc, what) from exc
 
+    async def _fetch(
+        self, what: str, sql: str, params: Sequence[Any], *, one: bool = False
+    ) -> Any:
+        """The rows of one read-only statement (autocommit), or its first row (None when none)
+        with ``one``."""
+
+        async def read(conn: psycopg.AsyncConnection) -> Any:
+            cur = await conn.execute(sql, params)
+            return await (cur.fetchone() if one else cur.fetchall())
+
+        return await self._run(what, read, transaction=False)
+
     # -- lifecycle -----------------------------------------------------------------------------
     async def open(self) -> None:
         if self._pool is not None:
@@ -303,14 +316,6 @@ class PostgresStorage(Storage):
         self._days.add(day)
 
     # -- verdicts ------------------------------------------------------------------------------
-    @staticmethod
-    def _parse_record(body: str) -> VerdictRecord:
-        try:
-            return VerdictRecord.model_validate_json(body)
-        except ValidationError as exc:
-            raise StorageCorrupt(
-                f"postgresql: stored verdict record is invalid ({exc.error_count()} errors)"
-            ) from exc
 
     async def _save_verdict(self, tenant: str, record: VerdictRecord, net: Increments) -> None:
         body = record.model_dump_json()
@@ -385,7 +390,7 @@ class PostgresStorage(Storage):
             return None if row is None else str(row[0])
 
         body = await self._run("get_verdict", read, transaction=False)
-        return None if body is None else self._parse_record(body)
+        return None if body is None else parse_record(body, "postgresql")
 
     # -- labels --------------------------------------------------------------------------------
     async def _set_label(
@@ -396,7 +401,7 @@ class PostgresStorage(Storage):
             if found is None:
                 raise VerdictNotFound(tenant, verdict_id)
             created, body = found
-            record = self._parse_record(body)
+            record = parse_record(body, "postgresql")
             if record.label == label:
                 return LabelOutcome(status="unchanged", label=label, previous=label, record=record)
             net = net_increments(record, label, increments)
@@ -441,7 +446,7 @@ class PostgresStorage(Storage):
         bodies = await self._run("lease_review", txn)
         return [
             ReviewLease(
-                record=self._parse_record(body), annotator=annotator, lease_expires_at=expires_at
+                record=parse_record(body, "postgresql"), annotator=annotator, lease_expires_at=expires_at
             )
             for body in bodies
         ]
@@ -475,10 +480,7 @@ class PostgresStorage(Storage):
 
     async def _release_lease(self, tenant: str, name: str, owner: str) -> bool:
         async def write(conn: psycopg.AsyncConnection) -> bool:
-            cur = await conn.execute(
-                "DELETE FROM leases WHERE tenant = %s AND name = %s AND owner = %s",
-                (tenant, name, owner),
-            )
+            cur = await conn.execute(shared_sql.RELEASE_LEASE, (tenant, name, owner))
             return cur.rowcount == 1
 
         return await self._run("release_lease", write)
@@ -541,7 +543,7 @@ class PostgresStorage(Storage):
     # -- versioned records ---------------------------------------------------------------------
     async def _put_versioned(self, kind: VersionedKind, tenant: str, panel: str, record: V) -> int:
         body = record.model_dump_json(exclude={"version"})
-        table = _TABLES[kind]  # one of three fixed names, never user input
+        table = VERSIONED_TABLES[kind]  # one of three fixed names, never user input
 
         async def txn(conn: psycopg.AsyncConnection) -> int:
             cur = await conn.execute(
@@ -562,68 +564,21 @@ class PostgresStorage(Storage):
 
         return await self._run(f"put {kind}", txn)
 
-    @staticmethod
-    def _parse_versioned(cls: type[V], version: int, body: str) -> V:
-        try:
-            data: Any = json.loads(body)
-            data["version"] = version
-            return cls.model_validate(data)
-        except (ValueError, TypeError) as exc:  # ValidationError is a ValueError
-            raise StorageCorrupt(f"postgresql: stored {cls.__name__} is invalid") from exc
-
     async def _get_versioned(
         self, kind: VersionedKind, cls: type[V], tenant: str, panel: str, version: int | None
     ) -> V | None:
-        table = _TABLES[kind]
-
-        async def read(conn: psycopg.AsyncConnection) -> tuple[int, str] | None:
-            if version is None:
-                cur = await conn.execute(
-                    f"SELECT version, body FROM {table} WHERE tenant = %s AND panel = %s "
-                    "ORDER BY version DESC LIMIT 1",
-                    (tenant, panel),
-                )
-            else:
-                cur = await conn.execute(
-                    f"SELECT version, body FROM {table} WHERE tenant = %s AND panel = %s "
-                    "AND version = %s",
-                    (tenant, panel, int(version)),
-                )
-            return await cur.fetchone()
-
-        row = await self._run(f"get {kind}", read, transaction=False)
-        return None if row is None else self._parse_versioned(cls, int(row[0]), row[1])
+        params = (tenant, panel) if version is None else (tenant, panel, int(version))
+        row = await self._fetch(f"get {kind}", shared_sql.version_select(kind, version), params, one=True)
+        return None if row is None else parse_versioned(cls, int(row[0]), row[1], "postgresql")
 
     async def _history(self, kind: VersionedKind, cls: type[V], tenant: str, panel: str) -> list[V]:
-        table = _TABLES[kind]
-
-        async def read(conn: psycopg.AsyncConnection) -> list[tuple[int, str]]:
-            cur = await conn.execute(
-                f"SELECT version, body FROM {table} WHERE tenant = %s AND panel = %s "
-                "ORDER BY version",
-                (tenant, panel),
-            )
-            return await cur.fetchall()
-
-        rows = await self._run(f"{kind} history", read, transaction=False)
-        return [self._parse_versioned(cls, int(v), body) for v, body in rows]
+        rows = await self._fetch(f"{kind} history", shared_sql.version_history(kind), (tenant, panel))
+        return [parse_versioned(cls, int(v), body, "postgresql") for v, body in rows]
 
     # -- state blobs -----------------------------------------------------------------------------
     async def _get_state(self, tenant: str, key: str) -> StateBlob | None:
-        async def read(conn: psycopg.AsyncConnection) -> tuple[int, str] | None:
-            cur = await conn.execute(
-                "SELECT version, body FROM state_blobs WHERE tenant = %s AND key = %s",
-                (tenant, key),
-            )
-            return await cur.fetchone()
-
-        row = await self._run("get_state", read, transaction=False)
-        if row is None:
-            return None
-        try:
-            return StateBlob(version=int(row[0]), body=json.loads(row[1]))
-        except (ValueError, TypeError) as exc:
-            raise StorageCorrupt(f"postgresql: stored state {key!r} is invalid") from exc
+        row = await self._fetch("get_state", shared_sql.GET_STATE, (tenant, key), one=True)
+        return None if row is None else parse_state(row[0], row[1], key, "postgresql")
 
     async def _put_state(self, tenant: str, key: str, text: str, expected_version: int) -> int | None:
         async def write(conn: psycopg.AsyncConnection) -> int | None:
@@ -648,48 +603,16 @@ class PostgresStorage(Storage):
     async def _iter_labelled(
         self, tenant: str, panel: str | None, limit: int | None
     ) -> list[VerdictRecord]:
-        sql = "SELECT body FROM verdicts WHERE tenant = %s AND label IS NOT NULL"
-        params: list[Any] = [tenant]
-        if panel is not None:
-            sql += " AND panel = %s"
-            params.append(panel)
-        sql += " ORDER BY created_at DESC, id DESC"
-        if limit is not None:
-            sql += " LIMIT %s"
-            params.append(limit)
-
-        async def read(conn: psycopg.AsyncConnection) -> list[str]:
-            cur = await conn.execute(sql, params)
-            return [row[0] for row in await cur.fetchall()]
-
-        bodies = await self._run("iter_labelled", read, transaction=False)
-        return [self._parse_record(body) for body in bodies]
+        rows = await self._fetch("iter_labelled", *shared_sql.labelled(tenant, panel, limit))
+        return [parse_record(row[0], "postgresql") for row in rows]
 
     async def _iter_recent(self, tenant: str, panel: str, limit: int) -> list[VerdictRecord]:
-        async def read(conn: psycopg.AsyncConnection) -> list[str]:
-            cur = await conn.execute(
-                "SELECT body FROM verdicts WHERE tenant = %s AND panel = %s "
-                "ORDER BY created_at DESC, id DESC LIMIT %s",
-                (tenant, panel, limit),
-            )
-            return [row[0] for row in await cur.fetchall()]
-
-        bodies = await self._run("iter_recent", read, transaction=False)
-        return [self._parse_record(body) for body in bodies]
+        rows = await self._fetch("iter_recent", shared_sql.RECENT, (tenant, panel, limit))
+        return [parse_record(row[0], "postgresql") for row in rows]
 
     async def _count_labelled(self, tenant: str, panel: str | None) -> int:
-        sql = "SELECT count(*) FROM verdicts WHERE tenant = %s AND label IS NOT NULL"
-        params: list[Any] = [tenant]
-        if panel is not None:
-            sql += " AND panel = %s"
-            params.append(panel)
-
-        async def read(conn: psycopg.AsyncConnection) -> int:
-            cur = await conn.execute(sql, params)
-            row = await cur.fetchone()
-            return int(row[0]) if row else 0
-
-        return await self._run("count_labelled", read, transaction=False)
+        row = await self._fetch("count_labelled", *shared_sql.count_labelled(tenant, panel), one=True)
+        return int(row[0]) if row else 0
 
     # -- retention and export ------------------------------------------------------------------
     async def _iter_records(
@@ -710,7 +633,7 @@ class PostgresStorage(Storage):
 
             rows = await self._run("iter_records", page, transaction=False)
             for created, row_tenant, vid, body in rows:
-                yield self._parse_record(body)
+                yield parse_record(body, "postgresql")
                 after = (created, row_tenant, vid)
             if len(rows) < batch_size:
                 return

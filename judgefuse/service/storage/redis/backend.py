@@ -111,7 +111,6 @@ from typing import Any, cast
 
 import redis.asyncio as aioredis
 import redis.exceptions as rexc
-from pydantic import ValidationError
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 
@@ -126,6 +125,9 @@ from judgefuse.service.storage.checks import (
     hour_of,
     labelled_copy,
     net_increments,
+    parse_record,
+    parse_state,
+    parse_versioned,
     pending_review,
     stats_from_counters,
 )
@@ -379,19 +381,10 @@ class RedisStorage(Storage):
                 f"save_verdict of {record.id!r}: an accumulator field would overflow"
             )
 
-    @staticmethod
-    def _parse_record(raw: str | bytes) -> VerdictRecord:
-        try:
-            return VerdictRecord.model_validate_json(raw)
-        except ValidationError as exc:
-            raise StorageCorrupt(
-                f"redis: stored verdict record is invalid ({exc.error_count()} errors)"
-            ) from exc
-
     async def _get_verdict(self, tenant: str, verdict_id: str) -> VerdictRecord | None:
         with self._errors("get_verdict"):
             raw = await self.client.get(self._k(tenant, "v", verdict_id))
-        return None if raw is None else self._parse_record(raw)
+        return None if raw is None else parse_record(raw, "redis")
 
     # -- in-flight claims ----------------------------------------------------------------------
     async def _claim_verdict_id(self, tenant: str, verdict_id: str, owner: str, ttl_s: float) -> bool:
@@ -420,7 +413,7 @@ class RedisStorage(Storage):
                 raw = await self.client.get(record_key)
             if raw is None:
                 raise VerdictNotFound(tenant, verdict_id)
-            record = self._parse_record(raw)
+            record = parse_record(raw, "redis")
             if record.label == label:
                 return LabelOutcome(status="unchanged", label=label, previous=label, record=record)
             net = net_increments(record, label, increments)
@@ -489,7 +482,7 @@ class RedisStorage(Storage):
                 raise StorageCorrupt(f"redis: queued verdict {vid!r} has no record")
             leases.append(
                 ReviewLease(
-                    record=self._parse_record(raw),
+                    record=parse_record(raw, "redis"),
                     annotator=annotator,
                     lease_expires_at=expires_at,
                 )
@@ -574,15 +567,6 @@ class RedisStorage(Storage):
             )
         return int(version)
 
-    @staticmethod
-    def _parse_versioned(model_cls: type[V], version: int, raw: str | bytes) -> V:
-        try:
-            data: Any = json.loads(raw)
-            data["version"] = version
-            return model_cls.model_validate(data)
-        except (ValueError, TypeError) as exc:  # ValidationError is a ValueError
-            raise StorageCorrupt(f"redis: stored {model_cls.__name__} is invalid") from exc
-
     async def _get_versioned(
         self, what: VersionedKind, cls: type[V], tenant: str, panel: str, version: int | None
     ) -> V | None:
@@ -594,13 +578,13 @@ class RedisStorage(Storage):
                     return None
                 version = int(latest)
             raw = await self.client.hget(self._k(tenant, kind, panel), str(int(version)))
-        return None if raw is None else self._parse_versioned(cls, int(version), raw)
+        return None if raw is None else parse_versioned(cls, int(version), raw, "redis")
 
     async def _history(self, what: VersionedKind, cls: type[V], tenant: str, panel: str) -> list[V]:
         kind = _VERSIONED_KEYS[what]
         with self._errors(f"{kind} history"):
             raw = await self.client.hgetall(self._k(tenant, kind, panel))
-        return [self._parse_versioned(cls, int(v), raw[v]) for v in sorted(raw, key=int)]
+        return [parse_versioned(cls, int(v), raw[v], "redis") for v in sorted(raw, key=int)]
 
     # -- state blobs -----------------------------------------------------------------------------
     async def _get_state(self, tenant: str, key: str) -> StateBlob | None:
@@ -608,10 +592,7 @@ class RedisStorage(Storage):
             version, body = await self.client.hmget(self._k(tenant, "state", key), ["version", "body"])
         if version is None or body is None:
             return None
-        try:
-            return StateBlob(version=int(version), body=json.loads(body))
-        except (ValueError, TypeError) as exc:
-            raise StorageCorrupt(f"redis: stored state {key!r} is invalid") from exc
+        return parse_state(version, body, key, "redis")
 
     async def _put_state(self, tenant: str, key: str, text: str, expected_version: int) -> int | None:
         with self._errors("put_state"):
@@ -636,7 +617,7 @@ class RedisStorage(Storage):
             if not ids:
                 return []
             raws = await self.client.mget([self._k(tenant, "v", _text(i)) for i in ids])
-        return [self._parse_record(raw) for raw in raws if raw is not None]
+        return [parse_record(raw, "redis") for raw in raws if raw is not None]
 
     def _recent_key(self, tenant: str, panel: str) -> str:
         return self._k(tenant, "recent", "p", panel)
@@ -649,7 +630,7 @@ class RedisStorage(Storage):
             if not ids:
                 return []
             raws = await self.client.mget([self._k(tenant, "v", _text(i)) for i in ids])
-        return [self._parse_record(raw) for raw in raws if raw is not None]
+        return [parse_record(raw, "redis") for raw in raws if raw is not None]
 
     async def _count_labelled(self, tenant: str, panel: str | None) -> int:
         index = self._labelled_key(tenant, panel)
@@ -754,7 +735,7 @@ class RedisStorage(Storage):
             for raw in raws:
                 if raw is None:  # expired (record TTL) or deleted since the page was read
                     continue
-                record = self._parse_record(raw)
+                record = parse_record(raw, "redis")
                 if panel is not None and record.panel != panel:
                     continue
                 if labelled_only and record.label is None:
@@ -815,7 +796,7 @@ class RedisStorage(Storage):
                     if raw is None:  # expired by its TTL: only its index entry is left
                         drops.append((vid, "", None))
                         continue
-                    record = self._parse_record(raw)
+                    record = parse_record(raw, "redis")
                     if pending_review(record):
                         pending += 1
                         continue

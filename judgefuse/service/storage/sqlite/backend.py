@@ -38,16 +38,14 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
 import sqlite3
 from collections.abc import AsyncGenerator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Literal, TypeVar
-
-from pydantic import ValidationError
+from typing import Literal, TypeVar
 
 from judgefuse.judges.types import Letter
+from judgefuse.service.storage import sql as shared_sql
 from judgefuse.service.storage.base import Storage
 from judgefuse.service.storage.checks import (
     Increments,
@@ -58,6 +56,9 @@ from judgefuse.service.storage.checks import (
     hour_of,
     labelled_copy,
     net_increments,
+    parse_record,
+    parse_state,
+    parse_versioned,
 )
 from judgefuse.service.storage.errors import (
     StorageCorrupt,
@@ -73,6 +74,7 @@ from judgefuse.service.storage.records import (
     VerdictRecord,
 )
 from judgefuse.service.storage.retention import RetentionReport
+from judgefuse.service.storage.sql import VERSIONED_TABLES
 from judgefuse.service.storage.sqlite.accumulators import (
     accumulator_keys,
     add_increments,
@@ -99,14 +101,15 @@ from judgefuse.service.storage.sqlite.review import (
 from judgefuse.service.storage.sqlite.review import stats as review_stats_of
 from judgefuse.service.storage.sqlite.schema import SCHEMA_VERSION, create_schema
 from judgefuse.service.storage.sqlite.versioned import (
-    VERSIONED_TABLES,
     insert_next_version,
-    parse_versioned,
     select_history,
     select_version,
 )
 
 T = TypeVar("T")
+_RECENT = shared_sql.for_sqlite(shared_sql.RECENT)
+_RELEASE_LEASE = shared_sql.for_sqlite(shared_sql.RELEASE_LEASE)
+_GET_STATE = shared_sql.for_sqlite(shared_sql.GET_STATE)
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStorage"]
 
@@ -281,15 +284,6 @@ class SQLiteStorage(Storage):
 
         return await self.group_commit.write(what, txn, committed=committed, undone=undone)
 
-    @staticmethod
-    def _parse_record(body: str) -> VerdictRecord:
-        try:
-            return VerdictRecord.model_validate_json(body)
-        except ValidationError as exc:
-            raise StorageCorrupt(
-                f"sqlite: stored verdict record is invalid ({exc.error_count()} errors)"
-            ) from exc
-
     async def _get_verdict(self, tenant: str, verdict_id: str) -> VerdictRecord | None:
         def read(conn: sqlite3.Connection) -> str | None:
             row = conn.execute(
@@ -298,7 +292,7 @@ class SQLiteStorage(Storage):
             return None if row is None else row[0]
 
         body = await self._run("get_verdict", read)
-        return None if body is None else self._parse_record(body)
+        return None if body is None else parse_record(body, "sqlite")
 
     # -- labels --------------------------------------------------------------------------------
     async def _set_label(
@@ -310,7 +304,7 @@ class SQLiteStorage(Storage):
             ).fetchone()
             if row is None:
                 raise VerdictNotFound(tenant, verdict_id)
-            record = self._parse_record(row[0])
+            record = parse_record(row[0], "sqlite")
             if record.label == label:
                 return LabelOutcome(status="unchanged", label=label, previous=label, record=record)
             net = net_increments(record, label, increments)
@@ -358,7 +352,7 @@ class SQLiteStorage(Storage):
         bodies = await self._run("lease_review", lambda c: self._write(c, txn))
         return [
             ReviewLease(
-                record=self._parse_record(body), annotator=annotator, lease_expires_at=expires_at
+                record=parse_record(body, "sqlite"), annotator=annotator, lease_expires_at=expires_at
             )
             for body in bodies
         ]
@@ -399,11 +393,7 @@ class SQLiteStorage(Storage):
 
     async def _release_lease(self, tenant: str, name: str, owner: str) -> bool:
         def txn(conn: sqlite3.Connection) -> bool:
-            cursor = conn.execute(
-                "DELETE FROM leases WHERE tenant = ? AND name = ? AND owner = ?",
-                (tenant, name, owner),
-            )
-            return cursor.rowcount == 1
+            return conn.execute(_RELEASE_LEASE, (tenant, name, owner)).rowcount == 1
 
         return await self._run("release_lease", lambda c: self._write(c, txn))
 
@@ -445,29 +435,18 @@ class SQLiteStorage(Storage):
         self, kind: VersionedKind, cls: type[V], tenant: str, panel: str, version: int | None
     ) -> V | None:
         table = VERSIONED_TABLES[kind]
-        row = await self._run(
-            f"get {table}", lambda c: select_version(c, table, tenant, panel, version)
-        )
-        return None if row is None else parse_versioned(cls, int(row[0]), row[1])
+        row = await self._run(f"get {table}", lambda c: select_version(c, kind, tenant, panel, version))
+        return None if row is None else parse_versioned(cls, int(row[0]), row[1], "sqlite")
 
     async def _history(self, kind: VersionedKind, cls: type[V], tenant: str, panel: str) -> list[V]:
         table = VERSIONED_TABLES[kind]
-        rows = await self._run(
-            f"{table} history", lambda c: select_history(c, table, tenant, panel)
-        )
-        return [parse_versioned(cls, int(v), body) for v, body in rows]
+        rows = await self._run(f"{table} history", lambda c: select_history(c, kind, tenant, panel))
+        return [parse_versioned(cls, int(v), body, "sqlite") for v, body in rows]
 
     # -- state blobs -----------------------------------------------------------------------------
     async def _get_state(self, tenant: str, key: str) -> StateBlob | None:
-        row = await self._run("get_state", lambda c: c.execute(
-            "SELECT version, body FROM state_blobs WHERE tenant = ? AND key = ?", (tenant, key)
-        ).fetchone())
-        if row is None:
-            return None
-        try:
-            return StateBlob(version=int(row[0]), body=json.loads(row[1]))
-        except (ValueError, TypeError) as exc:
-            raise StorageCorrupt(f"sqlite: stored state {key!r} is invalid") from exc
+        row = await self._run("get_state", lambda c: c.execute(_GET_STATE, (tenant, key)).fetchone())
+        return None if row is None else parse_state(row[0], row[1], key, "sqlite")
 
     async def _put_state(self, tenant: str, key: str, text: str, expected_version: int) -> int | None:
 
@@ -491,30 +470,17 @@ class SQLiteStorage(Storage):
     async def _iter_labelled(
         self, tenant: str, panel: str | None, limit: int | None
     ) -> list[VerdictRecord]:
-        sql = "SELECT body FROM verdicts WHERE tenant = ? AND label IS NOT NULL"
-        params: list[Any] = [tenant]
-        if panel is not None:
-            sql += " AND panel = ?"
-            params.append(panel)
-        sql += " ORDER BY created_at DESC, id DESC"
-        if limit is not None:
-            sql += " LIMIT ?"
-            params.append(limit)
+        sql, params = shared_sql.labelled(tenant, panel, limit, sqlite=True)
         rows = await self._run("iter_labelled", lambda c: c.execute(sql, params).fetchall())
-        return [self._parse_record(row[0]) for row in rows]
+        return [parse_record(row[0], "sqlite") for row in rows]
 
     async def _iter_recent(self, tenant: str, panel: str, limit: int) -> list[VerdictRecord]:
-        sql = ("SELECT body FROM verdicts WHERE tenant = ? AND panel = ? "
-               "ORDER BY created_at DESC, id DESC LIMIT ?")
-        rows = await self._run("iter_recent", lambda c: c.execute(sql, [tenant, panel, limit]).fetchall())
-        return [self._parse_record(row[0]) for row in rows]
+        rows = await self._run(
+            "iter_recent", lambda c: c.execute(_RECENT, (tenant, panel, limit)).fetchall())
+        return [parse_record(row[0], "sqlite") for row in rows]
 
     async def _count_labelled(self, tenant: str, panel: str | None) -> int:
-        sql = "SELECT COUNT(*) FROM verdicts WHERE tenant = ? AND label IS NOT NULL"
-        params: list[Any] = [tenant]
-        if panel is not None:
-            sql += " AND panel = ?"
-            params.append(panel)
+        sql, params = shared_sql.count_labelled(tenant, panel, sqlite=True)
         row = await self._run("count_labelled", lambda c: c.execute(sql, params).fetchone())
         return int(row[0])
 
@@ -531,7 +497,7 @@ class SQLiteStorage(Storage):
             )
             rows = await self._run("iter_records", page)
             for row in rows:
-                yield self._parse_record(row[3])
+                yield parse_record(row[3], "sqlite")
             if len(rows) < batch_size:
                 return
             after = (float(rows[-1][0]), str(rows[-1][1]), str(rows[-1][2]))

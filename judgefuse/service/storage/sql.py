@@ -1,0 +1,94 @@
+"""Statements SQLite and PostgreSQL run alike, written once.
+
+Both schemas name these tables and columns the same (``verdicts``, ``leases``,
+``state_blobs``, ``review_queue`` and the versioned tables), so the statements below serve both
+backends. They are written with psycopg's ``%s`` placeholders; :func:`for_sqlite` gives
+SQLite's (``?``), once, where a SQLite module builds its constants. No statement here holds a
+literal ``%``. The table of a versioned kind is one of three fixed names, never user input,
+which is why it may be formatted into the SQL.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from judgefuse.service.storage.checks import VersionedKind
+
+__all__ = [
+    "GET_STATE",
+    "RECENT",
+    "RELEASE_LEASE",
+    "VERSIONED_TABLES",
+    "count_labelled",
+    "for_sqlite",
+    "labelled",
+    "version_history",
+    "version_select",
+]
+
+VERSIONED_TABLES: dict[VersionedKind, str] = {
+    "threshold": "thresholds", "model": "models", "monitor_event": "monitor_events",
+}
+"""The table of each kind of versioned record: (tenant, panel, version, created_at, body)."""
+
+RECENT = (
+    "SELECT body FROM verdicts WHERE tenant = %s AND panel = %s "
+    "ORDER BY created_at DESC, id DESC LIMIT %s"
+)
+"""``iter_recent``: (tenant, panel, limit)."""
+
+RELEASE_LEASE = "DELETE FROM leases WHERE tenant = %s AND name = %s AND owner = %s"
+"""``release_lease``: (tenant, name, owner); one row deleted when the owner held it."""
+
+GET_STATE = "SELECT version, body FROM state_blobs WHERE tenant = %s AND key = %s"
+"""``get_state``: (tenant, key)."""
+
+
+def for_sqlite(sql: str) -> str:
+    """``sql`` with SQLite's ``?`` placeholders instead of psycopg's ``%s``."""
+    return sql.replace("%s", "?")
+
+
+def _placeholders(sql: str, sqlite: bool) -> str:
+    return for_sqlite(sql) if sqlite else sql
+
+
+def labelled(
+    tenant: str, panel: str | None, limit: int | None, *, sqlite: bool = False
+) -> tuple[str, list[Any]]:
+    """``iter_labelled``'s query and parameters: the bodies of the labelled records (of one
+    panel, or all), newest ``created_at`` first (ties: id desc), at most ``limit``."""
+    sql = "SELECT body FROM verdicts WHERE tenant = %s AND label IS NOT NULL"
+    params: list[Any] = [tenant]
+    if panel is not None:
+        sql += " AND panel = %s"
+        params.append(panel)
+    sql += " ORDER BY created_at DESC, id DESC"
+    if limit is not None:
+        sql += " LIMIT %s"
+        params.append(limit)
+    return _placeholders(sql, sqlite), params
+
+
+def count_labelled(tenant: str, panel: str | None, *, sqlite: bool = False) -> tuple[str, list[Any]]:
+    """``count_labelled``'s query and parameters."""
+    sql = "SELECT COUNT(*) FROM verdicts WHERE tenant = %s AND label IS NOT NULL"
+    params: list[Any] = [tenant]
+    if panel is not None:
+        sql += " AND panel = %s"
+        params.append(panel)
+    return _placeholders(sql, sqlite), params
+
+
+def version_select(kind: VersionedKind, version: int | None, *, sqlite: bool = False) -> str:
+    """(version, body) of the latest version (``version`` None: parameters tenant, panel) or of
+    the given one (parameters tenant, panel, version) of a kind."""
+    sql = f"SELECT version, body FROM {VERSIONED_TABLES[kind]} WHERE tenant = %s AND panel = %s "
+    sql += "ORDER BY version DESC LIMIT 1" if version is None else "AND version = %s"
+    return _placeholders(sql, sqlite)
+
+
+def version_history(kind: VersionedKind, *, sqlite: bool = False) -> str:
+    """Every (version, body) of a kind for (tenant, panel), oldest first."""
+    sql = f"SELECT version, body FROM {VERSIONED_TABLES[kind]} WHERE tenant = %s AND panel = %s "
+    return _placeholders(sql + "ORDER BY version", sqlite)
