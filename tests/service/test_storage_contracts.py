@@ -16,7 +16,7 @@ from judgefuse.service.storage import (
     LabelLedger,
     Lifecycle,
     RecordArchive,
-    ReviewQueue,
+    ReviewQueueStore,
     SQLiteStorage,
     Storage,
     VerdictStore,
@@ -25,7 +25,7 @@ from judgefuse.service.storage import (
 from judgefuse.service.storage.postgres import PostgresStorage
 from judgefuse.service.storage.redis import RedisStorage
 
-CONCERNS = (Lifecycle, VerdictStore, LabelLedger, ReviewQueue, VersionedRecords, Coordination,
+CONCERNS = (Lifecycle, VerdictStore, LabelLedger, ReviewQueueStore, VersionedRecords, Coordination,
             RecordArchive)
 
 

@@ -3,7 +3,7 @@
 ``SQLiteStorage`` is the embedded default; ``RedisStorage`` shares state between replicas (it
 needs the ``redis`` package and is imported lazily); ``PostgresStorage`` (``postgresql://``) is
 the system of record. See ``base`` for the contract: ``Storage``, the union of the contracts by
-concern (``VerdictStore``, ``LabelLedger``, ``ReviewQueue``, ``VersionedRecords``,
+concern (``VerdictStore``, ``LabelLedger``, ``ReviewQueueStore``, ``VersionedRecords``,
 ``Coordination``, ``RecordArchive``, ``Lifecycle``: :mod:`.contracts`), which a caller may
 depend on one at a time.
 """
@@ -17,7 +17,7 @@ from judgefuse.service.storage.base import (
     LabelLedger,
     Lifecycle,
     RecordArchive,
-    ReviewQueue,
+    ReviewQueueStore,
     Storage,
     VerdictStore,
     VersionedRecords,
@@ -63,7 +63,7 @@ __all__ = [
     "RecordArchive",
     "RedisStorage",
     "ReviewLease",
-    "ReviewQueue",
+    "ReviewQueueStore",
     "ReviewStamp",
     "SQLiteStorage",
     "StateBlob",

@@ -5,8 +5,9 @@ Three backends implement :class:`Storage` with the same behaviour (one test suit
 :class:`~judgefuse.service.storage.redis.RedisStorage` (state shared between gateway replicas)
 and :class:`~judgefuse.service.storage.postgres.PostgresStorage` (the system of record). A
 caller that needs one concern only may depend on its contract in :mod:`.contracts`
-(:class:`~.contracts.ReviewQueue`, :class:`~.contracts.LabelLedger`, ...). The typed errors are
-in :mod:`.errors`, the argument checks and the helpers the backends share in :mod:`.checks`.
+(:class:`~.contracts.ReviewQueueStore`, :class:`~.contracts.LabelLedger`, ...). The typed
+errors are in :mod:`.errors`, the argument checks and the helpers the backends share in
+:mod:`.checks`.
 
 What is stored
 --------------
@@ -51,7 +52,7 @@ from judgefuse.service.storage.contracts import (
     LabelLedger,
     Lifecycle,
     RecordArchive,
-    ReviewQueue,
+    ReviewQueueStore,
     VerdictStore,
     VersionedRecords,
 )
@@ -61,7 +62,7 @@ __all__ = [
     "LabelLedger",
     "Lifecycle",
     "RecordArchive",
-    "ReviewQueue",
+    "ReviewQueueStore",
     "Storage",
     "VerdictStore",
     "VersionedRecords",
@@ -69,7 +70,8 @@ __all__ = [
 
 
 class Storage(
-    Lifecycle, VerdictStore, LabelLedger, ReviewQueue, VersionedRecords, Coordination, RecordArchive
+    Lifecycle, VerdictStore, LabelLedger, ReviewQueueStore, VersionedRecords, Coordination,
+    RecordArchive,
 ):
     """Async storage for verdicts, labels, calibration accumulators, the review queue,
     thresholds, models, monitor events, leases, claims and state blobs: every contract of

@@ -10,7 +10,7 @@ valid input: checked names, increments already validated, times already read fro
 * :class:`VerdictStore`: ``save_verdict``, ``get_verdict``, ``iter_recent``;
 * :class:`LabelLedger`: ``set_label``, ``read_accumulator``, ``list_accumulators``,
   ``iter_labelled``, ``count_labelled``;
-* :class:`ReviewQueue`: ``lease_review``, ``release_review``, ``review_stats``;
+* :class:`ReviewQueueStore`: ``lease_review``, ``release_review``, ``review_stats``;
 * :class:`VersionedRecords`: thresholds, fusion models and monitor events (put, get, history);
 * :class:`Coordination`: named leases, in-flight claims, compare-and-set state blobs;
 * :class:`RecordArchive`: ``iter_records``, ``index_existing_records``, ``apply_retention``.
@@ -62,7 +62,7 @@ __all__ = [
     "LabelLedger",
     "Lifecycle",
     "RecordArchive",
-    "ReviewQueue",
+    "ReviewQueueStore",
     "VerdictStore",
     "VersionedRecords",
 ]
@@ -254,7 +254,7 @@ class LabelLedger(abc.ABC):
         """``count_labelled`` with checked arguments."""
 
 
-class ReviewQueue(abc.ABC):
+class ReviewQueueStore(abc.ABC):
     """The review queue per (tenant, panel): leases to annotators, skips, and its counters."""
 
     # -- review queue --------------------------------------------------------------------------
