@@ -45,7 +45,7 @@ async def test_30_concurrent_identical_requests_get_one_verdict_from_one_set_of_
         verdicts = [r.json() for r in responses]
         assert {(v["id"], v["choice"], v["confidence"], v["created_at"]) for v in verdicts} == {
             (verdicts[0]["id"], "A", verdicts[0]["confidence"], verdicts[0]["created_at"])}
-        assert app.state.gateway.single_flight.in_flight() == 0
+        assert app.state.gateway.judging.single_flight.in_flight() == 0
         # after the flight: a retry replays from storage, still no judge call
         again = await client.post("/v1/judge", json=body, headers=A)
         assert again.status_code == 200 and again.json()["created_at"] == verdicts[0]["created_at"]
@@ -125,7 +125,7 @@ async def test_two_replicas_on_one_store_judge_an_id_once(shared_url, stub, tmp_
     await second.open()
     try:
         async with S.running_app(settings, first) as (app1, c1), S.running_app(settings, second) as (app2, c2):
-            assert app1.state.gateway.single_flight.owner != app2.state.gateway.single_flight.owner
+            assert app1.state.gateway.judging.single_flight.owner != app2.state.gateway.judging.single_flight.owner
             body = {**PAIR, "id": "across"}
             responses = await asyncio.gather(*(
                 (c1 if i % 2 else c2).post("/v1/judge", json=body, headers=A) for i in range(30)))

@@ -6,11 +6,11 @@ from fastapi import APIRouter
 from fastapi.responses import Response
 
 from judgefuse.service.schemas import VerdictOut
-from judgefuse.service.web.deps import GatewayDep, TenantDep, json_response
+from judgefuse.service.web.deps import TenantDep, VerdictsDep, json_response
 
 router = APIRouter(prefix="/v1", tags=["verdicts"])
 
 
 @router.get("/verdicts/{verdict_id}", response_model=VerdictOut)
-async def get_verdict(verdict_id: str, tenant: TenantDep, gateway: GatewayDep) -> Response:
-    return json_response(await gateway.get_verdict(tenant, verdict_id))
+async def get_verdict(verdict_id: str, tenant: TenantDep, verdicts: VerdictsDep) -> Response:
+    return json_response(await verdicts.get(tenant, verdict_id))

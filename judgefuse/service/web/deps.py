@@ -1,8 +1,8 @@
 """Dependencies as ``Annotated`` aliases (full-stack-fastapi-template's ``api/deps.py`` style).
 
 Everything comes from ``request.app.state``, filled by the app factory's lifespan: nothing is
-built at import time. A route takes its own slice's service (``LabelsDep``, ``ReviewQueueDep``,
-``LearningDep``, ``CalibrationDep``, ``MonitoringDep``, ``VerdictsDep``), built by the gateway
+built at import time. A route takes its own slice's service (``JudgingDep``, ``LabelsDep``,
+``ReviewQueueDep``, ``LearningDep``, ``CalibrationDep``, ``MonitoringDep``, ``VerdictsDep``), built by the gateway
 (the composition root), rather than the gateway's storage: what a slice reads and writes stays
 in that slice. The functions are ``async def`` on purpose: FastAPI runs a plain ``def``
 dependency in a worker thread, which costs more than the dependency itself.
@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from judgefuse.service.estimates.service import CalibrationService
 from judgefuse.service.gateway import Gateway
+from judgefuse.service.judging.pipeline import JudgePipeline
 from judgefuse.service.learning.service import LearningService
 from judgefuse.service.monitoring.metrics import ServiceMetrics
 from judgefuse.service.monitoring.service import MonitorService
@@ -28,7 +29,7 @@ from judgefuse.service.settings import Settings
 from judgefuse.service.web.auth import Authenticator, Caller
 
 __all__ = [
-    "CalibrationDep", "CallerDep", "GatewayDep", "LabelsDep", "LearningDep", "MetricsDep",
+    "CalibrationDep", "CallerDep", "GatewayDep", "JudgingDep", "LabelsDep", "LearningDep", "MetricsDep",
     "MonitoringDep", "ReviewQueueDep", "SettingsDep", "TenantDep", "VerdictsDep", "json_response",
 ]
 
@@ -39,6 +40,10 @@ async def get_settings(request: Request) -> Settings:
 
 async def get_gateway(request: Request) -> Gateway:
     return request.app.state.gateway
+
+
+async def get_judging(request: Request) -> JudgePipeline:
+    return request.app.state.gateway.judging
 
 
 async def get_labels(request: Request) -> LabelService:
@@ -95,6 +100,7 @@ def json_response(model: BaseModel, status_code: int = 200) -> Response:
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 GatewayDep = Annotated[Gateway, Depends(get_gateway)]
+JudgingDep = Annotated[JudgePipeline, Depends(get_judging)]
 LabelsDep = Annotated[LabelService, Depends(get_labels)]
 VerdictsDep = Annotated[VerdictReads, Depends(get_verdicts)]
 ReviewQueueDep = Annotated[ReviewQueue, Depends(get_review_queue)]
