@@ -1,1 +1,1 @@
-"""Judging: one pair or a batch through a panel (admission, checks, single flight, votes, routing)."""
+"""Judging: one pair or a batch through a panel; the path, step by step, is :mod:`.pipeline`."""
