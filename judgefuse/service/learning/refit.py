@@ -407,6 +407,9 @@ class RefitScheduler:
         self._tasks: dict[tuple[str, str], asyncio.Task[Any]] = {}
         self._done: dict[tuple[str, str], int] = {}
         """The last round this replica ran per (tenant, panel)."""
+        self._again: set[tuple[str, str]] = set()
+        """Panels noted while their check ran: checked once more when it ends."""
+        self._closed = False
         self.runs: list[tuple[str, str, int]] = []
 
     def note_label(self, tenant: str, panel: str) -> None:
@@ -414,16 +417,29 @@ class RefitScheduler:
             return
         key = (tenant, panel)
         self._since[key] = self._since.get(key, 0) + 1
-        if self._since[key] >= self.check_every and key not in self._tasks:
-            self._since[key] = 0
-            task = asyncio.create_task(self._guarded(tenant, panel), name=f"refit:{tenant}:{panel}")
-            self._tasks[key] = task
-            task.add_done_callback(functools.partial(self._forget, key))
+        if self._since[key] < self.check_every:
+            return
+        self._since[key] = 0
+        if key in self._tasks:
+            # a check is reading the count right now and may have read it before these labels
+            # landed: look again when it ends, or the round they complete waits for more labels
+            self._again.add(key)
+            return
+        self._start(key)
 
     note = note_label
 
+    def _start(self, key: tuple[str, str]) -> None:
+        tenant, panel = key
+        task = asyncio.create_task(self._guarded(tenant, panel), name=f"{self.lease}:{tenant}:{panel}")
+        self._tasks[key] = task
+        task.add_done_callback(functools.partial(self._forget, key))
+
     def _forget(self, key: tuple[str, str], _task: asyncio.Task[Any]) -> None:
         self._tasks.pop(key, None)
+        if key in self._again and not self._closed:
+            self._again.discard(key)
+            self._start(key)
 
     async def _check(self, tenant: str, panel: str) -> None:
         """Refit the current round if no replica has (the class docstring)."""
@@ -460,6 +476,7 @@ class RefitScheduler:
             await asyncio.gather(*list(self._tasks.values()), return_exceptions=True)
 
     async def aclose(self) -> None:
+        self._closed = True
         for task in list(self._tasks.values()):
             task.cancel()
         await asyncio.gather(*list(self._tasks.values()), return_exceptions=True)
