@@ -3,7 +3,7 @@ processes: the judge run resumes without losing or duplicating an item, and a ki
 never leaves a partial JSON/HTML file at the target path.
 
 The scripted OpenAI stub and the commands run as subprocesses; the process helpers are those of
-``tests/service/test_crash.py`` (loaded by path).
+``tests/service/system/test_crash.py`` (loaded by path).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ acknowledged against what was stored (records, and accumulators recounted with t
 own ``label_increments``).
 
 What the crash tests prove with it, and on which backends, is said once, in
-``tests/service/test_crash.py``; ``test_replicas.py`` and ``test_judge_kill_resume.py`` reuse it
+``tests/service/system/test_crash.py``; ``test_replicas.py`` and ``test_judge_kill_resume.py`` reuse it
 by import (``tests`` is on pytest's pythonpath).
 """
 

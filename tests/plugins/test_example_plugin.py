@@ -164,10 +164,10 @@ def test_service_fuses_stores_and_reports_through_the_plugin(run_with_plugin, tm
 
 
 def test_storage_contract_suite_runs_on_the_plugin_scheme(run_with_plugin) -> None:
-    proc = run_with_plugin(["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/service/test_storage.py",
+    proc = run_with_plugin(["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/service/storage/test_storage.py",
                             "-k", "jfxsqlite", "-rA"], timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    passed = re.findall(r"PASSED tests/service/test_storage\.py::\S+\[jfxsqlite\]", proc.stdout)
+    passed = re.findall(r"PASSED tests/service/storage/test_storage\.py::\S+\[jfxsqlite\]", proc.stdout)
     assert len(passed) >= 15, proc.stdout[-3000:]
     print(f"storage contract on jfxsqlite://: {len(passed)} passed")
 

@@ -17,7 +17,7 @@ post-processed here (:func:`install_openapi`):
   :data:`DESCRIPTION` (the ``info`` description) says what open mode means.
 
 An operation missing from :data:`ERRORS` (a new route) is logged and fails
-``tests/service/test_openapi_errors.py``; the schemathesis suite (``tests/service/test_fuzz.py``)
+``tests/service/web/test_openapi_errors.py``; the schemathesis suite (``tests/service/system/test_fuzz.py``)
 checks every answer's status, content type, body and headers against the document, and that test
 provokes the statuses fuzzing cannot reach: a drift between code and document fails the suite.
 """
@@ -171,7 +171,7 @@ def describe_errors(document: dict[str, Any]) -> dict[str, Any]:
                   for path, item in document.get("paths", {}).items()
                   for method, operation in item.items()}
     unlisted = sorted(set(operations) - set(ERRORS))
-    if unlisted:  # a route added without its row (tests/service/test_openapi_errors.py fails)
+    if unlisted:  # a route added without its row (tests/service/web/test_openapi_errors.py fails)
         log.warning("openapi.ERRORS has no row for %s: only their 422 is described", ", ".join(unlisted))
     for name, schema in _error_schemas().items():
         if schemas.setdefault(name, schema) != schema:

@@ -26,7 +26,7 @@ from judgefuse.judges.types import JudgeVote
 from judgefuse.service.learning.refit import refit
 from judgefuse.service.storage import SQLiteStorage, VerdictRecord
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 PLUGIN = "test_best_judge"
 
 
