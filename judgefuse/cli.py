@@ -28,10 +28,6 @@ from judgefuse.evaluation import judge_command, tune_command
 from judgefuse.judges.local import commands as model_commands
 from judgefuse.service.ops import export_command, serve_command
 
-PLAIN_VALUE_ERROR_COMMANDS = frozenset({"export", "serve"})
-"""Commands whose modules still report bad input as a plain ``ValueError`` (the service room's):
-for them alone a ``ValueError`` exits 2 until they raise :class:`InputError`."""
-
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -59,11 +55,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.handler(args) or 0)
     except InputError as exc:
-        print(f"judgefuse {args.command}: error: {exc}", file=sys.stderr)
-        return 2
-    except ValueError as exc:
-        if args.command not in PLAIN_VALUE_ERROR_COMMANDS:
-            raise  # a bug, not the user's input: its traceback says where
         print(f"judgefuse {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # e.g. an output path that is a directory, a full disk: a message, not a traceback

@@ -21,7 +21,8 @@ from judgefuse.fusion import NotEnoughLabels, UnknownFusionMethod, UnknownRecali
 from judgefuse.judges.config import PanelConfigError
 from judgefuse.judges.local import ModelNotInstalledError
 from judgefuse.judges.registry import UnknownJudgeBackend
-from judgefuse.service.ops import export_command
+from judgefuse.service import settings
+from judgefuse.service.ops import export
 
 
 def _handler_raising(exc: BaseException):  # noqa: ANN202 - a stand-in handler
@@ -54,14 +55,14 @@ def test_an_os_error_of_the_run_exits_1(monkeypatch: pytest.MonkeyPatch, capsys)
     assert capsys.readouterr().err.startswith("judgefuse eval: error: ")
 
 
-def test_the_service_commands_still_report_a_plain_value_error_as_input(
-    monkeypatch: pytest.MonkeyPatch, capsys
-) -> None:
-    """Until the service room raises InputError, its commands' ValueErrors stay exit 2."""
-    assert {"export", "serve"} == cli.PLAIN_VALUE_ERROR_COMMANDS
-    monkeypatch.setattr(export_command, "run_export", _handler_raising(ValueError("--until must be after --since")))
-    assert cli.main(["export", "--storage", "x.sqlite3", "out.jsonl"]) == 2
-    assert capsys.readouterr().err == "judgefuse export: error: --until must be after --since\n"
+def test_the_service_commands_report_bad_input_as_input_errors(tmp_path, capsys) -> None:
+    """export's and serve's own input errors are InputErrors: exit 2 with the message."""
+    assert cli.main(["export", "--storage", f"sqlite:///{tmp_path / 'missing.sqlite3'}", "out.jsonl"]) == 2
+    assert "judgefuse export: error: --storage: no SQLite file at" in capsys.readouterr().err
+    assert cli.main(["export", "--storage", "nosuchscheme://x", "out.jsonl"]) == 2
+    assert "judgefuse export: error: " in capsys.readouterr().err
+    assert issubclass(export.ExportInputError, InputError) and issubclass(export.ExportInputError, ValueError)
+    assert issubclass(settings.SettingsError, InputError) and issubclass(settings.SettingsError, ValueError)
 
 
 def test_an_unknown_fusion_method_exits_2_listing_the_known_ones(shared_data: Path, capsys) -> None:

@@ -24,6 +24,7 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
+from judgefuse.errors import InputError
 from judgefuse.field_path import field_path
 from judgefuse.fusion.capabilities import LEARNED_METHOD
 
@@ -34,7 +35,7 @@ _TENANT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
 _SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 
 
-class SettingsError(ValueError):
+class SettingsError(InputError, ValueError):
     """Settings that cannot be used (the message names the field)."""
 
 

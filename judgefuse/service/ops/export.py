@@ -26,10 +26,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal
 
+from judgefuse.errors import InputError
 from judgefuse.judges.types import JudgedItem
 from judgefuse.service.storage import Storage, VerdictRecord
 
-__all__ = ["META_KEY", "ExportReport", "export_records", "judged_item_of"]
+__all__ = ["META_KEY", "ExportInputError", "ExportReport", "export_records", "judged_item_of"]
+
+
+class ExportInputError(InputError, ValueError):
+    """An export asked for something that cannot be done (a format, a time window, a store)."""
 
 META_KEY = "judgefuse"
 """The ``item.metadata`` key the export writes the service's fields under (replacing any
@@ -119,10 +124,10 @@ def check_format(fmt: ExportFormat) -> None:
         try:
             import pyarrow  # noqa: F401
         except ImportError:
-            raise ValueError(f"--format parquet needs pyarrow, which is not installed: "
+            raise ExportInputError(f"--format parquet needs pyarrow, which is not installed: "
                              f"{PARQUET_EXTRA}; or export jsonl") from None
     elif fmt != "jsonl":
-        raise ValueError(f"--format must be jsonl or parquet, got {fmt!r}")
+        raise ExportInputError(f"--format must be jsonl or parquet, got {fmt!r}")
 
 
 async def export_records(

@@ -44,19 +44,22 @@ def run_export(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from judgefuse.service.ops.export import ExportReport, check_format, export_records
+    from judgefuse.service.ops.export import ExportInputError, ExportReport, check_format, export_records
     from judgefuse.service.storage import open_storage
     from judgefuse.service.storage.registry import scheme_of
 
     check_format(args.format)
     if args.since is not None and args.until is not None and args.until <= args.since:
-        raise ValueError("--until must be after --since")
+        raise ExportInputError("--until must be after --since")
     url = args.storage
     if scheme_of(url) == "sqlite":
         path = url.split("://", 1)[1][1:] if "://" in url else url
         if not Path(path).is_file():
-            raise ValueError(f"--storage: no SQLite file at {path}")
-    storage = open_storage(url)
+            raise ExportInputError(f"--storage: no SQLite file at {path}")
+    try:
+        storage = open_storage(url)
+    except ValueError as exc:  # a URL no backend takes (the registry's message names the schemes)
+        raise ExportInputError(str(exc)) from exc
     console = Console(stderr=True, quiet=args.quiet)
     started = time.monotonic()
 
