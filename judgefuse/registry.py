@@ -1,10 +1,10 @@
 """One registry type for every extension point: names to entries, with their origins.
 
-Judge backends, fusion methods and metrics (and, in time, storage schemes) are each a
+Judge backends, fusion methods, metrics and storage schemes are each a
 :class:`Registry`: a table from a name to an entry (a factory, a declaration) that built-in
 modules and plugins fill, and that the rest of judgefuse only reads. Each room keeps its own
-decorator or function (``@fusion_method``, ``@judge_backend``, ``register_metric``) as a thin
-wrapper, so the rules live here once:
+decorator or function (``@fusion_method``, ``@judge_backend``, ``register_metric``,
+``register_scheme``) as a thin wrapper, so the rules live here once:
 
 * **names**: a :data:`NameRule` says what a valid name is (:func:`plain_name` by default), and an
   optional ``normalise`` maps a name to its key (e.g. lower case for URL schemes);

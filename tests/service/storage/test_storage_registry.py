@@ -3,6 +3,9 @@ and the app's settings use it."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -12,7 +15,9 @@ from judgefuse.service.settings import Settings
 from judgefuse.service.storage import SQLiteStorage, Storage, StorageOptions, open_storage
 from judgefuse.service.storage.redis import RedisStorage
 from judgefuse.service.storage.registry import (
+    DuplicateStorageScheme,
     register_scheme,
+    scheme_factory,
     scheme_of,
     schemes,
     storage_from_url,
@@ -83,3 +88,39 @@ async def test_app_storage_passes_sqlite_synchronous(tmp_path: Path, redis_url: 
     assert isinstance(remote, RedisStorage)
     async with remote:
         assert await remote.ping()
+
+
+def test_the_built_in_schemes_are_registered_on_first_use() -> None:
+    """In a fresh interpreter: importing the registry imports neither the built-in schemes'
+    module nor the Redis and PostgreSQL backends; the first listing imports the built-ins
+    (still not Redis or PostgreSQL, which their factories import when a URL of theirs opens)."""
+    code = textwrap.dedent("""\
+        import sys
+        import judgefuse.service.storage.registry as registry
+        assert "judgefuse.service.storage.builtin_schemes" not in sys.modules
+        assert registry.scheme_origins()["sqlite"] == "built-in"
+        assert "judgefuse.service.storage.builtin_schemes" in sys.modules
+        assert "judgefuse.service.storage.redis" not in sys.modules
+        assert "judgefuse.service.storage.postgres" not in sys.modules
+        print("ok")
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[3],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+
+
+def test_schemes_are_lower_case_keys_and_a_taken_one_names_both_sides() -> None:
+    register_scheme("MemCase", _memcase)
+    try:
+        assert "memcase" in schemes() and scheme_factory("MEMCASE") is _memcase
+        with pytest.raises(DuplicateStorageScheme, match=r"storage scheme 'memcase' is already registered \(by "):
+            register_scheme("memcase", _memcase)
+    finally:
+        unregister_scheme("MEMCASE")
+    assert scheme_factory("memcase") is None
+    with pytest.raises(DuplicateStorageScheme, match=r"'sqlite' is already registered \(by built-in\)"):
+        register_scheme("SQLite", _memcase)
+
+
+def _memcase(url: str, options: StorageOptions) -> Storage:
+    return SQLiteStorage(url.split("://", 1)[1])
