@@ -224,10 +224,10 @@ def main() -> None:
         panel.write_text(f"name: bench\nfusion: majority\nquorum: {args.judges // 2 + 1}\njudges:\n{entries}")
         env = {
             **os.environ,
-            "JUDGEFUSE_API_KEYS": json.dumps({"bench": hashlib.sha256(API_KEY.encode()).hexdigest()}),
-            "JUDGEFUSE_SQLITE_SYNCHRONOUS": args.sqlite_synchronous,
-            "JUDGEFUSE_LOG_LEVEL": "warning",
-            "JUDGEFUSE_REFIT_EVERY_LABELS": "0",
+            "JUDGEFUSE_WEB__API_KEYS": json.dumps({"bench": hashlib.sha256(API_KEY.encode()).hexdigest()}),
+            "JUDGEFUSE_STORAGE__SQLITE_SYNCHRONOUS": args.sqlite_synchronous,
+            "JUDGEFUSE_SERVER__LOG_LEVEL": "warning",
+            "JUDGEFUSE_LEARNING__REFIT_EVERY_LABELS": "0",
         }
         judgefuse = Path(sys.executable).with_name("judgefuse")
         command = [str(judgefuse)] if judgefuse.exists() else [sys.executable, "-m", "judgefuse.cli"]

@@ -156,13 +156,13 @@ def main() -> None:
                          f"judges:\n{entries}")
         env = {
             **os.environ,
-            "JUDGEFUSE_API_KEYS": json.dumps({t: hashlib.sha256(k.encode()).hexdigest() for t, k in KEYS.items()}),
-            "JUDGEFUSE_METRICS_TOKEN": hashlib.sha256(METRICS_TOKEN.encode()).hexdigest(),
-            "JUDGEFUSE_SQLITE_SYNCHRONOUS": "NORMAL",
-            "JUDGEFUSE_LOG_LEVEL": "warning",
-            "JUDGEFUSE_REFIT_EVERY_LABELS": "0",
-            "JUDGEFUSE_MAX_INFLIGHT_PER_TENANT": str(args.per_tenant),
-            "JUDGEFUSE_MAX_INFLIGHT_TOTAL": str(args.total),
+            "JUDGEFUSE_WEB__API_KEYS": json.dumps({t: hashlib.sha256(k.encode()).hexdigest() for t, k in KEYS.items()}),
+            "JUDGEFUSE_WEB__METRICS_TOKEN": hashlib.sha256(METRICS_TOKEN.encode()).hexdigest(),
+            "JUDGEFUSE_STORAGE__SQLITE_SYNCHRONOUS": "NORMAL",
+            "JUDGEFUSE_SERVER__LOG_LEVEL": "warning",
+            "JUDGEFUSE_LEARNING__REFIT_EVERY_LABELS": "0",
+            "JUDGEFUSE_JUDGING__MAX_INFLIGHT_PER_TENANT": str(args.per_tenant),
+            "JUDGEFUSE_JUDGING__MAX_INFLIGHT_TOTAL": str(args.total),
         }
         judgefuse = Path(sys.executable).with_name("judgefuse")
         command = [str(judgefuse)] if judgefuse.exists() else [sys.executable, "-m", "judgefuse.cli"]

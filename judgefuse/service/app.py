@@ -48,7 +48,7 @@ async def _start_panels(
 ) -> dict[str, PanelRuntime]:
     from judgefuse.judges.panel import Panel, default_panel_path
 
-    paths: list[Path] = list(settings.panels) or [default_panel_path()]
+    paths: list[Path] = list(settings.judging.panels) or [default_panel_path()]
     runtimes: dict[str, PanelRuntime] = {}
     try:
         for path in paths:
@@ -60,7 +60,7 @@ async def _start_panels(
             await panel.start()
             try:
                 runtimes[panel.name] = PanelRuntime(
-                    panel, fusion_method=settings.fusion_method, environ=environ
+                    panel, fusion_method=settings.judging.fusion_method, environ=environ
                 )
             except BaseException:
                 await panel.aclose()
@@ -77,8 +77,8 @@ async def _start_panels(
 
 def _storage_for(settings: Settings) -> Storage:
     """The configured storage, chosen by the URL's scheme (storage.registry)."""
-    days = settings.retention_days
-    return open_storage(settings.storage_url, sqlite_synchronous=settings.sqlite_synchronous,
+    days = settings.storage.retention_days
+    return open_storage(settings.storage.storage_url, sqlite_synchronous=settings.storage.sqlite_synchronous,
                         redis_record_ttl_s=days * 86400.0 if days else None)
 
 
@@ -97,8 +97,8 @@ def create_app(
         if settings.open_mode:
             log.warning(
                 "AUTHENTICATION IS OFF: %s; every request is tenant 'default'. Configure "
-                "JUDGEFUSE_API_KEYS (tenant -> sha256 of the key) before exposing this service.",
-                "auth_disabled is set" if settings.auth_disabled else "no API keys are configured",
+                "JUDGEFUSE_WEB__API_KEYS (tenant -> sha256 of the key) before exposing this service.",
+                "auth_disabled is set" if settings.web.auth_disabled else "no API keys are configured",
             )
         owned = storage is None
         store = storage if storage is not None else _storage_for(settings)
@@ -110,11 +110,11 @@ def create_app(
         cache_client = None
         try:
             cache = None
-            if settings.response_cache_url:
+            if settings.judging.response_cache_url:
                 import redis.asyncio as aioredis
 
-                cache_client = aioredis.Redis.from_url(settings.response_cache_url)
-                cache = RedisResponseCache(cache_client, ttl_s=settings.response_cache_ttl_s, fail_open=True)
+                cache_client = aioredis.Redis.from_url(settings.judging.response_cache_url)
+                cache = RedisResponseCache(cache_client, ttl_s=settings.judging.response_cache_ttl_s, fail_open=True)
             runtimes = await _start_panels(settings, os.environ if environ is None else environ, cache)
             gateway = Gateway(settings, store, runtimes, metrics)
             app.state.gateway = gateway
@@ -152,17 +152,17 @@ def create_app(
     install_docs(app, title="judgefuse")
     app.state.settings = settings
     app.state.metrics = metrics
-    app.state.authenticator = Authenticator(settings.api_keys, open_mode=settings.open_mode,
-                                            metrics_digest=settings.metrics_token)
+    app.state.authenticator = Authenticator(settings.web.api_keys, open_mode=settings.open_mode,
+                                            metrics_digest=settings.web.metrics_token)
     app.state.templates = jinja2.Environment(
         loader=jinja2.PackageLoader("judgefuse.service", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
     )
-    secret = settings.review_session_secret
+    secret = settings.review.review_session_secret
     app.state.review_sessions = SessionSigner(
         secret.get_secret_value().encode() if secret is not None else None,
-        lifetime_s=settings.review_session_s,
+        lifetime_s=settings.review.review_session_s,
     )
     app.state.panels_started = {}
     install_handlers(app)
@@ -172,16 +172,16 @@ def create_app(
         router.strict_content_type = False  # a body without content-type is read as JSON
         app.include_router(router)
     install_openapi(app)  # error bodies, statuses and security schemes in /openapi.json
-    if settings.cors_origins:
+    if settings.web.cors_origins:
         from fastapi.middleware.cors import CORSMiddleware
 
         app.add_middleware(
-            CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["GET", "POST"],
+            CORSMiddleware, allow_origins=settings.web.cors_origins, allow_methods=["GET", "POST"],
             allow_headers=["Authorization", "X-API-Key", "Content-Type"],
         )
     app.add_middleware(FormAsJsonMiddleware)
-    app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes,
-                       body_timeout_s=settings.body_timeout_s)
+    app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.web.max_body_bytes,
+                       body_timeout_s=settings.web.body_timeout_s)
     app.add_middleware(QueryKeyMiddleware)
     app.add_middleware(TimingMiddleware, metrics=metrics)
     return app

@@ -88,9 +88,9 @@ class Gateway:
         self.panels = panels
         self.metrics = metrics or ServiceMetrics()
         self.clock = clock
-        self.rng = rng or random.Random(settings.review_seed)
-        """The review loop's draws (audit, queue rank); seeded by ``settings.review_seed``."""
-        self.default_panel = settings.default_panel or next(iter(panels))
+        self.rng = rng or random.Random(settings.review.review_seed)
+        """The review loop's draws (audit, queue rank); seeded by ``settings.review.review_seed``."""
+        self.default_panel = settings.judging.default_panel or next(iter(panels))
         if self.default_panel not in panels:
             raise ValueError(
                 f"default_panel {self.default_panel!r} is not one of the panels: {', '.join(panels)}"

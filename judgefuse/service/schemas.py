@@ -391,7 +391,7 @@ class RefitRequest(BaseModel):
 
     panel: str | None = Field(default=None, min_length=1, max_length=256)
     method: str | None = Field(default=None, min_length=1, max_length=256)
-    """The refittable method to fit from labels (default: ``settings.refit_method``)."""
+    """The refittable method to fit from labels (default: ``settings.learning.refit_method``)."""
     cold_start: bool = False
     """Fit the panel's label-free cold-start method (``fusion: dawid_skene``) on its stored,
     unlabelled votes now, instead of a refit from labels."""

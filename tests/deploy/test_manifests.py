@@ -167,22 +167,22 @@ def test_example_secrets_hold_placeholders_the_service_refuses() -> None:
     from judgefuse.service.settings import SettingsError, load_settings
 
     secret = _k8s("Secret", "judgefuse-secrets")
-    keys = secret["stringData"]["JUDGEFUSE_API_KEYS"]
+    keys = secret["stringData"]["JUDGEFUSE_WEB__API_KEYS"]
     with pytest.raises(SettingsError, match="SHA-256"):
         load_settings(api_keys=json.loads(keys))
     for name, value in secret["stringData"].items():
-        if name != "JUDGEFUSE_API_KEYS":
+        if name != "JUDGEFUSE_WEB__API_KEYS":
             assert value.startswith("REPLACE_WITH_"), name
     env_example = (DEPLOY / "judgefuse.env.example").read_text()
-    line = next(x for x in env_example.splitlines() if x.startswith("JUDGEFUSE_API_KEYS="))
+    line = next(x for x in env_example.splitlines() if x.startswith("JUDGEFUSE_WEB__API_KEYS="))
     with pytest.raises(SettingsError, match="SHA-256"):
         load_settings(api_keys=json.loads(line.partition("=")[2]))
 
 
 def test_every_judgefuse_variable_set_in_deploy_is_a_setting() -> None:
-    from judgefuse.service.settings import Settings
+    from judgefuse.service.settings import env_names
 
-    fields = {f"JUDGEFUSE_{name.upper()}" for name in Settings.model_fields}
+    fields = env_names()
     named: set[str] = set()
     for service in _compose()["services"].values():
         named |= set(service.get("environment", {}))
@@ -197,7 +197,7 @@ def test_every_judgefuse_variable_set_in_deploy_is_a_setting() -> None:
     for env in _instructions("ENV"):
         named |= set(re.findall(r"([A-Z_][A-Z0-9_]*)=", env))
     ours = {n for n in named if n.startswith("JUDGEFUSE_")}
-    assert ours >= {"JUDGEFUSE_STORAGE_URL", "JUDGEFUSE_PANELS", "JUDGEFUSE_API_KEYS"}
+    assert ours >= {"JUDGEFUSE_STORAGE__STORAGE_URL", "JUDGEFUSE_JUDGING__PANELS", "JUDGEFUSE_WEB__API_KEYS"}
     assert ours <= fields, f"not settings: {sorted(ours - fields)}"
 
 
@@ -267,8 +267,8 @@ def test_deployment_reads_secrets_and_the_panel_configmap() -> None:
     secret_names = {d["metadata"]["name"] for d in _k8s_docs() if d["kind"] == "Secret"}
     env_from = {e["secretRef"]["name"] for e in container["envFrom"]}
     assert env_from and env_from <= secret_names
-    assert "JUDGEFUSE_API_KEYS" in _k8s("Secret", "judgefuse-secrets")["stringData"]
-    panels = json.loads(_env(container)["JUDGEFUSE_PANELS"]["value"])
+    assert "JUDGEFUSE_WEB__API_KEYS" in _k8s("Secret", "judgefuse-secrets")["stringData"]
+    panels = json.loads(_env(container)["JUDGEFUSE_JUDGING__PANELS"]["value"])
     configmap = _k8s("ConfigMap", "judgefuse-panels")
     mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
     volume = next(v for v in pod["volumes"] if v.get("configMap", {}).get("name") == "judgefuse-panels")
@@ -306,7 +306,7 @@ def test_hpa_targets_the_deployment_on_cpu() -> None:
 
 
 def test_k8s_storage_url_points_at_the_redis_service() -> None:
-    url = _env(_container(_k8s("Deployment")))["JUDGEFUSE_STORAGE_URL"]["value"]
+    url = _env(_container(_k8s("Deployment")))["JUDGEFUSE_STORAGE__STORAGE_URL"]["value"]
     parts = urlsplit(url)
     redis_service = _k8s("Service", "redis")
     assert parts.scheme == "redis"
@@ -352,28 +352,28 @@ def test_postgres_overlay_adds_a_statefulset_and_reads_the_url_from_a_secret() -
     patch = yaml.safe_load((K8S / "postgres" / "gateway-storage.yaml").read_text())
     assert patch["metadata"]["name"] == _k8s("Deployment")["metadata"]["name"]
     env = _env(_container(patch))
-    url_ref = env["JUDGEFUSE_STORAGE_URL"]["valueFrom"]["secretKeyRef"]
-    assert env["JUDGEFUSE_STORAGE_URL"]["value"] is None  # the base's redis:// value removed
+    url_ref = env["JUDGEFUSE_STORAGE__STORAGE_URL"]["valueFrom"]["secretKeyRef"]
+    assert env["JUDGEFUSE_STORAGE__STORAGE_URL"]["value"] is None  # the base's redis:// value removed
     assert url_ref["name"] == password["name"] == "judgefuse-postgres"
     example = _k8s("Secret", "judgefuse-postgres")["stringData"]
     assert set(example) == {url_ref["key"], password["key"]}
-    url = urlsplit(example["JUDGEFUSE_STORAGE_URL"])
+    url = urlsplit(example["JUDGEFUSE_STORAGE__STORAGE_URL"])
     assert url.scheme == "postgresql" and url.hostname == service["metadata"]["name"]
     assert url.port == service["spec"]["ports"][0]["port"]
     assert url.password == example["POSTGRES_PASSWORD"] and url.password.startswith("REPLACE_WITH_")
-    assert urlsplit(env["JUDGEFUSE_RESPONSE_CACHE_URL"]["value"]).hostname == "redis"
+    assert urlsplit(env["JUDGEFUSE_JUDGING__RESPONSE_CACHE_URL"]["value"]).hostname == "redis"
 
 
 def test_compose_postgres_overlay_stores_in_postgres_and_caches_in_redis() -> None:
-    from judgefuse.service.settings import Settings
+    from judgefuse.service.settings import env_names
 
     overlay = yaml.safe_load((DEPLOY / "compose.postgres.yaml").read_text())
     services = overlay["services"]
     gateway = services["gateway"]
-    assert set(gateway["environment"]) <= {f"JUDGEFUSE_{n.upper()}" for n in Settings.model_fields}
+    assert set(gateway["environment"]) <= env_names()
     password = services["postgres"]["environment"]["POSTGRES_PASSWORD"]
     assert password.startswith("${JUDGEFUSE_PG_PASSWORD:?")  # compose refuses to start without it
-    template = gateway["environment"]["JUDGEFUSE_STORAGE_URL"]
+    template = gateway["environment"]["JUDGEFUSE_STORAGE__STORAGE_URL"]
     url = urlsplit(template.replace(password, "pw"))  # as compose interpolates it
     assert url.scheme == "postgresql" and url.hostname == "postgres" and url.port == 5432
     assert url.password == "pw" and password in template
@@ -381,7 +381,7 @@ def test_compose_postgres_overlay_stores_in_postgres_and_caches_in_redis() -> No
     assert services["postgres"]["healthcheck"]["test"]
     volume = services["postgres"]["volumes"][0].split(":")
     assert volume[1] == "/var/lib/postgresql/data" and volume[0] in overlay["volumes"]
-    assert urlsplit(gateway["environment"]["JUDGEFUSE_RESPONSE_CACHE_URL"]).hostname == "redis"
+    assert urlsplit(gateway["environment"]["JUDGEFUSE_JUDGING__RESPONSE_CACHE_URL"]).hostname == "redis"
     assert ".env" in (DEPLOY / ".gitignore").read_text().split()
 
 
@@ -401,7 +401,7 @@ def test_compose_redis_runs_with_appendonly_on_a_volume() -> None:
 
 def test_compose_gateway_storage_url_points_at_the_redis_service() -> None:
     services = _compose()["services"]
-    url = services["gateway"]["environment"]["JUDGEFUSE_STORAGE_URL"]
+    url = services["gateway"]["environment"]["JUDGEFUSE_STORAGE__STORAGE_URL"]
     parts = urlsplit(url)
     assert parts.scheme == "redis"
     assert parts.hostname in services and "redis-server" in " ".join(services[parts.hostname]["command"])
@@ -436,7 +436,7 @@ def test_compose_gateway_healthcheck_hits_a_health_route_on_the_container_port()
 
 def test_compose_gateway_mounts_the_panels_it_names() -> None:
     gateway = _compose()["services"]["gateway"]
-    panels = json.loads(gateway["environment"]["JUDGEFUSE_PANELS"])
+    panels = json.loads(gateway["environment"]["JUDGEFUSE_JUDGING__PANELS"])
     mounts = dict(v.split(":")[1::-1] for v in gateway["volumes"])  # container path -> host path
     for path in panels:
         directory, _, filename = path.rpartition("/")
@@ -471,12 +471,12 @@ def test_nginx_upstream_is_the_compose_gateway_service_with_least_conn() -> None
 
 
 def test_nginx_body_limit_matches_the_service_limit() -> None:
-    from judgefuse.service.settings import Settings
+    from judgefuse.service.settings import WebSettings
 
     match = re.search(r"client_max_body_size\s+(\d+)([kKmM]?)\s*;", _nginx())
     assert match
     size = int(match.group(1)) * {"": 1, "k": 1024, "m": 1 << 20}[match.group(2).lower()]
-    assert size == Settings.model_fields["max_body_bytes"].default == 1 << 20
+    assert size == WebSettings.model_fields["max_body_bytes"].default == 1 << 20
 
 
 def test_nginx_proxy_timeouts_exceed_every_panel_deadline() -> None:

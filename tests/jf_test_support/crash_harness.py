@@ -72,8 +72,8 @@ def child_env(**extra: str) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), str(TESTS), env.get("PYTHONPATH", "")) if p)
     env["PYTHONUNBUFFERED"] = "1"
     env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
-    env["JUDGEFUSE_REFIT_EVERY_LABELS"] = "0"  # no background refit: only labels move state
-    env["JUDGEFUSE_LOG_LEVEL"] = "warning"
+    env["JUDGEFUSE_LEARNING__REFIT_EVERY_LABELS"] = "0"  # no background refit: only labels move state
+    env["JUDGEFUSE_SERVER__LOG_LEVEL"] = "warning"
     env.update(extra)
     return env
 
@@ -211,7 +211,7 @@ async def start_gateway(tmp: Path, name: str, storage_url: str, panel: Path, **e
         str(panel),
     ]
     # uvicorn's start line is logged at info: keep uvicorn's level, quieten nothing else
-    child = Child(argv, tmp / f"{name}.log", env=child_env(JUDGEFUSE_LOG_LEVEL="info", **env), cwd=tmp)
+    child = Child(argv, tmp / f"{name}.log", env=child_env(JUDGEFUSE_SERVER__LOG_LEVEL="info", **env), cwd=tmp)
     try:
         match = await child.wait_for(r"Uvicorn running on (http://127\.0\.0\.1:\d+)", START_TIMEOUT_S)
         url = match.group(1)

@@ -183,7 +183,7 @@ async def _tenant_page(
     panels = []
     for name, runtime in gateway.panels.items():
         keys = await calibration.report(
-            tenant, name, window_hours=24, n_bins=settings.calibration_bins, eps=settings.th_eps,
+            tenant, name, window_hours=24, n_bins=settings.estimates.calibration_bins, eps=settings.estimates.th_eps,
         )
         rows = []
         for entry in keys:
@@ -203,7 +203,7 @@ async def _tenant_page(
             if entry["kind"] == "method" and entry["storage_key"] is not None:
                 history = await calibration.history(
                     tenant, entry["storage_key"], days=HISTORY_DAYS,
-                    n_bins=settings.calibration_bins, eps=settings.th_eps,
+                    n_bins=settings.estimates.calibration_bins, eps=settings.estimates.th_eps,
                 )
             rows.append({"entry": entry, "m": metrics_all, "w": entry["window"], "svg": svg,
                          "history": history,
@@ -252,7 +252,7 @@ async def _tenant_page(
             "monitor": monitor,
         })
     html = request.app.state.templates.get_template("dashboard.html.j2").render(
-        tenant=tenant, panels=panels, fmt=_fmt, usd=_usd, eps=settings.th_eps,
+        tenant=tenant, panels=panels, fmt=_fmt, usd=_usd, eps=settings.estimates.th_eps,
         generated=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(gateway.clock())),
     )
     return HTMLResponse(html)

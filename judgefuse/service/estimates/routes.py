@@ -48,13 +48,13 @@ async def calibration(
     from judgefuse.service.errors import FieldProblem
 
     runtime = gateway.runtime(panel, field="query.panel")
-    eps = settings.th_eps if eps is None else eps
+    eps = settings.estimates.th_eps if eps is None else eps
     if eps not in DEFAULT_TH_EPS:
         raise FieldProblem(
             "query.eps",
             f"must be one of the tracked values {', '.join(f'{e:g}' for e in DEFAULT_TH_EPS)}",
         )
-    n_bins = settings.calibration_bins if n_bins is None else n_bins
+    n_bins = settings.estimates.calibration_bins if n_bins is None else n_bins
     if 1000 % n_bins:
         raise FieldProblem("query.n_bins", "must divide 1000")
     keys = await service.report(

@@ -35,7 +35,7 @@ class CalibrationService:
         self.settings = settings
         self.storage = storage
         self.clock = clock
-        self.panel_structure = PanelEstimatesCache(settings.panel_structure_ttl_s)
+        self.panel_structure = PanelEstimatesCache(settings.estimates.panel_structure_ttl_s)
         """The panel structure, per panel, for ``panel_structure_ttl_s``."""
 
     async def report(
@@ -60,7 +60,7 @@ class CalibrationService:
     async def structure(self, tenant: str, runtime: PanelRuntime) -> dict[str, Any] | None:
         """The panel structure of (tenant, panel) as JSON (None before any votes to read)."""
         found = await self.panel_structure.get(
-            self.storage, tenant, runtime.name, window=self.settings.panel_structure_window,
+            self.storage, tenant, runtime.name, window=self.settings.estimates.panel_structure_window,
             judges=[j.name for j in runtime.panel.config.judges], now=self.clock(),
         )
         return found.to_json() if found is not None else None
@@ -78,5 +78,5 @@ class CalibrationService:
             if key.kind in ("abstain", "traffic"):
                 continue
             fields = await self.storage.read_accumulator(tenant, raw)
-            values = metrics_json(fields, n_bins=settings.calibration_bins, eps=settings.th_eps)
+            values = metrics_json(fields, n_bins=settings.estimates.calibration_bins, eps=settings.estimates.th_eps)
             yield key.panel, f"{key.kind}:{key.name}:{key.mode}", values

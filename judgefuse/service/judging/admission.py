@@ -68,8 +68,8 @@ class Admission:
     @classmethod
     def from_settings(cls, settings: Settings, metrics: ServiceMetrics | None = None) -> Admission:
         return cls(
-            max_per_tenant=settings.max_inflight_per_tenant,
-            max_total=settings.max_inflight_total,
+            max_per_tenant=settings.judging.max_inflight_per_tenant,
+            max_total=settings.judging.max_inflight_total,
             metrics=metrics,
         )
 

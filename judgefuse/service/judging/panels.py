@@ -5,7 +5,7 @@ A panel whose YAML declares ``cascade:`` is served as a cascade by ``POST /v1/ju
 as they are: tune them offline with ``judgefuse tune --cascade J1,J2,...`` on labelled data
 (fixed-sequence Clopper-Pearson per stage) and paste the printed thresholds into the file.
 The fallback panel (``cascade_fallback: panel``) is fused with the panel's configured voting
-method (``settings.fusion_method`` or the file's ``fusion``).
+method (``settings.judging.fusion_method`` or the file's ``fusion``).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class PanelRuntime:
         self._reads_item: dict[str, bool] = {}
         self.fuser: Any = None
         """The item-reading method built from the panel's ``fuser:`` model entry, if any."""
-        default = self.capabilities(self.default_method, field="settings.fusion_method")
+        default = self.capabilities(self.default_method, field="settings.judging.fusion_method")
         if default.reads_item or panel.config.fuser is not None:
             if panel.config.fuser is None:
                 raise ValueError(
@@ -65,7 +65,7 @@ class PanelRuntime:
                 "(it is fitted from labels and promoted automatically): configure a voting method"
             )
         if not default.reads_item:
-            self.method(self.default_method, field="settings.fusion_method")
+            self.method(self.default_method, field="settings.judging.fusion_method")
         self.cold_start: str | None = self.default_method if default.cold_start else None
         """The configured method when it is fitted without labels (``dawid_skene``): the
         gateway fits it on the panel's stored votes (:mod:`judgefuse.service.learning.cold_start`) and,

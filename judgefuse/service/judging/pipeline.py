@@ -33,7 +33,7 @@ Which fusion method decides a verdict (stamped on it as ``method`` + ``model_ver
 2. else the promoted learned model of (tenant, panel) when there is one (fitted from labels, or a
    label-free cold-start fit of the panel's ``fusion: dawid_skene``:
    :mod:`judgefuse.service.learning.cold_start`);
-3. else ``settings.fusion_method`` or the panel file's ``fusion``.
+3. else ``settings.judging.fusion_method`` or the panel file's ``fusion``.
 
 Cascade panels walk their cascade instead of the whole panel, unless the request names a
 method (:mod:`judgefuse.service.judging.cascade_serving`). Cost: a verdict's ``cost`` (calls,
@@ -158,7 +158,7 @@ class JudgePipeline:
         self.admission = Admission.from_settings(settings, metrics)
         self.checks = RequestChecks(settings, panels, default_panel)
         self.single_flight: SingleFlight[VerdictOut] = SingleFlight(
-            storage, ttl_s=settings.single_flight_claim_s)
+            storage, ttl_s=settings.judging.single_flight_claim_s)
         self.verdict_ids = VerdictIds()
         """Ids of new verdicts (uuid4-shaped, drawn in batches: :mod:`judgefuse.service.judging.verdict_ids`)."""
         self.router = Router(state, monitors)
@@ -173,7 +173,7 @@ class JudgePipeline:
     async def batch(self, tenant: str, requests: Sequence[JudgeRequest | InvalidItem]) -> BatchResponse:
         """Each item answers for itself (its own status in ``results``); only a batch over the
         size limit is refused whole."""
-        limit = self.settings.max_batch_items
+        limit = self.settings.judging.max_batch_items
         if len(requests) > limit:
             raise TooLarge(
                 f"batch of {len(requests)} items; at most {limit} per request",
@@ -382,7 +382,7 @@ class JudgePipeline:
         runtime, verdict_id = checked.runtime, item.id
         record = VerdictRecord(
             id=verdict_id, tenant=tenant, panel=runtime.name, created_at=created_at,
-            verdict=verdict, item=item if self.settings.store_items else None,
+            verdict=verdict, item=item if self.settings.storage.store_items else None,
             review=stamp, threshold_version=used.version,
         )
         try:

@@ -77,9 +77,9 @@ class RequestChecks:
         """Limits, panel, method, posted votes, in that order; a 422 naming the field under
         ``prefix`` for the first that fails."""
         settings = self.settings
-        check_request(request, settings.max_text_chars, prefix,
-                      max_metadata_depth=settings.max_metadata_depth,
-                      max_metadata_bytes=settings.max_metadata_bytes)
+        check_request(request, settings.judging.max_text_chars, prefix,
+                      max_metadata_depth=settings.judging.max_metadata_depth,
+                      max_metadata_bytes=settings.judging.max_metadata_bytes)
         runtime = find_runtime(self.panels, request.panel or self.default_panel,
                                field=f"{prefix}.panel")
         if request.method is not None and not runtime.is_learned(request.method):

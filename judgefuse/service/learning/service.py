@@ -61,12 +61,12 @@ class LearningService:
         self.metrics = metrics
         self.clock = clock
         self.refit_scheduler = RefitScheduler(
-            settings.refit_every_labels, self._background_refit, storage=storage,
+            settings.learning.refit_every_labels, self._background_refit, storage=storage,
             owner=owner, clock=clock,
         )
         """Background refits every ``refit_every_labels`` labels of a panel."""
         self.cold_start_scheduler = RefitScheduler(
-            settings.cold_start_every_verdicts, self._background_cold_start, storage=storage,
+            settings.learning.cold_start_every_verdicts, self._background_cold_start, storage=storage,
             owner=owner, clock=clock, count=self._verdict_count, lease="cold_start",
         )
         """Label-free cold-start fits every N verdicts of a panel (:mod:`judgefuse.service.learning.cold_start`)."""
@@ -132,7 +132,7 @@ class LearningService:
                     "voting method to tune the threshold of requests that bypass the cascade",
                 )
         records = await self.storage.iter_labelled(
-            tenant, runtime.name, limit=self.settings.refit_max_labels
+            tenant, runtime.name, limit=self.settings.learning.refit_max_labels
         )
         data = tuning_data(records, runtime, method_name, model_version)
         # N_s: every verdict of the strata (a voting method is re-fused on every record, so its
@@ -204,9 +204,9 @@ class LearningService:
         :mod:`judgefuse.service.learning.refit`). A cascade panel is refused: its verdicts hold only
         the votes of the stages they reached, and a model fitted on such partial vote sets
         would be scored on full ones. ``method``: the refittable method to fit (default
-        ``settings.refit_method``; anything else is a 422 naming ``body.method``)."""
+        ``settings.learning.refit_method``; anything else is a 422 naming ``body.method``)."""
         runtime = self.serving.runtime(panel)
-        learned = method or self.settings.refit_method
+        learned = method or self.settings.learning.refit_method
         if not runtime.capabilities(learned).refittable:
             raise FieldProblem("body.method", f"{learned!r} cannot be refitted from labels "
                                               "(e.g. stacked, dawid_skene+platt)")
@@ -224,8 +224,8 @@ class LearningService:
         latest = await self.storage.get_threshold(tenant, runtime.name)
         outcome, _fitted = await refit(
             self.storage, tenant, runtime.name, voting_method=runtime.voting_method,
-            min_labels=self.settings.min_labels_for_refit,
-            max_labels=self.settings.refit_max_labels, n_folds=self.settings.refit_folds,
+            min_labels=self.settings.learning.min_labels_for_refit,
+            max_labels=self.settings.learning.refit_max_labels, n_folds=self.settings.learning.refit_folds,
             now=self.clock, target=target or PromotionTarget.of(latest),
             promote_on=runtime.panel.config.promote_on,
             traffic=await traffic_counts(self.storage, tenant, runtime.name, ALL_METHODS),
@@ -256,8 +256,8 @@ class LearningService:
                                              "labels; e.g. fusion: dawid_skene)")
         outcome, _fitted = await cold_start_fit(
             self.storage, tenant, runtime.name, method=runtime.cold_start,
-            window=self.settings.cold_start_window,
-            min_verdicts=self.settings.cold_start_min_verdicts, now=self.clock,
+            window=self.settings.learning.cold_start_window,
+            min_verdicts=self.settings.learning.cold_start_min_verdicts, now=self.clock,
         )
         self.metrics.refits.labels(tenant, runtime.name, outcome.status).inc()
         if outcome.status == "promoted":

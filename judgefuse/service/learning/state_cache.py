@@ -2,7 +2,7 @@
 
 Every verdict needs both (the model to fuse, the threshold to route), and reading them from
 the store on every request would put two storage round trips on the hot path. So each is
-cached per (tenant, panel) for ``settings.state_ttl_s``: a write through this gateway updates
+cached per (tenant, panel) for ``settings.learning.state_ttl_s``: a write through this gateway updates
 its cache at once (:meth:`StateCache.store_threshold`, :meth:`StateCache.drop_model`); other
 replicas see it within the TTL. A restored learned model is kept per (tenant, panel, version),
 so a TTL expiry that finds the same version does not restore (unpickle, rebuild) it again.
@@ -39,7 +39,7 @@ class StateCache:
 
     def _fresh(self, cache: dict[tuple[str, str], _Cached], key: tuple[str, str]) -> _Cached | None:
         entry = cache.get(key)
-        if entry is not None and time.monotonic() - entry.at <= self.settings.state_ttl_s:
+        if entry is not None and time.monotonic() - entry.at <= self.settings.learning.state_ttl_s:
             return entry
         return None
 

@@ -1,7 +1,7 @@
 """``GET /metrics``: Prometheus text; calibration gauges are refreshed from storage and circuit
 gauges from the judges on scrape.
 
-With tenant keys configured: the metrics token (``settings.metrics_token``) reads every series,
+With tenant keys configured: the metrics token (``settings.web.metrics_token``) reads every series,
 a tenant key only its own tenant's (:meth:`ServiceMetrics.render_for_tenant`), no key is a 401.
 Open mode (no keys) is open, unless a metrics token is configured: then it is required.
 """

@@ -3,7 +3,7 @@
 One :class:`~judgefuse.calibration.sequential.PrecisionMonitor` per (tenant, panel, threshold
 version), fed by the first labels of ``audit``-stratum verdicts routed by that version (a random
 sample of what it auto-accepted). Its target is the threshold record's ``target_precision``, its
-alpha ``settings.monitor_alpha``. It alarms when the upper confidence bound of the precision falls
+alpha ``settings.monitoring.monitor_alpha``. It alarms when the upper confidence bound of the precision falls
 below the target; the chance of that ever happening while the precision stays at or above the
 target is at most alpha, however often it is read. A new threshold version starts a new monitor,
 so a retune clears the alarm; ``POST /v1/monitor/clear`` clears it by hand (and restarts the
@@ -49,7 +49,7 @@ unbatched and 324 in pairs (``min_level`` 5), never within 3,000 in batches of 8
 is one vote per observation, the detector's own defaults (500 reference votes, restarts every
 64).
 
-Routing reads the alarm through a cache fresh for ``settings.state_ttl_s`` (like thresholds):
+Routing reads the alarm through a cache fresh for ``settings.learning.state_ttl_s`` (like thresholds):
 the replica that raised or cleared an alarm sees it at once, the others within the TTL.
 """
 
@@ -146,7 +146,7 @@ class Monitors:
             return None
         key = (tenant, panel, int(threshold_version))
         hit = self._alarms.get(key)
-        if hit is not None and time.monotonic() - hit[1] <= self.settings.state_ttl_s:
+        if hit is not None and time.monotonic() - hit[1] <= self.settings.learning.state_ttl_s:
             return hit[0]
         blob = await self.storage.get_state(tenant, monitor_key(panel, threshold_version))
         alarm = _alarm_of(blob.body if blob else None)
@@ -159,7 +159,7 @@ class Monitors:
             key = (tenant, panel, vote.judge)
             drift = self.votes.get(key)
             if drift is None:
-                drift = self.votes[key] = _BatchedVoteDrift(self.settings.monitor_alpha)
+                drift = self.votes[key] = _BatchedVoteDrift(self.settings.monitoring.monitor_alpha)
             drift.add(vote.choice, vote.confidence)
 
     # ------------------------------------------------------------------ labels
@@ -182,7 +182,7 @@ class Monitors:
         for _ in range(MAX_CAS_ATTEMPTS):
             blob = await self.storage.get_state(tenant, key)
             body = blob.body if blob is not None else _new_blob(
-                threshold.target_precision, self.settings.monitor_alpha, record.threshold_version)
+                threshold.target_precision, self.settings.monitoring.monitor_alpha, record.threshold_version)
             fresh_alarm = _feed(body, correct, judged, self.clock())
             written = await self.storage.put_state(
                 tenant, key, body, expected_version=blob.version if blob else 0)
@@ -262,7 +262,7 @@ class Monitors:
                        "labels": report.get("window_labels", 0)},
             "target": threshold.target_precision if threshold is not None else None,
             "threshold_version": threshold.version if threshold is not None else None,
-            "alpha": body["alpha"] if body else self.settings.monitor_alpha,
+            "alpha": body["alpha"] if body else self.settings.monitoring.monitor_alpha,
             "restarts": int(body.get("restarts", 0)) if body else 0,
             "series": [list(p) for p in body.get("series", [])] if body else [],
             "judges": {name: {"brier": _clean(brier.get(name)),

@@ -67,9 +67,9 @@ class RetentionJob:
     @classmethod
     def from_settings(cls, settings: Any, storage: Storage, *, owner: str) -> RetentionJob:
         return cls(
-            storage, retention_days=settings.retention_days,
-            keep_labelled=settings.refit_max_labels, owner=owner,
-            every_s=settings.retention_every_s,
+            storage, retention_days=settings.storage.retention_days,
+            keep_labelled=settings.learning.refit_max_labels, owner=owner,
+            every_s=settings.storage.retention_every_s,
         )
 
     @property

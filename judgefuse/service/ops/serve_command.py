@@ -40,7 +40,7 @@ def run_serve(args: argparse.Namespace) -> int:
         print(f"judgefuse serve: {exc}", file=sys.stderr)
         return 2
     logging.basicConfig(
-        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        level=settings.server.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     import uvicorn
 
@@ -69,11 +69,11 @@ def uvicorn_config(app: Any, settings: Settings, *, access_log: bool = False,
 
     base = import_from_string(HTTP_PROTOCOLS["auto"])
     values: dict[str, Any] = {
-        "host": settings.host, "port": settings.port, "log_level": settings.log_level,
+        "host": settings.server.host, "port": settings.server.port, "log_level": settings.server.log_level,
         "access_log": access_log, "proxy_headers": False, "server_header": False,
         "timeout_keep_alive": 5,
-        "http": with_deadlines(base, header_timeout_s=settings.header_timeout_s,
-                               body_timeout_s=settings.body_timeout_s),
+        "http": with_deadlines(base, header_timeout_s=settings.web.header_timeout_s,
+                               body_timeout_s=settings.web.body_timeout_s),
     }
     values.update(overrides)
     config = uvicorn.Config(app, **values)  # configures logging: add the filter after it

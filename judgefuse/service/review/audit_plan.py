@@ -5,7 +5,7 @@ Without a budget the rate is the panel's static ``audit_rate``. With one, the ra
 stratum, read from the traffic counters (``{panel}/traffic/*/review`` and every
 ``{panel}/traffic/*/auto@{rate}``: 24 hour buckets each). Reading them on every verdict would put
 a dozen storage reads on the hot path, so a replica keeps its plan for
-``settings.audit_plan_ttl_s``. Before any auto-accepted traffic (nothing to plan from) the
+``settings.review.audit_plan_ttl_s``. Before any auto-accepted traffic (nothing to plan from) the
 static ``audit_rate`` serves. Stored verdicts keep the rate stamped when they were decided: a
 new plan never rewrites an inclusion probability.
 """
@@ -76,7 +76,7 @@ class AuditPlanner:
             return PlannedRate(config.audit_rate, "audit_rate")
         key = (tenant, panel)
         hit = self._plans.get(key)
-        if hit is not None and time.monotonic() - hit[1] <= self.settings.audit_plan_ttl_s:
+        if hit is not None and time.monotonic() - hit[1] <= self.settings.review.audit_plan_ttl_s:
             return hit[0]
         review, auto = await daily_traffic(self.storage, tenant, panel, now)
         if auto <= 0:

@@ -104,7 +104,7 @@ class ReviewQueue:
         """Up to ``n`` pending items of the panel's queue, leased to ``annotator`` for
         ``review_lease_s`` (lowest rank first: random order)."""
         return await self.storage.lease_review(
-            tenant, panel, n=n, annotator=annotator, lease_s=self.settings.review_lease_s,
+            tenant, panel, n=n, annotator=annotator, lease_s=self.settings.review.review_lease_s,
             now=self.clock(),
         )
 
@@ -127,7 +127,7 @@ class ReviewQueue:
             planned = replace(planned, review_per_day=review, auto_per_day=auto)
         threshold = await self.serving.threshold(tenant, runtime.name)
         plan = await plan_report(planned, target=threshold.target_precision if threshold else None,
-                                 alpha=self.settings.monitor_alpha,
+                                 alpha=self.settings.monitoring.monitor_alpha,
                                  budget=config.label_budget_per_day)
         return ReviewStatsOut.model_validate(
             {"panel": runtime.name, "audit_rate": config.audit_rate, **stats_out(counts),

@@ -35,7 +35,7 @@ async def next_items(
 ) -> ReviewNextOut:
     """Lease up to ``n`` pending items of the panel's queue to one annotator, in random order
     (two annotators never hold the same item; an expired lease returns the item)."""
-    limit = settings.review_max_lease
+    limit = settings.review.review_max_lease
     if not 1 <= n <= limit:
         raise FieldProblem("query.n", f"must be between 1 and {limit}")
     runtime = gateway.runtime(panel, field="query.panel")

@@ -45,7 +45,7 @@ Calibrated LLM-as-a-judge gateway.
 unknown key is a 401. A key is never accepted in the query string: such a request is a 400.
 `/healthz` and `/readyz` are public.
 
-**Open mode.** When no API keys are configured (`JUDGEFUSE_API_KEYS` empty) or `auth_disabled`
+**Open mode.** When no API keys are configured (`JUDGEFUSE_WEB__API_KEYS` empty) or `auth_disabled`
 is set, the gateway runs in open mode: no key is needed, no request is answered 401, and every
 request belongs to tenant `default`. It is meant for local use only (the server logs a warning
 at start); the security schemes below then apply to nobody.

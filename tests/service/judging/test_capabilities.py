@@ -162,7 +162,7 @@ def test_no_method_name_checks_outside_fusion() -> None:
 def test_refit_method_setting_must_be_refittable() -> None:
     from judgefuse.service.settings import SettingsError, load_settings
 
-    assert load_settings(refit_method="dawid_skene+platt").refit_method == "dawid_skene+platt"
+    assert load_settings(refit_method="dawid_skene+platt").learning.refit_method == "dawid_skene+platt"
     for bad in ("majority", "dawid_skene", "nope"):
         with pytest.raises(SettingsError, match="refit_method"):
             load_settings(refit_method=bad)

@@ -127,4 +127,4 @@ def test_metrics_token_must_be_a_digest_and_no_tenant_key():
     digest = hashlib.sha256(b"k").hexdigest()
     with pytest.raises(ValueError, match="differ from every tenant"):
         Settings(metrics_token=digest, api_keys={"t": digest})
-    assert Settings(metrics_token=digest.upper()).metrics_token == digest
+    assert Settings(metrics_token=digest.upper()).web.metrics_token == digest

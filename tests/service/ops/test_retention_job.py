@@ -95,7 +95,7 @@ async def test_retention_job_in_the_service(storage: Storage, tmp_path) -> None:
 
 async def test_retention_off_by_default_runs_nothing(storage: Storage, tmp_path) -> None:
     settings = S.make_settings(tmp_path, [external_panel(tmp_path)])
-    assert settings.retention_days is None
+    assert settings.storage.retention_days is None
     async with S.running_app(settings, storage) as (app, client):
         await client.post("/v1/fuse", json={**PAIR, "id": "x", "votes": UNANIMOUS}, headers=H)
         job: RetentionJob = app.state.retention

@@ -3,7 +3,7 @@ deploy/README.md "Scaling").
 
 Two ``judgefuse serve`` processes on different ports, the same storage URL and the same panel
 (Redis started with the compose file's flags, AOF everysec and noeviction; or a database of its
-own in the session's PostgreSQL), a small ``JUDGEFUSE_STATE_TTL_S``. The test proves, on each
+own in the session's PostgreSQL), a small ``JUDGEFUSE_LEARNING__STATE_TTL_S``. The test proves, on each
 backend, and prints the numbers quoted in deploy/README.md:
 
 * verdicts judged on replica 1 and labelled through replica 2 are each counted once in replica
@@ -77,7 +77,7 @@ async def test_two_replicas_share_labels_calibration_and_thresholds(
         panel = C.write_panel(tmp_path, stub_url)
         started = await asyncio.gather(
             *(
-                C.start_gateway(tmp_path, f"replica-{i}", storage_url, panel, JUDGEFUSE_STATE_TTL_S=str(STATE_TTL_S))
+                C.start_gateway(tmp_path, f"replica-{i}", storage_url, panel, JUDGEFUSE_LEARNING__STATE_TTL_S=str(STATE_TTL_S))
                 for i in (1, 2)
             ),
             return_exceptions=True,

@@ -136,7 +136,7 @@ def test_settings_store_only_digests_and_refuse_plain_keys():
         load_settings(api_keys={"t": "x" * 64})  # 64 chars, not hex
     assert "x" * 64 not in str(info.value)
     digest = hash_key("k1")
-    assert Settings(api_keys={"t": digest.upper()}).api_keys == {"t": digest}
+    assert Settings(api_keys={"t": digest.upper()}).web.api_keys == {"t": digest}
     authenticator = Authenticator({"t": digest}, open_mode=False)
     assert "k1" not in repr(vars(authenticator))
 

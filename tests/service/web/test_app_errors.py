@@ -205,11 +205,11 @@ def test_settings_refuse_bad_values_naming_the_field(tmp_path):
 def test_settings_read_yaml_file_and_environment(tmp_path, monkeypatch):
     config = tmp_path / "judgefuse.yaml"
     config.write_text("port: 9001\nmax_batch_items: 8\nstorage_url: sqlite:///x.db\n")
-    monkeypatch.setenv("JUDGEFUSE_MAX_BATCH_ITEMS", "16")
+    monkeypatch.setenv("JUDGEFUSE_JUDGING__MAX_BATCH_ITEMS", "16")
     settings = load_settings(config)
-    assert settings.port == 9001 and settings.max_batch_items == 16  # env beats the file
+    assert settings.server.port == 9001 and settings.judging.max_batch_items == 16  # env beats the file
     assert settings.open_mode is True
-    monkeypatch.setenv("JUDGEFUSE_API_KEYS", '{"t1": "' + "ab" * 32 + '"}')
+    monkeypatch.setenv("JUDGEFUSE_WEB__API_KEYS", '{"t1": "' + "ab" * 32 + '"}')
     assert Settings().open_mode is False
 
 
