@@ -10,8 +10,10 @@
    tune the candidate's auto-accept threshold on the same labels from its **cross-fitted**
    confidences (no label scores a model that saw it), and the voting method's the same way;
    each one's review load at the target is 1 - its coverage (1 when no threshold qualifies);
-4. **promote** per the panel's ``promote_on``: ``both`` (default) needs stacked Brier <= the
-   voting Brier AND review load <= the voting method's; ``brier`` or ``review_load`` weigh one.
+4. **promote** per the panel's ``promote_on``: ``both`` (default) needs stacked Brier below the
+   voting Brier by more than its noise (:mod:`judgefuse.service.learning.promotion`: a paired
+   bootstrap bound of the difference) AND review load <= the voting method's; ``brier`` or
+   ``review_load`` weigh one. Without a target the Brier rule applies whatever ``promote_on``.
    With a target, a candidate for which no threshold qualifies is never promoted (it could
    only send everything to review): the current model and threshold keep serving. To promote:
    fit on every label, serialise (the method's ``to_params``), check the round trip reproduces
@@ -50,6 +52,7 @@ from judgefuse.fusion import FusionMethod, LearnedFusionMethod, NotEnoughLabels,
 from judgefuse.fusion.capabilities import LEARNED_METHOD, capabilities, method_params, restore_method
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote, Letter
+from judgefuse.service.learning.promotion import brier_evidence, brier_problem
 from judgefuse.service.ledger import label_stratum_key, solicited
 from judgefuse.service.storage import ModelRecord, Storage, ThresholdRecord
 
@@ -97,6 +100,12 @@ def brier_of(verdicts: Sequence[Verdict], labels: Sequence[str]) -> float:
     return total / len(labels)
 
 
+def _scored(verdicts: Sequence[Verdict], labels: Sequence[str]) -> tuple[list[float], list[bool]]:
+    """(confidence, correct) per verdict as :func:`brier_of` scores it (undecided: 0.5, wrong)."""
+    return ([v.confidence if v.choice is not None else 0.5 for v in verdicts],
+            [v.choice is not None and v.choice == y for v, y in zip(verdicts, labels, strict=True)])
+
+
 def accuracy_of(verdicts: Sequence[Verdict], labels: Sequence[str]) -> float:
     return sum(v.choice == y for v, y in zip(verdicts, labels, strict=True)) / len(labels)
 
@@ -142,8 +151,7 @@ def _tune_for(
     """The threshold tuned for these (cross-fitted or re-fused) verdicts on their labels, on the
     population (``tune_threshold_stratified``; one stratum of every label without ``population``,
     where it is exactly ``tune_threshold``)."""
-    confidence = [v.confidence if v.choice is not None else 0.5 for v in verdicts]
-    correct = [v.choice is not None and v.choice == y for v, y in zip(verdicts, labels, strict=True)]
+    confidence, correct = _scored(verdicts, labels)
     if population is None:
         strata: Sequence[str] = ["all"] * len(labels)
         counts = {"all": len(labels)}
@@ -183,11 +191,11 @@ def promotion_problems(
                 f"review load at the target {metrics['stacked_review_load']:.3f} is higher than "
                 f"{voting}'s {metrics['baseline_review_load']:.3f}"
             )
-    if promote_on in ("both", "brier") and metrics["stacked_brier"] > metrics["baseline_brier"]:
-        problems.append(
-            f"cross-fitted stacked Brier {metrics['stacked_brier']:.4f} is worse than "
-            f"{voting}'s {metrics['baseline_brier']:.4f}"
-        )
+    if promote_on in ("both", "brier") or target is None:
+        # better by more than its noise, before a target exists as well as after (promotion.py)
+        brier = brier_problem(metrics, voting=voting)
+        if brier is not None:
+            problems.append(brier)
     return problems
 
 
@@ -220,6 +228,7 @@ def _evaluate(
         "baseline_accuracy": accuracy_of(voting_verdicts, labels),
         "n_labels": float(len(labels)),
         "n_folds": float(n_folds),
+        **brier_evidence(_scored(stacked_verdicts, labels), _scored(voting_verdicts, labels)),
     }
     candidate: ThresholdReport | None = None
     if target is not None:

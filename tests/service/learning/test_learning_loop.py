@@ -8,6 +8,7 @@ import asyncio
 import re
 
 import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
+import numpy as np
 import pytest
 from panel_support import cascade_yaml
 
@@ -135,9 +136,36 @@ def test_promotion_rule(promote_on, brier, load, has_threshold, expected):
     assert len(problems) == len(expected), problems
     for problem, word in zip(problems, expected, strict=True):
         assert word in problem
-    # without a target (no threshold ever tuned) only the Brier rule can refuse
+    # without a target (no threshold ever tuned) only the Brier rule can refuse, whatever promote_on
     alone = promotion_problems(metrics, None, voting="majority", target=None, promote_on=promote_on)
-    assert alone == ([p for p in problems if "Brier" in p] if promote_on != "review_load" else [])
+    assert alone == ([] if brier[0] < brier[1] else [
+        f"cross-fitted stacked Brier {brier[0]:.4f} is worse than majority's {brier[1]:.4f}"])
+
+
+@pytest.mark.parametrize("target", [None, (0.8, 0.1)])
+def test_a_brier_gain_inside_its_noise_is_not_promoted(target):
+    """Calm traffic: 0.0508 vs 0.0509 is a coin flip; the paired bootstrap bound says so."""
+    from judgefuse.service.learning.promotion import brier_evidence
+    from judgefuse.service.learning.refit import PromotionTarget, promotion_problems
+
+    rng = np.random.default_rng(3)
+    correct = (rng.random(205) < 0.92).tolist()
+    voting = (np.clip(rng.normal(0.95, 0.02, 205), 0.5, 1.0)).tolist()
+    stacked = (np.clip(np.asarray(voting) + rng.normal(0.0, 0.01, 205), 0.5, 1.0)).tolist()
+    metrics = {"stacked_brier": float(np.mean((np.asarray(stacked) - correct) ** 2)),
+               "baseline_brier": float(np.mean((np.asarray(voting) - correct) ** 2)),
+               "stacked_review_load": 0.1, "baseline_review_load": 0.1,
+               **brier_evidence((stacked, correct), (voting, correct))}
+    assert abs(metrics["brier_difference"]) < 0.002 and metrics["brier_difference_upper"] >= 0
+    goal = PromotionTarget(*target) if target else None
+    problems = promotion_problems(metrics, _report(0.9), voting="majority", target=goal, promote_on="both")
+    assert any("noise" in p or "worse" in p for p in problems), problems
+    # a real gain (every wrong verdict much less confident) clears the bound
+    better = [c if z else 0.55 for c, z in zip(stacked, correct, strict=True)]
+    metrics.update(stacked_brier=float(np.mean((np.asarray(better) - correct) ** 2)),
+                   **brier_evidence((better, correct), (voting, correct)))
+    assert metrics["brier_difference_upper"] < 0
+    assert promotion_problems(metrics, _report(0.9), voting="majority", target=goal, promote_on="both") == []
 
 
 async def test_a_cascade_panel_is_not_refitted(stub, tmp_path):

@@ -1,0 +1,87 @@
+"""Is one model's per-item loss lower than another's by more than chance? A paired bootstrap.
+
+Why (docs/design.md, 'Learning keeps routing'): learned fusion used to be promoted whenever its
+cross-fitted Brier was at most the voting method's, so on calm traffic a difference of 0.0001
+(0.0508 vs 0.0509 at 205 labels) promoted a model, and which model served depended on when a
+refit landed. A promotion now needs the *paired* difference of the per-item losses (candidate
+minus incumbent, on the same labelled items) to be below zero by more than its noise: the
+upper end of a one-sided bootstrap interval of the mean difference must be below ``-margin``.
+
+Pairing matters: both losses are taken on the same items, so the item difficulty, which makes
+each Brier noisy, cancels in the difference.
+
+The interval is the percentile bootstrap of the mean difference over ``replicates`` resamples of
+the items (with replacement), drawn from a fixed seed so the same labels give the same decision
+on every replica. It is computed through count vectors in blocks (``counts @ d``), so 20,000
+labels x 2,000 resamples stay within a few megabytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["PairedDifference", "brier_losses", "paired_difference"]
+
+_BLOCK_CELLS = 2_000_000
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """The mean of ``candidate - incumbent`` per-item losses and its one-sided upper bound."""
+
+    mean: float
+    upper: float
+    """Upper end of the one-sided ``1 - alpha`` percentile bootstrap interval of the mean."""
+    alpha: float
+    n: int
+    method: str = "paired percentile bootstrap"
+
+    def better(self, margin: float = 0.0) -> bool:
+        """Whether the candidate's loss is lower by more than its noise (and ``margin``)."""
+        return self.n > 0 and self.upper < -margin
+
+    def as_dict(self) -> dict[str, float]:
+        return {"difference": self.mean, "difference_upper": self.upper, "alpha": self.alpha}
+
+
+def brier_losses(confidence: Sequence[float], correct: Sequence[bool]) -> np.ndarray:
+    """Per-item Brier loss ``(c - z)^2`` (the caller maps an undecided verdict to c 0.5, wrong)."""
+    c = np.asarray(confidence, dtype=float)
+    z = np.asarray(correct, dtype=float)
+    if c.shape != z.shape or c.ndim != 1:
+        raise ValueError(f"confidence and correct must be 1-d of one length, got {c.shape} and {z.shape}")
+    return (c - z) ** 2
+
+
+def paired_difference(
+    candidate: Sequence[float] | np.ndarray, incumbent: Sequence[float] | np.ndarray, *,
+    alpha: float = 0.05, replicates: int = 2000, seed: int = 0,
+) -> PairedDifference:
+    """The paired bootstrap of ``mean(candidate - incumbent)`` (module docstring).
+
+    ``candidate``, ``incumbent``: per-item losses on the same items, shape (n,).
+    """
+    a = np.asarray(candidate, dtype=float)
+    b = np.asarray(incumbent, dtype=float)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError(f"the two loss series must be 1-d of one length, got {a.shape} and {b.shape}")
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    if replicates < 100:
+        raise ValueError(f"replicates must be at least 100, got {replicates}")
+    n = a.size
+    if n == 0:
+        return PairedDifference(float("nan"), float("inf"), alpha, 0)
+    d = a - b
+    rng = np.random.default_rng(seed)
+    means = np.empty(replicates)
+    block = max(1, _BLOCK_CELLS // n)
+    for start in range(0, replicates, block):
+        size = min(block, replicates - start)
+        counts = rng.multinomial(n, np.full(n, 1.0 / n), size=size)
+        means[start:start + size] = counts @ d / n
+    upper = float(np.quantile(means, 1.0 - alpha))
+    return PairedDifference(float(d.mean()), upper, alpha, n)
