@@ -1,0 +1,56 @@
+"""The Python client of a judgefuse gateway: ``Client`` (blocking) and ``AsyncClient``.
+
+``pip install judgefuse`` is enough for it (httpx and pydantic; the gateway's FastAPI, uvicorn
+and Redis are the ``service`` extra). Requests and answers are the server's own models
+(:mod:`judgefuse.service.schemas`); errors are typed (:mod:`judgefuse.client.errors`); 429 and
+503 are retried after ``Retry-After`` within a deadline (:mod:`judgefuse.client.retry`); each
+judge request carries an id drawn by the client, so a retry never judges twice.
+
+    from judgefuse.client import Client
+
+    with Client("http://localhost:8000", api_key=None) as client:
+        verdict = client.judge(question="2 + 2?", answer_a="4", answer_b="5")
+        client.feedback(verdict.id, "A")
+
+The user's guide is docs/python-client.md.
+"""
+
+from judgefuse.client.async_client import AsyncClient
+from judgefuse.client.errors import (
+    APIError,
+    Conflict,
+    ConnectionFailed,
+    InvalidRequest,
+    JudgefuseError,
+    NotFound,
+    Overloaded,
+    ServerError,
+    TooLarge,
+    Unauthorized,
+    Unavailable,
+)
+from judgefuse.client.pairs import PairResult
+from judgefuse.client.retry import RetryPolicy
+from judgefuse.client.sync_client import Client
+from judgefuse.service.schemas import BatchResponse, LabelResult, VerdictOut
+
+__all__ = [
+    "APIError",
+    "AsyncClient",
+    "BatchResponse",
+    "Client",
+    "Conflict",
+    "ConnectionFailed",
+    "InvalidRequest",
+    "JudgefuseError",
+    "LabelResult",
+    "NotFound",
+    "Overloaded",
+    "PairResult",
+    "RetryPolicy",
+    "ServerError",
+    "TooLarge",
+    "Unauthorized",
+    "Unavailable",
+    "VerdictOut",
+]

@@ -1,0 +1,189 @@
+"""``Client``: the gateway's endpoints as blocking methods (httpx), with retries and ids.
+
+The request shapes and the retry policy live in :mod:`judgefuse.client.calls` and
+:mod:`judgefuse.client.retry`; this class sends them and sleeps between attempts.
+:class:`~judgefuse.client.async_client.AsyncClient` mirrors every method with ``await``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Any, TypeVar
+
+import httpx
+
+from judgefuse.client import calls, models
+from judgefuse.client.errors import JudgefuseError
+from judgefuse.client.pairs import Pair, PairResult, PairRun
+from judgefuse.client.retry import Call, Outcome, RetryPolicy, Sleep, Step, send_with_retries
+from judgefuse.client.settings import http_options
+
+__all__ = ["Client"]
+
+R = TypeVar("R")
+T = TypeVar("T")
+
+
+class Client:
+    """A blocking client of one judgefuse gateway. Thread-safe (one connection pool); use it
+    as a context manager or call :meth:`close`.
+
+    ``retry`` decides what is sent again (:class:`~judgefuse.client.retry.RetryPolicy`: 429
+    and 503 after ``Retry-After``, no answer with backoff, within a deadline; never another
+    4xx). ``http_client`` replaces the httpx client the others build (its own base URL and
+    headers then apply)."""
+
+    def __init__(self, base_url: str = "http://localhost:8000", api_key: str | None = None, *,
+                 timeout: float | httpx.Timeout | None = None, retry: RetryPolicy | None = None,
+                 headers: Mapping[str, str] | None = None,
+                 http_client: httpx.Client | None = None) -> None:
+        self.retry = retry or RetryPolicy()
+        self.batch_limit = calls.BatchLimit()
+        self._http = http_client or httpx.Client(**http_options(base_url, api_key, headers, timeout))  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ sending
+    def _drive(self, steps: Generator[Step, Outcome | None, R]) -> R:
+        outcome: Outcome | None = None
+        while True:
+            try:
+                step = steps.send(outcome)
+            except StopIteration as done:
+                return done.value
+            if isinstance(step, Sleep):
+                time.sleep(step.seconds)
+                outcome = None
+                continue
+            call = step.call
+            try:
+                outcome = self._http.request(call.method, call.path, json=call.json,
+                                             params=call.params, headers=call.headers)
+            except httpx.TransportError as exc:
+                outcome = exc
+
+    def call(self, call: Call[T]) -> T:
+        """Send one :class:`~judgefuse.client.retry.Call` with retries; its parsed answer."""
+        return call.parse(self._drive(send_with_retries(call, self.retry)).json())
+
+    # ------------------------------------------------------------------ judging
+    def judge(self, *, question: str, answer_a: str, answer_b: str, panel: str | None = None,
+              id: str | None = None, label: str | None = None, category: str | None = None,
+              method: str | None = None, metadata: Mapping[str, Any] | None = None) -> models.VerdictOut:
+        """Judge one pair (``POST /v1/judge``). Without ``id`` one is drawn, so a retry joins
+        the verdict in flight instead of judging twice; the verdict's ``id`` is it."""
+        return self.call(calls.judge(question=question, answer_a=answer_a, answer_b=answer_b, panel=panel,
+                                     id=id, label=label, category=category, method=method, metadata=metadata))
+
+    def fuse(self, *, question: str, answer_a: str, answer_b: str,
+             votes: Sequence[models.FuseVote | Mapping[str, Any]], panel: str | None = None,
+             id: str | None = None, label: str | None = None, category: str | None = None,
+             method: str | None = None, metadata: Mapping[str, Any] | None = None) -> models.VerdictOut:
+        """Fuse votes cast elsewhere (``POST /v1/fuse``): ``[{"judge", "choice", "confidence"}]``."""
+        return self.call(calls.fuse(question=question, answer_a=answer_a, answer_b=answer_b, votes=votes,
+                                    panel=panel, id=id, label=label, category=category, method=method,
+                                    metadata=metadata))
+
+    def judge_batch(self, items: Iterable[models.JudgeRequest | Mapping[str, Any]]) -> models.BatchResponse:
+        """Judge many pairs through ``POST /v1/judge/batch``, in chunks of the server's
+        ``max_batch_items``; one result per item, in order (see :func:`calls.run_batch`)."""
+        bodies = calls.batch_bodies(items, fuse_votes=False)
+        return self._drive(calls.run_batch("/v1/judge/batch", bodies, self.retry, self.batch_limit))
+
+    def fuse_batch(self, items: Iterable[models.JudgeRequest | Mapping[str, Any]]) -> models.BatchResponse:
+        """:meth:`judge_batch` for ``/v1/fuse`` bodies (each with its ``votes``)."""
+        bodies = calls.batch_bodies(items, fuse_votes=True)
+        return self._drive(calls.run_batch("/v1/fuse/batch", bodies, self.retry, self.batch_limit))
+
+    def judge_pairs(self, pairs: Iterable[Pair], *, panel: str | None = None, concurrency: int = 8,
+                    resume: str | os.PathLike[str] | None = None, progress: bool = True,
+                    namespace: str = "") -> Iterator[PairResult]:
+        """Judge ``pairs`` with at most ``concurrency`` in flight, yielding each result as it
+        finishes (not in input order), resumable from ``resume`` (:mod:`judgefuse.client.pairs`)."""
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        with PairRun(pairs, panel=panel, resume=resume, progress=progress, namespace=namespace) as run, \
+                ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="judgefuse") as pool:
+            running: dict[Future[models.VerdictOut | JudgefuseError], tuple[int, dict[str, Any]]] = {}
+            todo = run.todo()
+            try:
+                while True:
+                    for index, body in todo:
+                        running[pool.submit(self._outcome, body)] = (index, body)
+                        if len(running) >= concurrency:
+                            break
+                    if not running:
+                        return
+                    finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                    for future in finished:
+                        index, body = running.pop(future)
+                        yield run.finish(index, body, future.result())
+            finally:
+                for future in running:
+                    future.cancel()
+
+    def _outcome(self, body: dict[str, Any]) -> models.VerdictOut | JudgefuseError:
+        try:
+            return self.call(calls.judged(body))
+        except JudgefuseError as exc:
+            return exc
+
+    # ------------------------------------------------------------------ labels and reads
+    def feedback(self, verdict_id: str, label: str, *, annotator: str | None = None) -> models.LabelResult:
+        """Label a verdict (``POST /v1/feedback``); the same label again is a no-op."""
+        return self.call(calls.feedback(verdict_id, label, annotator))
+
+    def verdict(self, verdict_id: str) -> models.VerdictOut:
+        """A stored verdict (``GET /v1/verdicts/{id}``); :class:`NotFound` when unknown."""
+        return self.call(calls.verdict(verdict_id))
+
+    def calibration(self, panel: str | None = None, *, window_hours: int | None = None,
+                    population: bool | None = None, structure: bool | None = None) -> models.CalibrationOut:
+        """The live calibration record (``GET /v1/calibration``)."""
+        return self.call(calls.calibration(panel, window_hours=window_hours, population=population,
+                                           structure=structure))
+
+    def thresholds(self, panel: str | None = None) -> models.ThresholdsOut:
+        """The panel's routing threshold and its history (``GET /v1/thresholds``)."""
+        return self.call(calls.thresholds(panel))
+
+    def tune(self, *, target_precision: float, panel: str | None = None, delta: float | None = None,
+             min_count: int | None = None, method: str | None = None) -> models.TuneOut:
+        """Tune a threshold from the labels (``POST /v1/thresholds/tune``)."""
+        return self.call(calls.tune(target_precision=target_precision, panel=panel, delta=delta,
+                                    min_count=min_count, method=method))
+
+    # ------------------------------------------------------------------ review and monitor
+    def review_next(self, panel: str | None = None, *, n: int | None = None,
+                    annotator: str | None = None) -> models.ReviewNextOut:
+        """Lease up to ``n`` items of the review queue (``GET /v1/review/next``)."""
+        return self.call(calls.review_next(panel, n, annotator))
+
+    def review_skip(self, verdict_id: str, *, annotator: str | None = None) -> models.ReviewSkipOut:
+        """Give a leased item back (``POST /v1/review/skip``)."""
+        return self.call(calls.review_skip(verdict_id, annotator))
+
+    def review_label(self, verdict_id: str, label: str, *, annotator: str | None = None) -> models.LabelResult:
+        """Label a leased item: a label is feedback (it ends the lease, whoever holds it)."""
+        return self.call(calls.feedback(verdict_id, label, annotator))
+
+    def review_stats(self, panel: str | None = None) -> models.ReviewStatsOut:
+        return self.call(calls.review_stats(panel))
+
+    def monitor(self, panel: str | None = None) -> models.MonitorOut:
+        """The precision monitor of the current threshold version (``GET /v1/monitor``)."""
+        return self.call(calls.monitor(panel))
+
+    def monitor_clear(self, panel: str | None = None) -> models.MonitorClearOut:
+        """End an alarm (``POST /v1/monitor/clear``, an operator's call)."""
+        return self.call(calls.monitor_clear(panel))
