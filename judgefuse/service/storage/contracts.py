@@ -56,6 +56,7 @@ from judgefuse.service.storage.records import (
     VerdictRecord,
 )
 from judgefuse.service.storage.retention import RetentionReport
+from judgefuse.service.storage.verdict_query import VerdictCursor, VerdictPage, VerdictQuery, matches
 
 __all__ = [
     "Coordination",
@@ -149,6 +150,56 @@ class VerdictStore(abc.ABC):
         """``iter_recent`` with checked arguments. Not abstract, so a backend without it still
         opens: the cold start then says so."""
         raise NotImplementedError(f"{type(self).__name__} cannot list a panel's recent verdicts")
+
+    # -- the console's verdict list (.verdict_query) -------------------------------------------
+    async def list_verdicts(
+        self,
+        tenant: str,
+        query: VerdictQuery,
+        *,
+        after: VerdictCursor | None = None,
+        limit: int = 50,
+        scan_limit: int = 2000,
+    ) -> VerdictPage:
+        """One page of the panel's verdicts that pass ``query``, newest first (ties: id desc),
+        strictly older than ``after``: at most ``limit`` records, examining at most
+        ``scan_limit`` (see :mod:`.verdict_query`, which also says why keyset, not offset)."""
+        check_tenant(tenant)
+        check_name("panel", query.panel)
+        check_limit(limit)
+        check_limit(scan_limit)
+        if limit < 1 or scan_limit < limit:
+            raise ValueError("list_verdicts needs 1 <= limit <= scan_limit")
+        found: list[VerdictRecord] = []
+        scanned = 0
+        cursor = after
+        while len(found) < limit and scanned < scan_limit:
+            want = min(max(limit * 2, 100), scan_limit - scanned)
+            batch = await self._scan_verdicts(
+                tenant, query.panel, query.since, query.until, query.index_labelled, cursor, want)
+            consumed = 0
+            for record in batch:
+                consumed += 1
+                cursor = VerdictCursor(created_at=record.created_at, id=record.id)
+                if matches(record, query):
+                    found.append(record)
+                    if len(found) == limit:
+                        break
+            scanned += consumed
+            if len(batch) < want and consumed == len(batch):  # the index has nothing older
+                return VerdictPage(records=found, scanned=scanned, next=None)
+        return VerdictPage(records=found, scanned=scanned, next=cursor)
+
+    async def _scan_verdicts(
+        self, tenant: str, panel: str, since: float | None, until: float | None,
+        labelled: bool | None, before: VerdictCursor | None, limit: int,
+    ) -> list[VerdictRecord]:
+        """The panel's next ``limit`` records strictly before ``before`` in (``created_at``,
+        id) descending order, with ``since <= created_at < until`` and, when ``labelled`` is
+        set, only labelled (True) or unlabelled (False) ones. Served from an index in that
+        order; a backend may return records that fail the range or labelled filters (they are
+        checked again), never skip one that passes. Not abstract, like ``_iter_recent``."""
+        raise NotImplementedError(f"{type(self).__name__} cannot list a panel's verdicts")
 
 
 class LabelLedger(abc.ABC):

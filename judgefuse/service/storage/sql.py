@@ -22,6 +22,7 @@ __all__ = [
     "count_labelled",
     "for_sqlite",
     "labelled",
+    "verdict_scan",
     "version_history",
     "version_select",
 ]
@@ -67,6 +68,32 @@ def labelled(
     if limit is not None:
         sql += " LIMIT %s"
         params.append(limit)
+    return _placeholders(sql, sqlite), params
+
+
+def verdict_scan(
+    tenant: str, panel: str, since: float | None, until: float | None, labelled: bool | None,
+    before: tuple[float, str] | None, limit: int, *, sqlite: bool = False,
+) -> tuple[str, list[Any]]:
+    """``list_verdicts``' scan (``_scan_verdicts``): the panel's bodies strictly before
+    ``before`` = (created_at, id), newest first, ``limit`` of them. Served by the index on
+    (tenant, panel, created_at, id) (labelled: its partial twin over labelled rows), read
+    backwards from the cursor: a page costs O(log N + limit) however deep."""
+    sql = "SELECT body FROM verdicts WHERE tenant = %s AND panel = %s"
+    params: list[Any] = [tenant, panel]
+    if labelled is not None:
+        sql += " AND label IS NOT NULL" if labelled else " AND label IS NULL"
+    if since is not None:
+        sql += " AND created_at >= %s"
+        params.append(since)
+    if until is not None:
+        sql += " AND created_at < %s"
+        params.append(until)
+    if before is not None:
+        sql += " AND (created_at, id) < (%s, %s)"
+        params.extend(before)
+    sql += " ORDER BY created_at DESC, id DESC LIMIT %s"
+    params.append(limit)
     return _placeholders(sql, sqlite), params
 
 

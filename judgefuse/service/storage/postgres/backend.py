@@ -97,6 +97,7 @@ from judgefuse.service.storage.records import (
 )
 from judgefuse.service.storage.retention import RetentionReport
 from judgefuse.service.storage.sql import VERSIONED_TABLES
+from judgefuse.service.storage.verdict_query import VerdictCursor
 
 T = TypeVar("T")
 
@@ -608,6 +609,15 @@ class PostgresStorage(Storage):
 
     async def _iter_recent(self, tenant: str, panel: str, limit: int) -> list[VerdictRecord]:
         rows = await self._fetch("iter_recent", shared_sql.RECENT, (tenant, panel, limit))
+        return [parse_record(row[0], "postgresql") for row in rows]
+
+    async def _scan_verdicts(
+        self, tenant: str, panel: str, since: float | None, until: float | None,
+        labelled: bool | None, before: VerdictCursor | None, limit: int,
+    ) -> list[VerdictRecord]:
+        rows = await self._fetch("list_verdicts", *shared_sql.verdict_scan(
+            tenant, panel, since, until, labelled,
+            None if before is None else (before.created_at, before.id), limit))
         return [parse_record(row[0], "postgresql") for row in rows]
 
     async def _count_labelled(self, tenant: str, panel: str | None) -> int:

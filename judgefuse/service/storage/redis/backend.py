@@ -149,6 +149,7 @@ from judgefuse.service.storage.records import (
 from judgefuse.service.storage.retention import RetentionReport
 from judgefuse.service.storage.url_secrets import redact_url as _redact_url
 from judgefuse.service.storage.url_secrets import secret_forms
+from judgefuse.service.storage.verdict_query import VerdictCursor
 
 _VERSIONED_KEYS: dict[VersionedKind, str] = {"threshold": "thr", "model": "model", "monitor_event": "mevent"}
 _INT_RE = re.compile(r"^-?[0-9]+$")
@@ -631,6 +632,59 @@ class RedisStorage(Storage):
                 return []
             raws = await self.client.mget([self._k(tenant, "v", _text(i)) for i in ids])
         return [parse_record(raw, "redis") for raw in raws if raw is not None]
+
+    async def _scan_verdicts(
+        self, tenant: str, panel: str, since: float | None, until: float | None,
+        labelled: bool | None, before: VerdictCursor | None, limit: int,
+    ) -> list[VerdictRecord]:
+        """Labelled: the panel's labelled index; otherwise the tenant's ``records`` index, whose
+        records of other panels come back too (``list_verdicts`` filters them and counts them as
+        examined): there is no complete per-panel index (``recent:p`` is capped)."""
+        key = self._labelled_key(tenant, panel) if labelled else self._k(tenant, "records")
+        at = None if before is None else (before.created_at, before.id)
+        out: list[VerdictRecord] = []
+        while len(out) < limit:
+            want = limit - len(out)
+            page = await self._index_page_desc(key, since, until, at, want)
+            if not page:
+                break
+            with self._errors("list_verdicts"):
+                raws = await self.client.mget([self._k(tenant, "v", vid) for vid, _ in page])
+            # an expired or deleted record is passed over, never the end of the list
+            out += [parse_record(raw, "redis") for raw in raws if raw is not None]
+            if len(page) < want:
+                break
+            at = (page[-1][1], page[-1][0])
+        return out
+
+    async def _index_page_desc(
+        self, key: str, low: float | None, high: float | None, before: tuple[float, str] | None,
+        n: int,
+    ) -> list[tuple[str, float]]:
+        """The next ``n`` (id, score) of a sorted set in (score, id) descending order strictly
+        before ``before``, with ``low <= score < high``: :meth:`_index_page` backwards (the rest
+        of ``before``'s tie group first, then the lower scores)."""
+        low_arg = "-inf" if low is None else repr(float(low))
+        high_arg = "+inf" if high is None else f"({high!r}"
+        out: list[tuple[str, float]] = []
+        with self._errors("list_verdicts"):
+            if before is not None:
+                score, last = before
+                offset = 0
+                while len(out) < n:
+                    chunk = await self.client.zrevrangebyscore(
+                        key, repr(score), repr(score), start=offset, num=n, withscores=True)
+                    offset += len(chunk)
+                    out += [(_text(m), float(sc)) for m, sc in cast(list[tuple[Any, Any]], chunk)
+                            if _text(m) < last]
+                    if len(chunk) < n:
+                        break
+                high_arg = f"({score!r}"
+            if len(out) < n:
+                rest = await self.client.zrevrangebyscore(
+                    key, high_arg, low_arg, start=0, num=n - len(out), withscores=True)
+                out += [(_text(m), float(sc)) for m, sc in cast(list[tuple[Any, Any]], rest)]
+        return out[:n]
 
     async def _count_labelled(self, tenant: str, panel: str | None) -> int:
         index = self._labelled_key(tenant, panel)

@@ -105,6 +105,7 @@ from judgefuse.service.storage.sqlite.versioned import (
     select_history,
     select_version,
 )
+from judgefuse.service.storage.verdict_query import VerdictCursor
 
 T = TypeVar("T")
 _RECENT = shared_sql.for_sqlite(shared_sql.RECENT)
@@ -477,6 +478,16 @@ class SQLiteStorage(Storage):
     async def _iter_recent(self, tenant: str, panel: str, limit: int) -> list[VerdictRecord]:
         rows = await self._run(
             "iter_recent", lambda c: c.execute(_RECENT, (tenant, panel, limit)).fetchall())
+        return [parse_record(row[0], "sqlite") for row in rows]
+
+    async def _scan_verdicts(
+        self, tenant: str, panel: str, since: float | None, until: float | None,
+        labelled: bool | None, before: VerdictCursor | None, limit: int,
+    ) -> list[VerdictRecord]:
+        sql, params = shared_sql.verdict_scan(
+            tenant, panel, since, until, labelled,
+            None if before is None else (before.created_at, before.id), limit, sqlite=True)
+        rows = await self._run("list_verdicts", lambda c: c.execute(sql, params).fetchall())
         return [parse_record(row[0], "sqlite") for row in rows]
 
     async def _count_labelled(self, tenant: str, panel: str | None) -> int:
