@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -62,6 +63,7 @@ from judgefuse.service.judging.panels import PanelRuntime
 from judgefuse.service.judging.request_checks import CheckedRequest, RequestChecks
 from judgefuse.service.judging.routing import Router, RoutingState
 from judgefuse.service.judging.single_flight import SingleFlight, join_or_judge
+from judgefuse.service.judging.telemetry import telemetry_from_environ
 from judgefuse.service.judging.verdict_ids import VerdictIds
 from judgefuse.service.ledger import traffic_increments
 from judgefuse.service.monitoring.metrics import ServiceMetrics
@@ -162,6 +164,9 @@ class JudgePipeline:
         self.verdict_ids = VerdictIds()
         """Ids of new verdicts (uuid4-shaped, drawn in batches: :mod:`judgefuse.service.judging.verdict_ids`)."""
         self.router = Router(state, monitors)
+        self.telemetry = telemetry_from_environ(os.environ)
+        """OpenTelemetry spans and evaluation events, when ``OTEL_*`` asks (else None:
+        :mod:`judgefuse.service.judging.telemetry`)."""
 
     # ------------------------------------------------------------------ entry points
     async def judge(self, tenant: str, request: JudgeRequest, *, prefix: str = "body") -> VerdictOut:
@@ -256,6 +261,8 @@ class JudgePipeline:
         cascade_out, cascade_stage = (live_cascade_out(runtime, ballot.cascade)
                                       if ballot.cascade is not None else (None, None))
         self.observe(tenant, runtime, ballot, verdict, cascade_stage)
+        if self.telemetry is not None:
+            self.telemetry.verdict(tenant, runtime, ballot.votes, verdict, judged=checked.posted is None)
         return VerdictOut.of(
             verdict, panel=runtime.name, threshold=used, created_at=created_at,
             label=labelled.record.label if labelled else None,
