@@ -29,6 +29,7 @@ from judgefuse.service.review.session import SessionSigner
 from judgefuse.service.settings import Settings, load_settings
 from judgefuse.service.storage import Storage, open_storage
 from judgefuse.service.web.auth import Authenticator
+from judgefuse.service.web.backpressure import BackpressureMiddleware
 from judgefuse.service.web.docs import install_docs
 from judgefuse.service.web.middleware import (
     BodyLimitMiddleware,
@@ -126,8 +127,10 @@ def create_app(
             # move them out of the collector's sight so full collections stay short
             gc.collect()
             gc.freeze()
+            metrics.loop_lag.start()  # the loop's lag, for /metrics and backpressure
             yield
         finally:
+            metrics.loop_lag.stop()
             app.state.panels_started = {}
             if retention is not None:
                 await retention.aclose()
@@ -183,5 +186,6 @@ def create_app(
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.web.max_body_bytes,
                        body_timeout_s=settings.web.body_timeout_s)
     app.add_middleware(QueryKeyMiddleware)
+    app.add_middleware(BackpressureMiddleware, settings=settings, metrics=metrics)
     app.add_middleware(TimingMiddleware, metrics=metrics)
     return app

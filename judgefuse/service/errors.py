@@ -137,6 +137,17 @@ class Overloaded(ServiceError):
         self.limit = limit
         self.retry_after_s = retry_after_s
 
+    @classmethod
+    def shed(cls, limit: str, value: int | None, retry_after_s: int, reason: str) -> Overloaded:
+        """Refused by backpressure before the request was read
+        (:mod:`judgefuse.service.web.backpressure`): ``reason`` says which gate and why."""
+        error = cls(limit, 0, retry_after_s)
+        extra: dict[str, Any] = {"limit": limit, "retry_after_s": retry_after_s}
+        if value is not None:
+            extra["max_inflight"] = value
+        ServiceError.__init__(error, f"overloaded: {reason}; retry after {retry_after_s}s", **extra)
+        return error
+
     def headers(self) -> dict[str, str] | None:
         return {"Retry-After": str(self.retry_after_s)}
 

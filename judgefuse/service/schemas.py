@@ -262,8 +262,10 @@ class ErrorBody(BaseModel):
     """What was wrong, in words."""
     fields: list[ErrorField] | SkipJsonSchema[None] = None
     """The request fields at fault, when a field is (always on 401, 413 and 422)."""
-    limit: Literal["max_inflight_per_tenant", "max_inflight_total"] | SkipJsonSchema[None] = None
-    """429: the in-flight limit that is full (the setting's name)."""
+    limit: Literal["max_inflight_per_tenant", "max_inflight_total", "max_inflight_labels",
+                   "shed_loop_lag_s"] | SkipJsonSchema[None] = None
+    """429: the limit that is full (the setting's name; ``shed_loop_lag_s``: the event loop is
+    past capacity, no in-flight count applies)."""
     max_inflight: int | SkipJsonSchema[None] = None
     """429: that limit's value."""
     retry_after_s: Annotated[int, Field(ge=1)] | SkipJsonSchema[None] = None

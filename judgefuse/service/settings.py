@@ -321,6 +321,17 @@ class ServerSettings(_Section):
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=0, le=65535)
     log_level: str = "info"
+    workers: int = Field(default=1, ge=1, le=64)
+    """Server processes (``judgefuse serve --workers N``), each with its own event loop, sharing
+    the configured store (SQLite in WAL mode, Redis or PostgreSQL)."""
+    shed_loop_lag_s: float = Field(default=0.01, ge=0.0, le=10.0, allow_inf_nan=False)
+    """Backpressure (:mod:`judgefuse.service.web.backpressure`): 429 on the judging and label
+    routes while every event-loop timer of the last window fired later than this (the loop is
+    past capacity); 0: never."""
+    max_inflight_labels: int = Field(default=64, ge=1)
+    """Label and review requests (``/v1/feedback``, review next/skip/label) in flight at once;
+    keep it below the storage's connection pool. More wait up to ``label_wait_s``, then 429."""
+    label_wait_s: float = Field(default=2.0, ge=0.0, le=60.0, allow_inf_nan=False)
 
     @field_validator("log_level")
     @classmethod

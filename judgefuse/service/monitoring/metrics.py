@@ -19,6 +19,8 @@ Series (all prefixed ``judgefuse_``):
   ``requests_inflight`` {tenant}; circuit breakers (refreshed on scrape):
   ``circuit_opened`` {panel, judge} (times opened, this process), ``circuit_open`` {panel, judge}
   (1 while open or half-open)
+* ``event_loop_lag_seconds`` histogram: how late a timer set 5 ms ahead fired, sampled all the
+  time (:mod:`judgefuse.service.monitoring.loop_lag`; also what backpressure sheds on)
 * ``calibration_ece``, ``calibration_th_score``, ``calibration_labels`` gauges
   {tenant, panel, key}: refreshed from storage on every scrape of ``/metrics``.
 
@@ -44,6 +46,7 @@ from prometheus_client.metrics_core import Metric
 from judgefuse.fusion.cascade import vote_calls
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote
+from judgefuse.service.monitoring.loop_lag import LoopLag
 
 __all__ = ["ServiceMetrics"]
 
@@ -51,6 +54,7 @@ LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2
 OVERHEAD_BUCKETS = (0.0005, 0.001, 0.002, 0.003, 0.005, 0.01, 0.015, 0.025, 0.05, 0.1, 0.25, 1)
 COST_BUCKETS = (0.0, 1e-6, 1e-5, 5e-5, 1e-4, 5e-4, 1e-3, 5e-3, 0.01, 0.05, 0.1, 0.5, 1.0)
 CALLS_BUCKETS = (0, 1, 2, 3, 4, 5, 8, 10, 15, 20, 30, 50, 100)
+LOOP_LAG_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
 
 
 def _zero_cost(count: str = "verdicts") -> dict[str, float]:
@@ -147,6 +151,12 @@ class ServiceMetrics:
         self.circuit_open = Gauge(
             "judgefuse_circuit_open", "1 while a judge's circuit is open or half-open",
             ("panel", "judge"), registry=r)
+        self.loop_lag_seconds = Histogram(
+            "judgefuse_event_loop_lag_seconds",
+            "How late a timer set 5 ms ahead fired on the event loop (sampled every 5 ms)",
+            registry=r, buckets=LOOP_LAG_BUCKETS)
+        self.loop_lag = LoopLag(self.loop_lag_seconds, interval_s=0.005, window_s=0.1)
+        """The sampler (started by the app's lifespan); backpressure reads it."""
         # routing counts kept as plain numbers too, for the dashboard
         self.route_counts: dict[tuple[str, str], dict[str, int]] = {}
         self.judge_health: dict[tuple[str, str], dict[str, int]] = {}

@@ -90,7 +90,8 @@ ERRORS: dict[str, tuple[int, ...]] = {
     # any string is a valid id (an impossible one is simply not found): no 422
     "GET /v1/verdicts/{verdict_id}": (*_KEYED, 404, 503),
     # 404: no verdict with that id for this tenant
-    "POST /v1/feedback": (*_KEYED, *_BODY, 404, 503),
+    # 429: backpressure (web/backpressure.py) on these and the review queue's next / skip
+    "POST /v1/feedback": (*_KEYED, *_BODY, 404, 429, 503),
     # 422: a query parameter out of range, an unknown panel, eps / n_bins not tracked
     "GET /v1/calibration": (*_KEYED, 422, 503),
     "GET /v1/thresholds": (*_KEYED, 422, 503),
@@ -98,9 +99,9 @@ ERRORS: dict[str, tuple[int, ...]] = {
     "POST /v1/fusion/refit": (*_KEYED, *_BODY, 503),
     "GET /v1/fusion/models": (*_KEYED, 422, 503),
     # 422: also an unusable annotator name (query or X-Annotator header)
-    "GET /v1/review/next": (*_KEYED, 422, 503),
+    "GET /v1/review/next": (*_KEYED, 422, 429, 503),
     # 404: this annotator holds no live lease on the verdict
-    "POST /v1/review/skip": (*_KEYED, *_BODY, 404, 503),
+    "POST /v1/review/skip": (*_KEYED, *_BODY, 404, 429, 503),
     "GET /v1/review/stats": (*_KEYED, 422, 503),
     "GET /v1/monitor": (*_KEYED, 422, 503),
     "POST /v1/monitor/clear": (*_KEYED, *_BODY, 503),
@@ -121,8 +122,8 @@ _DESCRIPTIONS = {
     409: "The verdict `id` is already used for a different item",
     413: "The body is over `max_body_bytes`",
     422: "A request field is invalid: `fields` names each one",
-    429: "An in-flight limit (`limit`) is full; no judge was called. Retry after `Retry-After` "
-         "seconds",
+    429: "A limit (`limit`) is full: an in-flight limit, or the server past its capacity "
+         "(`shed_loop_lag_s`); nothing was done. Retry after `Retry-After` seconds",
     503: "Storage is unavailable; retry after `Retry-After` seconds",
 }
 _ANY_BODY = "with a body"

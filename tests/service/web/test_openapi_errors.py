@@ -131,7 +131,7 @@ async def test_retry_after_is_declared_where_it_is_sent(document):
                 assert "Retry-After" in headers and not headers["Retry-After"].get("required"), key
             if code == "401":
                 assert headers["WWW-Authenticate"]["required"] is True, key
-    assert seen == 2  # /v1/judge and /v1/fuse (admission control)
+    assert seen == 5  # /v1/judge, /v1/fuse (admission), /v1/feedback, review next / skip (backpressure)
     for key in ("POST /v1/judge/batch", "POST /v1/fuse/batch"):
         assert "Retry-After" in operations(document)[key]["responses"]["200"]["headers"]
 

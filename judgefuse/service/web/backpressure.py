@@ -1,0 +1,162 @@
+"""Backpressure: above capacity, a quick 429 with ``Retry-After``; below it, nothing refused.
+
+Two gates, both before the body is read (a refusal costs the loop a few microseconds, so
+refusing keeps the replica serving what it admitted):
+
+* **The loop's capacity** (every guarded route: ``/v1/judge``, ``/v1/fuse``, their batches,
+  ``/v1/feedback``, the review queue's ``next``/``skip`` and the ``/review`` page's
+  ``label``/``skip``): while the event loop is past capacity
+  (:meth:`~judgefuse.service.monitoring.loop_lag.LoopLag.overloaded`: every timer of the last
+  window late by more than ``server.shed_loop_lag_s``) and at least ``SHED_MIN_INFLIGHT``
+  guarded requests are in flight (a queue of requests, not a busy neighbour or a test thread
+  holding the GIL, is what made it late), the request is answered 429. Without it an
+  open-loop arrival rate above what the loop can serve grows the queue without bound and every
+  request, old and new, ends in a client timeout (the collapse of ``/v1/fuse`` measured in
+  ``benchmarks/bench_gateway.py``); with it, the requests admitted keep their latency.
+* **Storage connections** (the label and review routes): at most ``server.max_inflight_labels``
+  of them in flight; more wait in order, up to ``server.label_wait_s``, then 429. A burst of
+  labels larger than the storage pool (Redis: 100 connections) used to fail at once with 503
+  for the requests past the pool; now it queues briefly, and only a sustained excess is refused.
+
+The in-flight budgets per tenant and in total of ``/v1/judge`` and ``/v1/fuse`` stay where the
+tenant is known (:mod:`judgefuse.service.judging.admission`). Every refusal is an
+:class:`~judgefuse.service.errors.Overloaded` body (``limit`` names the setting) and counted in
+``judgefuse_admission_rejected_total`` with tenant ``-`` (not known before authentication).
+See docs/design.md, 'Scale'.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import deque
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from judgefuse.service.errors import Overloaded
+from judgefuse.service.monitoring.metrics import ServiceMetrics
+from judgefuse.service.settings import Settings
+
+__all__ = ["BackpressureMiddleware", "LabelGate", "guarded_route"]
+
+_JUDGING = frozenset({"/v1/judge", "/v1/judge/batch", "/v1/fuse", "/v1/fuse/batch"})
+_LABELS = frozenset({"/v1/feedback", "/v1/review/next", "/v1/review/skip", "/review/label",
+                     "/review/skip"})
+SHED_MIN_INFLIGHT = 8
+"""Guarded requests in flight below which the loop's lag is not blamed on requests."""
+_RETRY_AFTER_S = 1
+"""A shed request's ``Retry-After``: the loop drains within a window (a fraction of a second)."""
+
+
+def guarded_route(method: str, path: str) -> str | None:
+    """``"judging"``, ``"labels"`` or None (not guarded) for a request line."""
+    if method == "POST" and path in _JUDGING:
+        return "judging"
+    if path in _LABELS and (method == "POST" or path == "/v1/review/next"):
+        return "labels"
+    return None
+
+
+class LabelGate:
+    """At most ``limit`` holders; later callers wait in order, each up to ``wait_s``, and at
+    most ``max(1024, 4 * limit)`` of them (more are refused at once). State changes are plain code on one
+    loop: no lock."""
+
+    def __init__(self, limit: int, wait_s: float) -> None:
+        if limit < 1 or wait_s < 0:
+            raise ValueError("limit must be >= 1 and wait_s >= 0")
+        self.limit = limit
+        self.wait_s = wait_s
+        self.max_waiting = max(1024, 4 * limit)
+        self.held = 0
+        self._waiters: deque[asyncio.Future[None]] = deque()
+
+    @property
+    def waiting(self) -> int:
+        return len(self._waiters)
+
+    async def acquire(self) -> bool:
+        """True: a place is held (give it back with :meth:`release`); False: refuse."""
+        if self.held < self.limit and not self._waiters:
+            self.held += 1
+            return True
+        if len(self._waiters) >= self.max_waiting or self.wait_s == 0:
+            return False
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            async with asyncio.timeout(self.wait_s):
+                await waiter
+        except TimeoutError:
+            if waiter.done() and not waiter.cancelled():  # handed a place as the timer fired
+                return True
+            return False
+        except BaseException:
+            if waiter.done() and not waiter.cancelled():
+                self.release()  # handed a place, then cancelled: pass it on
+            raise
+        finally:
+            if not waiter.done():
+                waiter.cancel()
+            try:
+                self._waiters.remove(waiter)
+            except ValueError:
+                pass
+        return True
+
+    def release(self) -> None:
+        """Give a place back: straight to the oldest live waiter, if any."""
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)  # the place passes on: held stays the same
+                return
+        self.held -= 1
+
+
+class BackpressureMiddleware:
+    """The two gates of the module docstring, in front of the app."""
+
+    def __init__(self, app: ASGIApp, *, settings: Settings, metrics: ServiceMetrics) -> None:
+        self.app = app
+        self.metrics = metrics
+        server = settings.server
+        self.lag_target_s = server.shed_loop_lag_s
+        self.labels = LabelGate(server.max_inflight_labels, server.label_wait_s)
+        self.inflight = 0
+        """Guarded requests past the gates and not yet answered."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = (guarded_route(scope.get("method", ""), scope.get("path", ""))
+                if scope["type"] == "http" else None)
+        if kind is None:
+            await self.app(scope, receive, send)
+            return
+        if self.inflight >= SHED_MIN_INFLIGHT and self.metrics.loop_lag.overloaded(self.lag_target_s):
+            await self._refuse(send, Overloaded.shed(
+                "shed_loop_lag_s", None, _RETRY_AFTER_S,
+                f"the event loop is past capacity (lag above {self.lag_target_s * 1000:g} ms "
+                f"for {self.metrics.loop_lag.window_s * 1000:g} ms)"))
+            return
+        if kind == "labels" and not await self.labels.acquire():
+            await self._refuse(send, Overloaded.shed(
+                "max_inflight_labels", self.labels.limit, _RETRY_AFTER_S,
+                f"{self.labels.limit} label and review requests in flight, "
+                f"{self.labels.waiting} waiting"))
+            return
+        self.inflight += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.inflight -= 1
+            if kind == "labels":
+                self.labels.release()
+
+    async def _refuse(self, send: Send, error: Overloaded) -> None:
+        self.metrics.child(self.metrics.admission_rejected, "-", error.limit).inc()
+        body = json.dumps(error.body()).encode()
+        await send({"type": "http.response.start", "status": 429, "headers": [
+            (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+            (b"retry-after", str(error.retry_after_s).encode()),
+        ]})
+        await send({"type": "http.response.body", "body": body})
