@@ -40,6 +40,11 @@ they come from is drawn at decision time by :mod:`judgefuse.service.review.sampl
 * ``unsolicited``: labels of verdicts that were never queued (kept apart, never in the
   population estimates: nobody chose them at random).
 
+**Label kind counters.** A ``tie`` or ``both_bad`` label says neither answer is the better one,
+so it moves no calibration key (accuracy and calibration are over A/B labels only) and adds
+``n = 1`` to ``{panel}/labels/{kind}`` instead (three parts: no four-part listing reads it as a
+calibration key). Relabelling or undoing subtracts it like any other increment.
+
 **Traffic counters.** Every stored verdict adds ``n = 1`` to ``{panel}/traffic/{method}/{key}``
 and ``{panel}/traffic/*/{key}`` (the panel's total, for per-judge estimates) in the same atomic
 step as the insert, with ``key`` its population stratum: storage keeps them per hour, so N_s of
@@ -58,14 +63,21 @@ from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
 from judgefuse.calibration import CalibrationAccumulator
-from judgefuse.judges.types import Letter
-from judgefuse.service.storage import Number, ReviewStamp, Storage, VerdictRecord
+from judgefuse.service.storage import (
+    DECIDED,
+    LabelKind,
+    Number,
+    ReviewStamp,
+    Storage,
+    VerdictRecord,
+)
 
 __all__ = [
     "ACCUMULATOR",
     "ALL_METHODS",
     "INLINE_AUTO",
     "INLINE_REVIEW",
+    "UNDECIDED_KINDS",
     "REVIEW",
     "UNSOLICITED",
     "AccumulatorKey",
@@ -75,6 +87,8 @@ __all__ = [
     "is_population_stratum",
     "judge_key",
     "label_increments",
+    "label_kind_counts",
+    "label_kind_key",
     "label_stratum_key",
     "method_key",
     "mode_key",
@@ -252,10 +266,17 @@ def _add(out: dict[str, dict[str, Number]], key: str, fields: Mapping[str, int])
         row[field] = row.get(field, 0) + delta
 
 
-def label_increments(record: VerdictRecord, label: Letter) -> dict[str, dict[str, Number]]:
+def label_kind_key(panel: str, kind: str) -> str:
+    """The counter of ``tie`` / ``both_bad`` labels of a panel (field ``n``, per hour)."""
+    return f"{_q(panel)}/labels/{_q(kind)}"
+
+
+def label_increments(record: VerdictRecord, label: LabelKind) -> dict[str, dict[str, Number]]:
     """The accumulator increments one label of one verdict adds (pure; see the module doc)."""
     verdict = record.verdict
     panel = record.panel
+    if label not in DECIDED:
+        return {label_kind_key(panel, label): {"n": 1}}
     stratum = label_stratum_key(record)
     out: dict[str, dict[str, Number]] = {}
     if verdict.choice is None:
@@ -274,6 +295,22 @@ def label_increments(record: VerdictRecord, label: Letter) -> dict[str, dict[str
         _add(out, key, fields)
         _add(out, stratum_copy(key, stratum), fields)
         _add(out, mode_key(panel, vote.mode), fields)
+    return out
+
+
+UNDECIDED_KINDS: tuple[LabelKind, ...] = ("tie", "both_bad")
+
+
+async def label_kind_counts(
+    storage: Storage, tenant: str, panel: str, *, since_hour: int | None = None
+) -> dict[str, int]:
+    """How many ``tie`` and ``both_bad`` labels (panel) holds now, all time or since
+    ``since_hour`` (by the labelled verdict's hour, like every accumulator)."""
+    out: dict[str, int] = {}
+    for kind in UNDECIDED_KINDS:
+        fields = await storage.read_accumulator(tenant, label_kind_key(panel, kind),
+                                                since_hour=since_hour)
+        out[kind] = int(fields.get("n", 0))
     return out
 
 

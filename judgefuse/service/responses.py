@@ -111,6 +111,9 @@ class CalibrationOut(_Open):
     panel_structure: PanelStructureOut | None = None
     """Per-judge label-free accuracy and the effective number of judges (None: not asked for,
     fewer than two judges, or no stored votes)."""
+    label_kinds: dict[str, dict[str, int | None]] = {}
+    """``tie`` and ``both_bad`` labels, ``all_time`` and over the ``window`` (None: no window):
+    stored and counted, but in no key above (accuracy and calibration are over A/B labels)."""
 
 
 class RefitOut(_Open):
@@ -191,3 +194,6 @@ class ReviewStatsOut(_Open):
     strata: dict[str, StratumStatsOut]
     queue_depth: int
     leased: int
+    label_kinds: dict[str, int] = {}
+    """``tie`` and ``both_bad`` labels so far (all time; each is also one ``labelled`` item of
+    its stratum, but no A/B accuracy or calibration figure counts it)."""

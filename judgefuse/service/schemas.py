@@ -32,6 +32,7 @@ from pydantic.json_schema import SkipJsonSchema
 from judgefuse.fusion.cascade import CascadeDecision, vote_calls
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote, Letter
+from judgefuse.service.storage.records import COMMENT_MAX_CHARS, LabelKind
 
 Route = Literal["auto_accept", "human_review"]
 
@@ -293,8 +294,10 @@ class ThresholdUsed(BaseModel):
 class LabelResult(BaseModel):
     verdict_id: str
     status: Literal["labelled", "relabelled", "unchanged"]
-    label: Letter
-    previous: Letter | None = None
+    label: LabelKind
+    """``A`` / ``B``, or ``tie`` / ``both_bad`` (counted apart, outside accuracy and calibration)."""
+    previous: LabelKind | None = None
+    comment: str | None = None
     keys_updated: list[str] = Field(default_factory=list)
 
 
@@ -317,7 +320,7 @@ class VerdictOut(BaseModel):
     notes: list[str] = Field(default_factory=list)
     timings: dict[str, float] = Field(default_factory=dict)
     created_at: float
-    label: Letter | None = None
+    label: LabelKind | None = None
     labelled_at: float | None = None
     feedback: LabelResult | None = None
     category: str | None = None
@@ -331,7 +334,7 @@ class VerdictOut(BaseModel):
     @classmethod
     def of(
         cls, verdict: Verdict, *, panel: str, threshold: ThresholdUsed, created_at: float,
-        label: Letter | None = None, labelled_at: float | None = None,
+        label: LabelKind | None = None, labelled_at: float | None = None,
         feedback: LabelResult | None = None, category: str | None = None,
         cascade: CascadeOut | None = None, review: ReviewOut | None = None,
     ) -> VerdictOut:
@@ -372,7 +375,11 @@ class FeedbackRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
     verdict_id: str = Field(min_length=1, max_length=256)
-    label: Letter
+    label: LabelKind
+    """``A`` or ``B`` (the better answer), ``tie`` or ``both_bad``: the last two are stored and
+    counted as such, never in accuracy, calibration, tuning or refits."""
+    comment: str | None = Field(default=None, max_length=COMMENT_MAX_CHARS)
+    """An optional note stored with the label."""
 
 
 class TuneRequest(BaseModel):

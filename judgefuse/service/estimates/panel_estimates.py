@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from judgefuse.fusion.panel_structure import JudgeEstimate, PanelStructure, panel_structure
+from judgefuse.judges.types import Letter
 from judgefuse.service.storage import Storage, VerdictRecord
 
 __all__ = ["PanelEstimatesCache", "panel_estimates"]
@@ -48,7 +49,9 @@ async def panel_estimates(
         return None
     ordered = sorted(records.values(), key=lambda r: (r.created_at, r.id))
     batches = [list(r.verdict.votes) for r in ordered]
-    labels = [r.label for r in ordered]
+    # a tie or both-bad label (on a recent record) is no preference: unlabelled for the fit
+    labels: list[Letter | None] = [r.label if r.label == "A" or r.label == "B" else None
+                                   for r in ordered]
     structure = await asyncio.to_thread(panel_structure, batches, labels)
     if structure is None:
         return None

@@ -33,6 +33,8 @@ async def calibration(
     ``window_hours`` 0 skips the window. Metrics are those of ``metrics_from_fields`` (n,
     accuracy, ece, adaptive_ce, mce, brier, nll, ice, th_score, macroce, auroc, aurc) plus the
     reliability bins; invalid votes and undecided verdicts are counted in ``abstained``.
+    Every key counts A/B labels only: ``label_kinds`` gives the ``tie`` and ``both_bad``
+    labels (all time and over the window), which no accuracy or calibration figure includes.
     Those are the labelled sample's (``"sample": "labelled"``); each method and judge key also
     carries ``population``: the same metrics for all traffic of the window (all time when
     ``window_hours`` is 0), estimated per review stratum with 95% intervals, and the
@@ -62,7 +64,8 @@ async def calibration(
         population=population,
     )
     estimates = await service.structure(tenant, runtime) if structure else None
+    label_kinds = await service.label_kinds(tenant, runtime.name, window_hours=window_hours or None)
     return CalibrationOut.model_validate({
         "panel": runtime.name, "window_hours": window_hours or None, "eps": eps,
-        "n_bins": n_bins, "keys": keys, "panel_structure": estimates,
+        "n_bins": n_bins, "keys": keys, "panel_structure": estimates, "label_kinds": label_kinds,
     })

@@ -21,9 +21,9 @@ from judgefuse.service.estimates.calibration_store import (
 )
 from judgefuse.service.estimates.panel_estimates import PanelEstimatesCache
 from judgefuse.service.judging.panels import PanelRuntime
-from judgefuse.service.ledger import parse_key
+from judgefuse.service.ledger import label_kind_counts, parse_key
 from judgefuse.service.settings import Settings
-from judgefuse.service.storage import Storage
+from judgefuse.service.storage import Storage, hour_of
 
 __all__ = ["CalibrationService"]
 
@@ -48,6 +48,18 @@ class CalibrationService:
             self.storage, tenant, panel, window_hours=window_hours, n_bins=n_bins, eps=eps,
             now=self.clock(), population=population,
         )
+
+    async def label_kinds(
+        self, tenant: str, panel: str, *, window_hours: int | None
+    ) -> dict[str, dict[str, int | None]]:
+        """Per kind (``tie``, ``both_bad``): labels all time and over the window (None: no
+        window). They are counted here because no calibration key holds them."""
+        total = await label_kind_counts(self.storage, tenant, panel)
+        window = (await label_kind_counts(self.storage, tenant, panel,
+                                          since_hour=hour_of(self.clock()) - window_hours + 1)
+                  if window_hours else None)
+        return {kind: {"all_time": n, "window": window[kind] if window else None}
+                for kind, n in total.items()}
 
     async def history(
         self, tenant: str, storage_key: str, *, days: int, n_bins: int, eps: float

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from typing import cast
 
 from judgefuse.judges.types import Letter
 from judgefuse.service.judging.panels import PanelRuntime
@@ -21,7 +22,14 @@ from judgefuse.service.ledger import label_increments
 from judgefuse.service.monitoring.metrics import ServiceMetrics
 from judgefuse.service.monitoring.monitor import Monitors
 from judgefuse.service.schemas import LabelResult
-from judgefuse.service.storage import LabelOutcome, Storage, StorageError, VerdictRecord
+from judgefuse.service.storage import (
+    DECIDED,
+    LabelKind,
+    LabelOutcome,
+    Storage,
+    StorageError,
+    VerdictRecord,
+)
 
 __all__ = ["LabelService", "label_result"]
 
@@ -44,27 +52,53 @@ class LabelService:
         self.note_label = note_label
         """Called with (tenant, panel) after each first label (the refit scheduler's count)."""
 
-    async def feedback(self, tenant: str, verdict_id: str, label: Letter) -> LabelResult:
+    async def feedback(
+        self, tenant: str, verdict_id: str, label: LabelKind, comment: str | None = None
+    ) -> LabelResult:
         """Label a verdict (idempotent: labelled / relabelled / unchanged)."""
         check_verdict_id(tenant, verdict_id)
-        return label_result(await self.label(tenant, verdict_id, label))
+        return label_result(await self.label(tenant, verdict_id, label, comment))
 
-    async def label(self, tenant: str, verdict_id: str, label: Letter) -> LabelOutcome:
+    async def label(
+        self, tenant: str, verdict_id: str, label: LabelKind, comment: str | None = None
+    ) -> LabelOutcome:
         """Store the label (the verdict id already checked) and count it; the outcome says
-        whether it was new, a relabel or the same label again."""
-        outcome = await self.storage.set_label(tenant, verdict_id, label, label_increments)
-        panel = outcome.record.panel
-        self.metrics.child(self.metrics.labels, tenant, panel, outcome.status).inc()
-        if outcome.status == "labelled":
-            self.note_label(tenant, panel)
-            await self._monitor_label(tenant, outcome.record, label)
+        whether it was new, a relabel or the same label again.
+
+        Only a verdict's first ``A``/``B`` label is news to learning and monitoring: the refit
+        scheduler counts it and an audit verdict's precision monitor is fed it (its
+        ``decided_at`` is this label's time). A ``tie`` or ``both_bad`` label is counted under
+        its kind and nothing else; relabels and undos never feed a monitor again (a sequential
+        test cannot take an observation back)."""
+        outcome = await self.storage.set_label(tenant, verdict_id, label, label_increments,
+                                               comment=comment)
+        record = outcome.record
+        self.metrics.child(self.metrics.labels, tenant, record.panel, outcome.status).inc()
+        if label in DECIDED and outcome.status != "unchanged" and record.decided_at == record.labelled_at:
+            self.note_label(tenant, record.panel)
+            await self._monitor_label(tenant, record, cast(Letter, label))
         return outcome
 
+    async def undo(
+        self, tenant: str, verdict_id: str, *, labelled_at: float, annotator: str, lease_s: float
+    ) -> VerdictRecord | None:
+        """Take back the label set at ``labelled_at`` (the review page's undo): storage removes
+        it and its increments in one step (the accumulators equal a recount without it) and
+        returns a queued item to the queue leased to ``annotator``. None when the label is no
+        longer that one (relabelled or undone already)."""
+        check_verdict_id(tenant, verdict_id)
+        record = await self.storage.undo_label(
+            tenant, verdict_id, label_increments, labelled_at=labelled_at, annotator=annotator,
+            lease_s=lease_s)
+        if record is not None:
+            self.metrics.child(self.metrics.labels, tenant, record.panel, "undone").inc()
+        return record
+
     async def _monitor_label(self, tenant: str, record: VerdictRecord, label: Letter) -> None:
-        """A first label of an audit verdict feeds its threshold version's precision monitor
-        (relabels never do: see :mod:`judgefuse.service.monitoring.monitor`). The label is stored
-        already, so a storage failure here is logged, not raised: the monitor misses one
-        label, chosen by an outage rather than by its value, and stays valid."""
+        """A first decided label of an audit verdict feeds its threshold version's precision
+        monitor (relabels never do: see :mod:`judgefuse.service.monitoring.monitor`). The label
+        is stored already, so a storage failure here is logged, not raised: the monitor misses
+        one label, chosen by an outage rather than by its value, and stays valid."""
         stamp = record.review
         if stamp is None or stamp.stratum != "audit" or record.threshold_version is None:
             return
@@ -84,5 +118,6 @@ def label_result(outcome: LabelOutcome) -> LabelResult:
     """The answer to a label (``POST /v1/feedback``, or ``feedback`` on a verdict labelled inline)."""
     return LabelResult(
         verdict_id=outcome.record.id, status=outcome.status, label=outcome.label,
-        previous=outcome.previous, keys_updated=sorted(outcome.applied),
+        previous=outcome.previous, comment=outcome.record.label_comment,
+        keys_updated=sorted(outcome.applied),
     )

@@ -27,6 +27,7 @@ from typing import Any
 from judgefuse.service.errors import FieldProblem
 from judgefuse.service.judging.panels import PanelRuntime
 from judgefuse.service.judging.request_checks import encodable
+from judgefuse.service.ledger import label_kind_counts
 from judgefuse.service.responses import ReviewStatsOut
 from judgefuse.service.review.audit_plan import AuditPlanner, daily_traffic, plan_report
 from judgefuse.service.schemas import ReviewItemOut
@@ -131,5 +132,6 @@ class ReviewQueue:
                                  budget=config.label_budget_per_day)
         return ReviewStatsOut.model_validate(
             {"panel": runtime.name, "audit_rate": config.audit_rate, **stats_out(counts),
-             "audit_plan": plan}
+             "audit_plan": plan,
+             "label_kinds": await label_kind_counts(self.storage, tenant, runtime.name)}
         )

@@ -32,6 +32,9 @@ from judgefuse.service.storage.errors import (
     VerdictNotFound,
 )
 from judgefuse.service.storage.records import (
+    COMMENT_MAX_CHARS,
+    DECIDED,
+    LabelKind,
     LabelOutcome,
     ModelRecord,
     MonitorEvent,
@@ -50,10 +53,13 @@ if TYPE_CHECKING:
     from judgefuse.service.storage.redis import RedisStorage
 
 __all__ = [
+    "COMMENT_MAX_CHARS",
+    "DECIDED",
     "AccumulatorOverflow",
     "Coordination",
     "Increments",
     "IncrementsFn",
+    "LabelKind",
     "LabelLedger",
     "LabelOutcome",
     "Lifecycle",

@@ -18,9 +18,11 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import ValidationError
 
-from judgefuse.judges.types import Letter
 from judgefuse.service.storage.errors import StorageCorrupt
 from judgefuse.service.storage.records import (
+    COMMENT_MAX_CHARS,
+    DECIDED,
+    LabelKind,
     ModelRecord,
     MonitorEvent,
     StateBlob,
@@ -39,6 +41,7 @@ __all__ = [
     "V",
     "VersionedKind",
     "check_iter_args",
+    "check_label",
     "check_lease",
     "check_limit",
     "check_name",
@@ -51,6 +54,8 @@ __all__ = [
     "checked_increments",
     "clock",
     "hour_of",
+    "label_status",
+    "label_unchanged",
     "labelled_copy",
     "net_increments",
     "parse_record",
@@ -58,6 +63,7 @@ __all__ = [
     "parse_versioned",
     "pending_review",
     "stats_from_counters",
+    "unlabelled_copy",
 ]
 
 Number = int | float
@@ -68,7 +74,7 @@ received a float delta holds a float from then on."""
 Increments = dict[str, dict[str, Number]]
 """accumulator key -> field -> delta."""
 
-IncrementsFn = Callable[[VerdictRecord, Letter], Mapping[str, Mapping[str, Number]]]
+IncrementsFn = Callable[[VerdictRecord, LabelKind], Mapping[str, Mapping[str, Number]]]
 """A pure function: the increments one label of one record adds (storage negates it to remove)."""
 
 INT64_MAX = 2**63 - 1
@@ -108,6 +114,14 @@ def check_verdict_record(tenant: str, record: VerdictRecord) -> None:
         raise ValueError(f"record.tenant {record.tenant!r} does not match tenant {tenant!r}")
     if record.label is not None or record.labelled_at is not None:
         raise ValueError("save_verdict stores unlabelled records: use set_label for the label")
+
+
+def check_label(label: str, comment: str | None) -> None:
+    """``set_label``'s label kind and optional comment (at most ``COMMENT_MAX_CHARS``)."""
+    if label not in ("A", "B", "tie", "both_bad"):
+        raise ValueError(f"label must be 'A', 'B', 'tie' or 'both_bad', got {label!r}")
+    if comment is not None and (not isinstance(comment, str) or len(comment) > COMMENT_MAX_CHARS):
+        raise ValueError(f"comment must be a string of at most {COMMENT_MAX_CHARS} characters")
 
 
 def check_versioned(panel: str, record: ThresholdRecord | ModelRecord | MonitorEvent) -> None:
@@ -225,14 +239,14 @@ def checked_increments(increments: Mapping[str, Mapping[str, Number]] | None) ->
 
 
 def net_increments(
-    record: VerdictRecord, new_label: Letter, increments: IncrementsFn
+    record: VerdictRecord, new_label: LabelKind | None, increments: IncrementsFn
 ) -> Increments:
     """What setting ``new_label`` on ``record`` writes: new increments minus the old label's.
 
     Every field either side names is present in the result (a field may net to 0), so both
     backends create the same fields; int deltas stay ints. Called inside the atomic section.
     """
-    net = _checked(increments(record, new_label), 1)
+    net = _checked(increments(record, new_label), 1) if new_label is not None else {}
     if record.label is not None:
         for key, fields in _checked(increments(record, record.label), -1).items():
             row = net.setdefault(key, {})
@@ -241,9 +255,33 @@ def net_increments(
     return net
 
 
-def labelled_copy(record: VerdictRecord, label: Letter, labelled_at: float) -> VerdictRecord:
-    """The record with its new label."""
-    return record.model_copy(update={"label": label, "labelled_at": labelled_at})
+def labelled_copy(
+    record: VerdictRecord, label: LabelKind, labelled_at: float, comment: str | None = None
+) -> VerdictRecord:
+    """The record with its new label and comment (``decided_at`` set by its first A/B label)."""
+    decided_at = record.decided_at
+    if decided_at is None and label in DECIDED:
+        decided_at = labelled_at
+    return record.model_copy(update={"label": label, "labelled_at": labelled_at,
+                                     "label_comment": comment, "decided_at": decided_at})
+
+
+def label_unchanged(record: VerdictRecord, label: LabelKind, comment: str | None) -> bool:
+    """Whether ``set_label`` has nothing to write: the same label, and no new comment."""
+    return record.label == label and (comment is None or comment == record.label_comment)
+
+
+def label_status(record: VerdictRecord, label: LabelKind) -> Literal["labelled", "relabelled", "unchanged"]:
+    """What setting ``label`` on ``record`` (as read) is: a first label, a relabel, or the same
+    label (maybe with a new comment)."""
+    if record.label is None:
+        return "labelled"
+    return "unchanged" if record.label == label else "relabelled"
+
+
+def unlabelled_copy(record: VerdictRecord) -> VerdictRecord:
+    """The record as it was before any label (``decided_at`` kept: see the record's doc)."""
+    return record.model_copy(update={"label": None, "labelled_at": None, "label_comment": None})
 
 
 def hour_of(epoch_seconds: float) -> int:

@@ -8,7 +8,7 @@ valid input: checked names, increments already validated, times already read fro
 
 * :class:`Lifecycle`: ``open``, ``close``, ``ping``, ``async with``;
 * :class:`VerdictStore`: ``save_verdict``, ``get_verdict``, ``iter_recent``;
-* :class:`LabelLedger`: ``set_label``, ``read_accumulator``, ``list_accumulators``,
+* :class:`LabelLedger`: ``set_label``, ``undo_label``, ``read_accumulator``, ``list_accumulators``,
   ``iter_labelled``, ``count_labelled``;
 * :class:`ReviewQueueStore`: ``lease_review``, ``release_review``, ``review_stats``;
 * :class:`VersionedRecords`: thresholds, fusion models and monitor events (put, get, history);
@@ -25,7 +25,6 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from types import TracebackType
 from typing import Any, Self
 
-from judgefuse.judges.types import Letter
 from judgefuse.service.storage.checks import (
     Increments,
     IncrementsFn,
@@ -33,6 +32,7 @@ from judgefuse.service.storage.checks import (
     V,
     VersionedKind,
     check_iter_args,
+    check_label,
     check_lease,
     check_limit,
     check_name,
@@ -46,6 +46,7 @@ from judgefuse.service.storage.checks import (
     clock,
 )
 from judgefuse.service.storage.records import (
+    LabelKind,
     LabelOutcome,
     ModelRecord,
     MonitorEvent,
@@ -174,7 +175,8 @@ class VerdictStore(abc.ABC):
         scanned = 0
         cursor = after
         while len(found) < limit and scanned < scan_limit:
-            want = min(max(limit * 2, 100), scan_limit - scanned)
+            # unfiltered (only the index's own filters), every record read is one to show
+            want = min(limit if query.indexed_only else max(limit * 2, 100), scan_limit - scanned)
             batch = await self._scan_verdicts(
                 tenant, query.panel, query.since, query.until, query.index_labelled, cursor, want)
             consumed = 0
@@ -212,34 +214,68 @@ class LabelLedger(abc.ABC):
         self,
         tenant: str,
         verdict_id: str,
-        label: Letter,
+        label: LabelKind,
         increments: IncrementsFn,
         *,
         labelled_at: float | None = None,
+        comment: str | None = None,
     ) -> LabelOutcome:
         """Label a verdict and update the accumulators, atomically and idempotently.
 
+        ``label`` is ``A``, ``B``, ``tie`` or ``both_bad`` (:data:`LabelKind`); ``comment`` an
+        optional note stored with it (a new label replaces the old comment).
         ``increments(record, label)`` must be pure: it is called inside the atomic section,
         for the new label and (when relabelling) for the old one, whose result is subtracted;
         a backend may call it again when it retries (Redis) or on its worker thread (SQLite).
-        The same label again writes nothing.
+        The same label again (and no new comment) writes nothing.
         A first label also takes the verdict out of the review queue and ends any lease on it,
         in the same atomic step (the label wins, whoever held the lease).
         Raises :class:`VerdictNotFound` for an unknown id. ``labelled_at`` defaults to now.
         """
         check_tenant(tenant)
         check_name("verdict id", verdict_id)
-        if label not in ("A", "B"):
-            raise ValueError(f"label must be 'A' or 'B', got {label!r}")
+        check_label(label, comment)
         when = time.time() if labelled_at is None else float(labelled_at)
-        return await self._set_label(tenant, verdict_id, label, increments, when)
+        return await self._set_label(tenant, verdict_id, label, increments, when, comment)
 
     @abc.abstractmethod
     async def _set_label(
-        self, tenant: str, verdict_id: str, label: Letter, increments: IncrementsFn,
-        labelled_at: float,
+        self, tenant: str, verdict_id: str, label: LabelKind, increments: IncrementsFn,
+        labelled_at: float, comment: str | None = None,
     ) -> LabelOutcome:
         """``set_label`` with checked arguments and the label's time."""
+
+    async def undo_label(
+        self,
+        tenant: str,
+        verdict_id: str,
+        increments: IncrementsFn,
+        *,
+        labelled_at: float,
+        annotator: str,
+        lease_s: float,
+        now: float | None = None,
+    ) -> VerdictRecord | None:
+        """Take back the label set at ``labelled_at`` (the annotator page's undo), atomically:
+        the record loses its label and comment, the label's increments are subtracted (the
+        accumulators equal a recount without it), the stratum's labelled count goes down by
+        one, and a queued verdict returns to the review queue, leased to ``annotator`` for
+        ``lease_s`` seconds (so the page shows it again). None, with nothing written, when the
+        record's label is no longer the one set at ``labelled_at`` (relabelled or undone since).
+        Raises :class:`VerdictNotFound` for an unknown id."""
+        check_tenant(tenant)
+        check_name("verdict id", verdict_id)
+        _n, lease = check_lease(1, annotator, lease_s)
+        at = clock(now)
+        return await self._undo_label(tenant, verdict_id, increments, float(labelled_at),
+                                      annotator, at, at + lease)
+
+    async def _undo_label(
+        self, tenant: str, verdict_id: str, increments: IncrementsFn, labelled_at: float,
+        annotator: str, at: float, expires_at: float,
+    ) -> VerdictRecord | None:
+        """``undo_label`` with checked arguments. Not abstract, like ``_iter_recent``."""
+        raise NotImplementedError(f"{type(self).__name__} cannot undo a label")
 
     # -- accumulators --------------------------------------------------------------------------
     async def read_accumulator(
@@ -280,7 +316,9 @@ class LabelLedger(abc.ABC):
     async def iter_labelled(
         self, tenant: str, panel: str | None = None, *, limit: int | None = None
     ) -> list[VerdictRecord]:
-        """Labelled records (of one panel, or all), newest ``created_at`` first (ties: id desc)."""
+        """Records labelled ``A`` or ``B`` (of one panel, or all), newest ``created_at`` first
+        (ties: id desc). Ties and both-bad labels are left out: no fit, tuner or refit can use
+        them as a preference."""
         check_tenant(tenant)
         check_limit(limit)
         if panel is not None:
@@ -294,7 +332,7 @@ class LabelLedger(abc.ABC):
         """``iter_labelled`` with checked arguments."""
 
     async def count_labelled(self, tenant: str, panel: str | None = None) -> int:
-        """How many of the tenant's records (of one panel, or all) carry a label."""
+        """How many of the tenant's records (of one panel, or all) carry an ``A`` or ``B`` label."""
         check_tenant(tenant)
         if panel is not None:
             check_name("panel", panel)

@@ -12,9 +12,17 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from judgefuse.fusion.verdict import Verdict
-from judgefuse.judges.types import Letter, PairwiseItem
+from judgefuse.judges.types import PairwiseItem
 
 LabelStatus = Literal["labelled", "relabelled", "unchanged"]
+LabelKind = Literal["A", "B", "tie", "both_bad"]
+"""What an annotator may say of a pair (docs/design.md, 'The review loop'): ``A`` or ``B`` (a
+preference: the only labels the accuracy and calibration record counts), ``tie`` (equally good)
+or ``both_bad`` (neither acceptable). Ties and both-bad are stored and counted as such, apart."""
+DECIDED: tuple[LabelKind, ...] = ("A", "B")
+"""The label kinds that say which answer is better (accuracy, calibration, tuning, refits)."""
+COMMENT_MAX_CHARS = 2000
+"""The longest comment stored with a label."""
 Stratum = Literal["review", "audit", "none", "inline"]
 """A verdict's review stratum (docs/design.md, 'The review loop'), fixed when the verdict is decided:
 ``review`` (routed to human review, inclusion probability 1), ``audit`` (auto-accepted and drawn
@@ -73,8 +81,13 @@ class VerdictRecord(BaseModel):
     """Epoch seconds. Also decides the record's hour bucket and its place in ``iter_labelled``."""
     verdict: Verdict
     item: PairwiseItem | None = None
-    label: Letter | None = None
+    label: LabelKind | None = None
     labelled_at: float | None = None
+    label_comment: str | None = Field(default=None, max_length=COMMENT_MAX_CHARS)
+    """The annotator's optional comment, stored with the label (a relabel or undo replaces it)."""
+    decided_at: float | None = None
+    """When the verdict first got an ``A`` or ``B`` label; kept through relabels and undos, so
+    the precision monitor is fed one label per verdict, the first decided one."""
     review: ReviewStamp | None = None
     """The review stratum stamped at decision time (``None``: a record from before the review
     loop; readers treat a ``human_review`` route as ``review`` and anything else as ``none``)."""
@@ -100,8 +113,8 @@ class LabelOutcome(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     status: LabelStatus
-    label: Letter
-    previous: Letter | None = None
+    label: LabelKind
+    previous: LabelKind | None = None
     record: VerdictRecord
     applied: dict[str, dict[str, int | float]] = Field(default_factory=dict)
 

@@ -50,6 +50,11 @@ def for_sqlite(sql: str) -> str:
     return sql.replace("%s", "?")
 
 
+DECIDED_ONLY = " AND label IN ('A', 'B')"
+"""What ``iter_labelled`` and ``count_labelled`` add: ties and both-bad labels are kept out of
+every fit, tuner and refit count (the partial index over labelled rows still serves)."""
+
+
 def _placeholders(sql: str, sqlite: bool) -> str:
     return for_sqlite(sql) if sqlite else sql
 
@@ -57,9 +62,9 @@ def _placeholders(sql: str, sqlite: bool) -> str:
 def labelled(
     tenant: str, panel: str | None, limit: int | None, *, sqlite: bool = False
 ) -> tuple[str, list[Any]]:
-    """``iter_labelled``'s query and parameters: the bodies of the labelled records (of one
-    panel, or all), newest ``created_at`` first (ties: id desc), at most ``limit``."""
-    sql = "SELECT body FROM verdicts WHERE tenant = %s AND label IS NOT NULL"
+    """``iter_labelled``'s query and parameters: the bodies of the records labelled A or B (of
+    one panel, or all), newest ``created_at`` first (ties: id desc), at most ``limit``."""
+    sql = "SELECT body FROM verdicts WHERE tenant = %s AND label IS NOT NULL" + DECIDED_ONLY
     params: list[Any] = [tenant]
     if panel is not None:
         sql += " AND panel = %s"
@@ -99,7 +104,7 @@ def verdict_scan(
 
 def count_labelled(tenant: str, panel: str | None, *, sqlite: bool = False) -> tuple[str, list[Any]]:
     """``count_labelled``'s query and parameters."""
-    sql = "SELECT COUNT(*) FROM verdicts WHERE tenant = %s AND label IS NOT NULL"
+    sql = "SELECT COUNT(*) FROM verdicts WHERE tenant = %s AND label IS NOT NULL" + DECIDED_ONLY
     params: list[Any] = [tenant]
     if panel is not None:
         sql += " AND panel = %s"

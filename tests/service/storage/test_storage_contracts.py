@@ -41,7 +41,7 @@ def test_the_concerns_partition_the_storage_interface() -> None:
             assert name not in seen, f"{name} is in {seen[name]} and {concern.__name__}"
             seen[name] = concern.__name__
     assert set(seen) == public(Storage) | {"__aenter__", "__aexit__"}
-    assert len(public(Storage)) == 33
+    assert len(public(Storage)) == 34
 
 
 @pytest.mark.parametrize("backend", [SQLiteStorage, RedisStorage, PostgresStorage])

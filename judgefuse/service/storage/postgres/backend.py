@@ -46,7 +46,6 @@ import psycopg
 import psycopg.errors
 import psycopg_pool
 
-from judgefuse.judges.types import Letter
 from judgefuse.service.storage import sql as shared_sql
 from judgefuse.service.storage.base import Storage
 from judgefuse.service.storage.checks import (
@@ -56,11 +55,14 @@ from judgefuse.service.storage.checks import (
     V,
     VersionedKind,
     hour_of,
+    label_status,
+    label_unchanged,
     labelled_copy,
     net_increments,
     parse_record,
     parse_state,
     parse_versioned,
+    unlabelled_copy,
 )
 from judgefuse.service.storage.errors import (
     StorageCorrupt,
@@ -85,10 +87,12 @@ from judgefuse.service.storage.postgres.review import (
     enqueue_new,
     lease_free,
     release_lease,
+    requeue_undone,
 )
 from judgefuse.service.storage.postgres.review import stats as review_stats_of
 from judgefuse.service.storage.postgres.schema import SCHEMA_VERSION, create_schema
 from judgefuse.service.storage.records import (
+    LabelKind,
     LabelOutcome,
     ReviewLease,
     StateBlob,
@@ -395,7 +399,8 @@ class PostgresStorage(Storage):
 
     # -- labels --------------------------------------------------------------------------------
     async def _set_label(
-        self, tenant: str, verdict_id: str, label: Letter, increments: IncrementsFn, when: float
+        self, tenant: str, verdict_id: str, label: LabelKind, increments: IncrementsFn, when: float,
+        comment: str | None = None,
     ) -> LabelOutcome:
         async def txn(conn: psycopg.AsyncConnection) -> LabelOutcome:
             found = await self._locked_record(conn, tenant, verdict_id)
@@ -403,10 +408,10 @@ class PostgresStorage(Storage):
                 raise VerdictNotFound(tenant, verdict_id)
             created, body = found
             record = parse_record(body, "postgresql")
-            if record.label == label:
+            if label_unchanged(record, label, comment):
                 return LabelOutcome(status="unchanged", label=label, previous=label, record=record)
             net = net_increments(record, label, increments)
-            new = labelled_copy(record, label, when)
+            new = labelled_copy(record, label, when, comment)
             await conn.execute(
                 "UPDATE verdicts SET label = %s, labelled_at = %s, body = %s "
                 "WHERE created_at = %s AND tenant = %s AND id = %s",
@@ -415,7 +420,7 @@ class PostgresStorage(Storage):
             await add_increments(conn, tenant, hour_of(record.created_at), net)
             await dequeue_labelled(conn, tenant, record)
             return LabelOutcome(
-                status="labelled" if record.label is None else "relabelled",
+                status=label_status(record, label),
                 label=label,
                 previous=record.label,
                 record=new,
@@ -423,6 +428,31 @@ class PostgresStorage(Storage):
             )
 
         return await self._run("set_label", txn)
+
+    async def _undo_label(
+        self, tenant: str, verdict_id: str, increments: IncrementsFn, labelled_at: float,
+        annotator: str, at: float, expires_at: float,
+    ) -> VerdictRecord | None:
+        async def txn(conn: psycopg.AsyncConnection) -> VerdictRecord | None:
+            found = await self._locked_record(conn, tenant, verdict_id)
+            if found is None:
+                raise VerdictNotFound(tenant, verdict_id)
+            created, body = found
+            record = parse_record(body, "postgresql")
+            if record.label is None or record.labelled_at != labelled_at:
+                return None
+            net = net_increments(record, None, increments)
+            new = unlabelled_copy(record)
+            await conn.execute(
+                "UPDATE verdicts SET label = NULL, labelled_at = NULL, body = %s "
+                "WHERE created_at = %s AND tenant = %s AND id = %s",
+                (new.model_dump_json(), created, tenant, verdict_id),
+            )
+            await add_increments(conn, tenant, hour_of(record.created_at), net)
+            await requeue_undone(conn, tenant, record, annotator, expires_at)
+            return new
+
+        return await self._run("undo_label", txn)
 
     # -- review queue --------------------------------------------------------------------------
     async def _lease_review(

@@ -16,7 +16,7 @@ import psycopg
 from judgefuse.service.storage.checks import stats_from_counters
 from judgefuse.service.storage.records import StratumCounts, VerdictRecord
 
-__all__ = ["dequeue_labelled", "enqueue_new", "lease_free", "release_lease", "stats"]
+__all__ = ["dequeue_labelled", "enqueue_new", "lease_free", "release_lease", "requeue_undone", "stats"]
 
 _COLUMNS = ("routed", "inqueue", "labelled")
 
@@ -62,6 +62,25 @@ async def dequeue_labelled(
     )
     if cur.rowcount:
         await _bump(conn, tenant, record.panel, stamp.stratum, "inqueue", -1)
+
+
+async def requeue_undone(
+    conn: psycopg.AsyncConnection, tenant: str, record: VerdictRecord, annotator: str,
+    expires_at: float,
+) -> None:
+    """An undone first label on ``record`` (as it was, labelled): uncount it, and put a queued
+    item back in the queue at its rank, leased to ``annotator`` (the page shows it again)."""
+    stamp = record.review
+    if stamp is None or record.label is None:
+        return
+    await _bump(conn, tenant, record.panel, stamp.stratum, "labelled", -1)
+    if stamp.queued:
+        await conn.execute(
+            "INSERT INTO review_queue (tenant, panel, id, stratum, rank, lease_owner, "
+            "lease_expires_at) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+            (tenant, record.panel, record.id, stamp.stratum, stamp.rank, annotator, expires_at),
+        )
+        await _bump(conn, tenant, record.panel, stamp.stratum, "inqueue", 1)
 
 
 async def lease_free(

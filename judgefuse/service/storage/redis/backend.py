@@ -12,7 +12,7 @@ key                                    content
 =====================================  =====================================================
 ``jf:{T}:v:{id}``                      string: the verdict record's JSON (label included)
 ``jf:{T}:records``                     sorted set: every record's id, score = ``created_at``
-``jf:{T}:labelled``                    sorted set: labelled ids, score = ``created_at``
+``jf:{T}:labelled``                    sorted set: ids labelled A or B, score = ``created_at``
 ``jf:{T}:labelled:p:{panel}``          sorted set: the same per panel
 ``jf:{T}:recent:p:{panel}``            sorted set: the newest ``recent_cap`` verdict ids (labelled
                                        or not), score = ``created_at`` (``iter_recent``)
@@ -114,7 +114,6 @@ import redis.exceptions as rexc
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 
-from judgefuse.judges.types import Letter
 from judgefuse.service.storage.base import Storage
 from judgefuse.service.storage.checks import (
     Increments,
@@ -123,6 +122,8 @@ from judgefuse.service.storage.checks import (
     V,
     VersionedKind,
     hour_of,
+    label_status,
+    label_unchanged,
     labelled_copy,
     net_increments,
     parse_record,
@@ -130,6 +131,7 @@ from judgefuse.service.storage.checks import (
     parse_versioned,
     pending_review,
     stats_from_counters,
+    unlabelled_copy,
 )
 from judgefuse.service.storage.errors import (
     AccumulatorOverflow,
@@ -140,6 +142,8 @@ from judgefuse.service.storage.errors import (
     VerdictNotFound,
 )
 from judgefuse.service.storage.records import (
+    DECIDED,
+    LabelKind,
     LabelOutcome,
     ReviewLease,
     StateBlob,
@@ -169,7 +173,7 @@ def lua(name: str) -> str:
     replies). The save and label scripts start with ``increments.lua``, whose ``plan()`` and
     ``apply()`` they call."""
     text = resources.files("judgefuse.service.storage.redis").joinpath("lua", f"{name}.lua").read_text(encoding="utf-8")
-    if name in ("save", "label"):
+    if name in ("save", "label", "unlabel"):
         return lua("increments") + text
     return text
 
@@ -221,6 +225,8 @@ class RedisStorage(Storage):
         max_cas_attempts: int = 200,
         recent_cap: int = 20_000,
         record_ttl_s: float | None = None,
+        max_connections: int = 64,
+        pool_timeout_s: float = 5.0,
     ) -> None:
         if record_ttl_s is not None and not (math.isfinite(record_ttl_s) and record_ttl_s > 0):
             raise ValueError(f"record_ttl_s must be a positive number of seconds, got {record_ttl_s!r}")
@@ -235,6 +241,10 @@ class RedisStorage(Storage):
         self.connect_timeout_s = connect_timeout_s
         self.retries = retries
         self.max_cas_attempts = max_cas_attempts
+        self.max_connections = max_connections
+        """Connections in the pool (the URL's ``?max_connections=`` wins)."""
+        self.pool_timeout_s = pool_timeout_s
+        """How long a call waits for a free connection (the URL's ``?timeout=`` wins)."""
         self._client: aioredis.Redis | None = None
 
     def __repr__(self) -> str:
@@ -275,18 +285,25 @@ class RedisStorage(Storage):
             return
         with self._errors("open"):
             try:
+                # a bounded pool whose callers wait for a free connection (up to
+                # pool_timeout_s, then StorageUnavailable: 503) instead of failing at once when
+                # a burst needs more; the URL may size it: ?max_connections=N&timeout=S
                 client = aioredis.Redis.from_url(
                     self._url,
                     decode_responses=True,
                     socket_timeout=self.socket_timeout_s,
                     socket_connect_timeout=self.connect_timeout_s,
                     retry=Retry(ExponentialWithJitterBackoff(base=0.05, cap=0.5), self.retries),
+                    connection_pool_class=aioredis.BlockingConnectionPool,
+                    max_connections=self.max_connections,
+                    timeout=self.pool_timeout_s,
                 )
             except ValueError as exc:
                 raise StorageError(f"invalid redis url {self.safe_url}: {exc}") from exc
         self._client = client
         self._save_script = client.register_script(lua("save"))
         self._label_script = client.register_script(lua("label"))
+        self._unlabel_script = client.register_script(lua("unlabel"))
         self._put_script = client.register_script(lua("put_versioned"))
         self._put_state_script = client.register_script(lua("put_state"))
         self._lease_script = client.register_script(lua("lease_review"))
@@ -406,7 +423,8 @@ class RedisStorage(Storage):
 
     # -- labels --------------------------------------------------------------------------------
     async def _set_label(
-        self, tenant: str, verdict_id: str, label: Letter, increments: IncrementsFn, when: float
+        self, tenant: str, verdict_id: str, label: LabelKind, increments: IncrementsFn, when: float,
+        comment: str | None = None,
     ) -> LabelOutcome:
         record_key = self._k(tenant, "v", verdict_id)
         for _ in range(self.max_cas_attempts):
@@ -415,10 +433,10 @@ class RedisStorage(Storage):
             if raw is None:
                 raise VerdictNotFound(tenant, verdict_id)
             record = parse_record(raw, "redis")
-            if record.label == label:
+            if label_unchanged(record, label, comment):
                 return LabelOutcome(status="unchanged", label=label, previous=label, record=record)
             net = net_increments(record, label, increments)
-            new = labelled_copy(record, label, when)
+            new = labelled_copy(record, label, when, comment)
             hour = hour_of(record.created_at)
             review = self._review_keys(tenant, record.panel)
             keys = [
@@ -441,13 +459,14 @@ class RedisStorage(Storage):
                 verdict_id,
                 str(hour),
                 record.review.stratum if first_stamped and record.review is not None else "",
+                "1" if label in DECIDED else "0",
             ]
             self._add_increments(tenant, hour, net, keys, args)
             with self._errors("set_label"):
                 result = int(await self._label_script(keys=keys, args=args))
             if result == 1:
                 return LabelOutcome(
-                    status="labelled" if record.label is None else "relabelled",
+                    status=label_status(record, label),
                     label=label,
                     previous=record.label,
                     record=new,
@@ -462,6 +481,49 @@ class RedisStorage(Storage):
             await asyncio.sleep(0)  # the record changed under us: re-read and retry
         raise StorageUnavailable(
             f"set_label on {verdict_id!r}: still contended after {self.max_cas_attempts} attempts"
+        )
+
+    async def _undo_label(
+        self, tenant: str, verdict_id: str, increments: IncrementsFn, labelled_at: float,
+        annotator: str, at: float, expires_at: float,
+    ) -> VerdictRecord | None:
+        record_key = self._k(tenant, "v", verdict_id)
+        for _ in range(self.max_cas_attempts):
+            with self._errors("undo_label"):
+                raw = await self.client.get(record_key)
+            if raw is None:
+                raise VerdictNotFound(tenant, verdict_id)
+            record = parse_record(raw, "redis")
+            if record.label is None or record.labelled_at != labelled_at:
+                return None
+            net = net_increments(record, None, increments)
+            new = unlabelled_copy(record)
+            hour = hour_of(record.created_at)
+            review = self._review_keys(tenant, record.panel)
+            keys = [record_key, self._k(tenant, "labelled"),
+                    self._k(tenant, "labelled", "p", record.panel), self._k(tenant, "acc", "keys"),
+                    review["counts"], review["queue"], review["strata"], review["owners"],
+                    review["leases:review"], review["leases:audit"]]
+            stamp = record.review
+            args: list[str] = [
+                hashlib.sha1(_text(raw).encode("utf-8")).hexdigest(), new.model_dump_json(),
+                verdict_id, str(hour), stamp.stratum if stamp is not None else "",
+                "1" if stamp is not None and stamp.queued else "0",
+                repr(stamp.rank if stamp is not None else 0.0), annotator, repr(expires_at),
+            ]
+            self._add_increments(tenant, hour, net, keys, args)
+            with self._errors("undo_label"):
+                result = int(await self._unlabel_script(keys=keys, args=args))
+            if result == 1:
+                return new
+            if result == -2:
+                raise AccumulatorOverflow(
+                    f"undo_label on {verdict_id!r}: an accumulator field would overflow")
+            if result < 0:
+                raise VerdictNotFound(tenant, verdict_id)
+            await asyncio.sleep(0)  # the record changed under us: re-read and retry
+        raise StorageUnavailable(
+            f"undo_label on {verdict_id!r}: still contended after {self.max_cas_attempts} attempts"
         )
 
     # -- review queue --------------------------------------------------------------------------

@@ -44,7 +44,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Literal, TypeVar
 
-from judgefuse.judges.types import Letter
 from judgefuse.service.storage import sql as shared_sql
 from judgefuse.service.storage.base import Storage
 from judgefuse.service.storage.checks import (
@@ -54,11 +53,14 @@ from judgefuse.service.storage.checks import (
     V,
     VersionedKind,
     hour_of,
+    label_status,
+    label_unchanged,
     labelled_copy,
     net_increments,
     parse_record,
     parse_state,
     parse_versioned,
+    unlabelled_copy,
 )
 from judgefuse.service.storage.errors import (
     StorageCorrupt,
@@ -67,6 +69,7 @@ from judgefuse.service.storage.errors import (
     VerdictNotFound,
 )
 from judgefuse.service.storage.records import (
+    LabelKind,
     LabelOutcome,
     ReviewLease,
     StateBlob,
@@ -97,6 +100,7 @@ from judgefuse.service.storage.sqlite.review import (
     enqueue_new,
     lease_free,
     release_lease,
+    requeue_undone,
 )
 from judgefuse.service.storage.sqlite.review import stats as review_stats_of
 from judgefuse.service.storage.sqlite.schema import SCHEMA_VERSION, create_schema
@@ -113,6 +117,16 @@ _RELEASE_LEASE = shared_sql.for_sqlite(shared_sql.RELEASE_LEASE)
 _GET_STATE = shared_sql.for_sqlite(shared_sql.GET_STATE)
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStorage"]
+
+def _record_in(conn: sqlite3.Connection, tenant: str, verdict_id: str) -> VerdictRecord:
+    """The record a label or an undo changes, read inside its write transaction."""
+    row = conn.execute(
+        "SELECT body FROM verdicts WHERE tenant = ? AND id = ?", (tenant, verdict_id)
+    ).fetchone()
+    if row is None:
+        raise VerdictNotFound(tenant, verdict_id)
+    return parse_record(row[0], "sqlite")
+
 
 class SQLiteStorage(Storage):
     """Storage in one SQLite file (see the module docstring for durability and atomicity)."""
@@ -297,19 +311,15 @@ class SQLiteStorage(Storage):
 
     # -- labels --------------------------------------------------------------------------------
     async def _set_label(
-        self, tenant: str, verdict_id: str, label: Letter, increments: IncrementsFn, when: float
+        self, tenant: str, verdict_id: str, label: LabelKind, increments: IncrementsFn, when: float,
+        comment: str | None = None,
     ) -> LabelOutcome:
         def txn(conn: sqlite3.Connection) -> LabelOutcome:
-            row = conn.execute(
-                "SELECT body FROM verdicts WHERE tenant = ? AND id = ?", (tenant, verdict_id)
-            ).fetchone()
-            if row is None:
-                raise VerdictNotFound(tenant, verdict_id)
-            record = parse_record(row[0], "sqlite")
-            if record.label == label:
+            record = _record_in(conn, tenant, verdict_id)
+            if label_unchanged(record, label, comment):
                 return LabelOutcome(status="unchanged", label=label, previous=label, record=record)
             net = net_increments(record, label, increments)
-            new = labelled_copy(record, label, when)
+            new = labelled_copy(record, label, when, comment)
             hour = hour_of(record.created_at)
             hour_box.append(hour)
             conn.execute(
@@ -321,7 +331,7 @@ class SQLiteStorage(Storage):
             add_increments(conn, tenant, hour, net, written)
             dequeue_labelled(conn, tenant, record)
             return LabelOutcome(
-                status="labelled" if record.label is None else "relabelled",
+                status=label_status(record, label),
                 label=label,
                 previous=record.label,
                 record=new,
@@ -333,6 +343,34 @@ class SQLiteStorage(Storage):
         hour_box: list[int] = []
 
         return await self._write_grouped("set_label", tenant, hour_box, touched, written, txn)
+
+    async def _undo_label(
+        self, tenant: str, verdict_id: str, increments: IncrementsFn, labelled_at: float,
+        annotator: str, at: float, expires_at: float,
+    ) -> VerdictRecord | None:
+        def txn(conn: sqlite3.Connection) -> VerdictRecord | None:
+            record = _record_in(conn, tenant, verdict_id)
+            if record.label is None or record.labelled_at != labelled_at:
+                return None
+            net = net_increments(record, None, increments)
+            new = unlabelled_copy(record)
+            hour = hour_of(record.created_at)
+            hour_box.append(hour)
+            conn.execute(
+                "UPDATE verdicts SET label = NULL, labelled_at = NULL, body = ? "
+                "WHERE tenant = ? AND id = ?",
+                (new.model_dump_json(), tenant, verdict_id),
+            )
+            touched.update(net)
+            add_increments(conn, tenant, hour, net, written)
+            requeue_undone(conn, tenant, record, annotator, expires_at)
+            return new
+
+        touched: set[str] = set()
+        written: Written = []
+        hour_box: list[int] = []
+
+        return await self._write_grouped("undo_label", tenant, hour_box, touched, written, txn)
 
     # -- review queue --------------------------------------------------------------------------
     async def _lease_review(
@@ -504,7 +542,7 @@ class SQLiteStorage(Storage):
         while True:
             page = functools.partial(
                 record_page, tenant=tenant, panel=panel, since=since, until=until,
-                labelled_only=labelled_only, after=after, batch=batch_size,
+                labelled_only=labelled_only, after=after, batch=limit,
             )
             rows = await self._run("iter_records", page)
             for row in rows:

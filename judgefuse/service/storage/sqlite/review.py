@@ -18,7 +18,8 @@ import sqlite3
 from judgefuse.service.storage.checks import stats_from_counters
 from judgefuse.service.storage.records import StratumCounts, VerdictRecord
 
-__all__ = ["dequeue_labelled", "enqueue_new", "lease_free", "release_lease", "stats"]
+__all__ = ["dequeue_labelled", "enqueue_new", "lease_free", "release_lease", "requeue_undone",
+           "stats"]
 
 
 def _bump(
@@ -58,6 +59,24 @@ def dequeue_labelled(conn: sqlite3.Connection, tenant: str, record: VerdictRecor
     ).rowcount
     if gone:
         _bump(conn, tenant, record.panel, stamp.stratum, "inqueue", -1)
+
+
+def requeue_undone(
+    conn: sqlite3.Connection, tenant: str, record: VerdictRecord, annotator: str, expires_at: float
+) -> None:
+    """An undone first label on ``record`` (as it was, labelled): uncount it, and put a queued
+    item back in the queue at its rank, leased to ``annotator`` (the page shows it again)."""
+    stamp = record.review
+    if stamp is None or record.label is None:
+        return
+    _bump(conn, tenant, record.panel, stamp.stratum, "labelled", -1)
+    if stamp.queued:
+        conn.execute(
+            "INSERT INTO review_queue (tenant, panel, id, stratum, rank, lease_owner, "
+            "lease_expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (tenant, record.panel, record.id, stamp.stratum, stamp.rank, annotator, expires_at),
+        )
+        _bump(conn, tenant, record.panel, stamp.stratum, "inqueue", 1)
 
 
 def lease_free(
