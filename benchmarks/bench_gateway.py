@@ -23,10 +23,17 @@ share the cores).
     errors, against the bare aiohttp fan-out's (no validation, fusion, storage or routing: the
     floor on this machine). Target >= 0.6x the fan-out. The same for ``POST /v1/fuse`` (bring
     your own votes: N ``external`` judges, the votes in the body, no judge call).
-(b) at half that rate (open loop, fixed arrival rate): gateway overhead per verdict = client
-    latency minus the slowest judge call (the gateway's own measure of that call), p50/p99;
-    targets <= 1.5 ms and <= 6 ms. Beside it, the bare fan-out at the same rate, and
-    ``/v1/fuse`` at half its own max (its latency is all overhead).
+(b) open loop (a fixed arrival rate; latency counted from each request's scheduled send, so a
+    slow answer delays no later send and hides nothing; client timeout 10 s) at 25%, 50% and
+    80% of each server's own max: latency minus the stub's delay p50 / p99 / p99.9, and the
+    errors split into 429s (with ``Retry-After`` or not), 5xx and timeouts; for judgefuse also
+    its event loop's lag over the run (``judgefuse_event_loop_lag_seconds`` from ``/metrics``)
+    and where the time went (p50 / p99 of: the slowest judge call, the fan-out beyond it,
+    fusion, routing + stamp, the store's wait, and outside the handler: HTTP, middleware,
+    admission, waiting for the loop, the response). The bare fan-out also at judgefuse's 50%
+    rate, and ``/v1/fuse`` also at 150% of its max (above capacity: 429s expected, no 5xx).
+    Then the issue's targets, each met or NOT met. Servers run on one core, the load
+    generator and the stub on the other (``--no-pin``: anywhere), stated in the first line.
 (c) calibration query time with 1,000,000 labelled verdicts' worth of accumulator fields in
     the store (built with ``CalibrationAccumulator.increments_many``, spread over 24 hour
     buckets, written through ``Storage.set_label``): ``GET /v1/calibration`` (all time + 24 h
@@ -99,6 +106,7 @@ def serve_stub(port: int, latency_ms: float) -> None:
 
 
 def serve_gateway(port: int, stub_url: str, judges: int, workdir: str, storage_url: str) -> None:
+    pin_self(os.environ.get(SERVER_CPU_ENV))
     import uvicorn
 
     from judgefuse.service.app import create_app
@@ -127,6 +135,13 @@ def serve_gateway(port: int, stub_url: str, judges: int, workdir: str, storage_u
     import logging
 
     logging.getLogger("judgefuse.service").setLevel(logging.ERROR)
+    workers = int(os.environ.get("BENCH_GATEWAY_WORKERS", "1"))
+    if workers > 1:  # judgefuse serve --workers N: the product's own supervisor
+        from judgefuse.service.ops.serve_command import run_workers
+
+        settings = settings.model_copy(update={"server": settings.server.model_copy(update={
+            "workers": workers, "host": "127.0.0.1", "port": port, "log_level": "error"})})
+        raise SystemExit(run_workers(settings))
     uvicorn.run(create_app(settings), host="127.0.0.1", port=port, log_level="error",
                 access_log=False)
 
@@ -134,6 +149,8 @@ def serve_gateway(port: int, stub_url: str, judges: int, workdir: str, storage_u
 def serve_bare(port: int, stub_url: str, judges: int) -> None:
     """The floor: an aiohttp server that fans out to the judges and returns their bodies."""
     from aiohttp import web
+
+    pin_self(os.environ.get(SERVER_CPU_ENV))
 
     async def run() -> None:
         session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
@@ -172,7 +189,8 @@ def serve_bare(port: int, stub_url: str, judges: int) -> None:
 PROXY_KEY = "sk-bench-master-key-0123456789abcdef"
 
 
-def start_litellm_proxy(port: int, stub_url: str, workdir: str) -> subprocess.Popen[bytes]:
+def start_litellm_proxy(port: int, stub_url: str, workdir: str,
+                        cpu: str | None = None) -> subprocess.Popen[bytes]:
     """LiteLLM's proxy (``litellm --config``, one worker) routing model ``judge0`` to the stub.
 
     Its defaults otherwise (a master key, which it requires, so each request is authenticated
@@ -188,6 +206,7 @@ def start_litellm_proxy(port: int, stub_url: str, workdir: str) -> subprocess.Po
     return subprocess.Popen(
         [str(exe), "--config", str(config), "--host", "127.0.0.1", "--port", str(port), "--num_workers", "1"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        preexec_fn=(lambda: pin_self(cpu)) if cpu else None,
         env={**os.environ, "LITELLM_LOG": "ERROR", "LITELLM_TELEMETRY": "False",
              "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
     )
@@ -239,32 +258,46 @@ async def wait_http(url: str, timeout: float = 60.0) -> None:
 
 
 # ----------------------------------------------------------------------------- load
-Sample = tuple[float, float | None, float | None, float | None]
+Sample = tuple[float, float | None, float | None, float | None, dict[str, float] | None]
 """(client latency, slowest judge call as the server saw it or None, server overhead or None,
-the server's time storing the verdict or None)."""
+the server's time storing the verdict or None, judgefuse's ``timings`` or None)."""
+
+
+class Refused(RuntimeError):
+    """A non-200 answer: its status and whether it carried ``Retry-After``."""
+
+    def __init__(self, status: int, retry_after: bool, raw: bytes) -> None:
+        super().__init__(f"HTTP {status}: {raw[:200]!r}")
+        self.status = status
+        self.retry_after = retry_after
 
 
 async def one(session: aiohttp.ClientSession, url: str, body: bytes,
-              headers: dict[str, str] | None = None) -> Sample:
-    started = time.perf_counter()
+              headers: dict[str, str] | None = None, started: float | None = None) -> Sample:
+    """One request; its latency counts from ``started`` (the open loop's scheduled send time,
+    so a late generator or a full connection pool is counted against the server, not hidden)."""
+    started = time.perf_counter() if started is None else started
     async with session.post(url, data=body, headers=headers or JSON_HEADERS) as response:
         raw = await response.read()
         status = response.status
+        retry_after = "Retry-After" in response.headers
     latency = time.perf_counter() - started
     if status != 200:
-        raise RuntimeError(f"HTTP {status}: {raw[:200]!r}")
+        raise Refused(status, retry_after, raw)
     data = json.loads(raw)
     if "slowest" in data:  # the bare fan-out
-        return latency, data["slowest"], None, None
+        return latency, data["slowest"], None, None, None
     if "choices" in data:  # the LiteLLM proxy: no per-call timing in the body
-        return latency, None, None, None
+        return latency, None, None, None, None
     slowest = max((v["latency_s"] for v in data["votes"]), default=0.0)
     timings = data["timings"]
-    return latency, slowest, timings.get("overhead_s"), timings.get("store_s")
+    return latency, slowest, timings.get("overhead_s"), timings.get("store_s"), timings
 
 
 async def closed_loop(url: str, concurrency: int, seconds: float,
                       payload: dict | None = None, headers: dict[str, str] | None = None) -> tuple[float, int]:
+    """(rate of 200s, errors): a 429 is no error here (the server refusing above its capacity
+    is what it should do in a closed loop past it); it is counted in ``REFUSED``."""
     body = json.dumps(payload or PAIR).encode()
     done = errors = 0
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
@@ -276,6 +309,11 @@ async def closed_loop(url: str, concurrency: int, seconds: float,
                 try:
                     await one(session, url, body, headers)
                     done += 1
+                except Refused as exc:
+                    if exc.status == 429:
+                        REFUSED[url] = REFUSED.get(url, 0) + 1
+                    else:
+                        errors += 1
                 except Exception:
                     errors += 1
 
@@ -285,20 +323,54 @@ async def closed_loop(url: str, concurrency: int, seconds: float,
     return done / wall, errors
 
 
-async def open_loop(url: str, rate: float, seconds: float, payload: dict | None = None,
-                    headers: dict[str, str] | None = None) -> tuple[list[Sample], float, int]:
-    """Fixed arrival rate; returns the samples, the achieved rate and the errors."""
-    body = json.dumps(payload or PAIR).encode()
-    samples: list[Sample] = []
-    errors = 0
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+@dataclass
+class OpenRun:
+    """One open-loop run: the 200s' samples and what the others were."""
 
-        async def fire() -> None:
-            nonlocal errors
+    samples: list[Sample]
+    achieved: float
+    refused_429: int = 0
+    retry_after_429: int = 0
+    """429s that carried ``Retry-After``"""
+    server_5xx: int = 0
+    other: int = 0
+    """timeouts (``CLIENT_TIMEOUT_S``), connection errors, other statuses"""
+    send_late_p99_ms: float = 0.0
+    """how late the generator sent (p99): large means the generator, not the server, lagged"""
+
+    @property
+    def errors(self) -> int:
+        return self.refused_429 + self.server_5xx + self.other
+
+
+CLIENT_TIMEOUT_S = 10.0
+REFUSED: dict[str, int] = {}
+"""429s per URL in the closed loops (not errors there)."""
+
+
+async def open_loop_run(url: str, rate: float, seconds: float, payload: dict | None = None,
+                        headers: dict[str, str] | None = None) -> OpenRun:
+    """Fixed arrival rate (one request every 1/rate s, whatever the answers do)."""
+    body = json.dumps(payload or PAIR).encode()
+    run = OpenRun([], 0.0)
+    late: list[float] = []
+    timeout = aiohttp.ClientTimeout(total=CLIENT_TIMEOUT_S)
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), timeout=timeout) as session:
+
+        async def fire(target: float) -> None:
+            late.append(time.perf_counter() - target)
             try:
-                samples.append(await one(session, url, body, headers))
+                run.samples.append(await one(session, url, body, headers, started=target))
+            except Refused as exc:
+                if exc.status == 429:
+                    run.refused_429 += 1
+                    run.retry_after_429 += exc.retry_after
+                elif exc.status >= 500:
+                    run.server_5xx += 1
+                else:
+                    run.other += 1
             except Exception:
-                errors += 1
+                run.other += 1
 
         tasks = []
         n = max(1, int(rate * seconds))
@@ -308,10 +380,19 @@ async def open_loop(url: str, rate: float, seconds: float, payload: dict | None 
             delay = target - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
-            tasks.append(asyncio.create_task(fire()))
+            tasks.append(asyncio.create_task(fire(target)))
         await asyncio.gather(*tasks)
         wall = time.perf_counter() - started
-    return samples, n / wall, errors
+    run.achieved = n / wall
+    run.send_late_p99_ms = pct(late, 99) * 1e3
+    return run
+
+
+async def open_loop(url: str, rate: float, seconds: float, payload: dict | None = None,
+                    headers: dict[str, str] | None = None) -> tuple[list[Sample], float, int]:
+    """Fixed arrival rate; returns the samples, the achieved rate and the errors."""
+    run = await open_loop_run(url, rate, seconds, payload, headers)
+    return run.samples, run.achieved, run.errors
 
 
 def pct(values: list[float], q: float) -> float:
@@ -334,19 +415,23 @@ class Target:
 
 
 def cpu_s(pid: int | None) -> float:
-    """User + system CPU seconds of process ``pid`` so far (0 when unknown)."""
+    """User + system CPU seconds of process ``pid`` and its live children so far (0 when
+    unknown): a ``--gateway-workers`` supervisor's workers count as the gateway."""
     if pid is None:
         return 0.0
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
     except OSError:
         return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return own + sum(cpu_s(int(child)) for child in children)
 
 
 @dataclass
 class Measured:
     name: str
+    url: str = ""
     max_rate: float = 0.0
     points: list[tuple[int, float, int]] = field(default_factory=list)
     at_rate: float = 0.0
@@ -369,7 +454,9 @@ class Measured:
 
 
 async def max_rate(target: Target, concurrency: list[int], seconds: float, into: Measured) -> Measured:
+    into.url = target.url
     await closed_loop(target.url, 8, 1.0, target.payload, target.headers)  # warm-up
+    REFUSED.pop(target.url, None)
     cpu = requests = 0.0
     for c in concurrency:
         before = cpu_s(target.pid)
@@ -386,10 +473,15 @@ async def max_rate(target: Target, concurrency: list[int], seconds: float, into:
 
 async def overhead_at(target: Target, rate: float, seconds: float, delay_s: float,
                       into: Measured) -> Measured:
-    samples, into.achieved, into.errors = await open_loop(
-        target.url, rate, seconds, target.payload, target.headers)
-    into.at_rate = rate
-    for latency, slowest, inside, store in samples:
+    run = await open_loop_run(target.url, rate, seconds, target.payload, target.headers)
+    return absorb(into, run, rate, delay_s)
+
+
+def absorb(into: Measured, run: OpenRun, rate: float, delay_s: float) -> Measured:
+    """``into`` takes ``run``'s figures (the summary's row: rate, latency, errors)."""
+    into.achieved, into.errors, into.at_rate = run.achieved, run.errors, rate
+    into.over_call, into.over_stub, into.inside, into.store = [], [], [], []
+    for latency, slowest, inside, store, _timings in run.samples:
         into.over_stub.append(latency - delay_s)
         if slowest is not None:
             into.over_call.append(latency - slowest)
@@ -423,6 +515,111 @@ def ratio(a: float, b: float) -> str:
 
 def met(ok: bool) -> str:
     return "met" if ok else "NOT met"
+
+
+# ----------------------------------------------------------------------------- cores
+SERVER_CPU_ENV = "BENCH_SERVER_CPU"
+"""Set for a server child: the one core it runs on (``os.sched_setaffinity`` at its start, so
+every thread it starts inherits it)."""
+
+
+def pin_self(cpu: str | None) -> None:
+    if cpu:
+        os.sched_setaffinity(0, {int(cpu)})
+
+
+def cores_plan(pin: bool) -> tuple[dict[str, str], str]:
+    """(environment for server children, the sentence saying where everything runs)."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if not pin or len(cpus) < 2:
+        return {}, f"not pinned ({len(cpus)} cores usable)"
+    server, generator = cpus[-1], cpus[0]
+    os.sched_setaffinity(0, {generator})  # this process: the load generator (and the stub)
+    return ({SERVER_CPU_ENV: str(server)},
+            f"pinned: each server under test on core {server}, the load generator and the judge "
+            f"stub on core {generator} (sched_setaffinity)")
+
+
+# ----------------------------------------------------------------------------- loop lag
+async def lag_buckets(base: str) -> dict[float, float]:
+    """The gateway's ``judgefuse_event_loop_lag_seconds`` histogram: upper bound -> count."""
+    out: dict[float, float] = {}
+    async with aiohttp.ClientSession() as session:
+        async with session.get(base + "/metrics") as response:
+            text = await response.text()
+    for line in text.splitlines():
+        if line.startswith("judgefuse_event_loop_lag_seconds_bucket"):
+            le = line.split('le="', 1)[1].split('"', 1)[0]
+            out[float("inf") if le == "+Inf" else float(le)] = float(line.rsplit(" ", 1)[1])
+    return out
+
+
+def lag_summary(before: dict[float, float], after: dict[float, float]) -> str:
+    """p50 / p99 / p99.9 of the loop lag sampled between two scrapes (bucket upper bounds)."""
+    diff = {le: after.get(le, 0.0) - before.get(le, 0.0) for le in sorted(after)}
+    total = diff.get(float("inf"), 0.0)
+    if total <= 0:
+        return "loop lag: not exposed"
+
+    def q(f: float) -> str:
+        for le, n in diff.items():
+            if n >= f * total:
+                return "> 5 s" if le == float("inf") else f"<= {le * 1e3:g} ms"
+        return "?"
+
+    return f"loop lag ({total:,.0f} samples, 5 ms apart): p50 {q(0.5)}, p99 {q(0.99)}, p99.9 {q(0.999)}"
+
+
+# ----------------------------------------------------------------------------- levels
+FRACTIONS = (0.25, 0.5, 0.8)
+
+
+def level_line(name: str, share: str, rate: float, run: OpenRun, delay_s: float) -> str:
+    over = [x[0] - delay_s for x in run.samples]
+    ms = [pct(over, q) * 1e3 for q in (50, 99, 99.9)]
+    errors = (f"errors {run.errors} (429 {run.refused_429}, with Retry-After {run.retry_after_429}; "
+              f"5xx {run.server_5xx}; timeouts/other {run.other})")
+    return (f"    {name:<22} {share:>5} {rate:7.1f}/s (achieved {run.achieved:6.1f}/s, generator late "
+            f"p99 {run.send_late_p99_ms:5.1f} ms): latency - stub p50 {ms[0]:7.2f}, p99 {ms[1]:7.2f}, "
+            f"p99.9 {ms[2]:7.2f} ms; {errors}")
+
+
+def breakdown_line(run: OpenRun) -> str:
+    """Where a judgefuse request's time went (p50 / p99 of each part, ms), from its timings."""
+    parts: dict[str, list[float]] = {k: [] for k in (
+        "judge calls (slowest)", "fan-out beyond it", "fusion", "routing+stamp", "store wait",
+        "outside the handler")}
+    for latency, slowest, _inside, _store, t in run.samples:
+        if t is None:
+            continue
+        judges, fuse, store, total = (t.get(k, 0.0) for k in ("judges_s", "fuse_s", "store_s", "total_s"))
+        parts["judge calls (slowest)"].append(slowest or 0.0)
+        parts["fan-out beyond it"].append(max(0.0, judges - (slowest or 0.0)))
+        parts["fusion"].append(fuse)
+        parts["routing+stamp"].append(max(0.0, total - judges - fuse - store))
+        parts["store wait"].append(store)
+        parts["outside the handler"].append(latency - total)
+    return "; ".join(f"{k} {pct(v, 50) * 1e3:.2f}/{pct(v, 99) * 1e3:.2f}" for k, v in parts.items())
+
+
+async def levels(name: str, target: Target, max_rate: float, fractions: tuple[float, ...], seconds: float,
+                 delay_s: float, lag_from: str | None = None) -> dict[float, OpenRun]:
+    """Open loop at each fraction of ``max_rate``: one line each (plus the loop lag and the
+    breakdown for judgefuse)."""
+    out: dict[float, OpenRun] = {}
+    if max_rate <= 0:
+        raise SystemExit(f"{name}: no closed-loop point without errors, so no max rate to take "
+                         "fractions of (see the points above)")
+    for f in fractions:
+        before = await lag_buckets(lag_from) if lag_from else {}
+        run = await open_loop_run(target.url, f * max_rate, seconds, target.payload, target.headers)
+        out[f] = run
+        print(level_line(name, f"{f:.0%}", f * max_rate, run, delay_s), flush=True)
+        if lag_from:
+            print(f"    {'':<28} {lag_summary(before, await lag_buckets(lag_from))}")
+            if any(x[4] for x in run.samples):
+                print(f"    {'':<28} where the time went, p50/p99 ms: {breakdown_line(run)}")
+    return out
 
 
 # ----------------------------------------------------------------------------- calibration
@@ -522,9 +719,36 @@ async def calibration_bench(base: str, storage_url: str, n_items: int) -> dict[s
 
 
 # ----------------------------------------------------------------------------- main
+def show_targets(jf: Measured, bm: Measured, jl: dict[float, OpenRun], bare_same: OpenRun,
+                 fl: dict[float, OpenRun], delay_s: float) -> None:
+    """The issue's "what must be shown", each with met / NOT met."""
+    def p99(run: OpenRun, delay: float) -> float:
+        return pct([x[0] - delay for x in run.samples], 99) * 1e3
+
+    j50, b50 = p99(jl[0.5], delay_s), p99(bare_same, delay_s)
+    inside = pct([x[2] for x in jl[0.5].samples if x[2] is not None], 99) * 1e3
+    f50, f150 = p99(fl[0.5], 0.0), p99(fl[1.5], 0.0)
+    over = fl[1.5]
+    print("\n    targets:")
+    print(f"    - /v1/judge at 50%: latency - stub p99 {j50:.1f} ms <= 3x the bare fan-out's {b50:.1f} ms "
+          f"at the same rate: {met(j50 <= 3 * b50)}; in-app overhead p99 {inside:.1f} ms <= 20 ms: "
+          f"{met(inside <= 20)}; errors {jl[0.5].errors} == 0: {met(jl[0.5].errors == 0)}")
+    print(f"    - /v1/judge at 80%: errors {jl[0.8].errors} == 0: {met(jl[0.8].errors == 0)} "
+          f"(p99 {p99(jl[0.8], delay_s):.1f} ms)")
+    print(f"    - /v1/fuse at 50%: errors {fl[0.5].errors} == 0, p99 {f50:.1f} ms <= 50 ms: "
+          f"{met(fl[0.5].errors == 0 and f50 <= 50)}")
+    print(f"    - /v1/fuse at 150%: {over.refused_429} x 429 ({over.retry_after_429} with Retry-After), "
+          f"5xx {over.server_5xx}, timeouts/other {over.other}, accepted p99 {f150:.1f} ms <= 100 ms: "
+          f"{met(over.refused_429 > 0 and over.retry_after_429 == over.refused_429 and over.server_5xx == 0 and over.other == 0 and f150 <= 100)}")
+    print(f"    - closed-loop /v1/judge max {jf.max_rate:.1f}/s >= 0.6x the bare fan-out's {bm.max_rate:.1f}/s: "
+          f"{met(jf.max_rate >= 0.6 * bm.max_rate)}")
+
+
 def show_points(m: Measured) -> None:
     for c, rate, errors in m.points:
         print(f"    {m.name:<28} concurrency {c:>4}: {rate:7.1f}/s, errors {errors}")
+    if REFUSED.get(m.url):
+        print(f"    {m.name:<28} 429s over these points (refused past capacity, not errors): {REFUSED[m.url]}")
     if m.cpu_ms == m.cpu_ms:
         print(f"    {m.name:<28} server CPU per request: {m.cpu_ms:.2f} ms")
 
@@ -564,6 +788,9 @@ async def main_async(args: argparse.Namespace) -> None:
 
 
 async def run_bench(args: argparse.Namespace, workdir: str, base_folder: str, store: Store) -> None:
+    server_env, cores = cores_plan(args.pin and args.gateway_workers == 1)
+    if args.gateway_workers > 1:
+        cores += f"; the gateway: {args.gateway_workers} worker processes (judgefuse serve --workers)"
     stub_proc, line = spawn("--serve-stub", str(free_port()), str(args.latency_ms))
     stub_url = line.split(" ", 1)[1]
     delay_s = args.latency_ms / 1000
@@ -576,7 +803,8 @@ async def run_bench(args: argparse.Namespace, workdir: str, base_folder: str, st
         procs.append(subprocess.Popen(
             [sys.executable, __file__, "--serve-gateway", str(port), stub_url, str(args.judges), folder,
              storage_url],
-            env={**os.environ, "BENCH_SQLITE_SYNC": sync},
+            env={**os.environ, "BENCH_SQLITE_SYNC": sync, **server_env,
+                 "BENCH_GATEWAY_WORKERS": str(args.gateway_workers)},
         ))
         url = f"http://127.0.0.1:{port}"
         pids[url] = procs[-1].pid
@@ -589,14 +817,14 @@ async def run_bench(args: argparse.Namespace, workdir: str, base_folder: str, st
         folder = tempfile.mkdtemp(prefix=f"gw-{other_sync.lower()}-", dir=workdir)
         other = gateway(other_sync, folder, sqlite_url(folder))
     bare_port = free_port()
-    bare_proc, _ = spawn("--serve-bare", str(bare_port), stub_url, str(args.judges))
+    bare_proc, _ = spawn("--serve-bare", str(bare_port), stub_url, str(args.judges), env=server_env)
     procs.append(bare_proc)
     bare = f"http://127.0.0.1:{bare_port}"
     pids[bare] = bare_proc.pid
     proxy = None
     if args.anchor == "litellm-proxy":
         proxy_port = free_port()
-        procs.append(start_litellm_proxy(proxy_port, stub_url, workdir))
+        procs.append(start_litellm_proxy(proxy_port, stub_url, workdir, server_env.get(SERVER_CPU_ENV)))
         proxy = f"http://127.0.0.1:{proxy_port}"
         pids[proxy] = procs[-1].pid
     try:
@@ -607,7 +835,7 @@ async def run_bench(args: argparse.Namespace, workdir: str, base_folder: str, st
             await wait_http(proxy + "/health/liveliness", timeout=180)
         print(f"cores: {os.cpu_count()}; judges: {args.judges} (SC, direct aiohttp); judge latency "
               f"{args.latency_ms:g} ms; {describe(store, args.sqlite_sync)}; "
-              f"{args.seconds:g} s per point; load average {os.getloadavg()[0]:.1f} at the start")
+              f"{args.seconds:g} s per point; load average {os.getloadavg()[0]:.1f} at the start; {cores}")
         f50, f90 = fsync_ms(workdir)
         floor = {
             "sqlite": "the floor of every synchronous=FULL commit; judgefuse's timings.store_s below includes it",
@@ -637,18 +865,26 @@ async def run_bench(args: argparse.Namespace, workdir: str, base_folder: str, st
               f"/v1/fuse {fu.max_rate:.1f}/s"
               + (f"; judgefuse with synchronous={other_sync}: {om.max_rate:.1f}/s" if om else ""))
 
+        print(f"\n(b) open loop at {', '.join(f'{f:.0%}' for f in FRACTIONS)} of each one's max "
+              f"({args.seconds:g} s each; latency counted from the scheduled send; client timeout "
+              f"{CLIENT_TIMEOUT_S:g} s; {cores})")
+        jl = await levels("judgefuse /v1/judge", Target("jf", base + "/v1/judge"), jf.max_rate, FRACTIONS,
+                          args.seconds, delay_s, lag_from=base)
+        bl = await levels("bare fan-out", Target("bare", bare + "/v1/judge"), bm.max_rate, FRACTIONS,
+                          args.seconds, delay_s)
         half = jf.max_rate / 2
-        print(f"\n(b) overhead per verdict at half judgefuse's max rate ({half:.1f}/s, open loop)")
-        await overhead_at(Target("jf", base + "/v1/judge"), half, args.seconds, delay_s, jf)
-        p50, p99 = jf.overhead("call")
-        show_overhead(jf, f"  (targets p50 <= 1.5 ms, p99 <= 6 ms: {met(p50 <= 1.5 and p99 <= 6)})")
-        await overhead_at(Target("bare", bare + "/v1/judge"), half, args.seconds, delay_s, bm)
-        show_overhead(bm)
-        await overhead_at(Target("fuse", base + "/v1/fuse", FUSE), fu.max_rate / 2, args.seconds, 0.0, fu)
-        show_overhead(fu, "  (no judge call: the latency is all overhead)")
+        bare_same = (await levels("bare fan-out", Target("bare", bare + "/v1/judge"), half, (1.0,),
+                                  args.seconds, delay_s))[1.0]
+        print(f"    {'':<28} (the last: the bare fan-out at judgefuse's 50% rate, for the ratio below)")
+        fl = await levels("judgefuse /v1/fuse", Target("fuse", base + "/v1/fuse", FUSE), fu.max_rate,
+                          (*FRACTIONS, 1.5), args.seconds, 0.0, lag_from=base)
+        absorb(jf, jl[0.5], half, delay_s)
+        absorb(bm, bl[0.5], bm.max_rate / 2, delay_s)
+        absorb(fu, fl[0.5], fu.max_rate / 2, 0.0)
         if om is not None:
             await overhead_at(Target("other", other + "/v1/judge"), om.max_rate / 2, args.seconds, delay_s, om)
             show_overhead(om, "  (at half its own max)")
+        show_targets(jf, bm, jl, bare_same, fl, delay_s)
 
         n, size, what = await store.bytes_per_verdict()
         per_verdict = size / max(n, 1)
@@ -676,15 +912,17 @@ async def run_bench(args: argparse.Namespace, workdir: str, base_folder: str, st
             print(f"    in process: report {cal['report_ms']:.2f} ms = read total {cal['read_total_ms']:.2f} ms"
                   f" + read window {cal['read_window_ms']:.2f} ms + metrics x2 ({cal['metrics_ms']:.2f} ms each)")
 
+        print(f"    load average at the end {os.getloadavg()[0]:.1f}")
         print(f"\nsummary (one run, {describe(store, args.sqlite_sync)}, {per_verdict:,.0f} B per verdict; "
               "ratios are to the bare aiohttp fan-out of the same load)")
-        print(f"    {'server':<34} {'max/s':>8} {'x bare':>7} {'CPU ms/req':>10} {'p50 ms':>8} {'p99 ms':>8}  at")
+        print(f"    {'server':<34} {'max/s':>8} {'x bare':>7} {'CPU ms/req':>10} {'p50 ms':>8} {'p99 ms':>8}  at"
+              "  (p50/p99: latency - slowest judge call, open loop at 50% of the row's own max)")
         rows = [(jf, bm), (bm, bm), (fu, bm)] + ([(om, bm)] if om else [])
         rows += [(m, anchor[1]) for m in anchor]
         for m, floor in rows:
             p50, p99 = m.overhead("call")
             print(f"    {m.name:<34} {m.max_rate:8.1f} {ratio(m.max_rate, floor.max_rate):>7} {m.cpu_ms:10.2f} "
-                  f"{p50:8.2f} {p99:8.2f}  {m.at_rate:.1f}/s")
+                  f"{p50:8.2f} {p99:8.2f}  {m.at_rate:.1f}/s  errors {m.errors}")
     finally:
         for proc in procs:
             proc.terminate()
@@ -764,6 +1002,11 @@ def main() -> None:
                         help="also measure LiteLLM's proxy on the same stub and load (needs the bench extra)")
     parser.add_argument("--storage", default="sqlite",
                         help="sqlite (default) | redis | postgres (a throwaway server) | a storage URL")
+    parser.add_argument("--gateway-workers", type=int, default=1,
+                        help="judgefuse serve --workers N for the gateway (N > 1: not pinned, "
+                             "every server process may use every core)")
+    parser.add_argument("--no-pin", dest="pin", action="store_false",
+                        help="do not pin the servers and the load generator to their own cores")
     parser.add_argument("--pg-async-commit", action="store_true",
                         help="with --storage postgres: synchronous_commit=off, the analogue of "
                              "SQLite NORMAL / Redis everysec (a crash may lose the last commits)")
