@@ -70,7 +70,8 @@ class VerdictQuery(BaseModel):
     labelled: bool | None = None
     """True: labelled only; False: unlabelled only; None: both."""
     wrong: bool = False
-    """Only labelled verdicts whose fused choice differs from the label."""
+    """Only verdicts labelled ``A`` or ``B`` whose fused choice differs from the label (a tie
+    or "both bad" label says neither answer was preferred: never wrong)."""
     disagreeing: bool = False
     """Only verdicts whose valid votes do not all choose the same answer."""
     below_confidence: float | None = Field(default=None, ge=0.0, le=1.0)
@@ -79,6 +80,12 @@ class VerdictQuery(BaseModel):
     """``created_at`` at or after (epoch seconds)."""
     until: float | None = None
     """``created_at`` strictly before (epoch seconds)."""
+
+    @property
+    def indexed_only(self) -> bool:
+        """Whether every filter is one the backends' indexes serve (time range, labelled)."""
+        return (self.route is None and self.stratum is None and not self.wrong
+                and not self.disagreeing and self.below_confidence is None)
 
     @property
     def index_labelled(self) -> bool | None:
@@ -129,7 +136,7 @@ def matches(record: VerdictRecord, query: VerdictQuery) -> bool:
         return False
     if query.stratum is not None and _stratum(record) != query.stratum:
         return False
-    if query.wrong and (record.label is None or record.verdict.choice == record.label):
+    if query.wrong and (record.label not in ("A", "B") or record.verdict.choice == record.label):
         return False
     if query.disagreeing and not disagreeing(record):
         return False
