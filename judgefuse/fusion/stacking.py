@@ -169,6 +169,23 @@ class StackedFusion:
         self, batches: Sequence[Sequence[JudgeVote]], labels: Sequence[Literal["A", "B"]]
     ) -> Self:
         y = check_labels(batches, labels, min_labels=self.min_labels, min_per_class=1)
+        self._freeze_features(batches)
+        x, _ = self._matrix(batches)
+        from sklearn.linear_model import LogisticRegression
+
+        model = LogisticRegression(C=self.C, solver="newton-cholesky", max_iter=200, tol=1e-8)
+        model.fit(x, y)
+        self._model = model
+        digest = hashlib.sha256()
+        digest.update("\n".join(self.feature_names).encode())
+        digest.update(np.round(model.coef_.ravel(), 10).tobytes())
+        digest.update(np.round(model.intercept_, 10).tobytes())
+        digest.update(np.round(self._mean, 10).tobytes() + np.round(self._std, 10).tobytes())
+        self.model_version = digest.hexdigest()[:12]
+        return self
+
+    def _freeze_features(self, batches: Sequence[Sequence[JudgeVote]]) -> None:
+        """Fix the judges, signal keys and signal standardisation from the fit's batches."""
         self.judges = sorted({vote.judge for batch in batches for vote in batch})
         if not self.judges:
             raise NotEnoughLabels("no votes in any batch: nothing to fit on")
@@ -187,19 +204,6 @@ class StackedFusion:
         self.feature_names = [
             f"{judge}:{kind}" for judge in self.judges for kind in ("logodds", "missing", "invalid")
         ] + [f"{judge}:signal:{key}" for judge, key in self.signal_keys]
-        x, _ = self._matrix(batches)
-        from sklearn.linear_model import LogisticRegression
-
-        model = LogisticRegression(C=self.C, solver="newton-cholesky", max_iter=200, tol=1e-8)
-        model.fit(x, y)
-        self._model = model
-        digest = hashlib.sha256()
-        digest.update("\n".join(self.feature_names).encode())
-        digest.update(np.round(model.coef_.ravel(), 10).tobytes())
-        digest.update(np.round(model.intercept_, 10).tobytes())
-        digest.update(np.round(self._mean, 10).tobytes() + np.round(self._std, 10).tobytes())
-        self.model_version = digest.hexdigest()[:12]
-        return self
 
     @property
     def coefficients(self) -> dict[str, float]:

@@ -1,0 +1,94 @@
+"""Offset stacking: the cold-start rule's log-odds as an offset, a learned correction
+(judgefuse/fusion/offset_stacking.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+from judgefuse.fusion import get_method, mean_probability
+from judgefuse.fusion.capabilities import capabilities, method_params, restore_method
+from judgefuse.fusion.offset_stacking import PENALTIES, OffsetStackedFusion, fit_offset_logistic, rule_logodds
+from judgefuse.judges.types import JudgeVote
+
+
+def _votes(rng: np.random.Generator, n: int, *, flipped_judge: bool) -> tuple[list[list[JudgeVote]], list[str]]:
+    """Three judges; j1 and j2 informative; j3 informative, or reversed when ``flipped_judge``."""
+    batches, labels = [], []
+    for _ in range(n):
+        truth = "A" if rng.random() < 0.5 else "B"
+        votes = []
+        for judge, skill in (("j1", 0.8), ("j2", 0.7), ("j3", 0.75)):
+            right = rng.random() < (1 - skill if flipped_judge and judge == "j3" else skill)
+            choice = truth if right else ("B" if truth == "A" else "A")
+            confidence = float(rng.uniform(0.6, 0.95))
+            votes.append(JudgeVote(judge=judge, mode="sc", choice=choice, confidence=confidence,
+                                   p_a=confidence if choice == "A" else 1 - confidence))
+        batches.append(votes)
+        labels.append(truth)
+    return batches, labels
+
+
+def test_newton_fit_matches_a_general_optimiser():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(80, 3))
+    offset = rng.normal(size=80)
+    y = (rng.random(80) < 1 / (1 + np.exp(-(offset + x @ [1.0, -0.5, 0.0])))).astype(float)
+    lam = 3.0
+
+    def objective(beta):
+        z = offset + beta[0] + x @ beta[1:]
+        return float(np.sum(np.logaddexp(0, z) - y * z) + lam / 2 * beta[1:] @ beta[1:])
+
+    b, w = fit_offset_logistic(x, y, offset, lam)
+    reference = minimize(objective, np.zeros(4), method="BFGS", options={"gtol": 1e-10}).x
+    assert np.allclose([b, *w], reference, atol=1e-4)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_when_the_labels_teach_nothing_it_stays_at_the_rule(seed):
+    """Labels drawn from the rule's own P(A) (the rule is right about itself): inner CV finds
+    no correction worth its freedom."""
+    rng = np.random.default_rng(seed)
+    batches, _ = _votes(rng, 60, flipped_judge=False)
+    labels = ["A" if rng.random() < mean_probability(b).p_a else "B" for b in batches]
+    model = OffsetStackedFusion().fit(batches, labels)
+    test, _ = _votes(rng, 200, flipped_judge=False)
+    rule = np.array([mean_probability(b).p_a for b in test])
+    assert model.penalty >= 30.0
+    assert np.abs(np.array(list(model.coefficients.values())[:-1])).max() < 0.1
+    # only the free intercept can move it, and 60 coin flips move it little
+    assert np.abs(model.predict_p_a(test) - rule).mean() < 0.12
+
+
+def test_with_enough_labels_it_learns_what_the_rule_gets_wrong():
+    rng = np.random.default_rng(2)
+    batches, labels = _votes(rng, 400, flipped_judge=True)
+    test, test_labels = _votes(rng, 2000, flipped_judge=True)
+    model = OffsetStackedFusion().fit(batches, labels)
+    y = np.array([lab == "A" for lab in test_labels], dtype=float)
+    rule = np.array([mean_probability(b).p_a for b in test])
+    assert model.penalty < PENALTIES[0]
+    assert model.coefficients["j3:logodds"] < 0  # the reversed judge is turned around
+    assert np.mean((model.predict_p_a(test) - y) ** 2) < np.mean((rule - y) ** 2) - 0.02
+
+
+def test_it_is_refittable_and_its_parameters_round_trip():
+    import judgefuse.fusion.offset_stacking  # noqa: F401  (registers it)
+
+    rng = np.random.default_rng(3)
+    batches, labels = _votes(rng, 120, flipped_judge=True)
+    assert capabilities("offset_stacked").refittable
+    fitted = get_method("offset_stacked").fit(batches, labels)
+    restored = restore_method("offset_stacked", method_params(fitted))
+    assert np.allclose(restored.predict_p_a(batches), fitted.predict_p_a(batches), atol=1e-12)
+    assert restored.model_version == fitted.model_version
+    verdict = restored(batches[0])
+    assert verdict.method == "offset_stacked" and verdict.confidence >= 0.5
+
+
+def test_rule_logodds_is_the_mean_probability_logit():
+    votes = [JudgeVote(judge="a", mode="sc", choice="A", confidence=0.9, p_a=0.9),
+             JudgeVote(judge="b", mode="sc", choice="B", confidence=0.7, p_a=0.3)]
+    assert rule_logodds([votes, []]).tolist() == pytest.approx([np.log(0.6 / 0.4), 0.0])
