@@ -288,16 +288,17 @@ class RedisStorage(Storage):
                 # a bounded pool whose callers wait for a free connection (up to
                 # pool_timeout_s, then StorageUnavailable: 503) instead of failing at once when
                 # a burst needs more; the URL may size it: ?max_connections=N&timeout=S
-                client = aioredis.Redis.from_url(
+                pool = aioredis.BlockingConnectionPool.from_url(
                     self._url,
                     decode_responses=True,
                     socket_timeout=self.socket_timeout_s,
                     socket_connect_timeout=self.connect_timeout_s,
                     retry=Retry(ExponentialWithJitterBackoff(base=0.05, cap=0.5), self.retries),
-                    connection_pool_class=aioredis.BlockingConnectionPool,
                     max_connections=self.max_connections,
                     timeout=self.pool_timeout_s,
                 )
+                client = aioredis.Redis(connection_pool=pool)
+                client.auto_close_connection_pool = True  # aclose() closes the pool with it
             except ValueError as exc:
                 raise StorageError(f"invalid redis url {self.safe_url}: {exc}") from exc
         self._client = client
