@@ -71,6 +71,7 @@ from judgefuse.service.storage.errors import (
     VerdictExists,
     VerdictNotFound,
 )
+from judgefuse.service.storage.paging import PageSizer
 from judgefuse.service.storage.postgres.accumulators import (
     accumulator_keys,
     add_increments,
@@ -660,22 +661,26 @@ class PostgresStorage(Storage):
         labelled_only: bool, batch_size: int,
     ) -> AsyncGenerator[VerdictRecord, None]:
         after: tuple[float, str, str] | None = None
+        sizer = PageSizer(batch_size)  # bounded by bytes too (storage/paging.py)
         while True:
             key = after
+            limit = sizer.rows
 
             async def page(
-                conn: psycopg.AsyncConnection, key: tuple[float, str, str] | None = key
+                conn: psycopg.AsyncConnection, key: tuple[float, str, str] | None = key,
+                limit: int = limit,
             ) -> list[tuple[float, str, str, str]]:
                 return await records_page(
                     conn, tenant=tenant, panel=panel, since=since, until=until,
-                    labelled_only=labelled_only, after=key, limit=batch_size,
+                    labelled_only=labelled_only, after=key, limit=limit,
                 )
 
             rows = await self._run("iter_records", page, transaction=False)
+            sizer.observe(len(rows), sum(len(row[3]) for row in rows))
             for created, row_tenant, vid, body in rows:
                 yield parse_record(body, "postgresql")
                 after = (created, row_tenant, vid)
-            if len(rows) < batch_size:
+            if len(rows) < limit:
                 return
 
     async def _apply_retention(self, cut: float, keep: int) -> RetentionReport:

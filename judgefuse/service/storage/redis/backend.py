@@ -141,6 +141,7 @@ from judgefuse.service.storage.errors import (
     VerdictExists,
     VerdictNotFound,
 )
+from judgefuse.service.storage.paging import PageSizer
 from judgefuse.service.storage.records import (
     DECIDED,
     LabelKind,
@@ -843,12 +844,15 @@ class RedisStorage(Storage):
         with ``labelled_only``, else the records index (panel filtered on the bodies)."""
         key = self._labelled_key(tenant, panel) if labelled_only else self._k(tenant, "records")
         after: tuple[float, str] | None = None
+        sizer = PageSizer(batch_size)  # bounded by bytes too (storage/paging.py)
         while True:
-            page = await self._index_page(key, since, until, after, batch_size)
+            limit = sizer.rows
+            page = await self._index_page(key, since, until, after, limit)
             if not page:
                 return
             with self._errors("iter_records"):
                 raws = await self.client.mget([self._k(tenant, "v", vid) for vid, _ in page])
+            sizer.observe(len(raws), sum(len(raw) for raw in raws if raw is not None))
             for raw in raws:
                 if raw is None:  # expired (record TTL) or deleted since the page was read
                     continue
@@ -858,7 +862,7 @@ class RedisStorage(Storage):
                 if labelled_only and record.label is None:
                     continue
                 yield record
-            if len(page) < batch_size:
+            if len(page) < limit:
                 return
             after = (page[-1][1], page[-1][0])
 

@@ -68,6 +68,7 @@ from judgefuse.service.storage.errors import (
     VerdictExists,
     VerdictNotFound,
 )
+from judgefuse.service.storage.paging import PageSizer
 from judgefuse.service.storage.records import (
     LabelKind,
     LabelOutcome,
@@ -539,15 +540,18 @@ class SQLiteStorage(Storage):
         labelled_only: bool, batch_size: int,
     ) -> AsyncGenerator[VerdictRecord, None]:
         after: Key | None = None
+        sizer = PageSizer(batch_size)  # bounded by bytes too (storage/paging.py)
         while True:
+            limit = sizer.rows
             page = functools.partial(
                 record_page, tenant=tenant, panel=panel, since=since, until=until,
                 labelled_only=labelled_only, after=after, batch=limit,
             )
             rows = await self._run("iter_records", page)
+            sizer.observe(len(rows), sum(len(row[3]) for row in rows))
             for row in rows:
                 yield parse_record(row[3], "sqlite")
-            if len(rows) < batch_size:
+            if len(rows) < limit:
                 return
             after = (float(rows[-1][0]), str(rows[-1][1]), str(rows[-1][2]))
 
