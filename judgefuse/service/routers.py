@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from judgefuse.service.console import routes as console
 from judgefuse.service.estimates import dashboard
 from judgefuse.service.estimates import routes as calibration
 from judgefuse.service.judging import routes as judge
@@ -28,4 +29,5 @@ ROUTERS = [
     monitor.router,
     review_page.router,
     dashboard.router,
+    console.router,
 ]

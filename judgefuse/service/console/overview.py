@@ -1,0 +1,114 @@
+"""One panel's overview: what the console's first page shows, read from the store.
+
+Each number comes from the same function the API answers with, for the same window, so the page
+and the API cannot disagree (tests/service/console/test_console_numbers.py checks it):
+
+* auto-accept precision with its interval: the population block of the active method's key in
+  ``GET /v1/calibration`` (window ``window_hours``);
+* the review queue: ``GET /v1/review/stats``;
+* the monitor: ``GET /v1/monitor``'s snapshot of the current threshold version;
+* routing per hour and latency and cost per judge: :mod:`.figures` (traffic counters and the
+  newest stored votes).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from judgefuse.service.console.figures import judge_figures, routing
+from judgefuse.service.estimates.service import CalibrationService
+from judgefuse.service.judging.panels import PanelRuntime
+from judgefuse.service.monitoring.service import MonitorService
+from judgefuse.service.review.queue import ReviewQueue
+from judgefuse.service.settings import Settings
+from judgefuse.service.storage import Storage, ThresholdRecord
+
+__all__ = ["ConsoleSources", "panel_overview"]
+
+WINDOW_HOURS = 24
+"""The window of the routing rates and population estimates the overview shows."""
+JUDGE_SAMPLE = 500
+"""Newest stored verdicts whose votes give each judge's latency and cost."""
+
+
+class ConsoleSources(Protocol):
+    """What the console reads besides the slices' services (the gateway provides it)."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def storage(self) -> Storage: ...
+
+    @property
+    def panels(self) -> Mapping[str, PanelRuntime]: ...
+
+    def clock(self) -> float: ...
+
+    async def threshold(self, tenant: str, panel: str) -> ThresholdRecord | None: ...
+
+    async def active_method(self, tenant: str, runtime: PanelRuntime) -> tuple[str, str | None]: ...
+
+
+def _next_step(threshold: ThresholdRecord | None, labelled: int) -> str | None:
+    """What an operator should do next, when the panel is not yet routing on its own."""
+    if threshold is None:
+        if labelled == 0:
+            return ("No threshold tuned: everything goes to review. Label some verdicts in the "
+                    "review queue (/review), then tune one (POST /v1/thresholds/tune or "
+                    "`judgefuse tune`).")
+        return ("No threshold tuned: everything goes to review. There are labels: tune one "
+                "(POST /v1/thresholds/tune or `judgefuse tune`).")
+    if threshold.details.get("review_everything"):
+        return ("The tuned threshold reviews everything (no candidate met the target with the "
+                "labels so far): label more verdicts (/review), then tune again.")
+    return None
+
+
+async def panel_overview(
+    tenant: str, runtime: PanelRuntime, sources: ConsoleSources, *,
+    calibration: CalibrationService, queue: ReviewQueue, monitoring: MonitorService,
+) -> dict[str, Any]:
+    """Everything the overview shows for one (tenant, panel), as plain data for the template."""
+    settings = sources.settings
+    now = sources.clock()
+    name = runtime.name
+    threshold = await sources.threshold(tenant, name)
+    method, model_version = await sources.active_method(tenant, runtime)
+    report = await calibration.report(
+        tenant, name, window_hours=WINDOW_HOURS, n_bins=settings.estimates.calibration_bins,
+        eps=settings.estimates.th_eps)
+    method_key = f"method:{method}:fused"
+    entry = next((e for e in report if e["key"] == method_key), None)
+    population = entry["population"] if entry is not None else None
+    stats = (await queue.stats(tenant, runtime)).model_dump()
+    monitor = await monitoring.snapshot(tenant, name, threshold)
+    routes = await routing(sources.storage, tenant, name, now=now, window_hours=WINDOW_HOURS)
+    sampled, judges = await judge_figures(
+        sources.storage, tenant, name, [j.name for j in runtime.panel.judges], sample=JUDGE_SAMPLE)
+    labelled = sum(s["labelled"] for s in stats["strata"].values())
+    return {
+        "name": name,
+        "generated": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(now)),
+        "window_hours": WINDOW_HOURS,
+        "method": method,
+        "model_version": model_version,
+        "threshold": threshold,
+        "cascade": runtime.cascade is not None,
+        "precision": (population or {}).get("auto_accept_precision"),
+        "precision_labels": (population or {}).get("n_labels", 0),
+        "window_verdicts": (population or {}).get("window_verdicts", 0),
+        "stats": stats,
+        "labelled": labelled,
+        "monitor": monitor,
+        "on_drift": runtime.panel.config.on_drift,
+        "routing": routes,
+        "auto_rate_window": routes.rate(routes.window),
+        "auto_rate_all": routes.rate(routes.all_time),
+        "judges": judges,
+        "judges_sampled": sampled,
+        "judge_sample": JUDGE_SAMPLE,
+        "next_step": _next_step(threshold, labelled),
+    }

@@ -1,0 +1,51 @@
+"""Headless Chromium through Selenium for the browser tests and the docs' screenshots: Debian's
+``/usr/bin/chromium`` and ``/usr/bin/chromedriver``, nothing downloaded, a throwaway profile,
+no background networking. ``available()`` says whether this machine has them."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+
+
+def available() -> bool:
+    return CHROMIUM.exists() and CHROMEDRIVER.exists()
+
+
+@contextlib.contextmanager
+def chromium(width: int = 1400, height: int = 900) -> Iterator[Any]:
+    """A headless Chromium WebDriver at ``width`` x ``height``, quit (and its profile removed)
+    on exit."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    profile = tempfile.mkdtemp(prefix="jf-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--disable-background-networking", "--disable-component-update", "--no-first-run",
+                "--disable-extensions", "--disable-sync", "--hide-scrollbars",
+                f"--user-data-dir={profile}", f"--window-size={width},{height}"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    driver.set_page_load_timeout(10)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def full_page_png(driver: Any, path: Path, width: int) -> None:
+    """A screenshot of the whole page at ``width`` CSS pixels (the window grown to its height)."""
+    height = driver.execute_script("return document.documentElement.scrollHeight")
+    driver.set_window_size(width, min(int(height) + 20, 6000))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    driver.save_screenshot(str(path))

@@ -1,0 +1,82 @@
+"""The console in a real browser (headless Debian Chromium through Selenium): the verdict list's
+filters and paging, and a verdict page opened from the list. Open mode (a browser sends no
+API key header), a real uvicorn server on loopback, a SQLite store seeded through /v1/fuse."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+import app_support as S  # tests/service, on pytest's pythonpath
+import console_support as C
+import panel_support as P
+import pytest
+from jf_test_support import browser
+
+from judgefuse.service.app import create_app
+from judgefuse.service.storage import SQLiteStorage
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not browser.available(), reason="needs Debian's chromium and chromedriver"),
+]
+
+
+def _drive(base: str, seeded: list[dict[str, Any]]) -> dict[str, Any]:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    seen: dict[str, Any] = {}
+    with browser.chromium(1400, 900) as driver:
+        driver.get(base + "/console/verdicts?panel=ext&limit=25")
+        seen["first_page"] = [r.get_attribute("data-id") for r in driver.find_elements(By.CSS_SELECTOR, "tr[data-id]")]
+        driver.find_element(By.ID, "older").click()
+        seen["second_page"] = [r.get_attribute("data-id") for r in driver.find_elements(By.CSS_SELECTOR, "tr[data-id]")]
+        # filters: human review, labelled, wrong
+        Select(driver.find_element(By.ID, "f-route")).select_by_value("human_review")
+        Select(driver.find_element(By.ID, "f-labelled")).select_by_value("1")
+        driver.find_element(By.ID, "f-wrong").click()
+        driver.find_element(By.ID, "apply").click()
+        seen["filtered_query"] = parse_qs(urlparse(driver.current_url).query)
+        rows = driver.find_elements(By.CSS_SELECTOR, "tr[data-id]")
+        seen["filtered"] = [r.get_attribute("data-id") for r in rows]
+        seen["wrong_pills"] = len(driver.find_elements(By.CSS_SELECTOR, "tr[data-id] .pill.wrong"))
+        # open the first one
+        rows[0].find_element(By.CSS_SELECTOR, "a").click()
+        seen["verdict_title"] = driver.find_element(By.TAG_NAME, "h1").text
+        seen["judges"] = [r.get_attribute("data-judge") for r in driver.find_elements(By.CSS_SELECTOR, "#votes tr[data-judge]")]
+        seen["question"] = driver.find_element(By.CSS_SELECTOR, "pre.question").text
+        driver.find_element(By.LINK_TEXT, "« verdicts of ext").click()
+        seen["back"] = urlparse(driver.current_url).path
+    return seen
+
+
+async def test_filters_paging_and_a_verdict_page_in_chromium(tmp_path):
+    storage = SQLiteStorage(tmp_path / "console.sqlite3")
+    await storage.open()
+    settings = S.make_settings(tmp_path, [P.external_panel(tmp_path, audit_rate=0.5)],
+                               api_keys={}, metrics_token=None)
+    app = create_app(settings, storage=storage, environ={})
+    try:
+        async with S.uvicorn_server(app) as base:
+            import httpx
+
+            async with httpx.AsyncClient(base_url=base) as client:
+                seeded = await C.seed(client, storage, n=40, seed=5, tenant="default")
+            seen = await asyncio.wait_for(asyncio.to_thread(_drive, base, seeded), timeout=60)
+    finally:
+        await storage.close()
+    newest_first = [v["id"] for v in sorted(seeded, key=lambda v: v["id"], reverse=True)]
+    assert seen["first_page"] == newest_first[:25]
+    assert seen["second_page"] == newest_first[25:]
+    wrong = [v["id"] for v in seeded
+             if v["route"] == "human_review" and v.get("given") and v.get("given") != v["choice"]]
+    assert wrong, "the seed must hold a wrong reviewed verdict"
+    assert seen["filtered_query"] == {"panel": ["ext"], "route": ["human_review"], "labelled": ["1"], "wrong": ["1"]}
+    assert sorted(seen["filtered"]) == sorted(wrong) and seen["wrong_pills"] == len(wrong)
+    first = seen["filtered"][0]
+    assert first in seen["verdict_title"]
+    assert seen["judges"] == list(P.EXT)
+    assert seen["question"].startswith(f"Question {int(first[1:])}:")
+    assert seen["back"] == "/console/verdicts"
