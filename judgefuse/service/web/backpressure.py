@@ -9,7 +9,7 @@ refusing keeps the replica serving what it admitted):
   (:meth:`~judgefuse.service.monitoring.loop_lag.LoopLag.overloaded`: every timer of the last
   window late by more than ``server.shed_loop_lag_s``) and at least ``SHED_MIN_INFLIGHT``
   guarded requests are in flight (a queue of requests, not a busy neighbour or a test thread
-  holding the GIL, is what made it late), the request is answered 429. Without it an
+  holding the GIL, is what made it late: :data:`SHED_MIN_INFLIGHT`), the request is answered 429. Without it an
   open-loop arrival rate above what the loop can serve grows the queue without bound and every
   request, old and new, ends in a client timeout (the collapse of ``/v1/fuse`` measured in
   ``benchmarks/bench_gateway.py``); with it, the requests admitted keep their latency.
@@ -42,8 +42,11 @@ __all__ = ["BackpressureMiddleware", "LabelGate", "guarded_route"]
 _JUDGING = frozenset({"/v1/judge", "/v1/judge/batch", "/v1/fuse", "/v1/fuse/batch"})
 _LABELS = frozenset({"/v1/feedback", "/v1/review/next", "/v1/review/skip", "/review/label",
                      "/review/skip"})
-SHED_MIN_INFLIGHT = 8
-"""Guarded requests in flight below which the loop's lag is not blamed on requests."""
+SHED_MIN_INFLIGHT = 32
+"""Guarded requests in flight below which the loop's lag is not blamed on requests: timers are
+also late when other processes take the core (a shared machine, a test suite beside it), and
+refusing a handful of requests would not give it back. Below capacity the in-flight count is
+about rate x latency (/v1/judge at 250/s and 60 ms: 15); past it, it grows without bound."""
 _RETRY_AFTER_S = 1
 """A shed request's ``Retry-After``: the loop drains within a window (a fraction of a second)."""
 
