@@ -298,6 +298,8 @@ class LabelResult(BaseModel):
     """``A`` / ``B``, or ``tie`` / ``both_bad`` (counted apart, outside accuracy and calibration)."""
     previous: LabelKind | None = None
     comment: str | None = None
+    labelled_at: float | None = None
+    """When the label now stored was set (epoch seconds)."""
     keys_updated: list[str] = Field(default_factory=list)
 
 

@@ -119,5 +119,6 @@ def label_result(outcome: LabelOutcome) -> LabelResult:
     return LabelResult(
         verdict_id=outcome.record.id, status=outcome.status, label=outcome.label,
         previous=outcome.previous, comment=outcome.record.label_comment,
+        labelled_at=outcome.record.labelled_at,
         keys_updated=sorted(outcome.applied),
     )
