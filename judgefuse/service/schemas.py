@@ -23,6 +23,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    Strict,
     ValidationError,
     ValidatorFunctionWrapHandler,
     WrapValidator,
@@ -77,6 +78,11 @@ class BatchRequest(BaseModel):
     """Documented as JudgeRequest; an item that is not one arrives as :class:`InvalidItem`."""
 
 
+StrictNumber = Annotated[float, Strict(), Field(allow_inf_nan=False)]
+"""A JSON number, never a string (``"0.9"``) or a boolean (``true``): a posted confidence,
+``p_a`` or signal is a measurement, and a coerced one hides the client's bug."""
+
+
 class FuseVote(BaseModel):
     """One vote computed elsewhere (``POST /v1/fuse``), by a judge the panel declares.
 
@@ -89,10 +95,12 @@ class FuseVote(BaseModel):
 
     judge: str = Field(min_length=1, max_length=256)
     choice: Letter | None = None
-    confidence: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
-    p_a: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
+    confidence: StrictNumber | None = Field(default=None, ge=0.0, le=1.0)
+    p_a: StrictNumber | None = Field(default=None, ge=0.0, le=1.0)
+    """P(A is better): it must agree with ``choice`` and ``confidence`` when given with them
+    (:mod:`judgefuse.service.judging.posted_votes`)."""
     mode: Literal["sc", "mp", "logprob", "recorded"] | None = None
-    signals: dict[str, float] = Field(default_factory=dict, max_length=64)
+    signals: dict[str, StrictNumber] = Field(default_factory=dict, max_length=64)
     explanation: str = Field(default="", max_length=10_000)
 
 
@@ -105,7 +113,8 @@ class FuseRequest(JudgeRequest):
 class FuseBatchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
-    items: list[FuseRequest] = Field(min_length=1)
+    items: list[Annotated[FuseRequest, WrapValidator(_keep_invalid_item)]] = Field(min_length=1)
+    """Documented as FuseRequest; an item that is not one arrives as :class:`InvalidItem`."""
 
 
 class ReviewOut(BaseModel):

@@ -240,6 +240,25 @@ class LearningSettings(_Section):
     """Fewer stored verdicts with a valid vote than this: no cold-start fit yet."""
     state_ttl_s: float = Field(default=2.0, ge=0.0)
     """How long a replica trusts its cached threshold/model before re-reading storage."""
+    max_signals_per_vote: int = Field(default=16, ge=0, le=64)
+    """Most ``signals`` one posted vote may carry (``POST /v1/fuse``; more is a 422 naming
+    ``signals``). Bounded learning: docs/design.md, 'Bounded learning'."""
+    max_signal_name_chars: int = Field(default=64, ge=1, le=256)
+    """Longest signal name a posted vote may use (longer is a 422)."""
+    max_signals_per_judge: int = Field(default=16, ge=0, le=256)
+    """Distinct signal names per judge a refit learns from: the most frequent in the labelled
+    records; the others are ignored for learning, and the refit's ``reason`` says how many."""
+    refit_max_features: int = Field(default=256, ge=4, le=4096)
+    """Most features a refit's model may have (3 per judge plus its signals): signals are cut
+    to fit, and a panel whose judges alone need more is not refitted."""
+    refit_timeout_s: float = Field(default=600.0, gt=0.0, le=86_400.0, allow_inf_nan=False)
+    """Wall-clock (and CPU) budget of one refit's worker process: over it the worker is killed
+    and the refit fails with that reason; the gateway goes on."""
+    refit_memory_mb: int = Field(default=2048, ge=64, le=1_048_576)
+    """Memory the refit's worker may add (address space over what it starts with): beyond it
+    the refit fails cleanly with that reason."""
+    refit_workers: int = Field(default=1, ge=1, le=64)
+    """Refit worker processes running at once on this replica (more refits wait their turn)."""
 
     @field_validator("refit_method")
     @classmethod
@@ -341,7 +360,7 @@ class ServerSettings(_Section):
         return value.lower()
 
 
-_SECTION_OF: dict[str, str] = {'storage_url': 'storage', 'sqlite_synchronous': 'storage', 'store_items': 'storage', 'retention_days': 'storage', 'retention_every_s': 'storage', 'api_keys': 'web', 'metrics_token': 'web', 'auth_disabled': 'web', 'cors_origins': 'web', 'max_body_bytes': 'web', 'header_timeout_s': 'web', 'body_timeout_s': 'web', 'panels': 'judging', 'default_panel': 'judging', 'fusion_method': 'judging', 'max_text_chars': 'judging', 'max_batch_items': 'judging', 'max_inflight_per_tenant': 'judging', 'max_inflight_total': 'judging', 'max_metadata_depth': 'judging', 'max_metadata_bytes': 'judging', 'single_flight_claim_s': 'judging', 'response_cache_url': 'judging', 'response_cache_ttl_s': 'judging', 'refit_every_labels': 'learning', 'min_labels_for_refit': 'learning', 'refit_max_labels': 'learning', 'refit_folds': 'learning', 'refit_method': 'learning', 'cold_start_every_verdicts': 'learning', 'cold_start_window': 'learning', 'cold_start_min_verdicts': 'learning', 'state_ttl_s': 'learning', 'calibration_bins': 'estimates', 'th_eps': 'estimates', 'panel_structure_window': 'estimates', 'panel_structure_ttl_s': 'estimates', 'review_seed': 'review', 'audit_plan_ttl_s': 'review', 'review_lease_s': 'review', 'review_max_lease': 'review', 'review_session_secret': 'review', 'review_session_s': 'review', 'monitor_alpha': 'monitoring', 'host': 'server', 'port': 'server', 'log_level': 'server'}
+_SECTION_OF: dict[str, str] = {'storage_url': 'storage', 'sqlite_synchronous': 'storage', 'store_items': 'storage', 'retention_days': 'storage', 'retention_every_s': 'storage', 'api_keys': 'web', 'metrics_token': 'web', 'auth_disabled': 'web', 'cors_origins': 'web', 'max_body_bytes': 'web', 'header_timeout_s': 'web', 'body_timeout_s': 'web', 'panels': 'judging', 'default_panel': 'judging', 'fusion_method': 'judging', 'max_text_chars': 'judging', 'max_batch_items': 'judging', 'max_inflight_per_tenant': 'judging', 'max_inflight_total': 'judging', 'max_metadata_depth': 'judging', 'max_metadata_bytes': 'judging', 'single_flight_claim_s': 'judging', 'response_cache_url': 'judging', 'response_cache_ttl_s': 'judging', 'refit_every_labels': 'learning', 'min_labels_for_refit': 'learning', 'refit_max_labels': 'learning', 'refit_folds': 'learning', 'refit_method': 'learning', 'cold_start_every_verdicts': 'learning', 'cold_start_window': 'learning', 'cold_start_min_verdicts': 'learning', 'state_ttl_s': 'learning', 'max_signals_per_vote': 'learning', 'max_signal_name_chars': 'learning', 'max_signals_per_judge': 'learning', 'refit_max_features': 'learning', 'refit_timeout_s': 'learning', 'refit_memory_mb': 'learning', 'refit_workers': 'learning', 'calibration_bins': 'estimates', 'th_eps': 'estimates', 'panel_structure_window': 'estimates', 'panel_structure_ttl_s': 'estimates', 'review_seed': 'review', 'audit_plan_ttl_s': 'review', 'review_lease_s': 'review', 'review_max_lease': 'review', 'review_session_secret': 'review', 'review_session_s': 'review', 'monitor_alpha': 'monitoring', 'host': 'server', 'port': 'server', 'log_level': 'server'}
 """Each old flat field name -> the section that holds it now (same field name inside)."""
 
 _ENV_PREFIX = "JUDGEFUSE_"

@@ -60,6 +60,7 @@ from judgefuse.service.errors import Conflict, FieldProblem, QuorumLost, Service
 from judgefuse.service.judging.admission import Admission
 from judgefuse.service.judging.cascade_serving import live_cascade_out, walk_cascade
 from judgefuse.service.judging.panels import PanelRuntime
+from judgefuse.service.judging.posted_votes import same_votes
 from judgefuse.service.judging.request_checks import CheckedRequest, RequestChecks
 from judgefuse.service.judging.routing import Router, RoutingState
 from judgefuse.service.judging.single_flight import SingleFlight, join_or_judge
@@ -275,7 +276,8 @@ class JudgePipeline:
         """A client retrying a request whose verdict was stored but not acknowledged (a timeout,
         a crash between the save and the reply) gets the stored verdict, with its inline label
         applied (idempotently), and no judge is called twice. The same id for a different
-        item, panel, or an item not stored (``store_items=False``) is a 409."""
+        item, panel, or an item not stored (``store_items=False``) is a 409, and so is a
+        ``/v1/fuse`` replay posting other votes than the stored verdict's."""
         request, item = checked.request, existing.item
         same = (
             item is not None
@@ -286,6 +288,10 @@ class JudgePipeline:
         if not same:
             raise Conflict(f"verdict id {existing.id!r} is already used",
                            fields=[(f"{checked.prefix}.id", "already used")])
+        if checked.posted is not None and not same_votes(existing.verdict.votes, checked.posted):
+            raise Conflict(f"verdict id {existing.id!r} is already used with other votes",
+                           fields=[(f"{checked.prefix}.votes", "differ from the votes stored "
+                                                              "under this id")])
         if request.label is not None:
             await self.labels.label(tenant, existing.id, request.label)
         return await self.verdicts.get(tenant, existing.id)

@@ -1,10 +1,11 @@
 """Checks on what a client sent, made before any judge is called or anything is stored.
 
-A request that is too long, not valid Unicode (JSON lets lone surrogates in, and they cannot be
-stored or returned as UTF-8), empty, or carries ``metadata`` nested too deeply or too large to
-store is refused as a 422 naming the field, so a malformed item costs no judge calls (a deep
-``metadata`` used to pass validation and fail only when the verdict was serialised for storage,
-after the judges had been paid for); an id no verdict can have is simply not found.
+A request that is too long, not storable text (JSON lets lone surrogates and NUL in: neither
+can be stored by every backend, :mod:`judgefuse.service.judging.stored_text`), empty, or carries
+``metadata`` nested too deeply or too large to store is refused as a 422 naming the field, so a
+malformed item costs no judge calls (a deep ``metadata`` used to pass validation and fail only
+when the verdict was serialised for storage, after the judges had been paid for); an id no
+verdict can have is simply not found.
 
 "Empty" means nothing visible: whitespace, format characters (zero-width space, joiners, BOM,
 bidi marks: Unicode category Cf), control characters, and the blank fillers that render as
@@ -32,6 +33,7 @@ from judgefuse.judges.types import JudgeVote
 from judgefuse.service.errors import FieldProblem, InvalidFields, ServiceError
 from judgefuse.service.judging.panels import PanelRuntime, find_runtime
 from judgefuse.service.judging.posted_votes import posted_votes
+from judgefuse.service.judging.stored_text import encodable, unstorable_problem
 from judgefuse.service.schemas import FuseRequest, InvalidItem, JudgeRequest
 from judgefuse.service.settings import Settings
 from judgefuse.service.storage import VerdictNotFound
@@ -86,7 +88,7 @@ class RequestChecks:
             runtime.method(request.method, field=f"{prefix}.method")
         posted = None
         if isinstance(request, FuseRequest):
-            posted = posted_votes(runtime, request.votes, prefix=prefix)
+            posted = posted_votes(runtime, request.votes, prefix=prefix, limits=settings.learning)
         return CheckedRequest(request, runtime, prefix, posted)
 
     def batch(
@@ -133,7 +135,7 @@ def check_request(
     for name in ("question", "answer_a", "answer_b", "id", "category", "panel", "method"):
         value = getattr(request, name)
         if value is not None and not encodable(value):
-            raise FieldProblem(f"{prefix}.{name}", "not valid Unicode text (a lone surrogate?)")
+            raise FieldProblem(f"{prefix}.{name}", unstorable_problem(value))
     if request.metadata:
         check_metadata(request.metadata, f"{prefix}.metadata", max_depth=max_metadata_depth,
                        max_bytes=max_metadata_bytes)
@@ -152,7 +154,7 @@ def check_metadata(value: dict[str, Any], field: str, *, max_depth: int, max_byt
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=True)
     except (TypeError, ValueError):  # not reachable from parsed JSON; refused, never a 500
         raise FieldProblem(field, "not JSON-serialisable") from None
-    if not encodable(text):
+    if not encodable(text):  # json.dumps escapes NUL: only a lone surrogate gets here
         raise FieldProblem(field, "not valid Unicode text (a lone surrogate?)")
     size = len(text.encode("utf-8"))
     if size > max_bytes:
@@ -187,17 +189,9 @@ def visibly_empty(text: str) -> bool:
     )
 
 
-def encodable(text: str) -> bool:
-    """True when ``text`` can be stored and returned as UTF-8 (JSON lets lone surrogates in)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def check_verdict_id(tenant: str, verdict_id: str) -> None:
-    """An id no verdict can have (empty, over 256 characters, not UTF-8) is simply not found."""
+    """An id no verdict can have (empty, over 256 characters, not storable text:
+    :mod:`judgefuse.service.judging.stored_text`) is simply not found."""
     if not verdict_id or len(verdict_id) > 256 or not encodable(verdict_id):
-        shown = verdict_id[:64].encode("utf-8", "replace").decode("utf-8")
+        shown = verdict_id[:64].encode("utf-8", "replace").decode("utf-8").replace("\x00", "\\0")
         raise VerdictNotFound(tenant, shown + ("..." if len(verdict_id) > 64 else ""))

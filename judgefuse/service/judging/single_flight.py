@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from judgefuse.service.errors import Conflict
+from judgefuse.service.judging.posted_votes import votes_key
 from judgefuse.service.judging.request_checks import CheckedRequest
 from judgefuse.service.storage import Storage
 
@@ -147,13 +148,14 @@ async def join_or_judge(
 ) -> T:
     """``judge_once(tenant, checked)`` for a request without an id; with one, led or joined.
     The request was checked already (an invalid request never joins a valid one). The
-    fingerprint is what the replay path compares (panel, question, answers), so "the same item"
-    means the same thing in flight and after. A joiner with an inline label runs the replay
-    path once the verdict is stored, so its label is applied too."""
+    fingerprint is what the replay path compares (panel, question, answers, posted votes), so
+    "the same item" means the same thing in flight and after. A joiner with an inline label runs
+    the replay path once the verdict is stored, so its label is applied too."""
     request = checked.request
     if request.id is None:
         return await judge_once(tenant, checked)
-    fingerprint = (checked.runtime.name, request.question, request.answer_a, request.answer_b)
+    fingerprint = (checked.runtime.name, request.question, request.answer_a, request.answer_b,
+                   None if checked.posted is None else votes_key(checked.posted))
     try:
         result, led = await flights.run(
             tenant, request.id, fingerprint, lambda: judge_once(tenant, checked)

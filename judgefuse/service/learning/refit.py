@@ -53,11 +53,16 @@ from judgefuse.fusion.capabilities import LEARNED_METHOD, capabilities, method_p
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote, Letter
 from judgefuse.service.learning.promotion import brier_evidence, brier_problem
+from judgefuse.service.learning.refit_once import LabelSetOnce, label_set_digest
+from judgefuse.service.learning.refit_worker import RefitWorkerFailed, RefitWorkers
+from judgefuse.service.learning.signal_caps import SignalCaps, TooManyFeatures, cap_signals
 from judgefuse.service.ledger import label_stratum_key, solicited
 from judgefuse.service.storage import ModelRecord, Storage, ThresholdRecord
 
 __all__ = [
     "PromoteOn",
+    "RefitBounds",
+    "evaluate_bounded",
     "PromotionTarget",
     "promotion_problems",
     "RefitOutcome",
@@ -265,6 +270,7 @@ async def refit(
     promote_on: PromoteOn = "both",
     traffic: dict[str, int] | None = None,
     learned: str = LEARNED_METHOD,
+    bounds: RefitBounds | None = None,
 ) -> tuple[RefitOutcome, FusionMethod | None]:
     """Refit the learned model of (tenant, panel); see the module docstring. ``target``: what
     the promoted model's threshold must meet (None: promote on the Brier rule alone and pair
@@ -272,7 +278,8 @@ async def refit(
     of the panel's verdicts; with it the thresholds are tuned on the population (each label
     weighted by its stratum, as ``POST /v1/thresholds/tune`` does), without it on the labels
     as a plain sample. ``learned``: the registered method to fit (it must be refittable:
-    ``ValueError`` otherwise)."""
+    ``ValueError`` otherwise). ``bounds``: the signal caps, the budgeted worker and one refit
+    per label set (:class:`RefitBounds`); None: in a thread, uncapped (offline use)."""
     if not capabilities(learned).refittable:
         raise ValueError(
             f"fusion method {learned!r} cannot be refitted from labels (it needs requires_fit, "
@@ -298,17 +305,50 @@ async def refit(
     population = None
     if traffic is not None:
         population = Population([label_stratum_key(r) for r in records], traffic)
-    evaluation = await asyncio.to_thread(
-        _evaluate, batches, labels, voting_method, n_folds, target, promote_on, population, learned
+    job = (batches, labels, voting_method, n_folds, target, promote_on, population, learned,
+           bounds.caps if bounds is not None else None)
+    stays: dict[str, Any] = {"panel": panel, "n_labels": n, "active_method": current_method,
+             "model_version": current.params.get("model_version") if current else None,
+             "version": current.version if current else None}
+    if bounds is None:
+        return await _fit_and_store(storage, tenant, panel, job, stays, now=now)
+    digest = label_set_digest(records, voting=voting_method, n_folds=n_folds, target=target,
+                              promote_on=promote_on, learned=learned, caps=bounds.caps)
+    done = await bounds.once.run(
+        tenant, panel, digest, functools.partial(_fit_and_store, storage, tenant, panel, job, stays,
+                                                 now=now, workers=bounds.workers),
+        keep=lambda ran: ran[0].status != "failed",
     )
+    if done is None:
+        return RefitOutcome(status="skipped", **stays, reason=(
+            f"these {n} labels were refitted already (or are being refitted by another replica): "
+            f"nothing new to learn; staying on {current_method!r}")), None
+    return done
+
+
+async def _fit_and_store(
+    storage: Storage, tenant: str, panel: str, job: tuple[Any, ...], stays: dict[str, Any], *,
+    now: Callable[[], float], workers: RefitWorkers | None = None,
+) -> tuple[RefitOutcome, FusionMethod | None]:
+    """Evaluate ``job`` (:func:`evaluate_bounded`'s arguments) in a worker process (a thread
+    without ``workers``), then promote and store or say why not."""
+    voting_method: str = job[2]
+    target: PromotionTarget | None = job[4]
+    learned: str = job[7]
+    n = stays["n_labels"]
+    try:
+        if workers is None:
+            evaluation, capped = await asyncio.to_thread(evaluate_bounded, *job)
+        else:
+            evaluation, capped = await workers.run(evaluate_bounded, *job)
+    except RefitWorkerFailed as exc:
+        log.warning("refit %s/%s failed: %s", tenant, panel, exc.reason)
+        return RefitOutcome(status="failed", **stays, reason=f"{exc.reason}; nothing promoted"), None
     fitted, metrics, why_not = evaluation.fitted, evaluation.metrics, evaluation.why_not
     if fitted is None:
-        return RefitOutcome(
-            status="kept", panel=panel, n_labels=n, active_method=current_method,
-            model_version=current.params.get("model_version") if current else None,
-            version=current.version if current else None,
-            reason=why_not or "not promoted", metrics=metrics or None,
-        ), None
+        reason = why_not or "not promoted"
+        return RefitOutcome(status="kept", **stays, reason=reason + (f" ({capped})" if capped else ""),
+                            metrics=metrics or None), None
     paired = None
     if target is not None and evaluation.threshold is not None:
         paired = await _store_paired_threshold(
@@ -330,8 +370,35 @@ async def refit(
         model_version=_version_of(fitted), version=version, metrics=metrics,
         threshold_version=paired.version if paired is not None else None,
         threshold=paired.threshold if paired is not None else None,
-        reason=f"{why} on {n} labels: promoted as version {version}",
+        reason=f"{why} on {n} labels: promoted as version {version}" + (f" ({capped})" if capped else ""),
     ), fitted
+
+
+def evaluate_bounded(
+    batches: list[list[JudgeVote]], labels: list[str], voting: str, n_folds: int,
+    target: PromotionTarget | None, promote_on: PromoteOn, population: Population | None,
+    learned: str, caps: SignalCaps | None,
+) -> tuple[_Evaluation, str | None]:
+    """The refit worker's job: the signals cut to ``caps`` (:mod:`judgefuse.service.learning.signal_caps`),
+    then :func:`_evaluate`; and what the caps ignored, in words (None: nothing)."""
+    note = None
+    if caps is not None:
+        try:
+            capped = cap_signals(batches, caps)
+        except TooManyFeatures as exc:
+            return _Evaluation(None, {}, str(exc)), None
+        batches, note = capped.batches, capped.note()
+    return _evaluate(batches, labels, voting, n_folds, target, promote_on, population, learned), note
+
+
+@dataclass(frozen=True)
+class RefitBounds:
+    """Bounded learning (docs/design.md, 'Bounded learning'): what a refit may learn from
+    (``caps``), where it runs (``workers``: a budgeted process) and once per label set (``once``)."""
+
+    caps: SignalCaps
+    workers: RefitWorkers
+    once: LabelSetOnce
 
 
 def _p_a_of(method: FusionMethod, batches: Sequence[Sequence[JudgeVote]]) -> list[float]:

@@ -26,7 +26,16 @@ from judgefuse.fusion.capabilities import LEARNED_METHOD
 from judgefuse.service.errors import FieldProblem
 from judgefuse.service.judging.panels import PanelRuntime
 from judgefuse.service.learning.cold_start import cold_start_fit
-from judgefuse.service.learning.refit import PromotionTarget, RefitOutcome, RefitScheduler, refit
+from judgefuse.service.learning.refit import (
+    PromotionTarget,
+    RefitBounds,
+    RefitOutcome,
+    RefitScheduler,
+    refit,
+)
+from judgefuse.service.learning.refit_once import LabelSetOnce
+from judgefuse.service.learning.refit_worker import RefitWorkers, WorkerBudget
+from judgefuse.service.learning.signal_caps import SignalCaps
 from judgefuse.service.learning.state_cache import StateCache
 from judgefuse.service.learning.tuning_data import tuning_data
 from judgefuse.service.ledger import ALL_METHODS, solicited, traffic_counts
@@ -60,6 +69,14 @@ class LearningService:
         self.state = state
         self.metrics = metrics
         self.clock = clock
+        learning = settings.learning
+        self.refit_bounds = RefitBounds(
+            caps=SignalCaps(learning.max_signals_per_judge, learning.refit_max_features),
+            workers=RefitWorkers(WorkerBudget(learning.refit_timeout_s, learning.refit_memory_mb),
+                                 workers=learning.refit_workers),
+            once=LabelSetOnce(storage, hold_s=learning.refit_timeout_s + 60.0, clock=clock),
+        )
+        """Bounded learning: signal caps, budgeted worker processes, one refit per label set."""
         self.refit_scheduler = RefitScheduler(
             settings.learning.refit_every_labels, self._background_refit, storage=storage,
             owner=owner, clock=clock,
@@ -229,7 +246,7 @@ class LearningService:
             now=self.clock, target=target or PromotionTarget.of(latest),
             promote_on=runtime.panel.config.promote_on,
             traffic=await traffic_counts(self.storage, tenant, runtime.name, ALL_METHODS),
-            learned=learned,
+            learned=learned, bounds=self.refit_bounds,
         )
         self.metrics.refits.labels(tenant, runtime.name, outcome.status).inc()
         if outcome.status == "promoted":

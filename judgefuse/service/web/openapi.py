@@ -84,7 +84,9 @@ ERRORS: dict[str, tuple[int, ...]] = {
     "POST /v1/judge": (*_KEYED, *_BODY, 409, 429, 503),
     # per-item 409 / 422 / 429 / 503 are inside the 200's results; 413: also over max_batch_items
     "POST /v1/judge/batch": (*_KEYED, *_BODY),
-    # too few valid posted votes is a 422 here, not a 503: 503 only when storage is unavailable
+    # too few valid posted votes is a 422 here, not a 503: 503 only when storage is unavailable;
+    # 422 also: a vote for a model (not external) judge, a p_a contradicting its choice, a string
+    # or boolean number, over the signal limits, NUL in text; 409 also: a replay with other votes
     "POST /v1/fuse": (*_KEYED, *_BODY, 409, 429, 503),
     "POST /v1/fuse/batch": (*_KEYED, *_BODY),
     # any string is a valid id (an impossible one is simply not found): no 422
@@ -131,6 +133,8 @@ _MORE: dict[tuple[int, str], str] = {
     (400, _ANY_BODY): "; or a body that is not valid UTF-8",
     (413, "POST /v1/judge/batch"): "; or a batch of more than `max_batch_items` items",
     (413, "POST /v1/fuse/batch"): "; or a batch of more than `max_batch_items` items",
+    (409, "POST /v1/fuse"): "; or with other votes than those posted under it (a replay must post "
+                            "the same votes)",
     (503, "POST /v1/judge"): "; or the panel lost its quorum: `failed_judges` says why each judge "
                              "failed (no `Retry-After`)",
 }

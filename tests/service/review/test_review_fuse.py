@@ -120,17 +120,22 @@ async def test_fuse_and_judge_store_the_same_verdict_for_the_same_votes(storage,
     panel = S.panel_yaml(tmp_path, server.url)
     text = panel.read_text() + "audit_rate: 1.0\n"
     panel.write_text(text)
-    settings = S.make_settings(tmp_path, [panel])
+    # the same judges, declared external: only such judges take posted votes
+    mirror = tmp_path / "panel-mirror.yaml"
+    mirror.write_text("name: mirror\nfusion: majority\nquorum: 2\naudit_rate: 1.0\njudges:\n"
+                      + "".join(f"  - {{name: {j}, external: true}}\n" for j in S.JUDGES))
+    settings = S.make_settings(tmp_path, [panel, mirror])
     async with S.running_app(settings, storage) as (_app, client):
         for threshold in (None, 0.6):
             if threshold is not None:
                 await put_threshold(storage, threshold, panel="main")
+                await put_threshold(storage, threshold, panel="mirror")
             judged = await client.post("/v1/judge", json={**PAIR, "id": f"judged-{threshold}"}, headers=H)
             assert judged.status_code == 200, judged.text
             posted = [{k: v[k] for k in ("judge", "choice", "confidence", "p_a", "mode")}
                       for v in judged.json()["votes"]]
-            fused = await client.post("/v1/fuse", json={**PAIR, "id": f"fused-{threshold}", "votes": posted},
-                                      headers=H)
+            fused = await client.post("/v1/fuse", json={**PAIR, "id": f"fused-{threshold}", "votes": posted,
+                                                        "panel": "mirror"}, headers=H)
             assert fused.status_code == 200, fused.text
             a = await storage.get_verdict("tenant-a", f"judged-{threshold}")
             b = await storage.get_verdict("tenant-a", f"fused-{threshold}")

@@ -1,0 +1,38 @@
+"""Text every storage backend can store, checked at the boundary.
+
+JSON lets a client send two kinds of text that cannot be stored alike everywhere: lone
+surrogates (``"\\ud800"``: not encodable as UTF-8, so no backend can store or return them) and
+NUL (``"\\u0000"``: SQLite and Redis store it, PostgreSQL refuses it in a ``text`` column, so the
+same request was a 200 on one backend and a 500 on another). Both are refused before anything
+is stored: a 422 naming the field, or a 404 for an id that names an existing verdict (an id no
+verdict can have is simply not found). Every boundary check of the service
+(:mod:`judgefuse.service.judging.request_checks`, the posted votes, annotator names, verdict ids)
+goes through :func:`encodable`, so every backend answers alike.
+"""
+
+from __future__ import annotations
+
+__all__ = ["encodable", "storable", "unstorable_problem"]
+
+
+def encodable(text: str) -> bool:
+    """True when ``text`` can be stored by every backend and returned as UTF-8: valid Unicode
+    (no lone surrogate) and no NUL."""
+    if "\x00" in text:
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+storable = encodable
+"""The same check, under the name that says why."""
+
+
+def unstorable_problem(text: str) -> str:
+    """Why :func:`encodable` refused ``text``, in words for a 422."""
+    if "\x00" in text:
+        return "contains NUL (\\u0000), which cannot be stored"
+    return "not valid Unicode text (a lone surrogate?)"
