@@ -95,16 +95,20 @@ def many_pairs(url: str, key: str, n: int, concurrency: int, tmp: Path) -> dict[
 
     rss_mib: list[float] = []
     ok = failed = 0
+    failures: dict[str, int] = {}
     started = time.perf_counter()
     with Client(url, key) as client:
         for done, result in enumerate(client.judge_pairs(pairs(), concurrency=concurrency,
                                                          resume=tmp / "pairs.jsonl", progress=False), 1):
             ok += result.ok
             failed += not result.ok
+            if result.error is not None:
+                kind = str(getattr(result.error, "status", None) or type(result.error).__name__)
+                failures[kind] = failures.get(kind, 0) + 1
             if done % max(1, n // 10) == 0:
                 rss_mib.append(round(memory_kib("VmRSS") / 1024, 1))
     seconds = time.perf_counter() - started
-    return {"pairs": n, "ok": ok, "failed": failed, "seconds": round(seconds, 1),
+    return {"pairs": n, "ok": ok, "failed": failed, "failures_by_status": failures, "seconds": round(seconds, 1),
             "verdicts_per_s": round(n / seconds, 1), "rss_mib_each_tenth": rss_mib,
             "peak_rss_mib": round(memory_kib("VmHWM") / 1024, 1),
             "resume_file_mib": round((tmp / "pairs.jsonl").stat().st_size / 2**20, 1)}
