@@ -44,8 +44,18 @@ def chromium(width: int = 1400, height: int = 900) -> Iterator[Any]:
 
 
 def full_page_png(driver: Any, path: Path, width: int) -> None:
-    """A screenshot of the whole page at ``width`` CSS pixels (the window grown to its height)."""
-    height = driver.execute_script("return document.documentElement.scrollHeight")
-    driver.set_window_size(width, min(int(height) + 20, 6000))
+    """A screenshot of the whole page at ``width`` CSS pixels: the viewport is set to the
+    page's full height through the DevTools protocol (a window size includes the browser's own
+    frame, so growing the window cuts the bottom off)."""
+    import base64
+
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": False})
+    height = driver.execute_script(
+        "return Math.max(document.documentElement.scrollHeight, document.body.scrollHeight)")
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": width, "height": int(height), "deviceScaleFactor": 1, "mobile": False})
+    shot = driver.execute_cdp_cmd("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True})
+    driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
     path.parent.mkdir(parents=True, exist_ok=True)
-    driver.save_screenshot(str(path))
+    path.write_bytes(base64.b64decode(shot["data"]))

@@ -42,7 +42,7 @@ SECURITY_HEADERS = {
 }
 REFRESH_S = 30
 """How often the overview reloads its figures in the background."""
-SCAN_LIMIT = 2000
+SCAN_LIMIT = 1000
 """Records one list page may examine (see ``Storage.list_verdicts``)."""
 
 
