@@ -26,7 +26,7 @@ from judgefuse.errors import InputError
 from judgefuse.evaluation import commands as evaluation_commands
 from judgefuse.evaluation import judge_command, tune_command
 from judgefuse.judges.local import commands as model_commands
-from judgefuse.service.ops import export_command, serve_command
+from judgefuse.service.ops import annotators_command, export_command, serve_command
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,14 +42,25 @@ def build_parser() -> argparse.ArgumentParser:
     model_commands.add_commands(subcommands)
     serve_command.add_commands(subcommands)
     export_command.add_commands(subcommands)
+    annotators_command.add_commands(subcommands)
     plugins_command.add_commands(subcommands)
+    return parser
+
+
+def _subcommand_parser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
+    """The parser of ``command`` (the top-level one if it cannot be found)."""
+    for action in parser._subparsers._group_actions if parser._subparsers else ():
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            return action.choices[command]
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, unknown = parser.parse_known_args(argv)
+        if unknown:  # a misspelt flag: the subcommand's usage, not the top-level one
+            _subcommand_parser(parser, args.command).error(f"unrecognized arguments: {' '.join(unknown)}")
     except SystemExit as exc:  # a usage error (argparse printed it, status 2), or --help / --version (0)
         return exc.code if isinstance(exc.code, int) else 2
     try:

@@ -18,6 +18,7 @@ Hierarchy (raised by the gateway and routes, mapped here)::
     +-- QuorumLost (503)         fewer valid votes than the panel's quorum (reasons per judge)
     +-- Overloaded (429)         an in-flight limit is full; ``Retry-After`` says when to retry
     +-- Unauthorized (401)
+    +-- Forbidden (403)          a valid credential whose role may not do this
     StorageUnavailable (503), VerdictNotFound (404), other StorageError (500)
 """
 
@@ -39,6 +40,7 @@ from judgefuse.service.storage import StorageError, StorageUnavailable, VerdictN
 __all__ = [
     "Conflict",
     "FieldProblem",
+    "Forbidden",
     "InvalidFields",
     "NotFound",
     "Overloaded",
@@ -110,6 +112,13 @@ class NotFound(ServiceError):
 
 class Conflict(ServiceError):
     status = 409
+
+
+class Forbidden(ServiceError):
+    """403: the credential is valid but its role may not do this (an annotator credential
+    outside lease, label, skip and its own history; another panel's queue)."""
+
+    status = 403
 
 
 class Unauthorized(ServiceError):

@@ -43,6 +43,7 @@ from judgefuse.service.learning.service import LearningService
 from judgefuse.service.learning.state_cache import StateCache
 from judgefuse.service.monitoring.metrics import ServiceMetrics
 from judgefuse.service.monitoring.service import MonitorService
+from judgefuse.service.review.accounts import AnnotatorAccounts
 from judgefuse.service.review.audit_plan import AuditPlanner
 from judgefuse.service.review.labels import LabelService
 from judgefuse.service.review.queue import ReviewQueue
@@ -115,6 +116,8 @@ class Gateway:
                                    self.learning.note_label)
         self.verdicts = VerdictReads(storage, panels)
         self.review_queue = ReviewQueue(settings, storage, self, self.audit_planner, clock)
+        self.annotators = AnnotatorAccounts(storage, clock)
+        """Annotator credentials and review sessions (:mod:`judgefuse.service.review.accounts`)."""
         self.calibration = CalibrationService(settings, storage, clock=clock)
         self.panel_structure = self.calibration.panel_structure
         """``GET /v1/calibration``'s panel_structure, per panel, for ``panel_structure_ttl_s``."""

@@ -12,6 +12,7 @@ from judgefuse.service.learning import threshold_routes as thresholds
 from judgefuse.service.monitoring import metrics_routes as metrics
 from judgefuse.service.monitoring import routes as monitor
 from judgefuse.service.ops import health_routes as health
+from judgefuse.service.review import annotator_routes as annotators
 from judgefuse.service.review import feedback_routes as feedback
 from judgefuse.service.review import page as review_page
 from judgefuse.service.review import routes as review
@@ -26,6 +27,7 @@ ROUTERS = [
     fusion.router,
     metrics.router,
     review.router,
+    annotators.router,
     monitor.router,
     review_page.router,
     dashboard.router,

@@ -5,13 +5,16 @@ One item at a time from the panel's review queue (leased to the annotator like `
 ``b`` to label (``POST /v1/feedback``'s path) and ``s`` to skip (the lease is released), the
 progress of this session and the queue depth (a skipped item goes back to the queue at its
 rank; the page then shows the next one rather than the same item again). The judges' verdict is not shown unless the
-panel opts in (``review_shows_verdict``). Reloading the page leases the next item; the one
-left behind returns to the queue when its lease expires (``review_lease_s``).
+panel opts in (``review_shows_verdict``). A reload, a second tab or the back button show the
+item the annotator already holds: one lease per annotator and panel
+(:meth:`~judgefuse.service.review.queue.ReviewQueue.held_item`).
 
-Auth: the tenant's API key is posted once to ``/review/login`` and exchanged for a signed
-session cookie (:mod:`judgefuse.service.review.session`); the key never appears in the page or
-a URL. In open mode (no keys configured) no login is needed. The annotator name is given at
-login (default: the tenant's name).
+Auth and CSRF live in :mod:`judgefuse.service.review.session`: an annotator credential (or,
+while the tenant has no annotator account, its API key) is posted once to ``/review/login`` and
+exchanged for a session cookie bound to it server-side; the credential never appears in the
+page or a URL; every post passes the origin checks and carries the session's form token
+(``csrf``). In open mode (no keys configured) no login is needed (the first visit sets the
+session); the annotator name is given at login (default: the tenant's name).
 """
 
 from __future__ import annotations
@@ -23,38 +26,28 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from judgefuse.judges.types import Letter
-from judgefuse.service.errors import FieldProblem, ServiceError, Unauthorized
-from judgefuse.service.review.queue import annotator_name, item_out
-from judgefuse.service.review.session import COOKIE, ReviewSession, SessionSigner
-from judgefuse.service.settings import DEFAULT_TENANT
-from judgefuse.service.web.deps import GatewayDep, LabelsDep, ReviewQueueDep
+from judgefuse.service.errors import FieldProblem, Forbidden, Unauthorized
+from judgefuse.service.review.annotator_labels import label_as
+from judgefuse.service.review.queue import item_out
+from judgefuse.service.review.session import (
+    COOKIE,
+    SessionSigner,
+    check_post,
+    current_session,
+    open_session,
+    posted_session,
+    set_session_cookie,
+    sign_in,
+    sign_out,
+)
+from judgefuse.service.web.auth import Principal
+from judgefuse.service.web.deps import AccountsDep, GatewayDep, LabelsDep, ReviewQueueDep
 
 router = APIRouter(tags=["review page"], include_in_schema=False)
 
 
-class CrossSite(ServiceError):
-    status = 403
-
-
 def _signer(request: Request) -> SessionSigner:
     return request.app.state.review_sessions
-
-
-def _session(request: Request) -> ReviewSession | None:
-    if request.app.state.authenticator.open_mode:
-        signed = _signer(request).read(request.cookies.get(COOKIE))
-        return ReviewSession(DEFAULT_TENANT, signed.annotator if signed else DEFAULT_TENANT, 0.0)
-    return _signer(request).read(request.cookies.get(COOKIE))
-
-
-def _same_origin(request: Request) -> None:
-    """Refuse a post whose ``Origin`` is another site (the SameSite cookie is the first guard)."""
-    origin = request.headers.get("origin")
-    if origin is None or origin == "null":
-        return
-    own = f"{request.url.scheme}://{request.headers.get('host', '')}"
-    if origin != own:
-        raise CrossSite("cross-site post refused", fields=[("header.origin", "not this site")])
 
 
 async def _form(request: Request) -> dict[str, str]:
@@ -69,7 +62,9 @@ def _render(request: Request, name: str, status: int = 200, **context: Any) -> H
         "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
                                    "script-src 'unsafe-inline'; form-action 'self'; "
                                    "frame-ancestors 'none'",
-        "Referrer-Policy": "no-referrer",
+        # same-origin, not no-referrer: with no-referrer Chromium sends "Origin: null" on the
+        # page's own posts, which the CSRF guard must refuse (review/session.py)
+        "Referrer-Policy": "same-origin",
     })
 
 
@@ -91,86 +86,78 @@ async def review_page(
     request: Request, gateway: GatewayDep, queue: ReviewQueueDep, panel: str | None = None,
     done: str | None = None, skipped: str | None = None,
 ) -> HTMLResponse:
-    session = _session(request)
+    session = await current_session(request)
+    new_cookie = None
+    if session is None and request.app.state.authenticator.open_mode:
+        session, new_cookie = open_session(request)
     if session is None:
         return _render(request, "review_login.html.j2", error=None, panel=panel or "")
+    if panel is None and session.account is not None and session.account.panels:
+        panel = session.account.panels[0]
     runtime = gateway.runtime(panel, field="query.panel")
-
-    async def lease() -> list[Any]:
-        return await queue.lease(session.tenant, runtime.name, n=1, annotator=session.annotator)
-
-    leases = await lease()
-    if leases and skipped and leases[0].record.id == skipped:
-        # the item just skipped is back at its rank (the lowest): show the next one, if any,
-        # and give the skipped one back again
-        more = await lease()
-        if more:
-            await queue.release(session.tenant, skipped, session.annotator)
-            leases = more
+    if not session.may_use(runtime.name):
+        raise Forbidden(f"annotator {session.annotator!r} may not use panel {runtime.name!r}",
+                        fields=[("query.panel", "not one of this annotator's panels")])
+    held = await queue.held_item(session.tenant, runtime.name, session.annotator,
+                                 skipped=skipped[:256] if skipped else None)
     stats = await queue.counts(session.tenant, runtime.name)
-    item = item_out(leases[0], runtime) if leases else None
-    return _render(
+    item = item_out(held, runtime) if held else None
+    response = _render(
         request, "review.html.j2", tenant=session.tenant, annotator=session.annotator,
-        panel=runtime.name, item=item, done=_done(done),
+        panel=runtime.name, item=item, done=_done(done), csrf=_signer(request).form_token(session),
         queue_depth=sum(c.queued for c in stats.values()) + (1 if item else 0),
         labelled=sum(c.labelled for name, c in stats.items() if name != "none"),
         routed=sum(c.routed for name, c in stats.items() if name != "none"),
     )
+    if new_cookie is not None:
+        set_session_cookie(request, response, new_cookie)
+    return response
 
 
 @router.post("/review/login")
 async def login(request: Request) -> Response:
-    _same_origin(request)
+    check_post(request)
     form = await _form(request)
-    authenticator = request.app.state.authenticator
     panel = form.get("panel") or None
     browser = "text/html" in request.headers.get("accept", "")
     try:
-        tenant = authenticator.tenant_for(None, form.get("api_key", "").strip() or None)
-        annotator = annotator_name(tenant, form.get("annotator") or None, None, field="form.annotator")
-    except (Unauthorized, FieldProblem) as exc:
+        cookie = await sign_in(request, form)
+    except (Unauthorized, Forbidden, FieldProblem) as exc:
         if not browser:  # API clients get the usual JSON error naming the field
             raise
-        error = "invalid API key" if isinstance(exc, Unauthorized) else exc.fields[0][1]
+        error = ("invalid API key" if isinstance(exc, Unauthorized) else
+                 exc.message if isinstance(exc, Forbidden) else exc.fields[0][1])
         return _render(request, "review_login.html.j2", status=exc.status, error=error,
                        panel=panel or "")
     response = _back(panel, 0)
-    response.set_cookie(
-        COOKIE, _signer(request).issue(tenant, annotator), max_age=int(_signer(request).lifetime_s),
-        path="/review", httponly=True, samesite="strict", secure=request.url.scheme == "https",
-    )
+    set_session_cookie(request, response, cookie)
     return response
 
 
 @router.post("/review/logout")
 async def logout(request: Request) -> Response:
-    _same_origin(request)
+    await sign_out(request, await _form(request))
     response = _back(None, 0)
     response.delete_cookie(COOKIE, path="/review")
     return response
 
 
 @router.post("/review/label")
-async def label(request: Request, labels: LabelsDep) -> Response:
-    _same_origin(request)
-    session = _session(request)
-    if session is None:
-        raise Unauthorized("log in at /review first", fields=[("cookie", "no session")])
+async def label(request: Request, labels: LabelsDep, accounts: AccountsDep) -> Response:
     form = await _form(request)
+    session = await posted_session(request, form)
     choice = form.get("label")
     if choice not in ("A", "B"):
         raise FieldProblem("form.label", "must be A or B")
-    await labels.feedback(session.tenant, form.get("verdict_id", ""), cast(Letter, choice))
+    await label_as(Principal(session.tenant, session.account), labels, accounts,
+                   form.get("verdict_id", ""), cast(Letter, choice))
     return _back(form.get("panel") or None, _done(form.get("done")) + 1)
 
 
 @router.post("/review/skip")
 async def skip(request: Request, queue: ReviewQueueDep) -> Response:
-    _same_origin(request)
-    session = _session(request)
-    if session is None:
-        raise Unauthorized("log in at /review first", fields=[("cookie", "no session")])
     form = await _form(request)
+    session = await posted_session(request, form)
     verdict_id = form.get("verdict_id", "")
     if verdict_id:
         await queue.release(session.tenant, verdict_id[:256], session.annotator)

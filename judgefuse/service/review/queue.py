@@ -10,9 +10,19 @@ annotator sees and who they are:
   its hardest part, and every estimate built on it biased.
 * **No anchoring.** An item shows the question and the two answers; the judges' verdict only
   when the panel opts in (``review_shows_verdict``).
-* **Who.** The annotator is the ``annotator`` query parameter, else the ``X-Annotator``
-  header, else the tenant's name (one shared identity: give each person their own name so
-  two people never hold the same item). Leases are per annotator within the tenant.
+* **Who.** With an annotator credential, the account's name (nothing else). With a tenant key,
+  the ``annotator`` query parameter, else the ``X-Annotator`` header, else the tenant's name
+  (one shared identity: give each person their own name so two people never hold the same
+  item). Leases are per annotator within the tenant.
+* **Holds and caps** (docs/review-loop.md, 'Leases'). What each annotator holds is kept in a
+  compare-and-set state blob (``review-holds/...``: id -> panel, expiry), beside storage's own
+  lease: a live entry whose verdict is still unlabelled is a live lease of that annotator
+  (nobody else can lease an item while its lease lives, and only a label or this module's
+  release end it early). So the page shows the item already held, one per annotator and
+  panel, instead of leasing another on every reload, second tab or back button; and
+  ``GET /v1/review/next`` stops at ``review_max_held_per_annotator`` items per annotator and
+  ``review_max_held_per_caller`` per calling tenant key (409 beyond: label, skip or wait).
+  Concurrent requests of one annotator may pass a cap by at most their number.
 
 :class:`ReviewQueue` is the slice's service (the gateway builds it): leases, skips and the
 stats with their audit plan, for the HTTP routes and the annotator page alike.
@@ -20,22 +30,38 @@ stats with their audit plan, for the HTTP routes and the annotator page alike.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from judgefuse.service.errors import FieldProblem
+from judgefuse.service.errors import FieldProblem, ServiceError
 from judgefuse.service.judging.panels import PanelRuntime
 from judgefuse.service.judging.request_checks import encodable
 from judgefuse.service.ledger import label_kind_counts
 from judgefuse.service.responses import ReviewStatsOut
 from judgefuse.service.review.audit_plan import AuditPlanner, daily_traffic, plan_report
+from judgefuse.service.review.shared_state import update_state
 from judgefuse.service.schemas import ReviewItemOut
 from judgefuse.service.serving import ServingState
 from judgefuse.service.settings import Settings
 from judgefuse.service.storage import ReviewLease, Storage, StratumCounts
 
-__all__ = ["ReviewQueue", "annotator_name", "item_out", "stats_out"]
+__all__ = ["LeaseCapReached", "ReviewQueue", "annotator_name", "item_out", "stats_out"]
+
+
+class LeaseCapReached(ServiceError):
+    """409: the annotator (or the calling key) already holds as many items as allowed."""
+
+    status = 409
+
+
+def hold_key(who: str) -> str:
+    """The state key of what ``who`` (an annotator name, or ``caller:...``) holds."""
+    return "review-holds/" + hashlib.sha256(who.encode("utf-8")).hexdigest()[:40]
+
+
+Holds = dict[str, list[Any]]  # verdict id -> [panel, lease expiry]
 
 
 def annotator_name(tenant: str, query: str | None, header: str | None, *, field: str) -> str:
@@ -101,17 +127,122 @@ class ReviewQueue:
         self.planner = planner
         self.clock = clock
 
-    async def lease(self, tenant: str, panel: str, *, n: int, annotator: str) -> list[ReviewLease]:
-        """Up to ``n`` pending items of the panel's queue, leased to ``annotator`` for
-        ``review_lease_s`` (lowest rank first: random order)."""
+    async def _lease(self, tenant: str, panel: str, n: int, annotator: str) -> list[ReviewLease]:
         return await self.storage.lease_review(
             tenant, panel, n=n, annotator=annotator, lease_s=self.settings.review.review_lease_s,
             now=self.clock(),
         )
 
-    async def release(self, tenant: str, verdict_id: str, annotator: str) -> bool:
+    async def _holds(self, tenant: str, who: str) -> Holds:
+        """What ``who`` holds by the hold blob, expired entries left out."""
+        blob = await self.storage.get_state(tenant, hold_key(who))
+        now = self.clock()
+        return {v: e for v, e in (blob.body.get("held", {}) if blob else {}).items() if e[1] > now}
+
+    async def _still_held(self, tenant: str, holds: Holds) -> tuple[Holds, set[str]]:
+        """The holds whose verdict is still unlabelled, and the ids that are not (labelled
+        or gone): a label ends a lease in storage without passing here."""
+        live: Holds = {}
+        gone: set[str] = set()
+        for vid, entry in holds.items():
+            record = await self.storage.get_verdict(tenant, vid)
+            if record is None or record.label is not None:
+                gone.add(vid)
+            else:
+                live[vid] = entry
+        return live, gone
+
+    async def _note(self, tenant: str, who: str, add: Holds, drop: set[str]) -> None:
+        now = self.clock()
+
+        def change(body: dict[str, Any]) -> tuple[dict[str, Any], None]:
+            held = {v: e for v, e in body.get("held", {}).items() if e[1] > now and v not in drop}
+            return {"held": {**held, **add}}, None
+
+        await update_state(self.storage, tenant, hold_key(who), change)
+
+    async def lease(
+        self, tenant: str, panel: str, *, n: int, annotator: str, caller: str | None = None
+    ) -> list[ReviewLease]:
+        """Up to ``n`` pending items of the panel's queue, leased to ``annotator`` for
+        ``review_lease_s`` (lowest rank first: random order), within the caps: what
+        ``annotator`` holds plus these at most ``review_max_held_per_annotator``, and what the
+        calling tenant key (``caller``, None for an annotator credential) holds at most
+        ``review_max_held_per_caller``. 409 (:class:`LeaseCapReached`) when there is no room."""
+        review = self.settings.review
+        limits = [(annotator, review.review_max_held_per_annotator, "annotator")]
+        if caller is not None:
+            limits.append((f"caller:{caller}", review.review_max_held_per_caller, "caller"))
+        room = n
+        for who, cap, kind in limits:
+            holds = await self._holds(tenant, who)
+            if len(holds) + room > cap:  # labelled items free their place
+                holds, gone = await self._still_held(tenant, holds)
+                if gone:
+                    await self._note(tenant, who, {}, gone)
+            room = min(room, cap - len(holds))
+            if room <= 0:
+                name = annotator if kind == "annotator" else "this API key"
+                raise LeaseCapReached(
+                    f"{kind} {name!r} already holds {len(holds)} leased items "
+                    f"(review_max_held_per_{kind} = {cap}): label or skip them first, or wait for "
+                    "their leases to expire", fields=[("query.n", f"{kind} lease cap reached")])
+        leases = await self._lease(tenant, panel, room, annotator)
+        add = {lease.record.id: [panel, lease.lease_expires_at] for lease in leases}
+        for who, _, _ in limits:
+            await self._note(tenant, who, add, set())
+        return leases
+
+    async def held_item(
+        self, tenant: str, panel: str, annotator: str, *, skipped: str | None = None
+    ) -> ReviewLease | None:
+        """The annotator page's item: the one ``annotator`` already holds in ``panel`` (a
+        reload, a second tab, the back button), else one newly leased, never two. ``skipped``
+        (just given back) is not shown again while another item is free."""
+        holds = {v: e for v, e in (await self._holds(tenant, annotator)).items()
+                 if e[0] == panel and v != skipped}
+        for vid, (_, expires) in sorted(holds.items(), key=lambda h: h[1][1]):
+            record = await self.storage.get_verdict(tenant, vid)
+            if record is not None and record.label is None:
+                return ReviewLease(record=record, annotator=annotator, lease_expires_at=expires)
+        if holds:
+            await self._note(tenant, annotator, {}, set(holds))
+        leases = await self._lease(tenant, panel, 1, annotator)
+        if leases and skipped and leases[0].record.id == skipped:
+            # the item just skipped is back at its rank (the lowest): show the next one, if
+            # any, and give the skipped one back again
+            more = await self._lease(tenant, panel, 1, annotator)
+            if more:
+                await self.storage.release_review(tenant, skipped, annotator, now=self.clock())
+                leases = more
+        if not leases:
+            return None
+        mine = leases[0]
+        now = self.clock()
+
+        def change(body: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+            held = {v: e for v, e in body.get("held", {}).items() if e[1] > now}
+            other = next((v for v, e in held.items() if e[0] == panel and v != mine.record.id
+                          and v not in holds and v != skipped), None)
+            if other is not None:  # another tab of this annotator got there first
+                return None, other
+            held[mine.record.id] = [panel, mine.lease_expires_at]
+            return {"held": held}, None
+
+        other = await update_state(self.storage, tenant, hold_key(annotator), change)
+        if other is None:
+            return mine
+        await self.storage.release_review(tenant, mine.record.id, annotator, now=now)
+        return await self.held_item(tenant, panel, annotator, skipped=skipped)
+
+    async def release(
+        self, tenant: str, verdict_id: str, annotator: str, caller: str | None = None
+    ) -> bool:
         """Give a leased item back (a skip); False when ``annotator`` holds no live lease on it."""
-        return await self.storage.release_review(tenant, verdict_id, annotator, now=self.clock())
+        released = await self.storage.release_review(tenant, verdict_id, annotator, now=self.clock())
+        for who in (annotator, *((f"caller:{caller}",) if caller is not None else ())):
+            await self._note(tenant, who, {}, {verdict_id})
+        return released
 
     async def counts(self, tenant: str, panel: str) -> dict[str, StratumCounts]:
         """Per stratum: routed, queued, leased, labelled."""

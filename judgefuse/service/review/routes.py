@@ -12,19 +12,38 @@ from typing import Annotated
 
 from fastapi import APIRouter, Header, Query
 
-from judgefuse.service.errors import FieldProblem, NotFound
+from judgefuse.service.errors import FieldProblem, Forbidden, NotFound
 from judgefuse.service.judging.request_checks import check_verdict_id
 from judgefuse.service.responses import ReviewNextOut, ReviewSkipOut, ReviewStatsOut
 from judgefuse.service.review.queue import annotator_name, item_out
 from judgefuse.service.schemas import ReviewSkipRequest
-from judgefuse.service.web.deps import GatewayDep, ReviewQueueDep, SettingsDep, TenantDep
+from judgefuse.service.web.auth import Principal
+from judgefuse.service.web.deps import GatewayDep, ReviewerDep, ReviewQueueDep, SettingsDep, TenantDep
 
 router = APIRouter(prefix="/v1/review", tags=["review"])
 
 
+def _who(principal: Principal, query: str | None, header: str | None, *, field: str) -> str:
+    """The annotator: an annotator credential is its account (naming anyone else is a 403);
+    a tenant key names whoever it leases for (:func:`annotator_name`)."""
+    account = principal.account
+    if account is None:
+        return annotator_name(principal.tenant, query, header, field=field)
+    for given in (query, header):
+        if given is not None and given.strip() != account.name:
+            raise Forbidden(f"an annotator credential acts as {account.name!r} only",
+                            fields=[(field, "not this credential's annotator")])
+    return account.name
+
+
+def _caller(principal: Principal) -> str | None:
+    """Whose per-caller lease cap applies: the tenant key's (an account has its own cap)."""
+    return "tenant-key" if principal.account is None else None
+
+
 @router.get("/next")
 async def next_items(
-    tenant: TenantDep,
+    principal: ReviewerDep,
     gateway: GatewayDep,
     queue: ReviewQueueDep,
     settings: SettingsDep,
@@ -34,13 +53,17 @@ async def next_items(
     x_annotator: Annotated[str | None, Header()] = None,
 ) -> ReviewNextOut:
     """Lease up to ``n`` pending items of the panel's queue to one annotator, in random order
-    (two annotators never hold the same item; an expired lease returns the item)."""
+    (two annotators never hold the same item; an expired lease returns the item). An annotator
+    credential leases as itself, within its panels (403 otherwise); what one annotator and one
+    tenant key hold is capped (409, ``review_max_held_per_annotator`` / ``_per_caller``)."""
     limit = settings.review.review_max_lease
     if not 1 <= n <= limit:
         raise FieldProblem("query.n", f"must be between 1 and {limit}")
     runtime = gateway.runtime(panel, field="query.panel")
-    who = annotator_name(tenant, annotator, x_annotator, field="query.annotator")
-    leases = await queue.lease(tenant, runtime.name, n=n, annotator=who)
+    principal.check_panel(runtime.name)
+    who = _who(principal, annotator, x_annotator, field="query.annotator")
+    leases = await queue.lease(principal.tenant, runtime.name, n=n, annotator=who,
+                               caller=_caller(principal))
     return ReviewNextOut(panel=runtime.name, annotator=who,
                          items=[item_out(lease, runtime) for lease in leases])
 
@@ -48,15 +71,16 @@ async def next_items(
 @router.post("/skip")
 async def skip(
     body: ReviewSkipRequest,
-    tenant: TenantDep,
+    principal: ReviewerDep,
     queue: ReviewQueueDep,
     x_annotator: Annotated[str | None, Header()] = None,
 ) -> ReviewSkipOut:
     """Give a leased item back to the queue (at its random rank). 404 when this annotator
     holds no live lease on it."""
+    tenant = principal.tenant
     check_verdict_id(tenant, body.verdict_id)
-    who = annotator_name(tenant, body.annotator, x_annotator, field="body.annotator")
-    released = await queue.release(tenant, body.verdict_id, who)
+    who = _who(principal, body.annotator, x_annotator, field="body.annotator")
+    released = await queue.release(tenant, body.verdict_id, who, _caller(principal))
     if not released:
         raise NotFound(f"annotator {who!r} holds no live lease on verdict {body.verdict_id!r}",
                        fields=[("body.verdict_id", "not leased by this annotator")])

@@ -12,7 +12,16 @@ Who may read what (:meth:`Authenticator.caller`):
   the dashboard's cross-tenant tables (judge health and cost summed over tenants);
 * a **tenant key**: that tenant's data only (its ``/metrics`` series, its dashboard);
 * in open mode everything is tenant ``default``, and ``/metrics`` stays open unless a metrics
-  token is configured.
+  token is configured;
+* an **annotator credential** (``jfa.<tenant>.<id>.<secret>``, made by an operator, see
+  :mod:`judgefuse.service.review.accounts`): leases, labels, skips and reads its own history
+  (:func:`principal_for`, the routes that take ``ReviewerDep``); every route that takes the
+  tenant (``TenantDep``) refuses it with 403, so a new route is closed to annotators unless it
+  opts in.
+
+Roles (docs/review-loop.md, 'Roles'): a tenant key is the pipeline's and the operator's key
+(judge, fuse, tune, refit, clear alarms, manage annotators); annotators never need it, and the
+``/review`` page refuses it once the tenant has annotator accounts.
 """
 
 from __future__ import annotations
@@ -22,10 +31,11 @@ import hmac
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from judgefuse.service.errors import Unauthorized
+from judgefuse.service.errors import Forbidden, Unauthorized
+from judgefuse.service.review.accounts import Annotator, AnnotatorAccounts, looks_like_credential
 from judgefuse.service.settings import DEFAULT_TENANT
 
-__all__ = ["Authenticator", "Caller", "hash_key"]
+__all__ = ["Authenticator", "Caller", "Principal", "hash_key", "principal_for", "refuse_annotator"]
 
 
 def hash_key(key: str) -> str:
@@ -41,6 +51,60 @@ class Caller:
     admin: bool = False
 
 
+@dataclass(frozen=True)
+class Principal:
+    """Who calls a review route: a tenant key (``account`` None: any annotator name) or one
+    annotator account (leases and labels as itself, within its panels)."""
+
+    tenant: str
+    account: Annotator | None = None
+
+    def check_panel(self, panel: str, field: str = "query.panel") -> None:
+        """403 when an annotator credential scoped to panels asks for another panel."""
+        if self.account is not None and not self.account.may_use(panel):
+            raise Forbidden(f"annotator {self.account.name!r} may not use panel {panel!r}",
+                            fields=[(field, "not one of this annotator's panels")])
+
+
+ANNOTATOR_ONLY = ("an annotator credential may only lease, label, skip and read its own history "
+                  "(GET /v1/review/next, POST /v1/review/skip, POST /v1/feedback, "
+                  "GET /v1/annotators/me); this needs the tenant's API key")
+
+
+async def principal_for(
+    authenticator: Authenticator, accounts: AnnotatorAccounts,
+    authorization: str | None, x_api_key: str | None,
+) -> Principal:
+    """A tenant key's tenant or a live annotator account (401 for anything else). Only a key
+    with a credential's shape costs a store read; tenant keys are checked as always."""
+    presented = _maybe_presented(authorization, x_api_key)
+    if looks_like_credential(presented):
+        account = await accounts.verify(presented or "")
+        if account is not None:
+            return Principal(account.tenant, account)
+        if not authenticator.open_mode:
+            raise Unauthorized("invalid or revoked annotator credential",
+                               fields=[("header.authorization", "unknown, revoked or rotated")])
+    return Principal(authenticator.tenant_for(authorization, x_api_key))
+
+
+async def refuse_annotator(
+    authenticator: Authenticator, accounts: AnnotatorAccounts,
+    authorization: str | None, x_api_key: str | None,
+) -> None:
+    """403 when a live annotator credential calls a route that needs a tenant key."""
+    presented = _maybe_presented(authorization, x_api_key)
+    if looks_like_credential(presented) and await accounts.verify(presented or "") is not None:
+        raise Forbidden(ANNOTATOR_ONLY, fields=[("header.authorization", "annotator credential")])
+
+
+def _maybe_presented(authorization: str | None, x_api_key: str | None) -> str | None:
+    if authorization:
+        scheme, _, value = authorization.partition(" ")
+        return value.strip() if scheme.lower() == "bearer" else None
+    return x_api_key.strip() if x_api_key else None
+
+
 class Authenticator:
     def __init__(
         self, digests: Mapping[str, str], *, open_mode: bool, metrics_digest: str | None = None
@@ -52,6 +116,17 @@ class Authenticator:
     @property
     def tenants(self) -> list[str]:
         return [DEFAULT_TENANT] if self.open_mode else [t for t, _ in self._digests]
+
+    def fingerprint(self, tenant: str) -> str | None:
+        """A short fingerprint of the tenant's current key digest (None: no such tenant, or
+        open mode): a review session opened with the key is bound to it, so it ends when the
+        key is rotated or the tenant removed."""
+        if self.open_mode:
+            return None
+        for name, digest in self._digests:
+            if name == tenant:
+                return hashlib.sha256(b"review-session:" + digest).hexdigest()[:24]
+        return None
 
     @property
     def metrics_protected(self) -> bool:

@@ -22,15 +22,16 @@ from judgefuse.service.judging.pipeline import JudgePipeline
 from judgefuse.service.learning.service import LearningService
 from judgefuse.service.monitoring.metrics import ServiceMetrics
 from judgefuse.service.monitoring.service import MonitorService
+from judgefuse.service.review.accounts import CREDENTIAL_PREFIX, AnnotatorAccounts
 from judgefuse.service.review.labels import LabelService
 from judgefuse.service.review.queue import ReviewQueue
 from judgefuse.service.review.verdicts import VerdictReads
 from judgefuse.service.settings import Settings
-from judgefuse.service.web.auth import Authenticator, Caller
+from judgefuse.service.web.auth import Authenticator, Caller, Principal, principal_for, refuse_annotator
 
 __all__ = [
-    "CalibrationDep", "CallerDep", "GatewayDep", "JudgingDep", "LabelsDep", "LearningDep", "MetricsDep",
-    "MonitoringDep", "ReviewQueueDep", "SettingsDep", "TenantDep", "VerdictsDep", "json_response",
+    "AccountsDep", "CalibrationDep", "CallerDep", "GatewayDep", "JudgingDep", "LabelsDep", "LearningDep", "MetricsDep",
+    "MonitoringDep", "ReviewQueueDep", "ReviewerDep", "SettingsDep", "TenantDep", "VerdictsDep", "json_response",
 ]
 
 
@@ -74,14 +75,30 @@ async def get_metrics(request: Request) -> ServiceMetrics:
     return request.app.state.metrics
 
 
+async def get_accounts(request: Request) -> AnnotatorAccounts:
+    return request.app.state.gateway.annotators
+
+
 async def get_tenant(request: Request) -> str:
-    """The caller's tenant from ``Authorization: Bearer <key>`` or ``X-API-Key`` (else 401).
+    """The caller's tenant from ``Authorization: Bearer <key>`` or ``X-API-Key`` (else 401);
+    a live annotator credential is refused here with 403 (its routes take ``ReviewerDep``).
 
     Headers are read directly (not as ``Header`` parameters) to keep per-request cost low.
     """
     authenticator: Authenticator = request.app.state.authenticator
     headers = request.headers
-    return authenticator.tenant_for(headers.get("authorization"), headers.get("x-api-key"))
+    authorization, x_api_key = headers.get("authorization"), headers.get("x-api-key")
+    if CREDENTIAL_PREFIX in (authorization or x_api_key or ""):
+        await refuse_annotator(authenticator, request.app.state.gateway.annotators,
+                               authorization, x_api_key)
+    return authenticator.tenant_for(authorization, x_api_key)
+
+
+async def get_reviewer(request: Request) -> Principal:
+    """A tenant key or an annotator credential (lease, label, skip, own history); else 401."""
+    headers = request.headers
+    return await principal_for(request.app.state.authenticator, request.app.state.gateway.annotators,
+                               headers.get("authorization"), headers.get("x-api-key"))
 
 
 async def get_caller(request: Request) -> Caller:
@@ -109,4 +126,6 @@ CalibrationDep = Annotated[CalibrationService, Depends(get_calibration)]
 MonitoringDep = Annotated[MonitorService, Depends(get_monitoring)]
 MetricsDep = Annotated[ServiceMetrics, Depends(get_metrics)]
 TenantDep = Annotated[str, Depends(get_tenant)]
+ReviewerDep = Annotated[Principal, Depends(get_reviewer)]
+AccountsDep = Annotated[AnnotatorAccounts, Depends(get_accounts)]
 CallerDep = Annotated[Caller, Depends(get_caller)]

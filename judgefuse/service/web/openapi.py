@@ -45,6 +45,11 @@ Calibrated LLM-as-a-judge gateway.
 unknown key is a 401. A key is never accepted in the query string: such a request is a 400.
 `/healthz` and `/readyz` are public.
 
+**Annotator credentials** (made by an operator with `POST /v1/annotators` or `judgefuse
+annotators create`) may only lease, label, skip and read their own history (`GET
+/v1/review/next`, `POST /v1/review/skip`, `POST /v1/feedback`, `GET /v1/annotators/me`), within
+their panels: anything else is a 403. A tenant API key is the pipeline's and the operator's key.
+
 **Open mode.** When no API keys are configured (`JUDGEFUSE_WEB__API_KEYS` empty) or `auth_disabled`
 is set, the gateway runs in open mode: no key is needed, no request is answered 401, and every
 request belongs to tenant `default`. It is meant for local use only (the server logs a warning
@@ -66,9 +71,10 @@ SECURITY_SCHEMES: dict[str, dict[str, Any]] = {
               "description": "A tenant API key: `X-API-Key: <key>`"},
 }
 
-_KEYED = (400, 401)
+_KEYED = (400, 401, 403)
 """Every ``/v1/`` operation: 400 (credentials in the query string, QueryKeyMiddleware; with a
-body also one that is not UTF-8) and 401 (no valid tenant key, ``deps.get_tenant``)."""
+body also one that is not UTF-8), 401 (no valid tenant key, ``deps.get_tenant``) and 403 (an
+annotator credential where a tenant key is needed, or outside its panels: web/auth.py)."""
 _BODY = (408, 413, 422)
 """Every operation with a request body (all keyed): 408 (body not received within
 ``body_timeout_s``), 413 (over ``max_body_bytes``), 422 (a field fails the schema or a limit;
@@ -101,12 +107,20 @@ ERRORS: dict[str, tuple[int, ...]] = {
     "POST /v1/fusion/refit": (*_KEYED, *_BODY, 503),
     "GET /v1/fusion/models": (*_KEYED, 422, 503),
     # 422: also an unusable annotator name (query or X-Annotator header)
-    "GET /v1/review/next": (*_KEYED, 422, 429, 503),
+    # 409: the annotator or the calling key holds its cap of leased items
+    "GET /v1/review/next": (*_KEYED, 409, 422, 429, 503),
     # 404: this annotator holds no live lease on the verdict
     "POST /v1/review/skip": (*_KEYED, *_BODY, 404, 429, 503),
     "GET /v1/review/stats": (*_KEYED, 422, 503),
     "GET /v1/monitor": (*_KEYED, 422, 503),
     "POST /v1/monitor/clear": (*_KEYED, *_BODY, 503),
+    # annotator accounts (review/annotator_routes.py): 409 a name taken, a revoked account
+    # rotated; 404 no such account; 503 also when the accounts' state kept changing
+    "POST /v1/annotators": (*_KEYED, *_BODY, 409, 503),
+    "GET /v1/annotators": (*_KEYED, 503),
+    "GET /v1/annotators/me": (*_KEYED, 503),
+    "POST /v1/annotators/{annotator}/revoke": (*_KEYED, 404, 422, 503),
+    "POST /v1/annotators/{annotator}/rotate": (*_KEYED, 404, 409, 422, 503),
 }
 """``"METHOD /path"`` -> the error statuses it answers with an :class:`ErrorBody`. Not listed
 anywhere: 500 (a bug or a storage fault: never by design), 404 / 405 for paths and methods that
@@ -119,6 +133,8 @@ _DESCRIPTIONS = {
          "parameter)",
     401: "No valid API key: send `Authorization: Bearer <key>` or `X-API-Key: <key>` "
          "(never in open mode)",
+    403: "The credential is valid but may not do this: an annotator credential may only lease, "
+         "label, skip and read its own history, within its panels",
     404: "Not found for this tenant",
     408: "The request body was not received within `body_timeout_s`; the connection is closed",
     409: "The verdict `id` is already used for a different item",
@@ -141,8 +157,18 @@ _MORE: dict[tuple[int, str], str] = {
 """What a status also means on one operation, or on every operation with a body."""
 
 
+_OWN: dict[tuple[int, str], str] = {
+    (409, "GET /v1/review/next"): "The annotator (`review_max_held_per_annotator`) or the calling "
+                                  "key (`review_max_held_per_caller`) already holds its cap of "
+                                  "leased items: label or skip them first",
+    (409, "POST /v1/annotators"): "An active annotator of this tenant already has the name",
+    (409, "POST /v1/annotators/{annotator}/rotate"): "The account is revoked: create a new one",
+}
+"""What a status means on one operation instead of its general description."""
+
+
 def _description(key: str, status: int, has_body: bool) -> str:
-    return (_DESCRIPTIONS[status] + _MORE.get((status, key), "")
+    return (_OWN.get((status, key), _DESCRIPTIONS[status]) + _MORE.get((status, key), "")
             + (_MORE.get((status, _ANY_BODY), "") if has_body else ""))
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -63,14 +64,16 @@ async def test_login_cookie_escaping_and_cross_site_posts(storage, tmp_path):
         assert KEY not in html and KEY not in str(page.url)
         assert "the judges chose" not in html  # no anchoring unless the panel opts in
         assert "default-src 'none'" in page.headers["content-security-policy"]
+        csrf = re.search(r'name="csrf" value="([^"]+)"', html)[1]  # the session's form token
         # a post from another site is refused even with the cookie
-        evil = await client.post("/review/label", data={"verdict_id": "p0", "label": "A"},
+        evil = await client.post("/review/label", data={"verdict_id": "p0", "label": "A", "csrf": csrf},
                                  headers={"Origin": "https://evil.example"})
         assert evil.status_code == 403
         assert (await storage.get_verdict("tenant-a", "p0")).label is None
-        bad_label = await client.post("/review/label", data={"verdict_id": "p0", "label": "C"})
+        bad_label = await client.post("/review/label", data={"verdict_id": "p0", "label": "C", "csrf": csrf})
         assert bad_label.status_code == 422 and bad_label.json()["fields"][0]["field"] == "form.label"
-        ok = await client.post("/review/label", data={"verdict_id": "p0", "label": "B", "done": "0"})
+        ok = await client.post("/review/label", data={"verdict_id": "p0", "label": "B", "done": "0",
+                                                       "csrf": csrf})
         assert ok.status_code == 303 and ok.headers["location"] == "/review?done=1"
         assert (await storage.get_verdict("tenant-a", "p0")).label == "B"
         empty = await client.get(ok.headers["location"])

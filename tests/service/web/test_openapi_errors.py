@@ -71,7 +71,7 @@ async def test_no_fastapi_validation_error_remains(document):
 
 async def test_every_operation_declares_its_errors_with_error_body(document):
     ops = operations(document)
-    assert set(ops) == set(ERRORS) and len(ops) == 18
+    assert set(ops) == set(ERRORS) and len(ops) == 23
     for key, operation in ops.items():
         responses = operation["responses"]
         declared = {int(code) for code in responses if code.startswith(("4", "5"))}
@@ -191,6 +191,13 @@ async def test_provoked_errors_conform_to_the_document(stub, tmp_path):
                 "/v1/feedback", json={"verdict_id": "nope", "label": "A"}, headers=a), 404)
             conforms("POST /v1/review/skip", await client.post(
                 "/v1/review/skip", json={"verdict_id": "nope"}, headers=a), 404)
+            annotator = await client.post("/v1/annotators", json={"name": "ann"}, headers=a)
+            assert annotator.status_code == 201, annotator.text
+            as_annotator = {"Authorization": f"Bearer {annotator.json()['credential']}"}
+            conforms("POST /v1/thresholds/tune", await client.post(
+                "/v1/thresholds/tune", json={"target_precision": 0.9}, headers=as_annotator), 403)
+            conforms("POST /v1/annotators", await client.post(
+                "/v1/annotators", json={"name": "ann"}, headers=a), 409)
             slow = await client.post("/v1/feedback", content=slow_body(),
                                      headers={**a, "Content-Type": "application/json"})
             # schemathesis reads the request's content: a streamed one has none to read
@@ -239,6 +246,6 @@ async def test_provoked_errors_conform_to_the_document(stub, tmp_path):
     finally:
         await storage.close()
     statuses = set().union(*provoked.values())
-    assert statuses == {400, 401, 404, 408, 409, 413, 422, 429, 503}
+    assert statuses == {400, 401, 403, 404, 408, 409, 413, 422, 429, 503}
     for key, codes in provoked.items():
         assert codes <= set(ERRORS[key]), key

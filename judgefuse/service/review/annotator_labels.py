@@ -1,0 +1,36 @@
+"""A label given through ``POST /v1/feedback`` or the review page, with the caller's role applied.
+
+A tenant key labels any verdict of its tenant, as always. An annotator credential labels only
+verdicts of its panels (403 otherwise, before anything is written) and each label it gives is
+noted in its own history (``GET /v1/annotators/me``, :mod:`judgefuse.service.review.accounts`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from judgefuse.service.judging.request_checks import check_verdict_id
+from judgefuse.service.review.accounts import AnnotatorAccounts
+from judgefuse.service.review.labels import LabelService
+from judgefuse.service.schemas import LabelResult
+from judgefuse.service.web.auth import Principal
+
+__all__ = ["label_as"]
+
+
+async def label_as(
+    principal: Principal, labels: LabelService, accounts: AnnotatorAccounts,
+    verdict_id: str, label: Any, *extra: Any,
+) -> LabelResult:
+    """``labels.feedback`` for ``principal`` (``extra``: the label's further arguments)."""
+    account = principal.account
+    if account is None:
+        return await labels.feedback(principal.tenant, verdict_id, label, *extra)
+    check_verdict_id(principal.tenant, verdict_id)
+    record = await labels.storage.get_verdict(principal.tenant, verdict_id)
+    if record is not None:
+        principal.check_panel(record.panel, field="body.verdict_id")
+    result = await labels.feedback(principal.tenant, verdict_id, label, *extra)
+    await accounts.record_label(account, verdict_id, record.panel if record else "",
+                                str(result.label), result.status)
+    return result
