@@ -26,6 +26,15 @@ from judgefuse.service.web.openapi import ERRORS
 stub = S.stub
 PAIR = {"question": "What is 2+2?", "answer_a": "4", "answer_b": "5"}
 VOTES = [{"judge": j, "choice": "A", "confidence": 0.9} for j in S.JUDGES]
+"""Posted to panel ``mirror``: the stub panel's judges, declared external (only such judges
+take posted votes)."""
+
+
+def mirror_panel(tmp_path):
+    path = tmp_path / "panel-mirror.yaml"
+    path.write_text("name: mirror\nfusion: majority\nquorum: 2\njudges:\n"
+                    + "".join(f"  - {{name: {j}, external: true}}\n" for j in S.JUDGES))
+    return path
 ERROR_REF = "#/components/schemas/ErrorBody"
 CONFORMANCE = ("status_code_conformance", "content_type_conformance", "response_schema_conformance",
                "response_headers_conformance")
@@ -164,8 +173,9 @@ async def test_provoked_errors_conform_to_the_document(stub, tmp_path):
     server, script = stub
     storage = FlakyStorage(tmp_path / "flaky.sqlite3")
     await storage.open()
-    settings = S.make_settings(tmp_path, [S.panel_yaml(tmp_path, server.url)], max_body_bytes=4096,
-                               max_batch_items=2, max_inflight_per_tenant=1, body_timeout_s=0.2)
+    settings = S.make_settings(tmp_path, [S.panel_yaml(tmp_path, server.url), mirror_panel(tmp_path)],
+                               max_body_bytes=4096, max_batch_items=2, max_inflight_per_tenant=1,
+                               body_timeout_s=0.2)
     a = S.auth("tenant-a")
     provoked: dict[str, set[int]] = {}
     try:
@@ -210,7 +220,7 @@ async def test_provoked_errors_conform_to_the_document(stub, tmp_path):
             conforms("POST /v1/judge", await client.post(
                 "/v1/judge", json={**PAIR, "id": "v-1", "answer_b": "6"}, headers=a), 409)
             conforms("POST /v1/fuse", await client.post(
-                "/v1/fuse", json={**PAIR, "id": "v-1", "answer_b": "6", "votes": VOTES}, headers=a), 409)
+                "/v1/fuse", json={**PAIR, "id": "v-1", "answer_b": "6", "panel": "mirror", "votes": VOTES}, headers=a), 409)
             conforms("POST /v1/judge", await client.post(
                 "/v1/judge", json={**PAIR, "question": "x" * 5000}, headers=a), 413)
             conforms("POST /v1/judge/batch", await client.post(
@@ -226,7 +236,8 @@ async def test_provoked_errors_conform_to_the_document(stub, tmp_path):
             await asyncio.sleep(0.1)
             conforms("POST /v1/judge", await client.post("/v1/judge", json=PAIR, headers=a), 429)
             batch = await client.post("/v1/judge/batch", json={"items": [PAIR]}, headers=a)
-            conforms("POST /v1/fuse", await client.post("/v1/fuse", json={**PAIR, "votes": VOTES}, headers=a), 429)
+            conforms("POST /v1/fuse", await client.post("/v1/fuse", json={**PAIR, "panel": "mirror", "votes": VOTES},
+                                                        headers=a), 429)
             assert (await held).status_code == 200
             # a batch whose item was refused: 200 with Retry-After, checked against the document too
             assert batch.status_code == 200 and batch.json()["results"][0]["status"] == 429
