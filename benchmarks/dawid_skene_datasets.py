@@ -7,7 +7,9 @@ subset) prints one markdown row: items, judges, the accuracy of ``majority``,
 the service's cold start), the mean and largest absolute error of Dawid-Skene's per-judge
 accuracy estimate against the labelled one, and the effective number of independent judges
 (labelled; label-free), from :mod:`judgefuse.fusion.panel_structure` (the code
-``GET /v1/calibration`` runs). An undecided verdict counts as wrong.
+``GET /v1/calibration`` runs). An undecided verdict counts as wrong; an exact tie (the votes
+prefer neither answer, docs/design.md, 'Fusion') counts as half right, the expectation of the
+seeded coin ``judgefuse eval`` scores it with.
 
 Usage: python benchmarks/dawid_skene_datasets.py [--data ../shared/data]
 """
@@ -25,6 +27,7 @@ from judgefuse.evaluation.loaders import load
 from judgefuse.fusion import get_method
 from judgefuse.fusion.dawid_skene import DawidSkeneFusion
 from judgefuse.fusion.panel_structure import panel_structure
+from judgefuse.fusion.verdict import Verdict, is_tie
 from judgefuse.judges.types import JudgedItem
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -32,8 +35,10 @@ HEADER = ("| data set | items | judges | majority | mean_probability | dawid_ske
           "DS - majority | judge acc MAE (max) | k_eff labelled | k_eff label-free |")
 
 
-def accuracy(choices: Sequence[str | None], labels: Sequence[str | None]) -> float:
-    return float(np.mean([c is not None and c == y for c, y in zip(choices, labels, strict=True)]))
+def accuracy(verdicts: Sequence[Verdict], labels: Sequence[str | None]) -> float:
+    return float(
+        np.mean([0.5 if is_tie(v) else float(v.choice == y) for v, y in zip(verdicts, labels, strict=True)])
+    )
 
 
 def row(name: str, items: list[JudgedItem]) -> str:
@@ -42,9 +47,9 @@ def row(name: str, items: list[JudgedItem]) -> str:
     labels = [judged.item.label for judged in items]
     majority = get_method("majority")
     mean_p = get_method("mean_probability")
-    maj = accuracy([majority(b).choice for b in batches], labels)
-    mp = accuracy([mean_p(b).choice for b in batches], labels)
-    ds = accuracy([v.choice for v in DawidSkeneFusion().fit_unlabelled(batches).predict(batches)], labels)
+    maj = accuracy([majority(b) for b in batches], labels)
+    mp = accuracy([mean_p(b) for b in batches], labels)
+    ds = accuracy(DawidSkeneFusion().fit_unlabelled(batches).predict(batches), labels)
     structure = panel_structure(batches, labels)
     assert structure is not None
     gaps = [abs(e.estimated_accuracy - e.labelled_accuracy) for e in structure.judges

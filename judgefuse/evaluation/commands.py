@@ -9,6 +9,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from judgefuse.evaluation import fuser_eval_command
 from judgefuse.evaluation.arguments import add_source_arguments, float_in, int_at_least, load_sources, output_path
 from judgefuse.evaluation.atomic import write_atomic
 from judgefuse.evaluation.comparison import compare_rows, print_comparison
@@ -51,6 +52,24 @@ def add_commands(subcommands: argparse._SubParsersAction) -> None:
         "--eps", type=float_in(0.0, 0.5, low_open=False), default=0.1, help="TH-Score interval width (default 0.1)"
     )
     ev.add_argument("--seed", type=int, default=0, help="seed of the cross-fitting folds and the bootstrap (default 0)")
+    ev.add_argument(
+        "--fuser",
+        metavar="PANEL_OR_MODEL",
+        help="add the LLM fuser's row: a panel file with a 'fuser:' entry, or a litellm model string "
+        "(with --fuser-api-base for an OpenAI-compatible server); it reads each item's recorded critiques",
+    )
+    ev.add_argument("--fuser-api-base", metavar="URL", help="the fuser model's api_base (with a model string)")
+    ev.add_argument(
+        "--fuser-votes",
+        type=Path,
+        metavar="PATH",
+        help="the fuser's recorded answers: read, and appended to as items finish, so a rerun never asks "
+        "the model twice (default: DATA.fuser-votes.jsonl in the current folder)",
+    )
+    ev.add_argument(
+        "--fuser-concurrency", type=int_at_least(1), default=4, help="fuser calls in flight at once (default 4)"
+    )
+    ev.add_argument("--limit", type=int_at_least(1), help="evaluate only the first N items of the data")
     ev.add_argument("--quiet", action="store_true", help="no tables on the terminal")
     ev.add_argument(
         "--wide",
@@ -61,7 +80,7 @@ def add_commands(subcommands: argparse._SubParsersAction) -> None:
 
     cmp = subcommands.add_parser(
         "compare",
-        help="accuracy-controlled calibration comparison of two judges (When Calibration Rankings Reverse, section 4)",
+        help="accuracy-controlled calibration comparison of two judges",
         description="Compare the calibration (ECE, Brier) of two judges on the items both judged: raw, "
         "instance-aligned (items both got right or both got wrong) and distribution-aligned (the more "
         "accurate judge reweighted to the other's accuracy). Each difference comes with a paired bootstrap "
@@ -84,18 +103,22 @@ def run_eval(args: argparse.Namespace) -> int:
     console = output_console()
     started = time.perf_counter()
     items, answers = load_sources(args)
+    if args.limit is not None:
+        items = items[: args.limit]
     loaded = time.perf_counter()
-    for name in args.methods or ():
+    methods = fuser_eval_command.voting_methods(args)
+    for name in methods or ():
         get_method(name)  # an unknown name fails here, before any work, listing the known ones
+    fused = fuser_eval_command.fuser_rows(args, items)
     options = EvaluationOptions(
-        methods=tuple(args.methods) if args.methods else None,
+        methods=methods,
         n_bins=args.bins,
         eps=args.eps,
         n_folds=args.folds,
         n_bootstrap=args.bootstrap,
         seed=args.seed,
     )
-    n_rows = len(judge_names(items)) + len(options.methods or default_methods())
+    n_rows = len(judge_names(items)) + len(options.methods or default_methods()) + len(fused)
     with Progress(
         TextColumn("evaluating {task.description}"),
         BarColumn(),
@@ -110,7 +133,7 @@ def run_eval(args: argparse.Namespace) -> int:
         def step(name: str) -> None:
             progress.update(task, advance=1, description=name)
 
-        evaluation = evaluate(items, options=options, progress=step)
+        evaluation = evaluate(items, options=options, progress=step, fused=fused)
     sources = [str(path) for path in args.paths]
     title = f"judgefuse eval: {', '.join(Path(s).name for s in sources)}"
     if not args.quiet:

@@ -13,6 +13,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 
 from judgefuse.evaluation.headline import excludes_zero, headline
 from judgefuse.evaluation.runner import CI_METHOD, Evaluation
+from judgefuse.evaluation.scoring import TIE_RULE
 from judgefuse.evaluation.svg import reliability_svg
 from judgefuse.evaluation.table import columns, fmt
 
@@ -43,4 +44,5 @@ def render_html(evaluation: Evaluation, *, title: str, sources: list[str]) -> st
         diagrams=diagrams,
         head=headline(evaluation, n_resamples=evaluation.options.n_bootstrap, seed=evaluation.options.seed),
         ci_method=CI_METHOD,
+        tie_rule=TIE_RULE,
     )

@@ -18,7 +18,9 @@ from typing import Any
 
 from judgefuse.calibration.builtin_metrics import BUILTIN_NAMES
 from judgefuse.calibration.metric_registry import metric_names
+from judgefuse.evaluation.agreement import agreement_dict
 from judgefuse.evaluation.runner import CI_METHOD, Evaluation, RowReport
+from judgefuse.evaluation.scoring import TIE_RULE
 
 ROW_METRICS = ("accuracy", "ece", "adaptive_ce", "mce", "brier", "nll", "th_score", "macroce", "auroc")
 """The issue's fixed row keys, in its order."""
@@ -50,6 +52,8 @@ def row_record(report: RowReport, undefined_answers: Mapping[str, int] | None = 
     record.update({metric: report.metrics[metric] for metric in ROW_METRICS})
     record.update({metric: report.metrics[metric] for metric in extra_metrics()})
     record["n_invalid"] = row.n_invalid
+    if row.kind == "fusion":
+        record["n_ties"] = row.n_ties
     if row.kind == "judge":
         record["n_undefined_answers"] = int((undefined_answers or {}).get(row.name, 0))
     n = int(row.correct.size)
@@ -83,7 +87,9 @@ def to_json(
         "n_labelled": evaluation.n_labelled,
         "options": asdict(evaluation.options),
         "ci_method": f"95% bootstrap, {CI_METHOD} (always contains the estimate)",
+        "tie_rule": TIE_RULE,
         "rows": [row_record(report, undefined_answers) for report in evaluation.rows],
+        "agreement": agreement_dict(evaluation.agreement, evaluation.judges_alpha),
         "skipped_methods": evaluation.skipped_methods,
         "undefined_answers": dict(undefined_answers or {}),
     }

@@ -61,6 +61,11 @@ __all__ = [
 _LABELS = {"A>B": "A", "B>A": "B"}
 
 
+def plural(n: int, noun: str) -> str:
+    """``1 item``, ``2 items``, ``0 items``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 class JudgeCommandError(InputError, ValueError):
     """Arguments or a panel that the command cannot run with."""
 
@@ -144,10 +149,10 @@ class JudgeRunSummary:
     def line(self) -> str:
         head = "interrupted after" if self.interrupted else "judged"
         return (
-            f"{head} {self.items} items ({self.skipped} already done, skipped) in {self.wall_s:.2f} s: "
-            f"{self.calls} calls, {self.prompt_tokens + self.completion_tokens} tokens "
+            f"{head} {plural(self.items, 'item')} ({self.skipped} already done, skipped) in {self.wall_s:.2f} s: "
+            f"{plural(self.calls, 'call')}, {plural(self.prompt_tokens + self.completion_tokens, 'token')} "
             f"({self.prompt_tokens} prompt + {self.completion_tokens} completion), cost ${self.cost_usd:.6f}; "
-            f"{self.invalid_votes} invalid votes, {self.below_quorum} items below quorum"
+            f"{plural(self.invalid_votes, 'invalid vote')}, {plural(self.below_quorum, 'item')} below quorum"
         )
 
 

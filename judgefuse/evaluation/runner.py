@@ -9,7 +9,7 @@ and comparable with the voting rules that never see a label.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,6 +19,7 @@ from judgefuse.calibration.bootstrap import INTERVAL_METHOD, BootstrapInterval, 
 from judgefuse.calibration.builtin_metrics import BUILTIN_METRICS
 from judgefuse.calibration.metric_registry import registered_metrics
 from judgefuse.errors import InputError
+from judgefuse.evaluation.agreement import RowAgreement, panel_alpha, row_agreement
 from judgefuse.evaluation.scoring import ScoredRow, judge_names, score_judge, score_verdicts
 from judgefuse.fusion import NotEnoughLabels, cross_fit_predict, get_method, replayable_methods, requires_fit
 from judgefuse.fusion.crossfit import predict_many
@@ -85,6 +86,10 @@ class Evaluation:
     rows: list[RowReport]
     skipped_methods: dict[str, str] = field(default_factory=dict)
     options: EvaluationOptions = field(default_factory=EvaluationOptions)
+    agreement: list[RowAgreement] = field(default_factory=list)
+    """Per row, agreement with the labels (kappa, confusion, confident disagreements)."""
+    judges_alpha: float | None = None
+    """Krippendorff's alpha among the judges (nominal), None when undefined."""
 
     @property
     def categories(self) -> list[str]:
@@ -106,8 +111,13 @@ def evaluate(
     *,
     options: EvaluationOptions | None = None,
     progress: Callable[[str], None] | None = None,
+    fused: Mapping[str, Sequence[Verdict]] | None = None,
 ) -> Evaluation:
-    """Score every judge in ``items`` and every fusion method over the labelled items."""
+    """Score every judge in ``items`` and every fusion method over the labelled items.
+
+    ``fused`` adds rows made elsewhere, one verdict per labelled item in order (the recorded
+    answers of the fuser LLM, :mod:`judgefuse.evaluation.fuser_eval`): they sit with the methods.
+    """
     options = options or EvaluationOptions()
     labelled = [judged for judged in items if judged.item.label is not None]
     if not labelled:
@@ -129,11 +139,16 @@ def evaluate(
         except NotEnoughLabels as exc:
             skipped[name] = str(exc)
             continue
-        scored.append(score_verdicts(name, labelled, verdicts))
+        scored.append(score_verdicts(name, labelled, verdicts, tie_seed=options.seed))
+    for name, made in (fused or {}).items():
+        step(name)
+        scored.append(score_verdicts(name, labelled, made, tie_seed=options.seed))
 
     reference = next((row for row in scored if row.name == REFERENCE_METHOD), None)
     reports = [_report(row, reference, options) for row in scored]
-    return Evaluation(len(items), len(labelled), reports, skipped, options)
+    agreement = [row_agreement(row, labelled) for row in scored]
+    alpha = panel_alpha(labelled, judge_names(labelled))
+    return Evaluation(len(items), len(labelled), reports, skipped, options, agreement, alpha)
 
 
 def _fuse(name: str, items: Sequence[JudgedItem], options: EvaluationOptions) -> list[Verdict]:

@@ -6,21 +6,35 @@ to parse, or had no valid vote to fuse) counts as **not correct with confidence 
 JudgeBench's own rule for accuracy (a tie scores 0, and a pair is correct only when the score is
 positive), and 0.5 is the confidence of a coin flip, the honest reading of "no answer".
 Items the judge never saw (absent from its file) are not scored for it at all.
+
+A fused **exact tie** (the votes favour neither answer, :func:`~judgefuse.fusion.verdict.is_tie`)
+is not a failure to answer: it is scored by a seeded coin (:func:`tie_coin`, from the seed and
+the item id, so neither position is favoured and a rerun gives the same numbers) at confidence
+0.5, which is half right in expectation. The row counts its ties (``n_ties``); the reports say
+the rule (:data:`TIE_RULE`).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
 
-from judgefuse.fusion.verdict import Verdict
+from judgefuse.fusion.verdict import Verdict, is_tie
 from judgefuse.judges.types import JudgedItem, JudgeVote, Letter
 
 RowKind = Literal["judge", "fusion"]
 NO_ANSWER_CONFIDENCE = 0.5
+TIE_RULE = "a fused exact tie is scored by a seeded coin (per item id) at confidence 0.5: half right in expectation"
+
+
+def tie_coin(item_id: str, seed: int) -> Letter:
+    """The letter a tie on ``item_id`` is scored as: a fair coin, fixed by the seed and the id."""
+    return "A" if hashlib.sha256(f"{seed}:{item_id}".encode()).digest()[0] & 1 == 0 else "B"
 
 
 @dataclass(frozen=True)
@@ -41,6 +55,10 @@ class ScoredRow:
     n_invalid: int
     cost_usd: float = 0.0
     calls: int = 0
+    n_ties: int = 0
+    """Fused exact ties, scored by :func:`tie_coin` (not counted in ``n_invalid``)."""
+    choices: np.ndarray = field(default_factory=lambda: np.asarray([], dtype=str))
+    """Per item, the answer as given: ``"A"``, ``"B"``, ``"tie"`` or ``"none"`` (no usable answer)."""
 
 
 def score_judge(name: str, items: Sequence[JudgedItem]) -> ScoredRow:
@@ -53,15 +71,29 @@ def score_judge(name: str, items: Sequence[JudgedItem]) -> ScoredRow:
     return _score(name, "judge", answers)
 
 
-def score_verdicts(name: str, items: Sequence[JudgedItem], verdicts: Sequence[Verdict]) -> ScoredRow:
-    """Score a fusion method's verdicts, one per item of ``items`` (same order)."""
+def score_verdicts(
+    name: str, items: Sequence[JudgedItem], verdicts: Sequence[Verdict], *, tie_seed: int = 0
+) -> ScoredRow:
+    """Score a fusion method's verdicts, one per item of ``items`` (same order); exact ties by
+    :func:`tie_coin` with ``tie_seed``."""
     if len(items) != len(verdicts):
         raise ValueError(f"{name}: {len(verdicts)} verdicts for {len(items)} items")
+    ties = [is_tie(verdict) and judged.item.label is not None for judged, verdict in zip(items, verdicts, strict=True)]
     answers = (
-        (position, judged, verdict.choice, verdict.confidence, verdict.votes)
-        for position, (judged, verdict) in enumerate(zip(items, verdicts, strict=True))
+        (
+            position,
+            judged,
+            tie_coin(judged.item.id, tie_seed) if tie else verdict.choice,
+            NO_ANSWER_CONFIDENCE if tie else verdict.confidence,
+            verdict.votes,
+        )
+        for position, (judged, verdict, tie) in enumerate(zip(items, verdicts, ties, strict=True))
     )
-    return _score(name, "fusion", answers)
+    row = _score(name, "fusion", answers)
+    choices = row.choices.copy()
+    labelled_ties = [tie for tie, judged in zip(ties, items, strict=True) if judged.item.label is not None]
+    choices[np.asarray(labelled_ties, dtype=bool)] = "tie"
+    return dataclasses.replace(row, n_ties=sum(ties), choices=choices)
 
 
 def _score(
@@ -71,6 +103,7 @@ def _score(
 ) -> ScoredRow:
     conf: list[float] = []
     correct: list[bool] = []
+    given: list[str] = []
     cats: list[str] = []
     index: list[int] = []
     invalid = 0
@@ -80,6 +113,7 @@ def _score(
         label = judged.item.label
         if label is None:
             continue
+        given.append(choice if choice is not None and confidence is not None else "none")
         if choice is None or confidence is None:
             invalid += 1
             conf.append(NO_ANSWER_CONFIDENCE)
@@ -101,6 +135,7 @@ def _score(
         n_invalid=invalid,
         cost_usd=cost,
         calls=calls,
+        choices=np.asarray(given, dtype="<U4"),
     )
 
 

@@ -23,7 +23,7 @@ from judgefuse.calibration.builtin_metrics import BUILTIN_METRICS
 from judgefuse.calibration.metric_registry import UnknownMetric, get_metric, registered_metrics
 from judgefuse.evaluation.display import compact_table, fit, legend, natural_width, short_names
 from judgefuse.evaluation.runner import CI_METHOD, Evaluation, RowReport
-from judgefuse.evaluation.scoring import ScoredRow
+from judgefuse.evaluation.scoring import TIE_RULE, ScoredRow
 
 Column = tuple[str, str]
 """(metric name, header)."""
@@ -211,6 +211,40 @@ def helped_table(evaluation: Evaluation, names: dict[str, str] | None = None) ->
     return table
 
 
+def agreement_table(evaluation: Evaluation, names: dict[str, str] | None = None) -> Table:
+    """Cohen's kappa against the labels and the confusion counts (answer given per label)."""
+    alpha = evaluation.judges_alpha
+    table = compact_table(
+        "agreement with the labels",
+        caption="label A/B: how many items with that label each row answered A / B / tie / none; "
+        f"judges' Krippendorff alpha (nominal) {'-' if alpha is None else f'{alpha:.3f}'}",
+    )
+    for header in (NAME_HEADER, "kappa", "label A", "label B"):
+        table.add_column(header, justify="left" if header == NAME_HEADER else "right", no_wrap=True)
+    for row in evaluation.agreement:
+        table.add_row(
+            (names or {}).get(row.name, row.name),
+            "-" if row.kappa is None else f"{row.kappa:.3f}",
+            *("/".join(str(n) for n in counts) for counts in row.confusion),
+        )
+    return table
+
+
+def print_disagreements(evaluation: Evaluation, console: Console, names: dict[str, str], top: int = 2) -> None:
+    """The fusion rows' most confident disagreements with the label (all rows: --json, --html)."""
+    fusion = {report.row.name for report in evaluation.rows if report.row.kind == "fusion"}
+    lines = [
+        f"  {names.get(row.name, row.name)}: "
+        + ", ".join(f"{d.item_id} ({d.answer} at {d.confidence:.2f}, label {d.label})" for d in row.disagreements[:top])
+        for row in evaluation.agreement
+        if row.name in fusion and row.disagreements
+    ]
+    if lines:
+        console.print("most confident disagreements with the label:", highlight=False)
+        for line in lines:
+            console.print(line, highlight=False, overflow="fold", markup=False)
+
+
 def _fit_main(evaluation: Evaluation, title: str, console: Console) -> tuple[Table, MainLayout]:
     """The most readable main-table layout whose names also let the second table fit, else any that fits."""
     rows = [report.row.name for report in evaluation.rows]
@@ -259,9 +293,17 @@ def print_evaluation(
         counted = ", ".join(f"{names.get(judge, judge)}: {n}" for judge, n in undefined_answers.items())
         console.print(f"undefined answers, read as no decision (inv counts the votes left invalid): {counted}",
                       highlight=False)
+    tied = [(names.get(r.row.name, r.row.name), r.row.n_ties) for r in evaluation.rows if r.row.n_ties]
+    if tied:
+        counted = ", ".join(f"{name} {n}" for name, n in tied)
+        console.print(f"exact ties (no answer preferred): {counted}; {TIE_RULE} (seed {evaluation.options.seed})",
+                      highlight=False)
     for category in evaluation.categories:
         console.print(category_table(evaluation, category, names))
     if any(report.helped_harmed is not None for report in evaluation.rows):
         console.print(helped_table(evaluation, names))
+    if evaluation.agreement:
+        console.print(agreement_table(evaluation, names))
+        print_disagreements(evaluation, console, names)
     for name, reason in evaluation.skipped_methods.items():
         console.print(f"[yellow]skipped {name}[/yellow]: {reason}")

@@ -43,7 +43,7 @@ from numpy.typing import NDArray
 
 from judgefuse.fusion.registry import NotFitted, fusion_method
 from judgefuse.fusion.verdict import Verdict
-from judgefuse.fusion.voting import mean_probability, single_valid_vote_verdict
+from judgefuse.fusion.voting import exact_tie, mean_probability, single_valid_vote_verdict
 from judgefuse.judges.types import JudgeVote, Letter
 
 NAME = "dawid_skene"
@@ -274,8 +274,10 @@ class DawidSkeneFusion:
                 n_valid=n_valid, n_invalid=n_invalid, notes=["no observation from a judge seen at fit: undecided"],
                 model_version=self.model_version,
             )
-        tie = bool(np.isclose(p_a, 0.5, rtol=0.0, atol=1e-12))
-        choice: Letter = "A" if p_a >= 0.5 else "B"
+        if bool(np.isclose(p_a, 0.5, rtol=0.0, atol=1e-12)):
+            tie = exact_tie(self.name, votes, n_valid=n_valid, n_invalid=n_invalid)
+            return tie.model_copy(update={"model_version": self.model_version})
+        choice: Letter = "A" if p_a > 0.5 else "B"
         return Verdict(
             choice=choice,
             confidence=max(p_a, 1.0 - p_a),
@@ -284,8 +286,6 @@ class DawidSkeneFusion:
             votes=list(votes),
             n_valid=n_valid,
             n_invalid=n_invalid,
-            tie_broken=tie,
-            notes=["posterior is 0.5: tie broken toward A"] if tie else [],
             model_version=self.model_version,
         )
 

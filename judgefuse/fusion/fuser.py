@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from judgefuse.fusion.registry import FusionError, fusion_method, get_method
@@ -35,11 +36,23 @@ from judgefuse.judges.config import JudgeConfig
 from judgefuse.judges.judge import Judge
 from judgefuse.judges.modes import describe_error
 from judgefuse.judges.transport.errors import TransportError
-from judgefuse.judges.transport.request import ChatClient
+from judgefuse.judges.transport.request import ChatClient, ChatResponse
 from judgefuse.judges.types import JudgeVote, PairwiseItem
 from judgefuse.prompts import PromptRenderError, parse_judgment, render_fuser_messages
 
-__all__ = ["FuserNeedsItem", "LLMFuser"]
+__all__ = ["FuserCall", "FuserNeedsItem", "LLMFuser"]
+
+
+@dataclass(frozen=True)
+class FuserCall:
+    """One fuser call: its verdict and, when the model answered, the response (tokens, cost).
+
+    ``fell_back`` is True whenever the verdict is the fallback method's (no call, a failed call,
+    or an unusable reply)."""
+
+    verdict: Verdict
+    response: ChatResponse | None = None
+    fell_back: bool = True
 
 
 class FuserNeedsItem(FusionError, TypeError):
@@ -103,6 +116,12 @@ class LLMFuser:
     async def afuse(self, item: PairwiseItem, votes: Sequence[JudgeVote], *, tenant: str | None = None) -> Verdict:
         """One fuser call over ``item`` and ``votes``; never raises on model failures. ``tenant``
         (None: anonymous) shares the fuser model's concurrency slots fairly, as for judges."""
+        return (await self.afuse_call(item, votes, tenant=tenant)).verdict
+
+    async def afuse_call(
+        self, item: PairwiseItem, votes: Sequence[JudgeVote], *, tenant: str | None = None
+    ) -> FuserCall:
+        """:meth:`afuse`, with the call's usage: what an offline run records and bills."""
         votes = list(votes)
         n_valid = sum(1 for vote in votes if vote.valid)
         fallback = self.fallback_name
@@ -111,20 +130,21 @@ class LLMFuser:
                 question=item.question, answer_a=item.answer_a, answer_b=item.answer_b, judgments=votes
             )
         except PromptRenderError as exc:
-            return self._fallback_verdict(votes, f"fuser not called: {exc}; fell back to {fallback}", {})
+            return FuserCall(self._fallback_verdict(votes, f"fuser not called: {exc}; fell back to {fallback}", {}))
         started = time.perf_counter()
         try:
             response = await self.judge.chat(messages, tenant=tenant, structured=True)
         except TransportError as exc:
             timings = {"fuser_s": time.perf_counter() - started}
             note = f"fuser call failed: {describe_error(exc)}; fell back to {fallback}"
-            return self._fallback_verdict(votes, note, timings)
+            return FuserCall(self._fallback_verdict(votes, note, timings))
         timings = {"fuser_s": time.perf_counter() - started}
         text = response.texts[0] if response.texts else ""
         parsed = parse_judgment(text)
         if parsed.choice is None or parsed.confidence is None:
             reason = parsed.error or "no usable verdict"
-            return self._fallback_verdict(votes, f"fuser output invalid: {reason}; fell back to {fallback}", timings)
+            note = f"fuser output invalid: {reason}; fell back to {fallback}"
+            return FuserCall(self._fallback_verdict(votes, note, timings), response, fell_back=True)
         confidence, clamped = parsed.choice_confidence()
         assert confidence is not None
         p_a = confidence if parsed.choice == "A" else 1.0 - confidence
@@ -140,4 +160,4 @@ class LLMFuser:
             "notes": [*parsed.notes, *([clamped] if clamped else [])],
             "timings": timings,
         }
-        return Verdict(**fields)
+        return FuserCall(Verdict(**fields), response, fell_back=False)

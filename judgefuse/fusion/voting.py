@@ -13,9 +13,12 @@ Pure functions over votes. Judge j votes ``v_j`` (its ``choice``) with confidenc
 
 Tie rules ("Overconfidence in LLM-as-a-Judge": "Ties are broken by the highest confidence
 score"; "Ties use the maximum confidence"): when the two scores tie, the letter whose voters include the highest single
-confidence wins; when that ties too, **A** wins (a fixed, documented, deterministic rule).
-For ``mean_probability`` a mean of exactly 0.5 goes to A. Whenever a tie rule decided,
-``tie_broken`` is True and a note says which rule. Scores are compared with a relative/absolute
+confidence wins (``tie_broken`` is True and a note says so). When that ties too, the verdict is
+an **exact tie**: no choice, confidence and ``p_a`` 0.5, note :data:`~judgefuse.fusion.verdict.TIE_NOTE`
+(routed to review by the service; scored offline as a tie, see ``evaluation/scoring.py``). The
+same for ``mean_probability`` at a mean of exactly 0.5. Breaking it toward A, as before, decided
+every equal-confidence disagreement of a two-judge panel by the order the answers were shown in:
+the position bias a position swap exists to remove. Scores are compared with a relative/absolute
 tolerance of 1e-12 and summed with ``math.fsum`` so the order of the votes never matters.
 
 One valid vote (a panel of one, or a degraded verdict where the other judges failed): every
@@ -34,7 +37,7 @@ import math
 from collections.abc import Callable, Sequence
 
 from judgefuse.fusion.registry import fusion_method
-from judgefuse.fusion.verdict import Verdict
+from judgefuse.fusion.verdict import TIE_NOTE, Verdict
 from judgefuse.judges.types import JudgeVote, Letter
 
 _TOL = 1e-12
@@ -70,6 +73,22 @@ def _undecided(method: str, votes: Sequence[JudgeVote], reason: str, n_invalid: 
     )
 
 
+def exact_tie(
+    method: str, votes: Sequence[JudgeVote], *, n_valid: int, n_invalid: int, notes: Sequence[str] = ()
+) -> Verdict:
+    """The verdict of votes that favour neither answer: no choice, confidence 0.5, :data:`TIE_NOTE`."""
+    return Verdict(
+        choice=None,
+        confidence=0.5,
+        p_a=0.5,
+        method=method,
+        votes=list(votes),
+        n_valid=n_valid,
+        n_invalid=n_invalid,
+        notes=[TIE_NOTE, *notes],
+    )
+
+
 def _verdict(
     method: str,
     votes: Sequence[JudgeVote],
@@ -101,8 +120,8 @@ def _max_conf(valid: Sequence[JudgeVote], letter: Letter) -> float:
 
 def _decide(
     valid: Sequence[JudgeVote], score_a: float, score_b: float
-) -> tuple[Letter, bool, str | None]:
-    """The winner of two scores with the tie rules; (letter, tie_broken, note)."""
+) -> tuple[Letter | None, bool, str | None]:
+    """The winner of two scores with the tie rules; (letter or None for an exact tie, tie_broken, note)."""
     if not _close(score_a, score_b):
         return ("A" if score_a > score_b else "B"), False, None
     top_a, top_b = _max_conf(valid, "A"), _max_conf(valid, "B")
@@ -110,7 +129,7 @@ def _decide(
         winner: Letter = "A" if top_a > top_b else "B"
         top = max(top_a, top_b)
         return winner, True, f"tie broken by the highest single confidence ({top:.4g})"
-    return "A", True, "tie survived the highest-confidence rule: broken toward A"
+    return None, False, TIE_NOTE
 
 
 def single_valid_vote_verdict(method: str, votes: Sequence[JudgeVote]) -> Verdict | None:
@@ -141,6 +160,8 @@ def _weighted(
         for letter in ("A", "B")
     }
     choice, tie_broken, note = _decide(valid, score["A"], score["B"])
+    if choice is None:
+        return exact_tie(method, votes, n_valid=len(valid), n_invalid=n_invalid)
     total = score["A"] + score["B"]
     notes = [note] if note else []
     if total <= 0.0:
@@ -183,7 +204,7 @@ def entropy_weighted(votes: Sequence[JudgeVote]) -> Verdict:
 
 
 def mean_probability(votes: Sequence[JudgeVote]) -> Verdict:
-    """Mean of p_a over the votes that carry one; A iff mean > 0.5 (exactly 0.5: A, tie)."""
+    """Mean of p_a over the votes that carry one; A iff mean > 0.5 (exactly 0.5: an exact tie)."""
     method = "mean_probability"
     single = single_valid_vote_verdict(method, votes)
     if single is not None:
@@ -198,11 +219,7 @@ def mean_probability(votes: Sequence[JudgeVote]) -> Verdict:
     if n_abstaining:
         notes.append(f"used p_a of {n_abstaining} abstaining vote(s)")
     if _close(mean, 0.5):
-        notes.append("mean p_a is 0.5: tie broken toward A")
-        return _verdict(
-            method, votes, "A", 0.5, n_valid=len(valid), n_invalid=n_invalid,
-            tie_broken=True, notes=notes,
-        )
+        return exact_tie(method, votes, n_valid=len(valid), n_invalid=n_invalid, notes=notes)
     choice: Letter = "A" if mean > 0.5 else "B"
     return _verdict(
         method, votes, choice, max(mean, 1.0 - mean),

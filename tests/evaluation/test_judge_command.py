@@ -156,7 +156,7 @@ async def test_single_pair_prints_votes_and_the_fused_verdict(panel_yaml, stub, 
     assert "direct-judge [sc]: B (confidence 0.800)" in out
     assert "litellm-judge [sc]: B (confidence 0.800)" in out
     assert "verdict (majority): B (confidence 1.000, 2 valid votes)" in out
-    assert "judged 1 items" in out
+    assert "judged 1 item (" in out and "1 items" not in out
 
 
 async def test_argument_errors_are_clear(pairs, panel_yaml):

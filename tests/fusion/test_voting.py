@@ -16,6 +16,7 @@ from judgefuse.fusion import (
     mean_probability,
     sqrt_confidence_weighted,
 )
+from judgefuse.fusion.verdict import TIE_NOTE, is_tie
 from judgefuse.judges.types import JudgeVote, other
 
 VOTING = [majority, confidence_weighted, sqrt_confidence_weighted, entropy_weighted, mean_probability]
@@ -58,9 +59,18 @@ def test_majority_tie_broken_by_highest_confidence() -> None:
     assert "highest single confidence" in v.notes[0]
 
 
-def test_majority_tie_surviving_goes_to_a() -> None:
-    v = majority([vote("j1", "A", 0.8), vote("j2", "B", 0.8)])
-    assert v.choice == "A" and v.tie_broken and "toward A" in v.notes[0]
+def test_majority_tie_surviving_is_an_exact_tie() -> None:
+    """Position-neutral: equal votes prefer neither answer (confidence 0.5, no choice), whichever
+    order the answers were shown in, never A by default."""
+    for votes in ([vote("j1", "A", 0.8), vote("j2", "B", 0.8)], [vote("j1", "B", 0.8), vote("j2", "A", 0.8)]):
+        for fn in (majority, confidence_weighted, sqrt_confidence_weighted, entropy_weighted, mean_probability):
+            v = fn(votes)
+            assert (v.choice, v.confidence, v.p_a, v.tie_broken) == (None, 0.5, 0.5, False), fn
+            assert is_tie(v) and v.notes[0] == TIE_NOTE and (v.n_valid, v.n_invalid) == (2, 0)
+
+
+def test_no_valid_vote_is_not_a_tie() -> None:
+    assert not is_tie(majority([JudgeVote.invalid("j1", "sc", "unreadable")]))
 
 
 def test_confidence_weighted_hand_computed() -> None:
@@ -108,11 +118,11 @@ def test_mean_probability_hand_computed() -> None:
     assert v.choice == "A" and v.confidence == pytest.approx(0.6) and v.p_a == pytest.approx(0.6)
 
 
-def test_mean_probability_uses_abstaining_p_a_and_ties_to_a() -> None:
+def test_mean_probability_uses_abstaining_p_a_and_ties() -> None:
     abstain = JudgeVote.invalid("j3", "recorded", "games disagree", p_a=0.2)
     v = mean_probability([vote("j1", "A", 0.9), vote("j2", "B", 0.6), abstain])
-    # (0.9 + 0.4 + 0.2) / 3 = 0.5 -> tie toward A
-    assert v.choice == "A" and v.tie_broken and v.confidence == pytest.approx(0.5)
+    # (0.9 + 0.4 + 0.2) / 3 = 0.5 -> an exact tie
+    assert v.choice is None and is_tie(v) and v.confidence == pytest.approx(0.5)
     assert v.n_valid == 2 and v.n_invalid == 1
     assert any("abstaining" in n for n in v.notes)
     v = mean_probability([abstain])
@@ -167,8 +177,6 @@ def test_swap_and_permutation_invariance(fn) -> None:
         assert perm.choice == base.choice
         assert perm.confidence == pytest.approx(base.confidence, abs=1e-12)
         assert perm.tie_broken == base.tie_broken
-        if any("toward A" in n for n in base.notes):
-            continue  # the last-resort tie rule is deliberately asymmetric
         swapped = fn([swap(v) for v in votes])
         if base.choice is None:
             assert swapped.choice is None
