@@ -122,6 +122,7 @@ def create_app(
             retention = RetentionJob.from_settings(settings, store, owner=gateway.replica_id)
             app.state.retention = retention
             retention.start()
+            gateway.monitoring.start(app.state.authenticator.tenants, runtimes)
             app.state.panels_started = {name: True for name in runtimes}
             # startup allocated ~1e6 long-lived objects (sklearn/scipy/pydantic schemas):
             # move them out of the collector's sight so full collections stay short

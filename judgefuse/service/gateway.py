@@ -177,4 +177,5 @@ class Gateway:
         return await self.labels.label(tenant, verdict_id, label)
 
     async def aclose(self) -> None:
+        await self.monitoring.aclose()
         await self.learning.aclose()

@@ -10,8 +10,9 @@ latest stored, not the cached one routing uses), since that is the version an op
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from judgefuse.service.errors import FieldProblem
@@ -34,6 +35,20 @@ class MonitorService:
         self.storage = storage
         self.monitors = Monitors(settings, storage, clock=clock)
         """Precision monitors per threshold version, judge drift (:mod:`judgefuse.service.monitoring.monitor`)."""
+        self._reconcile: asyncio.Task[None] | None = None
+
+    def start(self, tenants: Sequence[str], panels: Mapping[str, PanelRuntime]) -> None:
+        """In the background: every panel's current monitor checked against the stored audit
+        labels and rebuilt if behind (a replica killed between a label and its monitor write)."""
+        on_drift = {name: runtime.panel.config.on_drift for name, runtime in panels.items()}
+        self._reconcile = asyncio.get_running_loop().create_task(
+            self.monitors.reconcile_all(list(tenants), on_drift))
+
+    async def aclose(self) -> None:
+        if self._reconcile is not None and not self._reconcile.done():
+            self._reconcile.cancel()
+            await asyncio.gather(self._reconcile, return_exceptions=True)
+        await self.monitors.aclose()
 
     async def report(self, tenant: str, runtime: PanelRuntime) -> MonitorOut:
         """The monitor of the panel's current threshold version, judge drift and the newest

@@ -97,8 +97,8 @@ class LabelService:
     async def _monitor_label(self, tenant: str, record: VerdictRecord, label: Letter) -> None:
         """A first decided label of an audit verdict feeds its threshold version's precision
         monitor (relabels never do: see :mod:`judgefuse.service.monitoring.monitor`). The label
-        is stored already, so a storage failure here is logged, not raised: the monitor misses
-        one label, chosen by an outage rather than by its value, and stays valid."""
+        is stored already, so a storage failure here is logged, not raised: the monitor is
+        rebuilt from the stored audit labels in the background and so still counts it."""
         stamp = record.review
         if stamp is None or stamp.stratum != "audit" or record.threshold_version is None:
             return
@@ -110,7 +110,7 @@ class LabelService:
                 tenant, record, label, threshold,
                 on_drift=runtime.panel.config.on_drift if runtime else "review_everything")
         except StorageError as exc:
-            log.error("monitor %s/%s: label not counted: %s", tenant, record.panel,
+            log.error("monitor %s/%s: label not fed (a rebuild will count it): %s", tenant, record.panel,
                       type(exc).__name__)
 
 
