@@ -106,7 +106,11 @@ async def get_caller(request: Request) -> Caller:
     differ between the two (``/metrics``, the dashboard)."""
     authenticator: Authenticator = request.app.state.authenticator
     headers = request.headers
-    return authenticator.caller(headers.get("authorization"), headers.get("x-api-key"))
+    authorization, x_api_key = headers.get("authorization"), headers.get("x-api-key")
+    if CREDENTIAL_PREFIX in (authorization or x_api_key or ""):  # an annotator: 403, not 401
+        await refuse_annotator(authenticator, request.app.state.gateway.annotators,
+                               authorization, x_api_key)
+    return authenticator.caller(authorization, x_api_key)
 
 
 def json_response(model: BaseModel, status_code: int = 200) -> Response:

@@ -87,6 +87,9 @@ async def test_an_annotator_credential_leases_labels_and_skips_and_nothing_else(
             assert r.status_code == 403, (path, r.status_code, r.text)
             assert "annotator credential may only lease, label, skip" in r.json()["error"], path
         assert storage is not None and (await storage.get_verdict("tenant-a", "x")) is None
+        for path in ("/metrics", "/dashboard", "/console", "/console/verdicts"):  # operator views
+            r = await client.get(path, headers=annotator)
+            assert r.status_code == 403, (path, r.status_code)
         other = await client.get("/v1/review/next", params={"panel": "other"}, headers=annotator)
         assert other.status_code == 403 and other.json()["fields"][0]["field"] == "query.panel"
         as_bob = await client.get("/v1/review/next", params={"panel": "ext", "annotator": "bob"},
