@@ -1,9 +1,11 @@
 """``/review``: the annotator page. Server-rendered (Jinja2, autoescaped), no build step.
 
 One item at a time from the panel's review queue (leased to the annotator like ``GET
-/v1/review/next``, random order): the question and the two answers side by side, keys ``a`` /
-``b`` to label (``POST /v1/feedback``'s path) and ``s`` to skip (the lease is released), the
-progress of this session and the queue depth (a skipped item goes back to the queue at its
+/v1/review/next``, random order): the question and the two answers side by side, rendered
+as sanitised Markdown (:mod:`.rendering`), keys ``a`` / ``b`` / ``t`` (tie) / ``x`` (both
+bad) to label with an optional comment (``POST /v1/feedback``'s path), ``u`` to undo the last
+label within a minute (:mod:`.undo`) and ``s`` to skip (the lease is released), the progress
+of this session and the queue depth (a skipped item goes back to the queue at its
 rank; the page then shows the next one rather than the same item again). The judges' verdict is not shown unless the
 panel opts in (``review_shows_verdict``). A reload, a second tab or the back button show the
 item the annotator already holds: one lease per annotator and panel
@@ -19,16 +21,17 @@ session); the annotator name is given at login (default: the tenant's name).
 
 from __future__ import annotations
 
+import time
 from typing import Any, cast
 from urllib.parse import parse_qs, urlencode
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from judgefuse.judges.types import Letter
 from judgefuse.service.errors import FieldProblem, Forbidden, Unauthorized
 from judgefuse.service.review.annotator_labels import label_as
 from judgefuse.service.review.queue import item_out
+from judgefuse.service.review.rendering import render_text
 from judgefuse.service.review.session import (
     COOKIE,
     SessionSigner,
@@ -40,6 +43,8 @@ from judgefuse.service.review.session import (
     sign_in,
     sign_out,
 )
+from judgefuse.service.review.undo import UNDO_WINDOW_S, UndoSigner
+from judgefuse.service.storage import COMMENT_MAX_CHARS, LabelKind
 from judgefuse.service.web.auth import Principal
 from judgefuse.service.web.deps import AccountsDep, GatewayDep, LabelsDep, ReviewQueueDep
 
@@ -68,8 +73,30 @@ def _render(request: Request, name: str, status: int = 200, **context: Any) -> H
     })
 
 
-def _back(panel: str | None, done: int, skipped: str | None = None) -> RedirectResponse:
-    pairs = (("panel", panel), ("done", done), ("skipped", skipped))
+LABEL_KINDS: tuple[LabelKind, ...] = ("A", "B", "tie", "both_bad")
+"""The page's answers (docs/design.md, 'The review loop'): ties and both-bad are stored and
+counted as such, outside A/B accuracy and calibration."""
+
+
+def _undo_signer(request: Request) -> UndoSigner:
+    """The app's undo-token signer, made once from ``review_session_secret``."""
+    signer = getattr(request.app.state, "review_undo", None)
+    if signer is None:
+        secret = request.app.state.settings.review.review_session_secret
+        signer = UndoSigner(secret.get_secret_value().encode() if secret is not None else None)
+        request.app.state.review_undo = signer
+    return signer
+
+
+def _rendered(item: Any) -> dict[str, Any]:
+    """The item's question and answers as sanitised HTML (:mod:`.rendering`)."""
+    return {field: render_text(getattr(item, field)) for field in ("question", "answer_a", "answer_b")}
+
+
+def _back(
+    panel: str | None, done: int, skipped: str | None = None, undo: str | None = None
+) -> RedirectResponse:
+    pairs = (("panel", panel), ("done", done), ("skipped", skipped), ("undo", undo))
     query = urlencode({k: v for k, v in pairs if v})
     return RedirectResponse("/review" + (f"?{query}" if query else ""), status_code=303)
 
@@ -84,7 +111,7 @@ def _done(value: str | None) -> int:
 @router.get("/review", response_class=HTMLResponse)
 async def review_page(
     request: Request, gateway: GatewayDep, queue: ReviewQueueDep, panel: str | None = None,
-    done: str | None = None, skipped: str | None = None,
+    done: str | None = None, skipped: str | None = None, undo: str | None = None,
 ) -> HTMLResponse:
     session = await current_session(request)
     new_cookie = None
@@ -102,9 +129,12 @@ async def review_page(
                                  skipped=skipped[:256] if skipped else None)
     stats = await queue.counts(session.tenant, runtime.name)
     item = item_out(held, runtime) if held else None
+    last = _undo_signer(request).read(undo, session.tenant, session.annotator)
     response = _render(
         request, "review.html.j2", tenant=session.tenant, annotator=session.annotator,
         panel=runtime.name, item=item, done=_done(done), csrf=_signer(request).form_token(session),
+        rendered=_rendered(item) if item else None, comment_max=COMMENT_MAX_CHARS,
+        undo=undo if last else None, undo_left=int(last.seconds_left()) if last else 0,
         queue_depth=sum(c.queued for c in stats.values()) + (1 if item else 0),
         labelled=sum(c.labelled for name, c in stats.items() if name != "none"),
         routed=sum(c.routed for name, c in stats.items() if name != "none"),
@@ -147,11 +177,41 @@ async def label(request: Request, labels: LabelsDep, accounts: AccountsDep) -> R
     form = await _form(request)
     session = await posted_session(request, form)
     choice = form.get("label")
-    if choice not in ("A", "B"):
-        raise FieldProblem("form.label", "must be A or B")
-    await label_as(Principal(session.tenant, session.account), labels, accounts,
-                   form.get("verdict_id", ""), cast(Letter, choice))
-    return _back(form.get("panel") or None, _done(form.get("done")) + 1)
+    if choice not in LABEL_KINDS:
+        raise FieldProblem("form.label", "must be A, B, tie or both_bad")
+    comment = form.get("comment", "").strip() or None
+    if comment is not None and len(comment) > COMMENT_MAX_CHARS:
+        raise FieldProblem("form.comment", f"at most {COMMENT_MAX_CHARS} characters")
+    result = await label_as(Principal(session.tenant, session.account), labels, accounts,
+                            form.get("verdict_id", ""), cast(LabelKind, choice), comment)
+    token = (_undo_signer(request).issue(session.tenant, session.annotator, result.verdict_id,
+                                         result.labelled_at)
+             if result.status != "unchanged" and result.labelled_at is not None else None)
+    return _back(form.get("panel") or None, _done(form.get("done")) + 1, undo=token)
+
+
+@router.post("/review/undo")
+async def undo(request: Request, labels: LabelsDep, queue: ReviewQueueDep) -> Response:
+    """Take back this session's last label (within ``UNDO_WINDOW_S``): the item shown now is
+    given back and the undone one is held again, so the page shows it for a new answer."""
+    form = await _form(request)
+    session = await posted_session(request, form)
+    last = _undo_signer(request).read(form.get("undo"), session.tenant, session.annotator)
+    if last is None:
+        raise FieldProblem("form.undo", f"nothing to undo: a label can be taken back within "
+                                        f"{UNDO_WINDOW_S:g} s, by the annotator who gave it")
+    panel = form.get("panel") or None
+    lease_s = request.app.state.settings.review.review_lease_s
+    shown = form.get("verdict_id", "")[:256]
+    if shown:
+        await queue.release(session.tenant, shown, session.annotator)
+    record = await labels.undo(session.tenant, last.verdict_id, labelled_at=last.labelled_at,
+                               annotator=session.annotator, lease_s=lease_s)
+    if record is None:
+        raise FieldProblem("form.undo", "that label was changed since: nothing undone")
+    await queue.hold(session.tenant, record.panel, session.annotator, record.id,
+                     time.time() + lease_s)
+    return _back(panel, max(0, _done(form.get("done")) - 1))
 
 
 @router.post("/review/skip")

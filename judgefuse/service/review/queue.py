@@ -244,6 +244,13 @@ class ReviewQueue:
             await self._note(tenant, who, {}, {verdict_id})
         return released
 
+    async def hold(
+        self, tenant: str, panel: str, annotator: str, verdict_id: str, expires_at: float
+    ) -> None:
+        """Note that ``annotator`` holds ``verdict_id`` (leased by storage outside
+        :meth:`lease`: the item of an undone label), so :meth:`held_item` shows it next."""
+        await self._note(tenant, annotator, {verdict_id: [panel, expires_at]}, set())
+
     async def counts(self, tenant: str, panel: str) -> dict[str, StratumCounts]:
         """Per stratum: routed, queued, leased, labelled."""
         return await self.storage.review_stats(tenant, panel, now=self.clock())
