@@ -24,6 +24,7 @@ from judgefuse.service.monitoring.service import MonitorService
 from judgefuse.service.review.queue import ReviewQueue
 from judgefuse.service.settings import Settings
 from judgefuse.service.storage import Storage, ThresholdRecord
+from judgefuse.service.storage.verdict_query import VerdictQuery
 
 __all__ = ["ConsoleSources", "panel_overview"]
 
@@ -31,6 +32,38 @@ WINDOW_HOURS = 24
 """The window of the routing rates and population estimates the overview shows."""
 JUDGE_SAMPLE = 500
 """Newest stored verdicts whose votes give each judge's latency and cost."""
+AGE_SCAN = 1000
+"""Records read, oldest first, per queued stratum to find the oldest item still waiting."""
+
+
+async def oldest_waiting(storage: Storage, tenant: str, panel: str) -> tuple[float | None, bool]:
+    """(``created_at`` of the oldest unlabelled verdict of a queued stratum, whether the search
+    was complete): the age of the review queue. Read oldest first through
+    ``Storage.list_verdicts``; when the oldest ``AGE_SCAN`` of a stratum are all labelled the
+    answer is "older than the first one found" and ``complete`` is False."""
+    found: list[float] = []
+    complete = True
+    for stratum in ("review", "audit"):
+        page = await storage.list_verdicts(
+            tenant, VerdictQuery(panel=panel, stratum=stratum, labelled=False, oldest_first=True),
+            limit=1, scan_limit=AGE_SCAN)
+        if page.records:
+            found.append(page.records[0].created_at)
+        elif page.next is not None:
+            complete = False
+    return (min(found) if found else None), complete
+
+
+def age_text(seconds: float) -> str:
+    """A queue age for people: minutes, hours and minutes, or days and hours."""
+    minutes = int(max(seconds, 0) // 60)
+    if minutes < 60:
+        return f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours} h {minutes} min"
+    days, hours = divmod(hours, 24)
+    return f"{days} d {hours} h"
 
 
 class ConsoleSources(Protocol):
@@ -89,6 +122,8 @@ async def panel_overview(
     sampled, judges = await judge_figures(
         sources.storage, tenant, name, [j.name for j in runtime.panel.judges], sample=JUDGE_SAMPLE)
     labelled = sum(s["labelled"] for s in stats["strata"].values())
+    oldest, complete = (await oldest_waiting(sources.storage, tenant, name)
+                        if stats["queue_depth"] or stats["leased"] else (None, True))
     return {
         "name": name,
         "generated": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(now)),
@@ -102,6 +137,8 @@ async def panel_overview(
         "window_verdicts": (population or {}).get("window_verdicts", 0),
         "stats": stats,
         "labelled": labelled,
+        "queue_age": None if oldest is None else age_text(now - oldest),
+        "queue_age_complete": complete,
         "monitor": monitor,
         "on_drift": runtime.panel.config.on_drift,
         "routing": routes,

@@ -16,7 +16,8 @@ from judgefuse.service.storage.verdict_query import VerdictCursor, VerdictQuery
 
 __all__ = ["FILTER_FIELDS", "ListParams", "parse_time", "show_time"]
 
-FILTER_FIELDS = ("route", "stratum", "labelled", "wrong", "disagreeing", "below", "since", "until")
+FILTER_FIELDS = ("route", "stratum", "labelled", "wrong", "disagreeing", "below", "since", "until",
+                 "order")
 """The query parameters that filter (``panel``, ``after`` and ``limit`` are the others)."""
 PAGE_SIZES = (25, 50, 100)
 
@@ -71,6 +72,9 @@ class ListParams:
                 raise FieldProblem("query.below", "must be a confidence between 0 and 1") from None
             if not 0.0 <= below_value <= 1.0:
                 raise FieldProblem("query.below", "must be a confidence between 0 and 1")
+        order = params.get("order") or "newest"
+        if order not in ("newest", "oldest"):
+            raise FieldProblem("query.order", "must be newest or oldest")
         since = parse_time("since", params["since"]) if params.get("since") else None
         until = parse_time("until", params["until"]) if params.get("until") else None
         self.query = VerdictQuery.model_validate({
@@ -79,6 +83,7 @@ class ListParams:
             "wrong": bool(_flag("wrong", params.get("wrong"))),
             "disagreeing": bool(_flag("disagreeing", params.get("disagreeing"))),
             "below_confidence": below_value, "since": since, "until": until,
+            "oldest_first": order == "oldest",
         })
         after = params.get("after") or None
         try:

@@ -178,7 +178,8 @@ class VerdictStore(abc.ABC):
             # unfiltered (only the index's own filters), every record read is one to show
             want = min(limit if query.indexed_only else max(limit * 2, 100), scan_limit - scanned)
             batch = await self._scan_verdicts(
-                tenant, query.panel, query.since, query.until, query.index_labelled, cursor, want)
+                tenant, query.panel, query.since, query.until, query.index_labelled, cursor, want,
+                oldest_first=query.oldest_first)
             consumed = 0
             for record in batch:
                 consumed += 1
@@ -194,10 +195,12 @@ class VerdictStore(abc.ABC):
 
     async def _scan_verdicts(
         self, tenant: str, panel: str, since: float | None, until: float | None,
-        labelled: bool | None, before: VerdictCursor | None, limit: int,
+        labelled: bool | None, before: VerdictCursor | None, limit: int, *,
+        oldest_first: bool = False,
     ) -> list[VerdictRecord]:
         """The panel's next ``limit`` records strictly before ``before`` in (``created_at``,
-        id) descending order, with ``since <= created_at < until`` and, when ``labelled`` is
+        id) descending order (``oldest_first``: strictly after it, ascending), with
+        ``since <= created_at < until`` and, when ``labelled`` is
         set, only labelled (True) or unlabelled (False) ones. Served from an index in that
         order; a backend may return records that fail the range or labelled filters (they are
         checked again), never skip one that passes. Not abstract, like ``_iter_recent``."""

@@ -79,9 +79,11 @@ def labelled(
 def verdict_scan(
     tenant: str, panel: str, since: float | None, until: float | None, labelled: bool | None,
     before: tuple[float, str] | None, limit: int, *, sqlite: bool = False,
+    oldest_first: bool = False,
 ) -> tuple[str, list[Any]]:
     """``list_verdicts``' scan (``_scan_verdicts``): the panel's bodies strictly before
-    ``before`` = (created_at, id), newest first, ``limit`` of them. Served by the index on
+    ``before`` = (created_at, id), newest first, ``limit`` of them (``oldest_first``: strictly
+    after it, oldest first, the same index read forwards). Served by the index on
     (tenant, panel, created_at, id) (labelled: its partial twin over labelled rows), read
     backwards from the cursor: a page costs O(log N + limit) however deep."""
     sql = "SELECT body FROM verdicts WHERE tenant = %s AND panel = %s"
@@ -95,9 +97,9 @@ def verdict_scan(
         sql += " AND created_at < %s"
         params.append(until)
     if before is not None:
-        sql += " AND (created_at, id) < (%s, %s)"
+        sql += " AND (created_at, id) > (%s, %s)" if oldest_first else " AND (created_at, id) < (%s, %s)"
         params.extend(before)
-    sql += " ORDER BY created_at DESC, id DESC LIMIT %s"
+    sql += " ORDER BY created_at, id LIMIT %s" if oldest_first else " ORDER BY created_at DESC, id DESC LIMIT %s"
     params.append(limit)
     return _placeholders(sql, sqlite), params
 

@@ -1,7 +1,7 @@
 """The verdict list the console pages through: filters, the keyset cursor, one page.
 
 ``Storage.list_verdicts`` serves a panel's verdicts newest first (``created_at`` desc, then id
-desc), ``limit`` at a time. Paging is by keyset, never by offset: the cursor is the
+desc; or oldest first), ``limit`` at a time. Paging is by keyset, never by offset: the cursor is the
 (``created_at``, id) of the last record a page examined, and the next page starts strictly
 after it, so a page costs the same on the first screen and the thousandth and a verdict stored
 meanwhile never shifts a page.
@@ -80,6 +80,8 @@ class VerdictQuery(BaseModel):
     """``created_at`` at or after (epoch seconds)."""
     until: float | None = None
     """``created_at`` strictly before (epoch seconds)."""
+    oldest_first: bool = False
+    """List oldest first (ties: id ascending); the cursor then moves forward in time."""
 
     @property
     def indexed_only(self) -> bool:

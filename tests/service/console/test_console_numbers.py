@@ -50,6 +50,7 @@ async def test_every_overview_number_equals_the_apis(storage, tmp_path):
         cells = _stratum_cells(page, name)
         assert cells == {k: counts[k] for k in ("routed", "queued", "leased", "labelled")}, name
     assert fig("state") == monitor["state"]
+    assert stats["queue_depth"] > 0 and fig("queue-age") == "0 min"  # seeded just now
     # routing: every verdict of the window, split as the strata were routed
     auto = int(fig("auto-n"))
     review = int(fig("review-n"))

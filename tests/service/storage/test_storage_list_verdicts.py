@@ -119,6 +119,8 @@ async def test_filters_and_keyset_paging_match_a_plain_filter(storage: Storage) 
         assert [r.id for r in whole.records] == expected and whole.next is None, filters
         assert await _page_all(storage, query, limit=7, scan_limit=1000) == expected, filters
         assert await _page_all(storage, query, limit=3, scan_limit=5) == expected, filters
+        oldest = VerdictQuery(panel="p1", oldest_first=True, **filters)
+        assert await _page_all(storage, oldest, limit=4, scan_limit=9) == expected[::-1], filters
     sizes = [len(_expected(records, f)) for f in FILTERS]
     assert sizes[0] == 60 and sizes[-1] == 0 and all(0 < n < 60 for n in sizes[1:-1])
 

@@ -644,11 +644,13 @@ class PostgresStorage(Storage):
 
     async def _scan_verdicts(
         self, tenant: str, panel: str, since: float | None, until: float | None,
-        labelled: bool | None, before: VerdictCursor | None, limit: int,
+        labelled: bool | None, before: VerdictCursor | None, limit: int, *,
+        oldest_first: bool = False,
     ) -> list[VerdictRecord]:
         rows = await self._fetch("list_verdicts", *shared_sql.verdict_scan(
             tenant, panel, since, until, labelled,
-            None if before is None else (before.created_at, before.id), limit))
+            None if before is None else (before.created_at, before.id), limit,
+            oldest_first=oldest_first))
         return [parse_record(row[0], "postgresql") for row in rows]
 
     async def _count_labelled(self, tenant: str, panel: str | None) -> int:

@@ -699,7 +699,8 @@ class RedisStorage(Storage):
 
     async def _scan_verdicts(
         self, tenant: str, panel: str, since: float | None, until: float | None,
-        labelled: bool | None, before: VerdictCursor | None, limit: int,
+        labelled: bool | None, before: VerdictCursor | None, limit: int, *,
+        oldest_first: bool = False,
     ) -> list[VerdictRecord]:
         """Labelled: the panel's labelled index; otherwise the tenant's ``records`` index, whose
         records of other panels come back too (``list_verdicts`` filters them and counts them as
@@ -709,7 +710,8 @@ class RedisStorage(Storage):
         out: list[VerdictRecord] = []
         while len(out) < limit:
             want = limit - len(out)
-            page = await self._index_page_desc(key, since, until, at, want)
+            page = await (self._index_page(key, since, until, at, want) if oldest_first
+                          else self._index_page_desc(key, since, until, at, want))
             if not page:
                 break
             with self._errors("list_verdicts"):

@@ -521,11 +521,13 @@ class SQLiteStorage(Storage):
 
     async def _scan_verdicts(
         self, tenant: str, panel: str, since: float | None, until: float | None,
-        labelled: bool | None, before: VerdictCursor | None, limit: int,
+        labelled: bool | None, before: VerdictCursor | None, limit: int, *,
+        oldest_first: bool = False,
     ) -> list[VerdictRecord]:
         sql, params = shared_sql.verdict_scan(
             tenant, panel, since, until, labelled,
-            None if before is None else (before.created_at, before.id), limit, sqlite=True)
+            None if before is None else (before.created_at, before.id), limit, sqlite=True,
+            oldest_first=oldest_first)
         rows = await self._run("list_verdicts", lambda c: c.execute(sql, params).fetchall())
         return [parse_record(row[0], "sqlite") for row in rows]
 
