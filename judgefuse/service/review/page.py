@@ -29,6 +29,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from judgefuse.service.errors import FieldProblem, Forbidden, Unauthorized
+from judgefuse.service.ledger import label_kind_counts
 from judgefuse.service.review.annotator_labels import label_as
 from judgefuse.service.review.queue import item_out
 from judgefuse.service.review.rendering import render_text
@@ -130,11 +131,13 @@ async def review_page(
     stats = await queue.counts(session.tenant, runtime.name)
     item = item_out(held, runtime) if held else None
     last = _undo_signer(request).read(undo, session.tenant, session.annotator)
+    kinds = await label_kind_counts(queue.storage, session.tenant, runtime.name)
     response = _render(
         request, "review.html.j2", tenant=session.tenant, annotator=session.annotator,
         panel=runtime.name, item=item, done=_done(done), csrf=_signer(request).form_token(session),
         rendered=_rendered(item) if item else None, comment_max=COMMENT_MAX_CHARS,
         undo=undo if last else None, undo_left=int(last.seconds_left()) if last else 0,
+        ties=kinds["tie"], both_bad=kinds["both_bad"],
         queue_depth=sum(c.queued for c in stats.values()) + (1 if item else 0),
         labelled=sum(c.labelled for name, c in stats.items() if name != "none"),
         routed=sum(c.routed for name, c in stats.items() if name != "none"),

@@ -127,6 +127,7 @@ def _session(driver: Any, url: str) -> dict[str, tuple[str | None, str | None]]:
     assert driver.find_elements(By.ID, "undo") == []
     press("x")
     expect[tied] = ("both_bad", None)
+    assert (number("ties"), number("both-bad")) == (0, 1)  # the page counts them apart
 
     skipped = shown()
     press("s")
