@@ -82,10 +82,10 @@ def record(i: int, rng: random.Random, *, panel: str = PANEL, created_at: float 
                          item=item, review=stamp, threshold_version=1)
 
 
-async def seed(storage: Storage, n: int) -> float:
+async def seed(storage: Storage, n: int, chunk: int = 500) -> float:
+    """Store ``n`` verdicts, ``chunk`` saves at a time, and label one in ten."""
     rng = random.Random(11)
     started = time.perf_counter()
-    chunk = 500
     for first in range(0, n, chunk):
         records = [record(i, rng) for i in range(first, min(n, first + chunk))]
         await asyncio.gather(*(
@@ -154,6 +154,8 @@ async def main() -> None:
     parser.add_argument("--verdicts", type=int, default=100_000)
     parser.add_argument("--page", type=int, default=50, choices=(25, 50, 100))
     parser.add_argument("--http-every", type=int, default=1, help="time every n-th served page")
+    parser.add_argument("--chunk", type=int, default=500,
+                        help="saves in flight while seeding (PostgreSQL's pool: 50)")
     parser.add_argument("--workdir", help="keep the store here (sqlite: reused when it already "
                         "holds the verdicts, so a second run skips the seeding)")
     args = parser.parse_args()
@@ -169,7 +171,7 @@ async def main() -> None:
         if held and args.workdir:
             print(f"store {store.kind}: reusing the verdicts seeded in {workdir}; page size {args.page}")
         else:
-            took = await seed(storage, args.verdicts)
+            took = await seed(storage, args.verdicts, args.chunk)
             print(f"store {store.kind}: {args.verdicts:,} verdicts of one panel seeded in {took:.1f} s "
                   f"(10% labelled); page size {args.page}")
         results = []
