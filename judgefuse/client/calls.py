@@ -6,7 +6,7 @@ definition, not two), so a bad field is refused here, before a round trip, with 
 message, and only the fields the caller gave are sent. Judge and fuse requests without an
 ``id`` get one here (:func:`new_id`): a retry of the same request then joins the verdict in
 flight on the gateway, or replays the stored one, instead of calling the judges again
-(docs/design.md, 'Idempotency').
+(the gateway's single flight: :mod:`judgefuse.service.judging.single_flight`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The client's exceptions: one per kind of answer the gateway gives, carrying its error body.
 
 Every error answer of the gateway has one shape (:class:`~judgefuse.service.schemas.ErrorBody`,
-docs/design.md, 'Errors'): ``{"error": "what was wrong", "fields": [{"field": ..., "problem":
+docs/design.md, 'Serving'): ``{"error": "what was wrong", "fields": [{"field": ..., "problem":
 ...}], ...}``. The client maps the status to the most specific class below and keeps the body,
 so a pipeline can branch on the type and show the server's own words::
 

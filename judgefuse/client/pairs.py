@@ -12,7 +12,7 @@ run over the same pairs skips those with a verdict line and judges the rest (pai
 are tried again). A pair's id is its own ``id`` if it has one, else a digest of its panel,
 question and answers (and ``namespace``): so it is the same in every run, and a pair whose
 verdict was stored by the gateway but never written to the file (the run was killed between
-the two) is replayed from storage instead of judged again (docs/design.md, 'Idempotency').
+the two) is replayed from storage instead of judged again (the gateway's single flight: :mod:`judgefuse.service.judging.single_flight`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """When to send a request again, written once for both clients (no I/O here).
 
-docs/design.md, 'Errors': 429 (an in-flight limit is full) and 503 (quorum lost, storage
+docs/design.md, 'Serving': 429 (an in-flight limit is full) and 503 (quorum lost, storage
 down) are the gateway's "try again" answers, and a 429 says when in ``Retry-After``. So:
 
 * **429 / 503**: wait ``Retry-After`` when the answer gives it (else the backoff below), then
@@ -11,7 +11,7 @@ down) are the gateway's "try again" answers, and a 429 says when in ``Retry-Afte
 
 A retried judge request is safe because the client gives every item an id: the gateway joins a
 retry to the verdict in flight for that id, or replays the stored one, so the judges are called
-once (docs/design.md, 'Idempotency').
+once (the gateway's single flight: :mod:`judgefuse.service.judging.single_flight`).
 
 :func:`send_with_retries` is a generator of :class:`Send` and :class:`Sleep` steps that is fed
 each attempt's outcome; ``Client`` drives it with ``time.sleep``, ``AsyncClient`` with
