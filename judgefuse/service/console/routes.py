@@ -64,7 +64,9 @@ async def overview(
     request: Request, caller: CallerDep, gateway: GatewayDep, calibration: CalibrationDep,
     queue: ReviewQueueDep, monitoring: MonitoringDep,
     panel: Annotated[str | None, Query(min_length=1, max_length=256)] = None,
+    refresh: Annotated[int, Query(ge=2, le=3600)] = REFRESH_S,
 ) -> HTMLResponse:
+    """``refresh``: seconds between the page's background reloads of its figures."""
     sources: ConsoleSources = gateway
     runtimes = [gateway.runtime(panel, field="query.panel")] if panel else list(gateway.panels.values())
     tenants = ([caller.tenant] if caller.tenant is not None
@@ -76,7 +78,7 @@ async def overview(
                 tenant, runtime, sources, calibration=calibration, queue=queue,
                 monitoring=monitoring)})
     return _page(request, "console_overview.html.j2", views=views, operator=caller.tenant is None,
-                 tenant=caller.tenant, refresh_s=REFRESH_S, panels=list(gateway.panels),
+                 tenant=caller.tenant, refresh_s=refresh, panels=list(gateway.panels),
                  selected=panel)
 
 

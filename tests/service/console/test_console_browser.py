@@ -5,6 +5,8 @@ API key header), a real uvicorn server on loopback, a SQLite store seeded throug
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
@@ -23,7 +25,7 @@ pytestmark = [
 ]
 
 
-def _drive(base: str, seeded: list[dict[str, Any]]) -> dict[str, Any]:
+def _drive(base: str, seeded: list[dict[str, Any]], post_one: Callable[[], None]) -> dict[str, Any]:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
@@ -49,6 +51,18 @@ def _drive(base: str, seeded: list[dict[str, Any]]) -> dict[str, Any]:
         seen["question"] = driver.find_element(By.CSS_SELECTOR, "pre.question").text
         driver.find_element(By.LINK_TEXT, "« verdicts of ext").click()
         seen["back"] = urlparse(driver.current_url).path
+        # the overview reloads its figures by itself: a verdict posted meanwhile shows up
+        driver.get(base + "/console?refresh=2")
+        seen["count_before"] = driver.find_element(By.CSS_SELECTOR, '[data-figure="verdicts"] .big').text
+        post_one()
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            now = driver.find_element(By.CSS_SELECTOR, '[data-figure="verdicts"] .big').text
+            if now != seen["count_before"]:
+                break
+            time.sleep(0.25)
+        seen["count_after"] = now
+        seen["url_after"] = driver.current_url  # refreshed in place, not reloaded elsewhere
     return seen
 
 
@@ -64,7 +78,16 @@ async def test_filters_paging_and_a_verdict_page_in_chromium(tmp_path):
 
             async with httpx.AsyncClient(base_url=base) as client:
                 seeded = await C.seed(client, storage, n=40, seed=5, tenant="default")
-            seen = await asyncio.wait_for(asyncio.to_thread(_drive, base, seeded), timeout=60)
+            loop = asyncio.get_running_loop()
+
+            def post_one() -> None:  # from the browser's thread, on the server's loop
+                async def post() -> None:
+                    async with httpx.AsyncClient(base_url=base) as client:
+                        body = {**P.PAIR, "id": "late", "votes": P.SPLIT}
+                        assert (await client.post("/v1/fuse", json=body)).status_code == 200
+                asyncio.run_coroutine_threadsafe(post(), loop).result(timeout=10)
+
+            seen = await asyncio.wait_for(asyncio.to_thread(_drive, base, seeded, post_one), timeout=90)
     finally:
         await storage.close()
     newest_first = [v["id"] for v in sorted(seeded, key=lambda v: v["id"], reverse=True)]
@@ -80,3 +103,5 @@ async def test_filters_paging_and_a_verdict_page_in_chromium(tmp_path):
     assert seen["judges"] == list(P.EXT)
     assert seen["question"].startswith(f"Question {int(first[1:])}:")
     assert seen["back"] == "/console/verdicts"
+    assert (seen["count_before"], seen["count_after"]) == ("40", "41")
+    assert seen["url_after"].endswith("/console?refresh=2")
