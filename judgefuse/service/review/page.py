@@ -194,7 +194,9 @@ async def label(request: Request, labels: LabelsDep, accounts: AccountsDep) -> R
 
 
 @router.post("/review/undo")
-async def undo(request: Request, labels: LabelsDep, queue: ReviewQueueDep) -> Response:
+async def undo(
+    request: Request, labels: LabelsDep, queue: ReviewQueueDep, accounts: AccountsDep
+) -> Response:
     """Take back this session's last label (within ``UNDO_WINDOW_S``): the item shown now is
     given back and the undone one is held again, so the page shows it for a new answer."""
     form = await _form(request)
@@ -214,6 +216,8 @@ async def undo(request: Request, labels: LabelsDep, queue: ReviewQueueDep) -> Re
         raise FieldProblem("form.undo", "that label was changed since: nothing undone")
     await queue.hold(session.tenant, record.panel, session.annotator, record.id,
                      time.time() + lease_s)
+    if session.account is not None:  # the annotator's own history says it was taken back
+        await accounts.record_label(session.account, record.id, record.panel, "", "undone")
     return _back(panel, max(0, _done(form.get("done")) - 1))
 
 

@@ -69,3 +69,26 @@ async def test_tie_comment_and_undo_on_the_page(storage, tmp_path):
         r = await client.post("/review/label", data={"verdict_id": first, "label": "both_bad",
                                                      "csrf": csrf, "comment": "x" * 2001})
         assert r.status_code == 422 and r.json()["fields"][0]["field"] == "form.comment"
+
+
+async def test_an_annotator_accounts_undo_is_in_its_history(storage, tmp_path):
+    settings = S.make_settings(tmp_path, [external_panel(tmp_path)])
+    app = create_app(settings, storage=storage)
+    async with S.uvicorn_server(app) as url, httpx.AsyncClient(base_url=url, timeout=30) as client:
+        r = await client.post("/v1/fuse", json={**PAIR, "id": "h0", "votes": SPLIT}, headers=H)
+        assert r.status_code == 200
+        created = await client.post("/v1/annotators", json={"name": "ann", "panels": ["ext"]},
+                                    headers=H)
+        credential = created.json()["credential"]
+        r = await client.post("/review/login", data={"api_key": credential})
+        assert r.status_code == 303, r.text
+        page = (await client.get("/review")).text
+        csrf = re.search(r'name="csrf" value="([^"]+)"', page)[1]
+        r = await client.post("/review/label", data={"verdict_id": "h0", "label": "both_bad",
+                                                     "csrf": csrf})
+        token = parse_qs(urlsplit(r.headers["location"]).query)["undo"][0]
+        r = await client.post("/review/undo", data={"undo": token, "csrf": csrf})
+        assert r.status_code == 303 and (await storage.get_verdict("tenant-a", "h0")).label is None
+        me = await client.get("/v1/annotators/me", headers={"Authorization": f"Bearer {credential}"})
+        assert [(e["verdict_id"], e["status"]) for e in me.json()["labels"]] == [
+            ("h0", "undone"), ("h0", "labelled")]
