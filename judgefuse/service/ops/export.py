@@ -68,6 +68,8 @@ def judged_item_of(record: VerdictRecord, *, tenant_in_id: bool = False) -> Judg
         "panel": record.panel,
         "created_at": record.created_at,
         "labelled_at": record.labelled_at,
+        "label_kind": record.label,
+        "label_comment": record.label_comment,
         "stratum": None if stamp is None else stamp.stratum,
         "inclusion_probability": None if stamp is None else stamp.inclusion_probability,
         "audit_rate": None if stamp is None else stamp.audit_rate,
@@ -80,7 +82,8 @@ def judged_item_of(record: VerdictRecord, *, tenant_in_id: bool = False) -> Judg
     }
     item = record.item.model_copy(update={
         "id": f"{record.tenant}/{record.item.id}" if tenant_in_id else record.item.id,
-        "label": record.label if record.label is not None else record.item.label,
+        # an item's label is a preference: a tie or both-bad label stays in label_kind only
+        "label": record.label if record.label in DECIDED else record.item.label,
         "metadata": {**record.item.metadata, META_KEY: meta},
     })
     return JudgedItem(item=item, votes=list(verdict.votes))
