@@ -28,7 +28,7 @@ from typing import IO, Any, Literal
 
 from judgefuse.errors import InputError
 from judgefuse.judges.types import JudgedItem
-from judgefuse.service.storage import Storage, VerdictRecord
+from judgefuse.service.storage import DECIDED, Storage, VerdictRecord
 
 __all__ = ["META_KEY", "ExportInputError", "ExportReport", "export_records", "judged_item_of"]
 
