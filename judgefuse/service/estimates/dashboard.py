@@ -25,6 +25,8 @@ from fastapi.responses import HTMLResponse
 from markupsafe import Markup
 
 from judgefuse.evaluation.svg import reliability_svg
+from judgefuse.service.console.verdict_view import fmt as _fmt
+from judgefuse.service.console.verdict_view import usd as _usd
 from judgefuse.service.estimates.service import CalibrationService
 from judgefuse.service.gateway import Gateway
 from judgefuse.service.monitoring.metrics import ServiceMetrics
@@ -99,19 +101,6 @@ def _bound_svg(series: list[list[Any]], target: float | None, *, width: int = 42
             f'<rect width="{width}" height="{height}" fill="#fafafa" stroke="#ddd"/>{goal}'
             f'<polyline class="upper" fill="none" stroke="#c0392b" stroke-width="2" points="{upper}"/>'
             f'<polyline class="lower" fill="none" stroke="#888" stroke-width="2" points="{lower}"/></svg>')
-
-
-def _usd(value: float) -> str:
-    """Money to 6 significant digits (judge calls cost fractions of a cent)."""
-    return f"${value:.6g}" if value else "$0"
-
-
-def _fmt(value: Any, digits: int = 3) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
 
 
 @router.get("/dashboard", response_class=HTMLResponse, include_in_schema=False)
