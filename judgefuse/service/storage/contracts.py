@@ -611,7 +611,8 @@ class RecordArchive(abc.ABC):
         """Stream verdict records (every tenant when ``tenant`` is None) in (created_at, tenant, id)
         ascending order, ``batch_size`` rows per query by keyset pagination: constant memory on
         millions of rows; records written during the scan may or may not appear. The arguments
-        are checked before the first query (when the first record is asked for)."""
+        are checked before the first query (when the first record is asked for).
+        ``labelled_only``: records with an ``A`` or ``B`` label, like ``iter_labelled``."""
         check_iter_args(tenant, panel, since, until, batch_size)
         records = self._iter_records(tenant, panel, since, until, labelled_only, batch_size)
         async with contextlib.aclosing(records):

@@ -38,6 +38,9 @@ async def test_ties_and_both_bad_are_stored_and_counted_apart(storage: Storage) 
     assert await storage.count_labelled("acme", "p1") == 2
     assert await label_kind_counts(storage, "acme", "p1") == {"tie": 1, "both_bad": 1}
     assert await _n(storage) == 2
+    exported = [r.id async for r in storage.iter_records("acme", labelled_only=True)]
+    assert exported == ["v0", "v3"]  # an A/B label, as iter_labelled
+    assert len([r async for r in storage.iter_records("acme")]) == 4
     # the queue's progress counts every kind: four items done, none left
     assert (await storage.review_stats("acme", "p1", now=NOW))["review"] == counts(4, 0, 0, 4)
 

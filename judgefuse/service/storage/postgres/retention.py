@@ -175,8 +175,8 @@ async def records_page(
     if until is not None:
         where.append("created_at < %(until)s")
         params["until"] = float(until)
-    if labelled_only:
-        where.append("label IS NOT NULL")
+    if labelled_only:  # an A or B label, like iter_labelled
+        where.append("label IS NOT NULL AND label IN ('A', 'B')")
     sql = "SELECT created_at, tenant, id, body FROM verdicts"
     if where:
         sql += " WHERE " + " AND ".join(where)

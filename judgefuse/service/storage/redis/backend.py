@@ -861,7 +861,7 @@ class RedisStorage(Storage):
                 record = parse_record(raw, "redis")
                 if panel is not None and record.panel != panel:
                     continue
-                if labelled_only and record.label is None:
+                if labelled_only and record.label not in DECIDED:
                     continue
                 yield record
             if len(page) < limit:

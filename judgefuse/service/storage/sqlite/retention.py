@@ -129,8 +129,8 @@ def record_page(
     if panel is not None:
         where.append(f"{unary}panel = ?")
         params.append(panel)
-    if labelled_only:
-        where.append("label IS NOT NULL")
+    if labelled_only:  # an A or B label, like iter_labelled
+        where.append("label IS NOT NULL AND label IN ('A', 'B')")
     if until is not None:
         where.append("created_at < ?")
         params.append(until)
