@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,8 @@ from jf_test_support import openai_stub as stub_module
 from jf_test_support.live_gateway import API_KEY, live_gateway
 
 os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "YES")  # no phoning home, before it is imported
+# deepeval makes its folder (./.deepeval) when imported: keep it out of the working tree
+os.environ.setdefault("DEEPEVAL_CACHE_FOLDER", tempfile.mkdtemp(prefix="deepeval-"))
 pytest.importorskip("deepeval")
 
 from deepeval import evaluate  # noqa: E402
