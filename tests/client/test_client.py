@@ -202,3 +202,16 @@ def test_a_bad_request_is_refused_before_it_is_sent() -> None:
             client.judge(question="q", answer_a="a", answer_b=None)  # type: ignore[arg-type]
         with pytest.raises(ValueError, match="label"):
             client.feedback("some-id", "C")
+
+
+def test_batch_items_refused_by_admission_are_sent_again(tmp_path: Path) -> None:
+    with live_gateway(tmp_path, max_inflight_total=2) as live:
+        live.script.by_question = lambda model, text: stub_module.Reply(
+            texts='{"selected_output": "Output (a)", "confidence_score": 80, "explanation": "x"}', delay_s=0.3)
+        items = [{"question": f"q{i}", "answer_a": "a", "answer_b": "b"} for i in range(6)]
+        with Client(live.url, API_KEY, retry=FAST) as client:
+            batch = client.judge_batch(items)
+        admission = live.gateway.judging.admission
+        assert admission.rejected >= 4  # the first round: two admitted, the rest 429 per item
+        assert (batch.n_ok, [r.status for r in batch.results]) == (6, [200] * 6)
+        assert live.judge_calls() == 6 * 3  # each item judged once
