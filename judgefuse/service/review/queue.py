@@ -30,7 +30,9 @@ stats with their audit plan, for the HTTP routes and the annotator page alike.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import secrets
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -62,6 +64,11 @@ def hold_key(who: str) -> str:
 
 
 Holds = dict[str, list[Any]]  # verdict id -> [panel, lease expiry]
+PAGE_TURN_S = 10.0
+"""Longest one page load may keep an annotator's other tabs of the panel waiting (if its
+replica dies mid-load)."""
+PAGE_TURN_WAITS = 250
+"""How many 20 ms waits a tab makes for its turn (5 s) before it goes ahead anyway."""
 
 
 def annotator_name(tenant: str, query: str | None, header: str | None, *, field: str) -> str:
@@ -193,18 +200,45 @@ class ReviewQueue:
             await self._note(tenant, who, add, set())
         return leases
 
-    async def held_item(
-        self, tenant: str, panel: str, annotator: str, *, skipped: str | None = None
-    ) -> ReviewLease | None:
-        """The annotator page's item: the one ``annotator`` already holds in ``panel`` (a
-        reload, a second tab, the back button), else one newly leased, never two. ``skipped``
-        (just given back) is not shown again while another item is free."""
+    async def _held_in(
+        self, tenant: str, panel: str, annotator: str, skipped: str | None
+    ) -> tuple[ReviewLease | None, Holds]:
+        """The item ``annotator`` holds in ``panel`` by the hold record (still unlabelled), and
+        the record's entries of that panel."""
         holds = {v: e for v, e in (await self._holds(tenant, annotator)).items()
                  if e[0] == panel and v != skipped}
         for vid, (_, expires) in sorted(holds.items(), key=lambda h: h[1][1]):
             record = await self.storage.get_verdict(tenant, vid)
             if record is not None and record.label is None:
-                return ReviewLease(record=record, annotator=annotator, lease_expires_at=expires)
+                return ReviewLease(record=record, annotator=annotator, lease_expires_at=expires), holds
+        return None, holds
+
+    async def held_item(
+        self, tenant: str, panel: str, annotator: str, *, skipped: str | None = None
+    ) -> ReviewLease | None:
+        """The annotator page's item: the one ``annotator`` already holds in ``panel`` (a
+        reload, a second tab, the back button), else one newly leased, never two. ``skipped``
+        (just given back) is not shown again while another item is free.
+
+        One page load per annotator and panel at a time, across replicas (a named lease in the
+        store): tabs opened at the same moment wait for the first one's lease and show it."""
+        name = "review-page/" + hashlib.sha256(f"{annotator}\0{panel}".encode()).hexdigest()[:40]
+        owner = secrets.token_hex(8)
+        for _ in range(PAGE_TURN_WAITS):
+            if await self.storage.acquire_lease(tenant, name, owner, ttl_s=PAGE_TURN_S):
+                break
+            await asyncio.sleep(0.02)
+        try:
+            return await self._held_or_leased(tenant, panel, annotator, skipped)
+        finally:
+            await self.storage.release_lease(tenant, name, owner)
+
+    async def _held_or_leased(
+        self, tenant: str, panel: str, annotator: str, skipped: str | None
+    ) -> ReviewLease | None:
+        held, holds = await self._held_in(tenant, panel, annotator, skipped)
+        if held is not None:
+            return held
         if holds:
             await self._note(tenant, annotator, {}, set(holds))
         leases = await self._lease(tenant, panel, 1, annotator)
@@ -215,8 +249,8 @@ class ReviewQueue:
             if more:
                 await self.storage.release_review(tenant, skipped, annotator, now=self.clock())
                 leases = more
-        if not leases:
-            return None
+        if not leases:  # the queue is empty, or another tab took the last free item just now
+            return (await self._held_in(tenant, panel, annotator, skipped))[0]
         mine = leases[0]
         now = self.clock()
 
@@ -233,7 +267,7 @@ class ReviewQueue:
         if other is None:
             return mine
         await self.storage.release_review(tenant, mine.record.id, annotator, now=now)
-        return await self.held_item(tenant, panel, annotator, skipped=skipped)
+        return await self._held_or_leased(tenant, panel, annotator, skipped)
 
     async def release(
         self, tenant: str, verdict_id: str, annotator: str, caller: str | None = None

@@ -5,6 +5,7 @@ lease per annotator and panel. Every backend (SQLite, Redis, PostgreSQL) where s
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import re
@@ -255,6 +256,20 @@ async def test_reloads_and_two_tabs_show_the_item_already_held(storage, tmp_path
             new = re.search(r'name="verdict_id" value="([^"]+)"', after)[1]
             assert new != held and await _leased(client) == 1
             assert re.search(r'name="verdict_id" value="([^"]+)"', (await client.get("/review")).text)[1] == new
+
+        # tabs opened at the same moment race for their first item: one lease, one item shown
+        bob = await _create(client, "bob")
+        tabs = [httpx.AsyncClient(transport=client._transport, base_url="http://testserver") for _ in range(4)]
+        r = await tabs[0].post("/review/login", data={"credential": bob["credential"]})
+        assert r.status_code == 303
+        for tab in tabs[1:]:
+            tab.cookies = tabs[0].cookies
+        before = await _leased(client)
+        pages = await asyncio.gather(*(tab.get("/review") for tab in tabs))
+        ids = {re.search(r'name="verdict_id" value="([^"]+)"', p.text)[1] for p in pages}
+        assert len(ids) == 1 and await _leased(client) == before + 1
+        for tab in tabs:
+            await tab.aclose()
 
 
 async def test_lease_caps_per_annotator_and_per_caller(storage, tmp_path):
