@@ -710,8 +710,8 @@ class RedisStorage(Storage):
         out: list[VerdictRecord] = []
         while len(out) < limit:
             want = limit - len(out)
-            page = await (self._index_page(key, since, until, at, want) if oldest_first
-                          else self._index_page_desc(key, since, until, at, want))
+            page = await self._index_page(key, since, until, at, want, descending=not oldest_first,
+                                          what="list_verdicts")
             if not page:
                 break
             with self._errors("list_verdicts"):
@@ -722,35 +722,6 @@ class RedisStorage(Storage):
                 break
             at = (page[-1][1], page[-1][0])
         return out
-
-    async def _index_page_desc(
-        self, key: str, low: float | None, high: float | None, before: tuple[float, str] | None,
-        n: int,
-    ) -> list[tuple[str, float]]:
-        """The next ``n`` (id, score) of a sorted set in (score, id) descending order strictly
-        before ``before``, with ``low <= score < high``: :meth:`_index_page` backwards (the rest
-        of ``before``'s tie group first, then the lower scores)."""
-        low_arg = "-inf" if low is None else repr(float(low))
-        high_arg = "+inf" if high is None else f"({high!r}"
-        out: list[tuple[str, float]] = []
-        with self._errors("list_verdicts"):
-            if before is not None:
-                score, last = before
-                offset = 0
-                while len(out) < n:
-                    chunk = await self.client.zrevrangebyscore(
-                        key, repr(score), repr(score), start=offset, num=n, withscores=True)
-                    offset += len(chunk)
-                    out += [(_text(m), float(sc)) for m, sc in cast(list[tuple[Any, Any]], chunk)
-                            if _text(m) < last]
-                    if len(chunk) < n:
-                        break
-                high_arg = f"({score!r}"
-            if len(out) < n:
-                rest = await self.client.zrevrangebyscore(
-                    key, high_arg, low_arg, start=0, num=n - len(out), withscores=True)
-                out += [(_text(m), float(sc)) for m, sc in cast(list[tuple[Any, Any]], rest)]
-        return out[:n]
 
     async def _count_labelled(self, tenant: str, panel: str | None) -> int:
         index = self._labelled_key(tenant, panel)
@@ -810,31 +781,35 @@ class RedisStorage(Storage):
 
     async def _index_page(
         self, key: str, low: float | None, high: float | None, after: tuple[float, str] | None,
-        n: int,
+        n: int, *, descending: bool = False, what: str = "iter_records",
     ) -> list[tuple[str, float]]:
         """The next ``n`` (id, score) of a sorted set in (score, id) order after ``after``, with
         ``low <= score < high``. Keyset pagination: the rest of ``after``'s tie group (members
         of one score are in id order) is read first, then the scores above it; no offset into
-        the whole set, so a page costs O(log N + n) however far the scan is."""
+        the whole set, so a page costs O(log N + n) however far the scan is. ``descending``:
+        the same backwards, strictly before ``after`` (the console's newest-first list)."""
+        low_arg = "-inf" if low is None else repr(float(low))
         high_arg = "+inf" if high is None else f"({high!r}"
+        read = self.client.zrevrangebyscore if descending else self.client.zrangebyscore
         out: list[tuple[str, float]] = []
-        with self._errors("iter_records"):
-            if after is None:
-                low_arg = "-inf" if low is None else repr(float(low))
-            else:
+        with self._errors(what):
+            if after is not None:
                 score, last = after
                 offset = 0
                 while len(out) < n:
-                    chunk = await self.client.zrangebyscore(
-                        key, repr(score), repr(score), start=offset, num=n, withscores=True)
+                    chunk = await read(key, repr(score), repr(score), start=offset, num=n, withscores=True)
                     offset += len(chunk)
-                    out += [(_text(m), float(sc)) for m, sc in cast(list[tuple[Any, Any]], chunk) if _text(m) > last]
+                    out += [(_text(m), float(sc)) for m, sc in cast(list[tuple[Any, Any]], chunk)
+                            if (_text(m) < last if descending else _text(m) > last)]
                     if len(chunk) < n:
                         break
-                low_arg = f"({score!r}"
+                if descending:
+                    high_arg = f"({score!r}"
+                else:
+                    low_arg = f"({score!r}"
             if len(out) < n:
-                rest = await self.client.zrangebyscore(
-                    key, low_arg, high_arg, start=0, num=n - len(out), withscores=True)
+                bounds = (high_arg, low_arg) if descending else (low_arg, high_arg)
+                rest = await read(key, *bounds, start=0, num=n - len(out), withscores=True)
                 out += [(_text(m), float(sc)) for m, sc in cast(list[tuple[Any, Any]], rest)]
         return out[:n]
 
