@@ -24,8 +24,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from judgefuse.calibration.paired_difference import brier_losses, paired_difference
+from judgefuse.service.storage import ModelRecord
 
-__all__ = ["ALPHA", "MARGIN", "brier_evidence", "brier_problem"]
+__all__ = ["ALPHA", "MARGIN", "RETIRED", "brier_evidence", "brier_problem", "is_retired"]
+
+RETIRED = "retired"
+"""The params key of a model record that retires the learned model: no model serves, the voting
+method does (:mod:`judgefuse.service.learning.routing_fallback`)."""
 
 ALPHA = 0.05
 """One-sided level of the bootstrap interval of the Brier difference."""
@@ -58,3 +63,8 @@ def brier_problem(metrics: dict[str, float], *, voting: str) -> str | None:
         f"more than its noise (paired bootstrap {100 * (1 - ALPHA):.0f}% upper bound of the "
         f"difference {upper:+.4f}, must be below {-MARGIN:+g})"
     )
+
+
+def is_retired(record: ModelRecord | None) -> bool:
+    """Whether ``record`` retires the panel's learned model (no model serves)."""
+    return record is not None and bool(record.params.get(RETIRED))

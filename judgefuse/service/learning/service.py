@@ -17,6 +17,7 @@ label-free cold start (judging calls ``cold_start_scheduler.note``).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -35,6 +36,7 @@ from judgefuse.service.learning.refit import (
 )
 from judgefuse.service.learning.refit_once import LabelSetOnce
 from judgefuse.service.learning.refit_worker import RefitWorkers, WorkerBudget
+from judgefuse.service.learning.routing_fallback import RoutingFallback
 from judgefuse.service.learning.signal_caps import SignalCaps
 from judgefuse.service.learning.state_cache import StateCache
 from judgefuse.service.learning.tuning_data import tuning_data
@@ -87,6 +89,11 @@ class LearningService:
             owner=owner, clock=clock, count=self._verdict_count, lease="cold_start",
         )
         """Label-free cold-start fits every N verdicts of a panel (:mod:`judgefuse.service.learning.cold_start`)."""
+        self.routing_fallback = RoutingFallback(
+            storage, serving, state, max_labels=settings.learning.refit_max_labels,
+            n_folds=settings.learning.refit_folds, clock=clock,
+        )
+        """Finishes a tune whose serving model nothing routes (:mod:`judgefuse.service.learning.routing_fallback`)."""
 
     def note_label(self, tenant: str, panel: str) -> None:
         """One more first label of (tenant, panel): the refit scheduler's count."""
@@ -119,6 +126,11 @@ class LearningService:
             outcome = await self.refit(tenant, runtime.name, target=PromotionTarget(
                 request.target_precision, request.delta, request.min_count))
             result["refit"] = outcome.as_dict()
+        # still nothing routes the serving model: its cross-fitted threshold, else the voting
+        # method with its threshold (routing_fallback.py); never review-everything by default
+        fallback = await self.routing_fallback.finish(tenant, request, functools.partial(self._tune, tenant))
+        if fallback is not None:
+            result["fallback"] = fallback
         return result
 
     async def _tune(self, tenant: str, request: TuneRequest) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from judgefuse.fusion.capabilities import LEARNED_METHOD, restore_method
+from judgefuse.service.learning.promotion import is_retired
 from judgefuse.service.settings import Settings
 from judgefuse.service.storage import ModelRecord, Storage, ThresholdRecord
 
@@ -58,7 +59,7 @@ class StateCache:
         if entry is None:
             record = await self.storage.get_model(tenant, panel)
             value = None
-            if record is not None and record.version is not None:
+            if record is not None and record.version is not None and not is_retired(record):
                 rkey = (tenant, panel, record.version)
                 restored = self._restored.get(rkey)
                 if restored is None:
