@@ -14,8 +14,9 @@ runs in a process of its own:
   (``RLIMIT_AS``: numpy raises ``MemoryError``, reported as the reason) and a CPU-time limit
   of the time budget (``RLIMIT_CPU``), behind the wall-clock budget the gateway enforces by
   killing the worker;
-* the job's input is sent, and its result received, off the event loop (a thread pickles;
-  the loop only waits on the pipe).
+* the job's input is sent, and its result received, in threads: the loop never reads or
+  writes the pipes (a worker at low priority on a busy machine may write its result in pieces
+  seconds apart; a read on the loop once held every request that long).
 
 A failure of any kind (over a budget, killed, an exception in the job) is a
 :class:`RefitWorkerFailed` with the reason in words: the caller logs it and answers with it;
@@ -97,35 +98,32 @@ async def _run_once(fn: Callable[..., T], args: tuple[Any, ...], budget: WorkerB
     process = context.Process(
         target=_work, args=(job_out, result_in, budget), name="judgefuse-refit", daemon=True
     )
-    loop = asyncio.get_running_loop()
     sending: asyncio.Task[None] | None = None
+    receiving: asyncio.Future[tuple[str, Any]] | None = None
     try:
         # the first start waits for the forkserver's imports: never on the loop
         await asyncio.to_thread(process.start)
         job_out.close()
         result_in.close()
         sending = asyncio.create_task(asyncio.to_thread(_send, job_in, (fn, args)))
-        ready = asyncio.Event()
-        loop.add_reader(result_out.fileno(), ready.set)
+        # received in a thread too: the worker runs at a low priority and may write its result
+        # in pieces far apart on a busy machine; a read on the loop would wait for them
+        receiving = asyncio.ensure_future(asyncio.to_thread(_receive, result_out))
         try:
-            await asyncio.wait_for(ready.wait(), timeout=budget.time_s)
+            status, payload = await asyncio.wait_for(asyncio.shield(receiving), timeout=budget.time_s)
         except TimeoutError:
             raise RefitWorkerFailed(
                 f"over the time budget of {budget.time_s:g} s (refit_timeout_s): "
                 "the refit worker was stopped"
             ) from None
-        finally:
-            loop.remove_reader(result_out.fileno())
-        try:
-            status, payload = result_out.recv()
-        except (EOFError, OSError):
+        if status == "dead":
             await asyncio.to_thread(process.join, 5)
-            raise RefitWorkerFailed(_death(process.exitcode, budget)) from None
+            raise RefitWorkerFailed(_death(process.exitcode, budget))
     finally:
         if process.is_alive():
             process.kill()
-        if sending is not None:
-            await asyncio.gather(sending, return_exceptions=True)  # fails fast once the worker is gone
+        # both threads end once the worker is gone (a broken pipe, an end of file)
+        await asyncio.gather(*(t for t in (sending, receiving) if t is not None), return_exceptions=True)
         job_in.close()
         result_out.close()
         if process.pid is not None:
@@ -140,6 +138,14 @@ def _send(connection: multiprocessing.connection.Connection, job: Any) -> None:
         connection.send(job)
     except (BrokenPipeError, OSError):  # the worker died or was stopped: its exit says why
         pass
+
+
+def _receive(connection: multiprocessing.connection.Connection) -> tuple[str, Any]:
+    try:
+        status, payload = connection.recv()
+    except (EOFError, OSError):  # the worker died or was stopped
+        return "dead", None
+    return str(status), payload
 
 
 def _death(exitcode: int | None, budget: WorkerBudget) -> str:
