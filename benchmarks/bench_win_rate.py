@@ -1,0 +1,63 @@
+"""Win-rate intervals with a judge biased toward one system: coverage of the truth (issue 28, item 4).
+
+Why (docs/design.md, 'Win rates'): a win rate from judge verdicts alone inherits the judges'
+bias, so its interval is narrow around the wrong value; a small uniform random labelled slice
+corrects it (prediction-powered inference, judgefuse/calibration/win_rate.py).
+
+Each simulated comparison of systems X and Y: ``--verdicts`` items whose true outcome is X wins
+(p 0.45), tie (0.1, counted half) or Y wins (0.45): true win rate 0.5. The judge says X with
+probability 0.85 when X wins, 0.7 on a tie and 0.35 when Y wins (biased toward X; its win rate
+is ~0.60). ``--labels`` items, a uniform random subset, carry the true outcome. Printed per
+estimate: how often its 95% interval covered 0.5 (target >= 0.94 for a valid one) and its mean
+width.
+
+Run from the repository root (seconds)::
+
+    PYTHONPATH=. python benchmarks/bench_win_rate.py --comparisons 1000
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from judgefuse.calibration.win_rate import win_rates
+
+TRUE_RATE = 0.5
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--comparisons", type=int, default=1000)
+    parser.add_argument("--verdicts", type=int, default=1000)
+    parser.add_argument("--labels", type=int, nargs="*", default=[50, 100, 200])
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    rng = np.random.default_rng(args.seed)
+    print(f"{args.comparisons} simulated comparisons, {args.verdicts} verdicts each, true win rate {TRUE_RATE}, "
+          "judge biased toward X (says X: 0.85 | X wins, 0.7 | tie, 0.35 | Y wins)")
+    print(f"{'labels':>6}  {'estimate':<14} {'coverage (target >= 0.94)':>26} {'mean width':>11} {'mean estimate':>14}")
+    for n_labels in args.labels:
+        covered = {"corrected": 0, "labels_only": 0, "judge_only": 0}
+        width = dict.fromkeys(covered, 0.0)
+        mean = dict.fromkeys(covered, 0.0)
+        for _ in range(args.comparisons):
+            truth = rng.choice([1.0, 0.5, 0.0], size=args.verdicts, p=[0.45, 0.1, 0.45])
+            says_x = np.where(truth == 1.0, 0.85, np.where(truth == 0.5, 0.7, 0.35))
+            judged = (rng.random(args.verdicts) < says_x).astype(float)
+            labelled = rng.choice(args.verdicts, size=n_labels, replace=False)
+            rates = win_rates(judged, labelled, truth[labelled])
+            for name in covered:
+                interval = getattr(rates, name)
+                covered[name] += interval.lower <= TRUE_RATE <= interval.upper
+                width[name] += (interval.upper - interval.lower) / args.comparisons
+                mean[name] += interval.estimate / args.comparisons
+        for name in covered:
+            print(f"{n_labels:>6}  {name:<14} {covered[name] / args.comparisons:>26.3f} {width[name]:>11.3f} "
+                  f"{mean[name]:>14.3f}")
+        print(f"{'':>6}  corrected width vs labels-only: {100 * (1 - width['corrected'] / width['labels_only']):.0f}% narrower")
+
+
+if __name__ == "__main__":
+    main()
