@@ -35,6 +35,7 @@ from typing import Any
 from judgefuse.errors import InputError
 from judgefuse.evaluation.loaders import VotesWriter, read_votes
 from judgefuse.fusion import get_method
+from judgefuse.fusion.capabilities import DEFAULT_VOTING_METHOD, ITEM_METHOD
 from judgefuse.fusion.fuser import FuserCall, LLMFuser
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.config import JudgeConfig, PanelConfigError, load_panel_config
@@ -52,9 +53,9 @@ __all__ = [
     "record_fuser_answers",
 ]
 
-FUSER_ROW = "fuser"
+FUSER_ROW = ITEM_METHOD
 """The row name of the fuser in every report (it sits with the fusion methods)."""
-FALLBACK = "majority"
+FALLBACK = DEFAULT_VOTING_METHOD
 """The fuser's fallback method when its answer is unusable (the method's own default)."""
 _DIGEST_NOTE = "inputs sha256:"
 

@@ -24,10 +24,11 @@ from judgefuse.evaluation.fuser_eval import (
     fuser_verdicts,
     record_fuser_answers,
 )
+from judgefuse.fusion.capabilities import DEFAULT_VOTING_METHOD
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgedItem
 
-REFERENCE_ONLY = ("majority",)
+REFERENCE_ONLY = (DEFAULT_VOTING_METHOD,)
 """The replayed methods when ``--methods`` names the fuser alone (majority is the reference row)."""
 
 
@@ -57,7 +58,7 @@ def fuser_rows(args: argparse.Namespace, items: Sequence[JudgedItem]) -> dict[st
     votes_path = args.fuser_votes or default_votes_path(args)
     summary = FuserRunSummary()
     with Progress(
-        TextColumn("fuser"),
+        TextColumn("fusing"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),

@@ -81,7 +81,9 @@ def test_confusion_counts_every_answer_kind() -> None:
 
 def test_report_agreement_block_counts_ties_and_lists_confident_disagreements() -> None:
     def vote(judge: str, choice: str, conf: float) -> JudgeVote:
-        return JudgeVote(judge=judge, mode="sc", choice=choice, confidence=conf, p_a=conf if choice == "A" else 1 - conf)
+        return JudgeVote(
+            judge=judge, mode="sc", choice=choice, confidence=conf, p_a=conf if choice == "A" else 1 - conf
+        )
 
     items = []
     for i in range(12):

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from jf_test_support import crash_harness as C
 
+from judgefuse.evaluation.judge_command import plural
 from judgefuse.evaluation.loaders import VotesWriter, read_votes
 from judgefuse.judges.types import JudgedItem, JudgeVote, PairwiseItem
 
@@ -108,7 +109,7 @@ async def test_judge_killed_mid_run_resumes_without_duplicates(tmp_path):
             timeout=90,
         )
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
-    assert f"judged {N_ITEMS - done} items ({done} already done, skipped)" in rerun.stdout, rerun.stdout
+    assert f"judged {plural(N_ITEMS - done, 'item')} ({done} already done, skipped)" in rerun.stdout, rerun.stdout
     lines = [line for line in out.read_text(encoding="utf-8").split("\n") if line.strip()]
     ids = Counter(json.loads(line)["item"]["id"] for line in lines)
     assert sorted(ids) == [f"p{i:02d}" for i in range(N_ITEMS)]
