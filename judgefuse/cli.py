@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from judgefuse import __version__, plugins_command
 from judgefuse.errors import InputError
 from judgefuse.evaluation import commands as evaluation_commands
-from judgefuse.evaluation import judge_command, tune_command
+from judgefuse.evaluation import judge_command, tune_command, winrate_command
 from judgefuse.judges.local import commands as model_commands
 from judgefuse.service.ops import annotators_command, export_command, serve_command
 
@@ -38,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     subcommands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     evaluation_commands.add_commands(subcommands)
     tune_command.add_commands(subcommands)
+    winrate_command.add_commands(subcommands)
     judge_command.add_commands(subcommands)
     model_commands.add_commands(subcommands)
     serve_command.add_commands(subcommands)
