@@ -494,6 +494,9 @@ class Recount:
     keys: int
     fields: int
     mismatches: list[str]
+    decided_records: int = 0
+    """Labelled records whose fused verdict chose an answer (an exact tie of a two-judge
+    panel has no choice: it counts as an abstention of the method, not in its calibration)."""
 
 
 async def recount(storage: Storage, tenant: str = TENANT, verdict_ids: Iterable[str] | None = None) -> Recount:
@@ -531,7 +534,8 @@ async def recount(storage: Storage, tenant: str = TENANT, verdict_ids: Iterable[
                 mismatches.append(f"{key}.{name}: not an exact integer ({got!r}, {by_hour!r})")
             elif not got == by_hour == exp:
                 mismatches.append(f"{key}.{name}: total {got}, hour buckets {by_hour}, recount {exp}")
-    return Recount(len(records), len(keys), n_fields, mismatches)
+    decided = sum(1 for r in records if r.verdict.choice is not None)
+    return Recount(len(records), len(keys), n_fields, mismatches, decided)
 
 
 async def calibration_n(url: str) -> dict[str, int]:
@@ -567,8 +571,8 @@ def assert_clean(ledger: Ledger, result: Audit, counted: Recount, n_calibrated: 
     assert result.labels_checked == len(ledger.labels)
     assert not counted.mismatches, counted.mismatches[:10]
     assert counted.labelled_records >= len(ledger.labels)
-    # the service's own report counts each labelled verdict once
-    assert n_calibrated["method:majority:fused"] == counted.labelled_records
+    # the service's own report counts each labelled verdict once (the method: each decided one)
+    assert n_calibrated["method:majority:fused"] == counted.decided_records
     assert n_calibrated["judge:j1:sc"] == counted.labelled_records
 
 
