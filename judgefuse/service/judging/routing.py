@@ -40,7 +40,7 @@ from __future__ import annotations
 from typing import Any, Literal, Protocol
 
 from judgefuse.fusion.cascade import CascadeDecision
-from judgefuse.fusion.verdict import Verdict
+from judgefuse.fusion.verdict import Verdict, is_tie
 from judgefuse.service.judging.panels import PanelRuntime
 from judgefuse.service.monitoring.monitor import DRIFT_ALARM, Alarm, raised_threshold
 from judgefuse.service.schemas import ThresholdUsed
@@ -154,8 +154,9 @@ def route_verdict(
             reason=f"threshold version {record.version} was tuned for model "
                            f"{wanted_version}, this verdict is {verdict.model_version}: retune",
         )
-    if verdict.choice is None:
-        return "human_review", ThresholdUsed(**used, code="undecided", reason="undecided verdict")
+    if verdict.choice is None:  # no usable vote, or an exact tie: never auto-accepted, whatever the threshold
+        reason = "exact tie: neither answer preferred" if is_tie(verdict) else "undecided verdict"
+        return "human_review", ThresholdUsed(**used, code="undecided", reason=reason)
     if verdict.confidence >= record.threshold:
         return "auto_accept", ThresholdUsed(
             **used, code="above_threshold", reason=f"confidence {verdict.confidence:.4f} >= threshold {record.threshold:.4f}"
