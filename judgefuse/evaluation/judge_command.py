@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -93,6 +94,57 @@ def _pair_from_judgebench(record: dict[str, Any], path: Path, line: int) -> Pair
     )
 
 
+def _text_of(value: Any) -> str | None:
+    """A response as text: a string, or a chat (list of messages): its last assistant turn."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        turns = [m for m in value if isinstance(m, dict) and isinstance(m.get("content"), str)]
+        answers = [m["content"] for m in turns if m.get("role") == "assistant"]
+        if answers:
+            return str(answers[-1])
+    return None
+
+
+def _prompt_of(record: dict[str, Any]) -> str | None:
+    for key in ("prompt", "question", "instruction"):
+        if isinstance(record.get(key), str):
+            return str(record[key])
+    chosen = record.get("chosen")
+    if isinstance(chosen, list):  # conversational layout: the prompt is the last user turn
+        users = [m["content"] for m in chosen if isinstance(m, dict) and m.get("role") == "user"]
+        if users and isinstance(users[-1], str):
+            return str(users[-1])
+    return None
+
+
+def chosen_is_a(item_id: str) -> bool:
+    """Where the chosen answer goes: A or B by a hash of the id, never always A (a fixed slot
+    would put the label's position bias into every judge's score)."""
+    return hashlib.sha256(item_id.encode()).digest()[0] % 2 == 0
+
+
+def _pair_from_preference(record: dict[str, Any], path: Path, line: int) -> PairwiseItem:
+    """The Hugging Face preference layout (``prompt``, ``chosen``, ``rejected``; docs/offline-evaluation.md)."""
+    chosen, rejected, prompt = _text_of(record.get("chosen")), _text_of(record.get("rejected")), _prompt_of(record)
+    for name, value in (("chosen", chosen), ("rejected", rejected), ("prompt", prompt)):
+        if value is None:
+            raise DatasetError(path, "missing, or neither text nor a chat with an assistant turn", line=line, field=name)
+    assert chosen is not None and rejected is not None and prompt is not None
+    raw_id = next((record[k] for k in ("id", "prompt_id", "pair_id") if isinstance(record.get(k), (str, int))), None)
+    item_id = str(raw_id) if raw_id is not None else f"line-{line}"
+    a_first = chosen_is_a(item_id)
+    category = next((record[k] for k in ("subset", "source", "category") if isinstance(record.get(k), str)), None)
+    return PairwiseItem(
+        id=item_id,
+        question=prompt,
+        answer_a=chosen if a_first else rejected,
+        answer_b=rejected if a_first else chosen,
+        label="A" if a_first else "B",
+        category=category or None,
+    )
+
+
 def read_pairs(path: str | Path) -> list[PairwiseItem]:
     """Items from a JSONL file (module docstring); a fault is a DatasetError naming file and line."""
     path = Path(path)
@@ -100,7 +152,9 @@ def read_pairs(path: str | Path) -> list[PairwiseItem]:
     first_line: dict[str, int] = {}
     for line, record in iter_jsonl(path):
         try:
-            if "pair_id" in record:
+            if "chosen" in record and "rejected" in record:
+                item = _pair_from_preference(record, path, line)
+            elif "pair_id" in record:
                 item = _pair_from_judgebench(record, path, line)
             elif "item" in record:
                 item = JudgedItem.model_validate(record).item
