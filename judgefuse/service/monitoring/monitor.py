@@ -76,7 +76,7 @@ import hashlib
 import logging
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -378,7 +378,7 @@ class Monitors:
         if not await self.rebuild(tenant, panel, threshold, on_drift=on_drift, only_if_behind=True):
             self.rebuild_soon(tenant, panel, threshold, on_drift=on_drift)
 
-    async def reconcile_all(self, tenants: Sequence[str], panels: dict[str, str]) -> None:
+    async def reconcile_all(self, tenants: Sequence[str], panels: Mapping[str, str]) -> None:
         """At start: every (tenant, panel)'s current monitor against the store (``panels``:
         name -> on_drift). Failures are logged; the next read or label tries again."""
         for tenant in tenants:
