@@ -366,7 +366,14 @@ class ServerSettings(_Section):
         return value.lower()
 
 
-_SECTION_OF: dict[str, str] = {'storage_url': 'storage', 'sqlite_synchronous': 'storage', 'store_items': 'storage', 'retention_days': 'storage', 'retention_every_s': 'storage', 'api_keys': 'web', 'metrics_token': 'web', 'auth_disabled': 'web', 'cors_origins': 'web', 'max_body_bytes': 'web', 'header_timeout_s': 'web', 'body_timeout_s': 'web', 'panels': 'judging', 'default_panel': 'judging', 'fusion_method': 'judging', 'max_text_chars': 'judging', 'max_batch_items': 'judging', 'max_inflight_per_tenant': 'judging', 'max_inflight_total': 'judging', 'max_metadata_depth': 'judging', 'max_metadata_bytes': 'judging', 'single_flight_claim_s': 'judging', 'response_cache_url': 'judging', 'response_cache_ttl_s': 'judging', 'refit_every_labels': 'learning', 'min_labels_for_refit': 'learning', 'refit_max_labels': 'learning', 'refit_folds': 'learning', 'refit_method': 'learning', 'cold_start_every_verdicts': 'learning', 'cold_start_window': 'learning', 'cold_start_min_verdicts': 'learning', 'state_ttl_s': 'learning', 'max_signals_per_vote': 'learning', 'max_signal_name_chars': 'learning', 'max_signals_per_judge': 'learning', 'refit_max_features': 'learning', 'refit_timeout_s': 'learning', 'refit_memory_mb': 'learning', 'refit_workers': 'learning', 'calibration_bins': 'estimates', 'th_eps': 'estimates', 'panel_structure_window': 'estimates', 'panel_structure_ttl_s': 'estimates', 'review_seed': 'review', 'audit_plan_ttl_s': 'review', 'review_lease_s': 'review', 'review_max_lease': 'review', 'review_max_held_per_annotator': 'review', 'review_max_held_per_caller': 'review', 'review_session_secret': 'review', 'review_session_s': 'review', 'monitor_alpha': 'monitoring', 'host': 'server', 'port': 'server', 'log_level': 'server'}
+_SECTIONS: dict[str, type[_Section]] = {
+    "storage": StorageSettings, "web": WebSettings, "judging": JudgingSettings,
+    "learning": LearningSettings, "estimates": EstimatesSettings, "review": ReviewSettings,
+    "monitoring": MonitoringSettings, "server": ServerSettings,
+}
+_SECTION_OF: dict[str, str] = {field: name for name, section in _SECTIONS.items()
+                               for field in section.model_fields}
+"""Every setting's section, read off the section models (a new field needs no entry here)."""
 """Each old flat field name -> the section that holds it now (same field name inside)."""
 
 _ENV_PREFIX = "JUDGEFUSE_"

@@ -89,13 +89,18 @@ def add_commands(subcommands: argparse._SubParsersAction) -> None:
     common.add_argument("--config", default=None, help="settings YAML file (as for serve)")
     common.add_argument("--storage", default=None, help="storage URL (overrides the settings)")
     common.add_argument("--tenant", default="default", help="the tenant (default: default)")
-    create = actions.add_parser("create", parents=[common], help="a new credential (printed once)")
+    create = actions.add_parser("create", parents=[common], help="a new credential (printed once)",
+                                description="Create an annotator account and print its credential "
+                                            "once (only its SHA-256 is stored).")
     create.add_argument("--name", required=True, help="the annotator's name (unique among active ones)")
     create.add_argument("--panel", action="append", default=None,
                         help="a panel it may use (repeatable; default: every panel)")
-    actions.add_parser("list", parents=[common], help="the tenant's accounts (never a credential)")
+    actions.add_parser("list", parents=[common], help="the tenant's accounts (never a credential)",
+                       description="List the tenant's annotator accounts: name, panels, state and "
+                                   "dates (never a credential).")
     for action, text in (("revoke", "end a credential and its sessions at once"),
                          ("rotate", "a new credential for the account (the old one ends)")):
-        sub = actions.add_parser(action, parents=[common], help=text)
+        sub = actions.add_parser(action, parents=[common], help=text,
+                                 description=f"{text[0].upper()}{text[1:]}.")
         sub.add_argument("annotator", help="account id or name")
     parser.set_defaults(handler=run_annotators)
