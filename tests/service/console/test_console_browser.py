@@ -27,29 +27,36 @@ pytestmark = [
 
 def _drive(base: str, seeded: list[dict[str, Any]], post_one: Callable[[], None]) -> dict[str, Any]:
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import Select
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import Select, WebDriverWait
 
     seen: dict[str, Any] = {}
     with browser.chromium(1400, 900) as driver:
         driver.get(base + "/console/verdicts?panel=ext&limit=25")
         seen["first_page"] = [r.get_attribute("data-id") for r in driver.find_elements(By.CSS_SELECTOR, "tr[data-id]")]
+        first_row = driver.find_element(By.CSS_SELECTOR, "tr[data-id]")
         driver.find_element(By.ID, "older").click()
+        # a click starts a navigation; wait for the new page before reading it
+        WebDriverWait(driver, 15).until(EC.staleness_of(first_row))
         seen["second_page"] = [r.get_attribute("data-id") for r in driver.find_elements(By.CSS_SELECTOR, "tr[data-id]")]
         # filters: human review, labelled, wrong
         Select(driver.find_element(By.ID, "f-route")).select_by_value("human_review")
         Select(driver.find_element(By.ID, "f-labelled")).select_by_value("1")
         driver.find_element(By.ID, "f-wrong").click()
         driver.find_element(By.ID, "apply").click()
+        WebDriverWait(driver, 15).until(EC.url_contains("wrong=1"))
         seen["filtered_query"] = parse_qs(urlparse(driver.current_url).query)
         rows = driver.find_elements(By.CSS_SELECTOR, "tr[data-id]")
         seen["filtered"] = [r.get_attribute("data-id") for r in rows]
         seen["wrong_pills"] = len(driver.find_elements(By.CSS_SELECTOR, "tr[data-id] .pill.wrong"))
         # open the first one
         rows[0].find_element(By.CSS_SELECTOR, "a").click()
+        WebDriverWait(driver, 15).until(EC.url_contains("/console/verdicts/"))
         seen["verdict_title"] = driver.find_element(By.TAG_NAME, "h1").text
         seen["judges"] = [r.get_attribute("data-judge") for r in driver.find_elements(By.CSS_SELECTOR, "#votes tr[data-judge]")]
         seen["question"] = driver.find_element(By.CSS_SELECTOR, "pre.question").text
         driver.find_element(By.LINK_TEXT, "« verdicts of ext").click()
+        WebDriverWait(driver, 15).until(lambda d: urlparse(d.current_url).path == "/console/verdicts")
         seen["back"] = urlparse(driver.current_url).path
         # the overview reloads its figures by itself: a verdict posted meanwhile shows up
         driver.get(base + "/console?refresh=2")
