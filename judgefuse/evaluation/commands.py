@@ -6,9 +6,6 @@ import argparse
 import time
 from pathlib import Path
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
 from judgefuse.evaluation import fuser_eval_command
 from judgefuse.evaluation.arguments import add_source_arguments, float_in, int_at_least, load_sources, output_path
 from judgefuse.evaluation.atomic import write_atomic
@@ -17,6 +14,7 @@ from judgefuse.evaluation.display import output_console
 from judgefuse.evaluation.html_report import render_html
 from judgefuse.evaluation.json_report import to_json
 from judgefuse.evaluation.panel_structure import panel_structure, print_panel_structure
+from judgefuse.evaluation.progress import progress_bar
 from judgefuse.evaluation.runner import EvaluationOptions, default_methods, evaluate
 from judgefuse.evaluation.scoring import judge_names
 from judgefuse.evaluation.table import print_evaluation
@@ -119,15 +117,7 @@ def run_eval(args: argparse.Namespace) -> int:
         seed=args.seed,
     )
     n_rows = len(judge_names(items)) + len(options.methods or default_methods()) + len(fused)
-    with Progress(
-        TextColumn("evaluating {task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-        disable=args.quiet,
-    ) as progress:
+    with progress_bar("evaluating {task.description}", quiet=args.quiet) as progress:
         task = progress.add_task("", total=n_rows)
 
         def step(name: str) -> None:

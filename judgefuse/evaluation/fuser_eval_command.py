@@ -13,9 +13,6 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
 from judgefuse.evaluation.fuser_eval import (
     FUSER_ROW,
     FuserEvalError,
@@ -24,6 +21,7 @@ from judgefuse.evaluation.fuser_eval import (
     fuser_verdicts,
     record_fuser_answers,
 )
+from judgefuse.evaluation.progress import progress_bar
 from judgefuse.fusion.capabilities import DEFAULT_VOTING_METHOD
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgedItem
@@ -57,15 +55,7 @@ def fuser_rows(args: argparse.Namespace, items: Sequence[JudgedItem]) -> dict[st
     labelled = [judged for judged in items if judged.item.label is not None]
     votes_path = args.fuser_votes or default_votes_path(args)
     summary = FuserRunSummary()
-    with Progress(
-        TextColumn("fusing"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-        disable=args.quiet,
-    ) as progress:
+    with progress_bar("fusing", quiet=args.quiet) as progress:
         task = progress.add_task("", total=len(labelled))
         try:
             recorded, _ = asyncio.run(

@@ -33,18 +33,12 @@ from typing import Any
 
 from pydantic import ValidationError
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-)
 
 from judgefuse.errors import InputError
 from judgefuse.evaluation.loaders import DatasetError, VotesWriter, done_ids
 from judgefuse.evaluation.loaders.errors import from_validation
 from judgefuse.evaluation.loaders.jsonl import iter_jsonl
+from judgefuse.evaluation.progress import progress_bar
 from judgefuse.judges.config import PanelConfig, load_panel_config
 from judgefuse.judges.panel import Panel, default_panel_path
 from judgefuse.judges.types import JudgedItem, JudgeVote, PairwiseItem
@@ -344,15 +338,7 @@ async def arun_judge(args: argparse.Namespace) -> int:
     try:
         await _start(panel)
         try:
-            with Progress(
-                TextColumn("judging"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                console=Console(stderr=True),
-                transient=True,
-                disable=args.quiet or single is not None,
-            ) as progress:
+            with progress_bar("judging", quiet=args.quiet or single is not None) as progress:
                 task = progress.add_task("", total=len(items))
                 await judge_items(
                     panel,
