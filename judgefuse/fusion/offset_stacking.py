@@ -166,33 +166,14 @@ class OffsetStackedFusion(StackedFusion):
         return [self._verdict(batch, float(p), n) for batch, p, n in zip(batches, probs, notes, strict=True)]
 
     def to_params(self) -> dict[str, Any]:
-        coefficients = self.coefficients
-        return {
-            "format": PARAMS_FORMAT, "penalty": self.penalty, "use_signals": self.use_signals,
-            "min_labels": self.min_labels, "judges": list(self.judges),
-            "signal_keys": [list(k) for k in self.signal_keys],
-            "feature_names": list(self.feature_names),
-            "coef": [coefficients[name] for name in self.feature_names],
-            "intercept": self._intercept,
-            "signal_mean": [float(v) for v in np.asarray(self._mean)],
-            "signal_std": [float(v) for v in np.asarray(self._std)],
-            "model_version": self.model_version,
-        }
+        return {"format": PARAMS_FORMAT, "penalty": self.penalty, **self._feature_params()}
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> OffsetStackedFusion:
         if params.get("format") != PARAMS_FORMAT:
             raise ValueError(f"unknown offset_stacked model format {params.get('format')!r}")
         model = cls(min_labels=int(params["min_labels"]), use_signals=bool(params["use_signals"]))
-        model.judges = [str(j) for j in params["judges"]]
-        model.signal_keys = [(str(k[0]), str(k[1])) for k in params["signal_keys"]]
-        model.feature_names = [str(f) for f in params["feature_names"]]
-        model.model_version = params["model_version"]
-        model._mean = np.asarray(params["signal_mean"], dtype=float)
-        model._std = np.asarray(params["signal_std"], dtype=float)
-        model._weights = np.asarray(params["coef"], dtype=float)
-        if model._weights.size != len(model.feature_names):
-            raise ValueError("offset_stacked model: coefficient count does not match the feature names")
+        model._weights = model._restore_features(params)
         model._intercept = float(params["intercept"])
         model.penalty = float(params["penalty"])
         return model

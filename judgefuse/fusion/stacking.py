@@ -205,6 +205,38 @@ class StackedFusion:
             f"{judge}:{kind}" for judge in self.judges for kind in ("logodds", "missing", "invalid")
         ] + [f"{judge}:signal:{key}" for judge, key in self.signal_keys]
 
+    def _feature_params(self) -> dict[str, Any]:
+        """The fitted features' part of :meth:`to_params` (judges, signal keys and their
+        standardisation, feature names, coefficients, intercept, version), shared with
+        :class:`~judgefuse.fusion.offset_stacking.OffsetStackedFusion`."""
+        coefficients = self.coefficients
+        return {
+            "use_signals": self.use_signals,
+            "min_labels": self.min_labels,
+            "judges": list(self.judges),
+            "signal_keys": [list(k) for k in self.signal_keys],
+            "feature_names": list(self.feature_names),
+            "coef": [coefficients[name] for name in self.feature_names],
+            "intercept": coefficients["intercept"],
+            "signal_mean": [float(x) for x in np.asarray(self._mean)],
+            "signal_std": [float(x) for x in np.asarray(self._std)],
+            "model_version": self.model_version,
+        }
+
+    def _restore_features(self, params: Mapping[str, Any]) -> NDArray[np.float64]:
+        """Set what :meth:`_feature_params` saved; returns the coefficients (``ValueError``
+        when their count does not match the feature names)."""
+        self.judges = [str(j) for j in params["judges"]]
+        self.signal_keys = [(str(k[0]), str(k[1])) for k in params["signal_keys"]]
+        self.feature_names = [str(f) for f in params["feature_names"]]
+        self.model_version = params["model_version"]
+        self._mean = np.asarray(params["signal_mean"], dtype=float)
+        self._std = np.asarray(params["signal_std"], dtype=float)
+        coef = np.asarray(params["coef"], dtype=float)
+        if coef.size != len(self.feature_names):
+            raise ValueError(f"{self.name} model: coefficient count does not match the feature names")
+        return coef
+
     @property
     def coefficients(self) -> dict[str, float]:
         """Fitted weight per feature name (plus ``intercept``)."""
@@ -270,21 +302,7 @@ class StackedFusion:
 
         Raises :class:`~judgefuse.fusion.registry.NotFitted` when unfitted.
         """
-        coefficients = self.coefficients
-        return {
-            "format": PARAMS_FORMAT,
-            "C": self.C,
-            "use_signals": self.use_signals,
-            "min_labels": self.min_labels,
-            "judges": list(self.judges),
-            "signal_keys": [list(k) for k in self.signal_keys],
-            "feature_names": list(self.feature_names),
-            "coef": [coefficients[name] for name in self.feature_names],
-            "intercept": coefficients["intercept"],
-            "signal_mean": [float(x) for x in np.asarray(self._mean)],
-            "signal_std": [float(x) for x in np.asarray(self._std)],
-            "model_version": self.model_version,
-        }
+        return {"format": PARAMS_FORMAT, "C": self.C, **self._feature_params()}
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> StackedFusion:
@@ -297,15 +315,7 @@ class StackedFusion:
             C=float(params["C"]), min_labels=int(params["min_labels"]),
             use_signals=bool(params["use_signals"]),
         )
-        model.judges = [str(j) for j in params["judges"]]
-        model.signal_keys = [(str(k[0]), str(k[1])) for k in params["signal_keys"]]
-        model.feature_names = [str(f) for f in params["feature_names"]]
-        model.model_version = params["model_version"]
-        model._mean = np.asarray(params["signal_mean"], dtype=float)
-        model._std = np.asarray(params["signal_std"], dtype=float)
-        coef = np.asarray(params["coef"], dtype=float)
-        if coef.size != len(model.feature_names):
-            raise ValueError("stacked model: coefficient count does not match the feature names")
+        coef = model._restore_features(params)
         lr = LogisticRegression(C=model.C)
         lr.coef_ = coef.reshape(1, -1)
         lr.intercept_ = np.asarray([float(params["intercept"])])
