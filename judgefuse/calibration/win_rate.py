@@ -19,6 +19,13 @@ win rate is its mean. Three estimates, side by side (docs/design.md, 'Win rates'
   never much wider than the labels-only one and is valid whatever the judges' bias, as long as
   the labelled comparisons are a uniform random subset.
 
+  Small-sample correction (``small_sample=True``, what :func:`win_rates` uses): ``lam`` is a
+  slope fitted on the same labels, so the residual variance is taken on ``n - 2`` degrees of
+  freedom (``n - 1`` for a fixed ``lam``) and the quantile is Student's t with those degrees of
+  freedom. Without it the 95% interval covered 0.928-0.943 at 50-200 labels in
+  ``benchmarks/bench_win_rate.py``; with it the coverage is at the nominal level within
+  simulation error (the printed results).
+
 :func:`ppi_mean` follows ``ppi_py.ppi_mean_ci`` / ``ppi_mean_pointestimate`` exactly (the tests
 check it on the same inputs); it is written here so ``calibration/`` needs no extra dependency.
 """
@@ -31,6 +38,7 @@ from typing import Any
 
 import numpy as np
 from scipy.stats import norm
+from scipy.stats import t as student_t
 
 __all__ = ["MeanInterval", "WinRates", "clt_mean", "ppi_mean", "win_rates"]
 
@@ -76,10 +84,11 @@ def clt_mean(values: Any, *, alpha: float = 0.05, method: str = "normal (CLT) in
 
 def ppi_mean(
     labels: Any, predicted_labelled: Any, predicted_unlabelled: Any, *, alpha: float = 0.05,
-    lam: float | None = None,
+    lam: float | None = None, small_sample: bool = False,
 ) -> MeanInterval:
     """The prediction-powered mean (module docstring): ``labels`` and ``predicted_labelled`` on
-    the same labelled items, ``predicted_unlabelled`` on the rest. ``lam=None`` tunes it."""
+    the same labelled items, ``predicted_unlabelled`` on the rest. ``lam=None`` tunes it.
+    ``small_sample=False`` is ``ppi_py.ppi_mean_ci`` exactly; ``True`` adds the t correction."""
     y = _vector("labels", labels)
     f = _vector("predicted_labelled", predicted_labelled)
     g = _vector("predicted_unlabelled", predicted_unlabelled)
@@ -90,16 +99,26 @@ def ppi_mean(
         return MeanInterval(math.nan, math.nan, math.nan, 0, "prediction-powered")
     if big_n == 0:
         return clt_mean(y, alpha=alpha, method="prediction-powered (no unlabelled verdict: labels only)")
+    fitted = lam is None
     if lam is None:
         # ppi_py's _calc_lam_glm for a mean: cov(y, f) / ((1 + n/N) var(f over all)), in [0, 1]
         pooled = np.concatenate([f, g])
         denominator = (1 + n / big_n) * float(np.var(pooled, ddof=1))
         covariance = float(np.mean((y - y.mean()) * (f - f.mean())))
         lam = 0.0 if denominator <= 0 else min(max(covariance / denominator, 0.0), 1.0)
-    estimate = float(lam * g.mean() + (y - lam * f).mean())
-    variance = _var(y - lam * f) / n + lam * lam * _var(g) / big_n
-    half = float(norm.ppf(1 - alpha / 2)) * math.sqrt(variance)
-    return MeanInterval(estimate, estimate - half, estimate + half, n, "prediction-powered", float(lam))
+    residual = y - lam * f
+    estimate = float(lam * g.mean() + residual.mean())
+    if small_sample and n > 2:
+        dof = n - 1 - int(fitted)
+        spread = float(np.sum((residual - residual.mean()) ** 2)) / dof
+        variance = spread / n + lam * lam * float(np.var(g, ddof=min(1, big_n - 1))) / big_n
+        quantile = float(student_t.ppf(1 - alpha / 2, dof))
+        method = f"prediction-powered (t quantile, {dof} df)"
+    else:
+        variance = _var(residual) / n + lam * lam * _var(g) / big_n
+        quantile, method = float(norm.ppf(1 - alpha / 2)), "prediction-powered"
+    half = quantile * math.sqrt(variance)
+    return MeanInterval(estimate, estimate - half, estimate + half, n, method, float(lam))
 
 
 @dataclass(frozen=True)
@@ -135,7 +154,7 @@ def win_rates(judged: Any, labelled: Any, outcomes: Any, *, alpha: float = 0.05)
     rest = np.ones(f.size, dtype=bool)
     rest[index] = False
     return WinRates(
-        corrected=ppi_mean(y, f[index], f[rest], alpha=alpha),
+        corrected=ppi_mean(y, f[index], f[rest], alpha=alpha, small_sample=True),
         judge_only=clt_mean(f, alpha=alpha, method="judge verdicts only (normal interval)"),
         labels_only=clt_mean(y, alpha=alpha, method="labels only (normal interval)"),
         n_verdicts=int(f.size), n_labels=int(y.size),

@@ -71,3 +71,23 @@ def test_bad_inputs_are_refused_and_empty_labels_give_nan():
         win_rates([2, 0], [0], [1])
     assert np.isnan(win_rates([1.0, 0.0], [], []).corrected.estimate)
     assert clt_mean([1.0, 0.0, 1.0]).estimate == pytest.approx(2 / 3)
+
+
+def test_the_small_sample_correction_keeps_ppi_pythons_centre_and_widens_its_interval():
+    """win_rates' corrected interval is ppi_py's estimate with a t quantile on n - 2 degrees of
+    freedom (the slope lam is fitted on the same labels): same centre, wider, and the gap
+    shrinks as the labels grow."""
+    rng = np.random.default_rng(8)
+    ratios = []
+    for n_labels in (20, 60, 400):
+        truth, judged, labelled = _comparisons(rng, 2000, n_labels)
+        rest = np.setdiff1d(np.arange(2000), labelled)
+        corrected = win_rates(judged, labelled, truth[labelled]).corrected
+        lower, upper = ppi_py.ppi_mean_ci(truth[labelled], judged[labelled], judged[rest], alpha=0.05)
+        lower, upper = float(np.ravel(lower)[0]), float(np.ravel(upper)[0])
+        assert corrected.estimate == pytest.approx((lower + upper) / 2, abs=1e-12)
+        assert corrected.lower < lower and corrected.upper > upper
+        assert corrected.method == f"prediction-powered (t quantile, {n_labels - 2} df)"
+        ratios.append((corrected.upper - corrected.lower) / (upper - lower))
+    assert ratios[0] > ratios[1] > ratios[2] > 1.0
+    assert ratios[2] < 1.01
