@@ -15,6 +15,9 @@ the first N items of the input (before skipping done ones, so a rerun sees the s
 ``--concurrency`` items are in flight at once; each item asks every judge concurrently.
 At the end one summary line gives items, calls, tokens, cost and wall time.
 
+``--batch`` sends a file run's requests through the provider's batch API instead, at half the
+price and resumably (:mod:`judgefuse.evaluation.judge_batch`).
+
 Fusion is not applied to a file run (``judgefuse eval`` fuses and scores the votes file); for a
 single pair the panel's fusion method is applied and printed. A ``fusion: fuser`` panel needs a
 ``fuser:`` model entry.
@@ -35,10 +38,12 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from judgefuse.errors import InputError
+from judgefuse.evaluation.judge_batch import add_batch_arguments, judge_in_batches
 from judgefuse.evaluation.loaders import DatasetError, VotesWriter, done_ids
 from judgefuse.evaluation.loaders.errors import from_validation
 from judgefuse.evaluation.loaders.jsonl import iter_jsonl
 from judgefuse.evaluation.progress import progress_bar
+from judgefuse.judges.batch import BatchAPIError, state_path
 from judgefuse.judges.config import PanelConfig, load_panel_config
 from judgefuse.judges.panel import Panel, default_panel_path
 from judgefuse.judges.types import JudgedItem, JudgeVote, PairwiseItem
@@ -323,6 +328,8 @@ async def arun_judge(args: argparse.Namespace) -> int:
         raise JudgeCommandError("judging a file needs --out votes.jsonl")
     if args.limit is not None and args.limit < 0:
         raise JudgeCommandError(f"--limit must be >= 0, got {args.limit}")
+    if args.batch and single is not None:
+        raise JudgeCommandError("--batch judges a file of pairs (with --out), not a single pair")
     items = [single] if single is not None else read_pairs(args.input)
     if args.limit is not None:
         items = items[: args.limit]
@@ -333,6 +340,14 @@ async def arun_judge(args: argparse.Namespace) -> int:
         done = done_ids(args.out)
         summary.skipped = sum(1 for item in items if item.id in done)
         items = [item for item in items if item.id not in done]
+    if args.batch:
+        try:
+            await judge_in_batches(args, config, items, summary)
+        except BatchAPIError as exc:
+            raise JudgeCommandError(
+                f"the batch API failed: {exc} (rerun the same command to resume: the batches are in {state_path(args.out)})"
+            ) from exc
+        return 0
     panel = Panel.from_config(config)
     writer = VotesWriter(args.out) if args.out is not None else None
     try:
@@ -387,4 +402,5 @@ def add_commands(subcommands: argparse._SubParsersAction) -> None:
     parser.add_argument("--concurrency", type=int, default=4, help="items in flight at once (default 4)")
     parser.add_argument("--limit", type=int, help="judge only the first N items of the input")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_batch_arguments(parser)
     parser.set_defaults(handler=run_judge)

@@ -23,6 +23,13 @@ without multi-choice support do) and ``require_key`` (401 unless the Bearer toke
 the error message echoes the offered key, as careless providers do, to test redaction).
 Every request is recorded (body, headers, arrival time) before the action runs.
 
+The OpenAI batch API is served too (``/v1/files`` upload and content, ``/v1/batches`` create
+and retrieve; :class:`BatchStub`): each line of a batch's input file takes the next action
+exactly as a chat request would, a :class:`Reply` becoming an output line and anything else an
+error line. A batch advances one status per retrieve (``validating`` -> ``in_progress`` ->
+``completed``); ``batches.hold`` keeps it in progress, ``batches.expire_after`` expires it
+after that many lines (the rest go to the error file as ``batch_expired``).
+
 Run as a script it serves ``default`` replies until killed, printing ``READY <url>`` first:
 the transport benchmark uses that to keep the server's CPU out of the client's.
 """
@@ -207,6 +214,7 @@ class StubServer:
         self._stopping = asyncio.Event()
         self._ids = itertools.count()
         self.url = ""
+        self.batches = BatchStub(self)
 
     def script(self, *actions: Action) -> StubServer:
         """Queue actions for the next requests, in order."""
@@ -214,8 +222,9 @@ class StubServer:
         return self
 
     async def start(self, port: int = 0) -> StubServer:
-        app = web.Application()
+        app = web.Application(client_max_size=256 * 1024 * 1024)  # batch input files are large
         app.router.add_post("/v1/chat/completions", self._handle)
+        self.batches.add_routes(app)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", port, backlog=1024)
@@ -245,12 +254,7 @@ class StubServer:
         n = int(body.get("n") or 1)
         if self.reject_n and n > 1:
             return self._error(400, "n not supported", param="n", code="unsupported_value")
-        if self._queue:
-            action = self._queue.popleft()
-        elif self.handler is not None:
-            action = self.handler(body)
-        else:
-            action = self.default
+        action = self.next_action(body)
         if isinstance(action, Status):
             headers = {"Retry-After": action.retry_after} if action.retry_after is not None else None
             return self._error(action.status, action.message, param=action.param, headers=headers)
@@ -270,6 +274,14 @@ class StubServer:
             await asyncio.sleep(action.delay_s)
         return web.Response(body=self._completion(action, body, n), content_type="application/json")
 
+    def next_action(self, body: dict[str, Any]) -> Action:
+        """The scripted queue first, then ``handler(body)``, then ``default``."""
+        if self._queue:
+            return self._queue.popleft()
+        if self.handler is not None:
+            return self.handler(body)
+        return self.default
+
     async def _truncated(
         self, request: web.Request, action: Truncated, body: dict[str, Any], n: int
     ) -> web.StreamResponse:
@@ -281,6 +293,10 @@ class StubServer:
         if request.transport is not None:
             request.transport.abort()
         return response
+
+    def completion(self, reply: Reply, body: dict[str, Any]) -> bytes:
+        """The chat-completion body ``reply`` makes for the request ``body``."""
+        return self._completion(reply, body, int(body.get("n") or 1))
 
     def _completion(self, reply: Reply, body: dict[str, Any], n: int) -> bytes:
         texts = [reply.texts] if isinstance(reply.texts, str) else list(reply.texts)
@@ -340,6 +356,146 @@ class StubServer:
         return web.Response(
             status=status, body=json.dumps({"error": error}).encode(), content_type="application/json", headers=headers
         )
+
+
+_TERMINAL = ("completed", "failed", "expired", "cancelled")
+
+
+@dataclass
+class StubBatch:
+    """One batch: its input lines, status, and (once finished) its output and error files."""
+
+    id: str
+    input_file_id: str
+    lines: list[dict[str, Any]]
+    status: str = "validating"
+    output_file_id: str | None = None
+    error_file_id: str | None = None
+    completed: int = 0
+    failed: int = 0
+    retrieves: int = 0
+
+    def json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "object": "batch",
+            "endpoint": "/v1/chat/completions",
+            "input_file_id": self.input_file_id,
+            "completion_window": "24h",
+            "status": self.status,
+            "output_file_id": self.output_file_id,
+            "error_file_id": self.error_file_id,
+            "request_counts": {"total": len(self.lines), "completed": self.completed, "failed": self.failed},
+        }
+
+
+class BatchStub:
+    """The files and batches endpoints of :class:`StubServer` (module docstring).
+
+    ``files`` holds every uploaded or produced file (id -> bytes); ``created`` counts batch
+    creations (a resumed run must not create a second batch); ``hold`` keeps every batch
+    ``in_progress``; ``expire_after`` (None: never) ends a batch as ``expired`` after that many
+    lines; ``fail_validation`` ends it as ``failed`` with no output file.
+    """
+
+    def __init__(self, server: StubServer) -> None:
+        self.server = server
+        self.files: dict[str, bytes] = {}
+        self.purposes: dict[str, str] = {}
+        self.batches: dict[str, StubBatch] = {}
+        self.created = 0
+        self.hold = False
+        self.expire_after: int | None = None
+        self.fail_validation = False
+        self._ids = itertools.count()
+
+    def add_routes(self, app: web.Application) -> None:
+        app.router.add_post("/v1/files", self._upload)
+        app.router.add_get("/v1/files/{file_id}/content", self._content)
+        app.router.add_post("/v1/batches", self._create)
+        app.router.add_get("/v1/batches/{batch_id}", self._retrieve)
+
+    def _new_file(self, data: bytes, purpose: str) -> str:
+        file_id = f"file-stub{next(self._ids)}"
+        self.files[file_id] = data
+        self.purposes[file_id] = purpose
+        return file_id
+
+    async def _upload(self, request: web.Request) -> web.Response:
+        form = await request.post()
+        upload, purpose = form.get("file"), form.get("purpose")
+        if purpose != "batch" or not isinstance(upload, web.FileField):
+            return StubServer._error(400, "expected multipart 'file' and purpose=batch", param="purpose")
+        data = upload.file.read()
+        file_id = self._new_file(data, "batch")
+        return web.json_response({"id": file_id, "object": "file", "bytes": len(data), "purpose": "batch"})
+
+    async def _content(self, request: web.Request) -> web.Response:
+        data = self.files.get(request.match_info["file_id"])
+        if data is None:
+            return StubServer._error(404, "no such file")
+        return web.Response(body=data, content_type="application/octet-stream")
+
+    async def _create(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        data = self.files.get(str(body.get("input_file_id")))
+        if data is None:
+            return StubServer._error(400, "input_file_id does not name an uploaded file", param="input_file_id")
+        if body.get("endpoint") != "/v1/chat/completions":
+            return StubServer._error(400, "only /v1/chat/completions is served", param="endpoint")
+        lines = [json.loads(line) for line in data.decode().splitlines() if line.strip()]
+        self.created += 1
+        batch = StubBatch(id=f"batch_stub{next(self._ids)}", input_file_id=body["input_file_id"], lines=lines)
+        self.batches[batch.id] = batch
+        return web.json_response(batch.json())
+
+    async def _retrieve(self, request: web.Request) -> web.Response:
+        batch = self.batches.get(request.match_info["batch_id"])
+        if batch is None:
+            return StubServer._error(404, "no such batch")
+        batch.retrieves += 1
+        if batch.status == "validating":
+            batch.status = "in_progress"
+        elif batch.status == "in_progress" and not self.hold:
+            self._finish(batch)
+        return web.json_response(batch.json())
+
+    def _finish(self, batch: StubBatch) -> None:
+        if self.fail_validation:
+            batch.status = "failed"
+            return
+        output: list[bytes] = []
+        errors: list[bytes] = []
+        expired = {"code": "batch_expired", "message": "not executed before the completion window expired"}
+        for index, line in enumerate(batch.lines):
+            custom_id = line.get("custom_id")
+            if self.expire_after is not None and index >= self.expire_after:
+                errors.append(_result_line(index, custom_id, None, expired))
+                continue
+            action = self.server.next_action(line["body"])
+            if isinstance(action, Reply):
+                body = json.loads(self.server.completion(action, line["body"]))
+                output.append(_result_line(index, custom_id, {"status_code": 200, "body": body}, None))
+                continue
+            status, message = (action.status, action.message) if isinstance(action, Status) else (500, "server error")
+            kind = "server_error" if status >= 500 else "invalid_request_error"
+            response = {"status_code": status, "body": {"error": {"message": message, "type": kind}}}
+            errors.append(_result_line(index, custom_id, response, None))
+        batch.completed, batch.failed = len(output), len(errors)
+        if output:
+            batch.output_file_id = self._new_file(b"\n".join(output) + b"\n", "batch_output")
+        if errors:
+            batch.error_file_id = self._new_file(b"\n".join(errors) + b"\n", "batch_output")
+        cut = self.expire_after is not None and self.expire_after < len(batch.lines)
+        batch.status = "expired" if cut else "completed"
+
+
+def _result_line(index: int, custom_id: Any, response: dict[str, Any] | None, error: dict[str, Any] | None) -> bytes:
+    """One line of a batch's output or error file, as OpenAI writes it."""
+    if response is not None:
+        response = {**response, "request_id": f"req_{index}"}
+    line = {"id": f"batch_req_{index}", "custom_id": custom_id, "response": response, "error": error}
+    return json.dumps(line).encode()
 
 
 async def _serve_forever(port: int) -> None:

@@ -1,0 +1,208 @@
+"""Batch answers, kept on disk, and the chat client that serves judges from them.
+
+A judge in a batch run is the online judge with one part swapped: its chat client
+(:class:`AnsweringClient`) looks each request up among the batch answers instead of sending
+it. A request with no answer yet is noted for the next batch and fails with
+:class:`AwaitingBatch`; the item is judged again once its answers are in. So the prompts, the
+parsing and the vote are exactly the online path's (the elicitation modes do not know), and the
+same stub answers give the same votes online and in a batch.
+
+Each answer is a line of ``{out}.batch-answers.jsonl`` (appended and fsynced as files are
+downloaded), so a run that stops after a download never downloads or pays again:
+
+* ``{"custom_id": ..., "status_code": 200, "body": {chat completion}}`` an answer;
+* ``{"custom_id": ..., "status_code": 4xx/5xx, "body": {"error": ...}}`` a failed request;
+* ``{"custom_id": ..., "error": {"code": ..., "message": ...}}`` a request the batch never ran
+  (``batch_expired``, or the batch failed or was cancelled).
+
+A failed or never-run request fails its call with the transport error an online call would
+have raised (the vote becomes invalid with the reason), or, with ``fallback`` set, is sent
+online once (``--batch-retry-online``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from judgefuse.judges.transport import pricing
+from judgefuse.judges.transport.cache import cache_key
+from judgefuse.judges.transport.direct import parse_body
+from judgefuse.judges.transport.errors import JudgeTimeout, ServerError, TransportError, error_for_status, redact
+from judgefuse.judges.transport.redaction import scrub_response
+from judgefuse.judges.transport.request import ChatClient, ChatRequest, ChatResponse, openai_body
+
+__all__ = [
+    "BATCH_PRICE_FACTOR",
+    "AnswerStore",
+    "AnsweringClient",
+    "AwaitingBatch",
+    "batch_line",
+    "custom_id",
+]
+
+BATCH_PRICE_FACTOR = 0.5
+"""Batch requests cost half the online price (OpenAI's and Anthropic's batch discount)."""
+
+
+class AwaitingBatch(TransportError):
+    """The request has no batch answer yet: it goes into the next batch."""
+
+
+def custom_id(judge: str, request: ChatRequest) -> str:
+    """The request's id inside a batch: 64 hex characters (OpenAI's limit), one per judge and
+    answer-shaping request fields (the response cache's key), so a rerun asks the same ids."""
+    return hashlib.sha256(f"{judge}\n{cache_key(request)}".encode()).hexdigest()
+
+
+def batch_line(cid: str, request: ChatRequest, model: str) -> dict[str, Any]:
+    """One line of a batch input file: the online request's body, sent as ``model``."""
+    body = openai_body(request)
+    body["model"] = model
+    return {"custom_id": cid, "method": "POST", "url": "/v1/chat/completions", "body": body}
+
+
+def _answer_records(raw: bytes) -> Iterable[dict[str, Any]]:
+    """The answer records of an output or error file's lines (module docstring)."""
+    for text in raw.decode("utf-8", "replace").splitlines():
+        if not text.strip():
+            continue
+        try:
+            line = json.loads(text)
+        except ValueError:
+            continue  # a torn line names no request; its request stays unanswered
+        cid = line.get("custom_id") if isinstance(line, dict) else None
+        if not isinstance(cid, str):
+            continue
+        response = line.get("response")
+        if isinstance(response, dict) and isinstance(response.get("status_code"), int):
+            yield {"custom_id": cid, "status_code": response["status_code"], "body": response.get("body")}
+        else:
+            error = line.get("error") if isinstance(line.get("error"), dict) else {}
+            yield {"custom_id": cid, "error": {"code": str(error.get("code") or "batch_error"),
+                                               "message": str(error.get("message") or "")}}  # fmt: skip
+
+
+@dataclass
+class AnswerStore:
+    """Every batch answer of a run (custom id -> record), kept in an append-only JSONL file."""
+
+    path: Path
+    records: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: Path) -> AnswerStore:
+        store = cls(path)
+        if path.exists():
+            for record in _lines(path.read_bytes()):
+                store.records[record["custom_id"]] = record
+        return store
+
+    def __contains__(self, cid: str) -> bool:
+        return cid in self.records
+
+    def add_file(self, raw: bytes) -> int:
+        """Keep the answers of a downloaded output or error file; how many were new."""
+        return self.add(list(_answer_records(raw)))
+
+    def add_missing(self, cids: Iterable[str], code: str, message: str) -> int:
+        """Requests a finished batch never answered: each fails with ``code``."""
+        return self.add([{"custom_id": c, "error": {"code": code, "message": message}} for c in cids if c not in self])
+
+    def add(self, records: list[dict[str, Any]]) -> int:
+        fresh = [r for r in records if r["custom_id"] not in self.records]
+        if not fresh:
+            return 0
+        with self.path.open("ab") as handle:
+            for record in fresh:
+                handle.write(json.dumps(record, ensure_ascii=False).encode() + b"\n")
+                self.records[record["custom_id"]] = record
+            handle.flush()
+            os.fsync(handle.fileno())
+        return len(fresh)
+
+    def failures(self) -> int:
+        """Requests whose answer is an error (failed, expired or never run)."""
+        return sum(1 for r in self.records.values() if r.get("status_code") != 200)
+
+
+def _lines(raw: bytes) -> Iterable[dict[str, Any]]:
+    for text in raw.decode("utf-8", "replace").splitlines():
+        try:
+            record = json.loads(text)
+        except ValueError:
+            continue  # the torn tail of an interrupted append: that answer is fetched again
+        if isinstance(record, dict) and isinstance(record.get("custom_id"), str):
+            yield record
+
+
+def _failure(record: dict[str, Any], secret: str | None) -> TransportError:
+    """The transport error an online call would have raised for a failed batch request."""
+    if "error" in record and "status_code" not in record:
+        error = record["error"]
+        message = f"batch request {error['code']}: {redact(error['message'], secret)}".rstrip(": ")
+        return JudgeTimeout(message) if error["code"] == "batch_expired" else ServerError(message)
+    body = record.get("body")
+    error = body.get("error") if isinstance(body, dict) else None
+    detail = str(error.get("message", "")) if isinstance(error, dict) else str(body)
+    param = error.get("param") if isinstance(error, dict) else None
+    return error_for_status(int(record["status_code"]), redact(detail, secret), param=param)
+
+
+class AnsweringClient:
+    """A :class:`ChatClient` answering one judge's requests from an :class:`AnswerStore`.
+
+    ``pending`` collects (custom id -> request) the requests that had no answer; ``misses``
+    counts them (a caller compares it before and after an item). ``fallback`` (None: none) is
+    the online client a failed request is retried on.
+    """
+
+    def __init__(
+        self,
+        judge: str,
+        store: AnswerStore,
+        *,
+        secret: str | None = None,
+        fallback: ChatClient | None = None,
+    ) -> None:
+        self.judge = judge
+        self.store = store
+        self.pending: dict[str, ChatRequest] = {}
+        self.misses = 0
+        self.retried_online = 0
+        self._secret = secret
+        self._fallback = fallback
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        cid = custom_id(self.judge, request)
+        record = self.store.records.get(cid)
+        if record is None:
+            self.misses += 1
+            self.pending.setdefault(cid, request)
+            raise AwaitingBatch(f"request {cid[:12]} is waiting for its batch")
+        if record.get("status_code") != 200:
+            if self._fallback is not None:
+                self.retried_online += 1
+                return await self._fallback.complete(request)
+            raise _failure(record, self._secret)
+        texts, tops, prompt_tokens, completion_tokens, model = parse_body(record.get("body"), request)
+        cost = pricing.cost_usd(request.model, prompt_tokens, completion_tokens) * BATCH_PRICE_FACTOR
+        answer = ChatResponse(
+            texts=texts,
+            first_token_top_logprobs=tops,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            latency_s=0.0,
+            cost_usd=cost,
+            model=model,
+        )
+        return scrub_response(answer, self._secret)
+
+    async def aclose(self) -> None:
+        if self._fallback is not None:
+            await self._fallback.aclose()

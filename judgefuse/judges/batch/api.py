@@ -1,0 +1,142 @@
+"""The OpenAI batch API over HTTP: upload an input file, create a batch, poll it, download results.
+
+Spoken with aiohttp, as the direct chat client speaks chat completions (docs/design.md,
+'Serving'), so the same code drives OpenAI, any OpenAI-compatible endpoint that serves
+``/files`` and ``/batches``, and the test stub on loopback:
+
+* ``POST {api_base}/files`` (multipart: ``file``, ``purpose=batch``) -> a file id;
+* ``POST {api_base}/batches`` (``input_file_id``, ``endpoint``, ``completion_window``) -> a batch;
+* ``GET {api_base}/batches/{id}`` -> its status and request counts;
+* ``GET {api_base}/files/{id}/content`` -> the output or error file (JSONL).
+
+A failure of these endpoints is a :class:`BatchAPIError` (its message redacted of the key): the
+run cannot go on without them, unlike a failed request *inside* a batch, which only degrades
+its vote.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+from pydantic import SecretStr
+
+from judgefuse.errors import JudgefuseError
+from judgefuse.judges.transport.errors import redact
+
+__all__ = ["TERMINAL_STATUSES", "BatchAPIError", "BatchStatus", "OpenAIBatchAPI"]
+
+TERMINAL_STATUSES = frozenset({"completed", "failed", "expired", "cancelled"})
+"""Statuses after which a batch changes no more (its files, if any, are final)."""
+
+CHAT_ENDPOINT = "/v1/chat/completions"
+
+
+class BatchAPIError(JudgefuseError):
+    """The provider's files or batches endpoint failed (the HTTP status and its message)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BatchStatus:
+    """What ``GET /batches/{id}`` says of one batch."""
+
+    id: str
+    status: str
+    total: int = 0
+    completed: int = 0
+    failed: int = 0
+    output_file_id: str | None = None
+    error_file_id: str | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.status in TERMINAL_STATUSES
+
+    @classmethod
+    def from_json(cls, data: Any) -> BatchStatus:
+        if not isinstance(data, dict) or not isinstance(data.get("id"), str):
+            raise BatchAPIError(f"not a batch object: {str(data)[:120]!r}")
+        counts = data.get("request_counts") or {}
+        return cls(
+            id=data["id"],
+            status=str(data.get("status", "")),
+            total=int(counts.get("total") or 0),
+            completed=int(counts.get("completed") or 0),
+            failed=int(counts.get("failed") or 0),
+            output_file_id=data.get("output_file_id") or None,
+            error_file_id=data.get("error_file_id") or None,
+        )
+
+
+class OpenAIBatchAPI:
+    """The four calls of the module docstring against one ``api_base``; call :meth:`aclose`."""
+
+    def __init__(self, api_base: str, api_key: SecretStr | None = None, *, timeout_s: float = 120.0) -> None:
+        self.api_base = api_base.rstrip("/")
+        self._api_key = api_key
+        self._timeout = aiohttp.ClientTimeout(total=timeout_s)
+        self._session: aiohttp.ClientSession | None = None
+
+    def __repr__(self) -> str:
+        return f"OpenAIBatchAPI(api_base={self.api_base!r})"
+
+    def _secret(self) -> str | None:
+        return self._api_key.get_secret_value() if self._api_key is not None else None
+
+    def _get_session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            secret = self._secret()
+            headers = {"Authorization": f"Bearer {secret}"} if secret else {}
+            self._session = aiohttp.ClientSession(headers=headers, timeout=self._timeout)
+        return self._session
+
+    async def _call(self, method: str, path: str, **kwargs: Any) -> bytes:
+        url = f"{self.api_base}{path}"
+        try:
+            async with self._get_session().request(method, url, **kwargs) as response:
+                raw = await response.read()
+                status = response.status
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            detail = redact(str(exc), self._secret())
+            raise BatchAPIError(f"{method} {path}: {type(exc).__name__}: {detail}") from exc
+        if status >= 300:
+            detail = redact(raw.decode("utf-8", "replace"), self._secret())
+            raise BatchAPIError(f"{method} {path}: HTTP {status}: {detail}")
+        return raw
+
+    async def _json(self, method: str, path: str, **kwargs: Any) -> Any:
+        raw = await self._call(method, path, **kwargs)
+        try:
+            return json.loads(raw)
+        except ValueError as exc:
+            raise BatchAPIError(f"{method} {path}: the answer is not JSON") from exc
+
+    async def upload(self, data: bytes, filename: str = "judgefuse-batch.jsonl") -> str:
+        """Upload a batch input file; its id."""
+        form = aiohttp.FormData()
+        form.add_field("purpose", "batch")
+        form.add_field("file", io.BytesIO(data), filename=filename, content_type="application/jsonl")
+        answer = await self._json("POST", "/files", data=form)
+        if not isinstance(answer, dict) or not isinstance(answer.get("id"), str):
+            raise BatchAPIError(f"POST /files: no file id in {str(answer)[:120]!r}")
+        return str(answer["id"])
+
+    async def create(self, input_file_id: str) -> BatchStatus:
+        """Start a batch over an uploaded file (24 h window, chat completions)."""
+        body = {"input_file_id": input_file_id, "endpoint": CHAT_ENDPOINT, "completion_window": "24h"}
+        return BatchStatus.from_json(await self._json("POST", "/batches", json=body))
+
+    async def retrieve(self, batch_id: str) -> BatchStatus:
+        return BatchStatus.from_json(await self._json("GET", f"/batches/{batch_id}"))
+
+    async def content(self, file_id: str) -> bytes:
+        """A file's bytes (an output or error file: JSONL)."""
+        return await self._call("GET", f"/files/{file_id}/content")
+
+    async def aclose(self) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()

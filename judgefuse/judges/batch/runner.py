@@ -1,0 +1,286 @@
+"""Judge items through the provider's batch API, in rounds, resumably.
+
+A round judges every waiting item with the panel's judges served from the batch answers
+(:class:`~judgefuse.judges.batch.answers.AnsweringClient`): an item whose requests are all
+answered is finished and handed to ``on_judged`` at once; the requests still unanswered are
+uploaded as one batch per judge, the batches are polled until they end, their output and
+error files are downloaded into the answer store, and the next round judges the items still
+waiting. The first round asks every item's first calls; a mode whose later call depends on an
+earlier answer (a structured-output refusal, adaptive MP rounds) takes one more round. After
+``max_rounds`` the last round finishes every item with what it has (an unanswered call is an
+invalid vote, never a crash).
+
+State lives beside the output (:mod:`.state`, :mod:`.answers`): a restarted run first finishes
+the batches it had submitted (creates, polls, downloads), then judges with the answers it
+already has, so no request is paid for twice.
+
+Which judges can batch (:func:`batch_endpoint`): a judge with an OpenAI-compatible ``api_base``
+(its batches go to that endpoint) or an OpenAI model without one (``https://api.openai.com/v1``).
+A local model has no batch API, and Anthropic's message batches are not spoken yet: a panel
+with such a judge is refused before anything is sent. An external judge is never called, so it
+needs none.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import SecretStr
+
+from judgefuse.errors import InputError
+from judgefuse.judges.batch.answers import AnsweringClient, AnswerStore, batch_line
+from judgefuse.judges.batch.api import BatchStatus, OpenAIBatchAPI
+from judgefuse.judges.batch.state import BatchState, SubmittedBatch
+from judgefuse.judges.config import JudgeConfig, PanelConfig
+from judgefuse.judges.judge import Judge, read_api_key
+from judgefuse.judges.panel import Panel
+from judgefuse.judges.registry import build_client
+from judgefuse.judges.transport.request import ChatClient
+from judgefuse.judges.transport.retry import with_retries
+from judgefuse.judges.types import JudgedItem, JudgeVote, PairwiseItem
+
+__all__ = [
+    "OPENAI_API_BASE",
+    "BatchRun",
+    "BatchRunReport",
+    "BatchUnsupported",
+    "answers_path",
+    "batch_endpoint",
+    "state_path",
+]
+
+OPENAI_API_BASE = "https://api.openai.com/v1"
+MAX_LINES = 50_000
+"""Requests per batch (OpenAI's limit): more are split over several batches."""
+
+
+class BatchUnsupported(InputError, ValueError):
+    """A judge of the panel cannot be asked through a batch API."""
+
+
+def batch_endpoint(config: JudgeConfig) -> str | None:
+    """Where ``config``'s batches go (None: an external judge, never called); see the module
+    docstring for what is refused."""
+    if config.external or config.model is None:
+        return None
+    if config.local is not None:
+        raise BatchUnsupported(
+            f"judge {config.name!r} is a local model, which has no batch API: run this panel without --batch"
+        )
+    if config.api_base is not None:
+        return config.api_base
+    provider = config.model.split("/", 1)[0] if "/" in config.model else "openai"
+    if provider == "anthropic":
+        raise BatchUnsupported(
+            f"judge {config.name!r}: Anthropic message batches are not supported by --batch yet "
+            "(only the OpenAI batch API is): run this panel without --batch"
+        )
+    if provider != "openai":
+        raise BatchUnsupported(
+            f"judge {config.name!r}: --batch speaks the OpenAI batch API; model {config.model!r} is "
+            "neither an OpenAI model nor served at an OpenAI-compatible api_base"
+        )
+    return OPENAI_API_BASE
+
+
+def state_path(out: Path) -> Path:
+    return out.with_name(out.name + ".batch.json")
+
+
+def answers_path(out: Path) -> Path:
+    return out.with_name(out.name + ".batch-answers.jsonl")
+
+
+@dataclass
+class BatchRunReport:
+    """What a batch run did: batches, requests, failures, rounds."""
+
+    batches_created: int = 0
+    batches_resumed: int = 0
+    requests_submitted: int = 0
+    failed_requests: int = 0
+    retried_online: int = 0
+    rounds: int = 0
+
+    def line(self) -> str:
+        return (
+            f"batch: {self.batches_created} created, {self.batches_resumed} resumed, "
+            f"{self.requests_submitted} requests submitted, {self.failed_requests} failed or expired"
+            f"{f' ({self.retried_online} retried online)' if self.retried_online else ''}, "
+            f"{self.rounds} rounds"
+        )
+
+
+ProgressCallback = Callable[[SubmittedBatch, BatchStatus], None]
+
+
+def _silent(_batch: SubmittedBatch, _status: BatchStatus) -> None:
+    return None
+
+
+class BatchRun:
+    """One ``judge --batch`` run of ``config`` writing beside ``out`` (module docstring).
+
+    ``poll_s`` is the wait between two polls of a running batch; ``retry_online`` sends a
+    failed or expired request online once (the judge's own client, with its retries);
+    ``on_progress`` hears every poll; ``apis`` injects the batch API per judge name (default:
+    :class:`OpenAIBatchAPI` at :func:`batch_endpoint` with the judge's key).
+    """
+
+    def __init__(
+        self,
+        config: PanelConfig,
+        out: Path,
+        *,
+        poll_s: float = 10.0,
+        retry_online: bool = False,
+        max_rounds: int = 4,
+        environ: Mapping[str, str] | None = None,
+        on_progress: ProgressCallback = _silent,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        if max_rounds < 1:
+            raise ValueError(f"max_rounds must be >= 1, got {max_rounds}")
+        self.config = config
+        self.poll_s = poll_s
+        self.max_rounds = max_rounds
+        self.on_progress = on_progress
+        self._sleep = sleep
+        self.report = BatchRunReport()
+        self.state = BatchState.load(state_path(out))
+        self.store = AnswerStore.load(answers_path(out))
+        self.apis: dict[str, OpenAIBatchAPI] = {}
+        self.clients: dict[str, AnsweringClient] = {}
+        judges: list[Judge] = []
+        for judge_config in config.judges:
+            endpoint = batch_endpoint(judge_config)  # refuses before anything is sent
+            key = read_api_key(judge_config, environ)
+            if endpoint is not None:
+                self.apis[judge_config.name] = OpenAIBatchAPI(endpoint, key)
+            fallback = _online_client(judge_config, key) if retry_online and endpoint is not None else None
+            secret = key.get_secret_value() if key is not None else None
+            client = AnsweringClient(judge_config.name, self.store, secret=secret, fallback=fallback)
+            self.clients[judge_config.name] = client
+            # the breaker would count "waiting for the batch" as failures and stop asking
+            quiet = judge_config.model_copy(
+                update={"circuit": judge_config.circuit.model_copy(update={"enabled": False})}
+            )
+            judges.append(Judge(quiet, api_key=key, client=client))
+        self.panel = Panel(config, judges)
+
+    async def run(self, items: Iterable[PairwiseItem], on_judged: Callable[[JudgedItem, bool], None]) -> BatchRunReport:
+        """Judge ``items``; ``on_judged(judged, quorum_met)`` hears each as it is finished."""
+        try:
+            opened = self.state.open_batches()
+            self.report.batches_resumed = sum(1 for batch in opened if batch.batch_id is not None)
+            await self._finish_open_batches()
+            waiting = list(items)
+            for round_number in range(1, self.max_rounds + 1):
+                self.report.rounds = round_number
+                waiting = await self._round(waiting, on_judged, last=round_number == self.max_rounds)
+                if not waiting:
+                    break
+                await self._submit_pending()
+                await self._finish_open_batches()
+        finally:
+            self.report.failed_requests = self.store.failures()
+            self.report.retried_online = sum(client.retried_online for client in self.clients.values())
+        return self.report
+
+    async def aclose(self) -> None:
+        await self.panel.aclose()
+        for api in self.apis.values():
+            await api.aclose()
+
+    async def _round(
+        self, items: list[PairwiseItem], on_judged: Callable[[JudgedItem, bool], None], *, last: bool
+    ) -> list[PairwiseItem]:
+        """Judge ``items`` from the answers; those with a request still unanswered wait (unless
+        this is the last round)."""
+        waiting: list[PairwiseItem] = []
+        for item in items:  # one at a time: a client's miss count then belongs to this item
+            before = self._misses()
+            votes: list[JudgeVote] = await self.panel.judge(item)
+            if self._misses() > before and not last:
+                waiting.append(item)
+                continue
+            on_judged(JudgedItem(item=item, votes=votes), self.panel.quorum_met(votes))
+        return waiting
+
+    def _misses(self) -> int:
+        return sum(client.misses for client in self.clients.values())
+
+    async def _submit_pending(self) -> None:
+        """Upload each judge's unanswered requests (recorded in the state file at once)."""
+        for name, client in self.clients.items():
+            if not client.pending:
+                continue
+            config = next(judge for judge in self.config.judges if judge.name == name)
+            api = self.apis[name]
+            pending = list(client.pending.items())
+            for start in range(0, len(pending), MAX_LINES):
+                chunk = pending[start : start + MAX_LINES]
+                lines = [batch_line(cid, request, config.wire_model("direct")) for cid, request in chunk]
+                data = b"".join(json.dumps(line, ensure_ascii=False).encode() + b"\n" for line in lines)
+                file_id = await api.upload(data)
+                self.state.batches.append(SubmittedBatch(name, api.api_base, file_id, [cid for cid, _ in chunk]))
+                self.state.save()
+                self.report.requests_submitted += len(chunk)
+            client.pending.clear()
+
+    async def _finish_open_batches(self) -> None:
+        """Create the uploaded batches not yet created, then poll and download every open one."""
+        opened = self.state.open_batches()
+        for batch in opened:
+            if batch.batch_id is None:
+                status = await self._api(batch).create(batch.input_file_id)
+                batch.batch_id, batch.status = status.id, status.status
+                self.state.save()
+                self.report.batches_created += 1
+        await asyncio.gather(*(self._collect(batch) for batch in opened))
+
+    def _api(self, batch: SubmittedBatch) -> OpenAIBatchAPI:
+        api = self.apis.get(batch.judge)
+        if api is None:
+            raise BatchUnsupported(
+                f"{self.state.path} has an open batch for judge {batch.judge!r}, which this panel "
+                "does not have: use the panel the run started with (or remove the file to start afresh)"
+            )
+        return api
+
+    async def _collect(self, batch: SubmittedBatch) -> None:
+        api = self._api(batch)
+        assert batch.batch_id is not None
+        while True:
+            status = await api.retrieve(batch.batch_id)
+            batch.status = status.status
+            self.on_progress(batch, status)
+            if status.finished:
+                break
+            await self._sleep(self.poll_s)
+        for file_id in (status.output_file_id, status.error_file_id):
+            if file_id is not None:
+                self.store.add_file(await api.content(file_id))
+        self.store.add_missing(
+            batch.custom_ids,
+            f"batch_{status.status}",
+            f"batch {batch.batch_id} ended {status.status} without answering this request",
+        )
+        batch.collected = True
+        self.state.save()
+
+
+def _online_client(config: JudgeConfig, key: SecretStr | None) -> ChatClient:
+    """The judge's online client stack (with its retries), for ``--batch-retry-online``."""
+    retries = config.retries
+    return with_retries(
+        build_client(config.resolved_backend(), config, api_base=config.api_base, api_key=key),
+        attempts=retries.attempts,
+        base_delay_s=retries.base_delay_s,
+        max_delay_s=retries.max_delay_s,
+        deadline=config.timeout_s,
+    )

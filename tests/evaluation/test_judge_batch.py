@@ -1,0 +1,241 @@
+"""``judgefuse judge --batch`` end to end against the stub's files and batches endpoints on
+loopback: upload, create, poll, download; partial failure, expiry, a failed batch; an
+interrupted run that resumes the same batches; votes identical to the online path's."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from jf_test_support import openai_stub as S
+
+from judgefuse.evaluation.judge_command import JudgeCommandError, add_commands, arun_judge
+from judgefuse.evaluation.loaders import read_votes
+from judgefuse.judges.batch import BatchUnsupported, answers_path, state_path
+from judgefuse.judges.batch.runner import batch_endpoint
+from judgefuse.judges.config import JudgeConfig
+
+FAIL = "please fail"
+
+
+def reply(body: dict) -> S.Action:
+    """Prefers whichever output mentions 'correct'; SC answers JSON, logprob answers a letter.
+    A question containing FAIL gets an HTTP 500 for the SC judge."""
+    user = body["messages"][-1]["content"]
+    output_a = re.split(r"</?output_a_[0-9a-f]+>", user)[1]
+    a_wins = "correct" in output_a
+    if body.get("logprobs"):
+        top = [("A", -0.2), ("B", -1.8)] if a_wins else [("B", -0.3), ("A", -1.5)]
+        return S.Reply(texts=top[0][0], top_logprobs=top, usage=(90, 1))
+    if FAIL in user:
+        return S.Status(500, "scripted failure")
+    choice = "a" if a_wins else "b"
+    text = json.dumps({"selected_output": f"Output ({choice})", "confidence_score": 80, "explanation": "x"})
+    return S.Reply(texts=text, usage=(100, 10))
+
+
+@pytest.fixture
+async def stub() -> AsyncIterator[S.StubServer]:
+    server = await S.StubServer().start()
+    server.handler = reply
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+def write_pairs(path: Path, n: int, *, failing: frozenset[int] | set[int] = frozenset()) -> Path:
+    with path.open("w", encoding="utf-8") as handle:
+        for i in range(n):
+            a_wins = i % 3 != 0
+            record = {
+                "pair_id": f"p{i}",
+                "question": f"question {i}" + (f" {FAIL}" if i in failing else ""),
+                "response_A": "the correct answer" if a_wins else "wrong",
+                "response_B": "wrong" if a_wins else "the correct answer",
+                "label": "A>B" if a_wins else "B>A",
+            }
+            handle.write(json.dumps(record) + "\n")
+    return path
+
+
+@pytest.fixture
+def panel_yaml(tmp_path: Path, stub: S.StubServer) -> Path:
+    path = tmp_path / "panel.yaml"
+    retries = "{attempts: 1, base_delay_s: 0, max_delay_s: 0}"
+    path.write_text(
+        f"""\
+name: two
+fusion: majority
+judges:
+  - name: sc-judge
+    model: openai/gpt-4o-mini
+    backend: direct
+    api_base: {stub.url}
+    timeout_s: 5
+    retries: {retries}
+  - name: logprob-judge
+    model: openai/gpt-4o-mini
+    mode: logprob
+    position_swap: true
+    backend: direct
+    api_base: {stub.url}
+    timeout_s: 5
+    retries: {retries}
+""",
+        encoding="utf-8",
+    )
+    return path
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="judgefuse")
+    add_commands(parser.add_subparsers(dest="command", required=True))
+    return parser.parse_args(["judge", *argv])
+
+
+def batch_args(pairs: Path, panel: Path, out: Path, *extra: str) -> argparse.Namespace:
+    return parse(
+        str(pairs), "--panel", str(panel), "--out", str(out), "--quiet", "--batch", "--batch-poll-s", "0.01", *extra
+    )
+
+
+def created_batches(out: Path) -> list[str]:
+    """The batch ids the run has recorded beside its output."""
+    if not state_path(out).exists():
+        return []
+    return [b["batch_id"] for b in json.loads(state_path(out).read_text())["batches"] if b["batch_id"]]
+
+
+def comparable(vote) -> tuple:
+    return (vote.judge, vote.mode, vote.choice, vote.confidence, vote.p_a, vote.raw, vote.error,
+            vote.calls, vote.prompt_tokens, vote.completion_tokens, tuple(vote.notes))  # fmt: skip
+
+
+async def test_batch_votes_equal_online_votes_at_half_the_cost(stub, panel_yaml, tmp_path, capsys):
+    pairs = write_pairs(tmp_path / "pairs.jsonl", 60)
+    online_out, batch_out = tmp_path / "online.jsonl", tmp_path / "batch.jsonl"
+    await arun_judge(parse(str(pairs), "--panel", str(panel_yaml), "--out", str(online_out), "--quiet"))
+    online_calls = len(stub.requests)
+    assert online_calls == 60 * 3  # SC once, logprob in both orders
+
+    stub.requests.clear()
+    capsys.readouterr()
+    assert await arun_judge(batch_args(pairs, panel_yaml, batch_out)) == 0
+    printed = capsys.readouterr().out
+    assert stub.requests == []  # nothing went online
+    assert stub.batches.created == 2  # one per judge, all requests in the first round
+    assert sum(len(b.lines) for b in stub.batches.batches.values()) == online_calls
+    assert "batch: 2 created, 0 resumed, 180 requests submitted, 0 failed or expired, 2 rounds" in printed
+
+    online = {j.item.id: j for j in read_votes(online_out)}
+    batch = {j.item.id: j for j in read_votes(batch_out)}
+    assert set(online) == set(batch) == {f"p{i}" for i in range(60)}
+    for item_id, judged in batch.items():
+        assert [comparable(v) for v in judged.votes] == [comparable(v) for v in online[item_id].votes]
+        assert all(v.valid and v.choice == judged.item.label for v in judged.votes)
+        for mine, theirs in zip(judged.votes, online[item_id].votes, strict=True):
+            assert theirs.cost_usd > 0 and mine.cost_usd == pytest.approx(theirs.cost_usd / 2)
+
+
+@pytest.mark.parametrize("n", [200, pytest.param(1000, marks=pytest.mark.slow)])
+async def test_pairs_with_a_partial_failure_and_an_interrupted_run_that_resumes(n, stub, panel_yaml, tmp_path, capsys):
+    failing = set(range(0, n, 50))
+    pairs = write_pairs(tmp_path / "pairs.jsonl", n, failing=failing)
+    out = tmp_path / "votes.jsonl"
+    args = batch_args(pairs, panel_yaml, out)
+    stub.batches.hold = True  # the provider takes its time: the run is interrupted while polling
+    task = asyncio.create_task(arun_judge(args))
+    for _ in range(1000):
+        await asyncio.sleep(0.02)
+        if len(created_batches(out)) == 2:
+            break
+    await asyncio.sleep(0.05)  # a few polls in progress
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert capsys.readouterr().out.startswith("interrupted after 0 items")
+    assert stub.batches.created == 2
+    assert not out.exists() or read_votes(out) == []  # nothing was answered yet
+
+    stub.batches.hold = False
+    assert await arun_judge(args) == 0
+    printed = capsys.readouterr().out
+    assert stub.batches.created == 2  # the same batches were polled, none submitted again
+    assert f"batch: 0 created, 2 resumed, 0 requests submitted, {len(failing)} failed or expired, 1 rounds" in printed
+    assert f"judged {n} items (0 already done, skipped)" in printed and f"{len(failing)} invalid votes" in printed
+    assert stub.requests == []
+    judged = read_votes(out)
+    assert len(judged) == n
+    for item in judged:
+        sc, logprob = item.votes
+        assert logprob.valid and logprob.choice == item.item.label
+        if int(item.item.id[1:]) in failing:
+            assert not sc.valid and sc.error.startswith("ServerError: HTTP 500: scripted failure")
+        else:
+            assert sc.valid and sc.choice == item.item.label
+
+    assert await arun_judge(args) == 0  # a third run has nothing left to do
+    assert f"judged 0 items ({n} already done, skipped)" in capsys.readouterr().out
+    assert stub.batches.created == 2
+
+
+async def test_an_expired_batch_degrades_the_unrun_votes_and_can_retry_them_online(stub, panel_yaml, tmp_path, capsys):
+    pairs = write_pairs(tmp_path / "pairs.jsonl", 10)
+    stub.batches.expire_after = 4  # each judge's batch runs its first 4 lines, then expires
+    out = tmp_path / "votes.jsonl"
+    assert await arun_judge(batch_args(pairs, panel_yaml, out)) == 0
+    assert "batch: 2 created, 0 resumed, 30 requests submitted, 22 failed or expired" in capsys.readouterr().out
+    errors = [v.error for j in read_votes(out) for v in j.votes if not v.valid]
+    assert errors and all("batch_expired" in e or "both orders invalid" in e or "batch request" in e for e in errors)
+    assert any(e.startswith("JudgeTimeout: batch request batch_expired") for e in errors)
+    valid = sum(v.valid for j in read_votes(out) for v in j.votes)
+    assert 0 < valid < 20
+
+    retry_out = tmp_path / "retry.jsonl"
+    assert await arun_judge(batch_args(pairs, panel_yaml, retry_out, "--batch-retry-online")) == 0
+    printed = capsys.readouterr().out
+    assert "22 failed or expired (22 retried online)" in printed
+    assert len(stub.requests) == 22  # exactly the expired requests went online
+    assert all(v.valid for j in read_votes(retry_out) for v in j.votes)
+
+
+async def test_a_failed_batch_makes_invalid_votes_not_a_crash(stub, panel_yaml, tmp_path, capsys):
+    pairs = write_pairs(tmp_path / "pairs.jsonl", 3)
+    stub.batches.fail_validation = True
+    out = tmp_path / "votes.jsonl"
+    assert await arun_judge(batch_args(pairs, panel_yaml, out)) == 0
+    assert "judged 3 items" in capsys.readouterr().out
+    votes = [v for j in read_votes(out) for v in j.votes]
+    assert len(votes) == 6 and not any(v.valid for v in votes)
+    assert all("batch_failed" in v.error for v in votes)
+    assert answers_path(out).exists()
+
+
+async def test_the_batch_api_failing_says_how_to_resume(stub, panel_yaml, tmp_path):
+    pairs = write_pairs(tmp_path / "pairs.jsonl", 2)
+    panel_yaml.write_text(panel_yaml.read_text().replace(stub.url, stub.url + "/missing"), encoding="utf-8")
+    with pytest.raises(JudgeCommandError, match=r"the batch API failed: POST /files: HTTP 404.*rerun the same command"):
+        await arun_judge(batch_args(pairs, panel_yaml, tmp_path / "votes.jsonl"))
+
+
+def test_judges_without_a_batch_api_are_refused_up_front():
+    local = JudgeConfig.model_validate({"name": "l", "model": "smollm2", "local": {"model": "smollm2"}})
+    with pytest.raises(BatchUnsupported, match="local model, which has no batch API"):
+        batch_endpoint(local)
+    claude = JudgeConfig.model_validate({"name": "c", "model": "anthropic/claude-3-5-haiku-latest"})
+    with pytest.raises(BatchUnsupported, match="Anthropic message batches are not supported by --batch yet"):
+        batch_endpoint(claude)
+    assert (
+        batch_endpoint(JudgeConfig.model_validate({"name": "o", "model": "gpt-4o-mini"})) == "https://api.openai.com/v1"
+    )
+
+
+async def test_batch_needs_a_file(panel_yaml):
+    with pytest.raises(JudgeCommandError, match="--batch judges a file"):
+        await arun_judge(parse("--question", "q", "--answer-a", "a", "--answer-b", "b", "--batch"))
