@@ -56,24 +56,32 @@ import asyncio
 import importlib.util
 import json
 import os
+import random
 import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_refit_isolation import EXT_JUDGES, labelled_item  # noqa: E402  - sibling module
 from bench_stores import Store, sqlite_url  # noqa: E402  - the sibling module, run as a script
+from load_client import LoadClient  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 STUB = REPO / "tests" / "jf_test_support" / "openai_stub.py"
 PAIR = {"question": "Which answer is correct: what is 2+2?", "answer_a": "4", "answer_b": "5"}
 FUSE = {**PAIR, "panel": "bench-ext"}
+REFIT_PANEL = "ext"
+"""(f)'s panel: 13 external judges whose labelled votes carry 16 signals each (the refit keeps
+13 x (3 + 16) = 247 features, the most ``refit_max_features`` allows: bench_refit_isolation.py)."""
 """The /v1/fuse body: the same pair with every external judge's vote (filled in by main)."""
 JSON_HEADERS = {"Content-Type": "application/json"}
 SC_REPLY = json.dumps({"selected_output": "Output (a)", "confidence_score": 85, "explanation": "4 is right"})
@@ -126,11 +134,14 @@ def serve_gateway(port: int, stub_url: str, judges: int, workdir: str, storage_u
     external = Path(workdir) / "panel-ext.yaml"
     external.write_text("name: bench-ext\nfusion: majority\nquorum: 1\njudges:\n" + "".join(
         f"  - {{name: judge{i}, external: true}}\n" for i in range(judges)))
+    refit = Path(workdir) / "panel-refit.yaml"  # (f): the largest refit allowed (bench_refit_isolation)
+    refit.write_text(f"name: {REFIT_PANEL}\nfusion: mean_probability\nquorum: 1\njudges:\n"
+                     + "".join(f"  - {{name: {j}, external: true}}\n" for j in EXT_JUDGES))
     settings = Settings(
-        storage_url=storage_url, panels=[panel, external, single],
+        storage_url=storage_url, panels=[panel, external, single, refit],
         auth_disabled=True,
         sqlite_synchronous=os.environ.get("BENCH_SQLITE_SYNC", "FULL"),  # type: ignore[arg-type]
-        refit_every_labels=0,
+        refit_every_labels=0, max_batch_items=200, max_body_bytes=64 * 1024 * 1024,
     )
     import logging
 
@@ -190,12 +201,12 @@ PROXY_KEY = "sk-bench-master-key-0123456789abcdef"
 
 
 def start_litellm_proxy(port: int, stub_url: str, workdir: str,
-                        cpu: str | None = None) -> subprocess.Popen[bytes]:
+                        cpu: str | None = None, venv: str | None = None) -> subprocess.Popen[bytes]:
     """LiteLLM's proxy (``litellm --config``, one worker) routing model ``judge0`` to the stub.
 
     Its defaults otherwise (a master key, which it requires, so each request is authenticated
     as judgefuse's keyed mode would be; no database, no callbacks)."""
-    exe = check_proxy_extra()
+    exe = check_proxy_extra(venv)
     config = Path(workdir) / "litellm-proxy.yaml"
     config.write_text(
         "model_list:\n  - model_name: judge0\n    litellm_params:\n      model: openai/judge0\n"
@@ -212,8 +223,15 @@ def start_litellm_proxy(port: int, stub_url: str, workdir: str,
     )
 
 
-def check_proxy_extra() -> Path:
-    """The ``litellm`` command of this environment; SystemExit saying how to install it."""
+def check_proxy_extra(venv: str | None = None) -> Path:
+    """The ``litellm`` command: ``venv``'s (a scratch virtualenv holding ``litellm[proxy]``, so
+    the proxy's ~40 packages never enter the project's environment), else this environment's;
+    SystemExit saying how to install it."""
+    if venv:
+        exe = Path(venv) / "bin" / "litellm"
+        if not exe.exists():
+            raise SystemExit(f"--litellm-venv {venv}: no bin/litellm there. {PROXY_MISSING}")
+        return exe
     exe = Path(sys.executable).parent / "litellm"
     if not exe.exists() or importlib.util.find_spec("litellm.proxy.proxy_server") is None:
         raise SystemExit(PROXY_MISSING)
@@ -225,9 +243,23 @@ def check_proxy_extra() -> Path:
     return exe
 
 
+def proxy_version(exe: Path) -> str:
+    """The litellm version installed beside ``exe`` (the proxy row names it)."""
+    python = exe.parent / "python"
+    try:
+        out = subprocess.run([str(python if python.exists() else sys.executable), "-c",
+                              "import importlib.metadata as m; print(m.version('litellm'))"],
+                             capture_output=True, text=True, timeout=60, check=True)
+        return out.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+
+
 PROXY_MISSING = (
-    "--anchor litellm-proxy needs LiteLLM's proxy extra: pip install -e '.[bench]' "
-    "(or pip install 'litellm[proxy]==1.106.2')"
+    "--anchor litellm-proxy needs LiteLLM's proxy: a scratch virtualenv at the locked litellm "
+    "version, passed as --litellm-venv (python3 -m venv /tmp/litellm-proxy-venv && "
+    "/tmp/litellm-proxy-venv/bin/pip install 'litellm[proxy]==1.108.7'), or the bench extra in "
+    "this environment (pip install -e '.[bench]')"
 )
 
 
@@ -272,15 +304,12 @@ class Refused(RuntimeError):
         self.retry_after = retry_after
 
 
-async def one(session: aiohttp.ClientSession, url: str, body: bytes,
+async def one(client: LoadClient, url: str, body: bytes,
               headers: dict[str, str] | None = None, started: float | None = None) -> Sample:
     """One request; its latency counts from ``started`` (the open loop's scheduled send time,
     so a late generator or a full connection pool is counted against the server, not hidden)."""
     started = time.perf_counter() if started is None else started
-    async with session.post(url, data=body, headers=headers or JSON_HEADERS) as response:
-        raw = await response.read()
-        status = response.status
-        retry_after = "Retry-After" in response.headers
+    status, retry_after, raw = await client.post(url, body, headers or JSON_HEADERS, CLIENT_TIMEOUT_S)
     latency = time.perf_counter() - started
     if status != 200:
         raise Refused(status, retry_after, raw)
@@ -300,7 +329,7 @@ async def closed_loop(url: str, concurrency: int, seconds: float,
     is what it should do in a closed loop past it); it is counted in ``REFUSED``."""
     body = json.dumps(payload or PAIR).encode()
     done = errors = 0
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+    with closing(LoadClient(url)) as session:
         stop = time.perf_counter() + seconds
 
         async def worker() -> None:
@@ -354,8 +383,7 @@ async def open_loop_run(url: str, rate: float, seconds: float, payload: dict | N
     body = json.dumps(payload or PAIR).encode()
     run = OpenRun([], 0.0)
     late: list[float] = []
-    timeout = aiohttp.ClientTimeout(total=CLIENT_TIMEOUT_S)
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), timeout=timeout) as session:
+    with closing(LoadClient(url)) as session:
 
         async def fire(target: float) -> None:
             late.append(time.perf_counter() - target)
@@ -770,7 +798,7 @@ def show_overhead(m: Measured, note: str = "") -> None:
 
 async def main_async(args: argparse.Namespace) -> None:
     if args.anchor == "litellm-proxy":
-        check_proxy_extra()  # before any process is started
+        args.proxy_version = proxy_version(check_proxy_extra(args.litellm_venv))  # before any process starts
     workdir = tempfile.mkdtemp(prefix="bench-gateway-")
     base_folder = tempfile.mkdtemp(prefix=f"gw-{args.sqlite_sync.lower()}-", dir=workdir)
     try:
@@ -798,17 +826,36 @@ async def run_bench(args: argparse.Namespace, workdir: str, base_folder: str, st
 
     pids: dict[str, int] = {}
 
-    def gateway(sync: str, folder: str, storage_url: str) -> str:
+    def gateway(sync: str, folder: str, storage_url: str, workers: int | None = None) -> str:
+        """A gateway process; ``workers`` (for (g)) overrides ``--gateway-workers`` and leaves
+        it unpinned."""
         port = free_port()
+        env = server_env if workers is None else {}
         procs.append(subprocess.Popen(
             [sys.executable, __file__, "--serve-gateway", str(port), stub_url, str(args.judges), folder,
              storage_url],
-            env={**os.environ, "BENCH_SQLITE_SYNC": sync, **server_env,
-                 "BENCH_GATEWAY_WORKERS": str(args.gateway_workers)},
+            env={**os.environ, "BENCH_SQLITE_SYNC": sync, **env,
+                 "BENCH_GATEWAY_WORKERS": str(workers or args.gateway_workers)},
         ))
         url = f"http://127.0.0.1:{port}"
         pids[url] = procs[-1].pid
+        owners[url] = procs[-1]
         return url
+
+    owners: dict[str, subprocess.Popen] = {}
+
+    def scaled(workers: int) -> str:
+        folder = tempfile.mkdtemp(prefix=f"gw-workers-{workers}-", dir=workdir)
+        url = store.url if store.kind != "sqlite" else sqlite_url(folder)
+        return gateway(args.sqlite_sync, folder, url, workers)
+
+    def stop(url: str) -> None:
+        proc = owners[url]
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
     base = gateway(args.sqlite_sync, base_folder, store.url)
     other_sync = "NORMAL" if args.sqlite_sync == "FULL" else "FULL"
@@ -824,7 +871,8 @@ async def run_bench(args: argparse.Namespace, workdir: str, base_folder: str, st
     proxy = None
     if args.anchor == "litellm-proxy":
         proxy_port = free_port()
-        procs.append(start_litellm_proxy(proxy_port, stub_url, workdir, server_env.get(SERVER_CPU_ENV)))
+        procs.append(start_litellm_proxy(proxy_port, stub_url, workdir, server_env.get(SERVER_CPU_ENV),
+                                         args.litellm_venv))
         proxy = f"http://127.0.0.1:{proxy_port}"
         pids[proxy] = procs[-1].pid
     try:
@@ -891,9 +939,21 @@ async def run_bench(args: argparse.Namespace, workdir: str, base_folder: str, st
         print(f"\n(e) bytes per verdict ({store.kind}): {per_verdict:,.0f} B over {n:,} stored "
               f"verdicts ({args.judges} judges, one-line prompt); {what}")
 
+        if args.refit_labels > 0:
+            print(f"\n(f) loop lag under /v1/judge at 50% of its max ({half:.1f}/s), without and with "
+                  "the largest allowed refit running back to back in the background")
+            await refit_lag(base, half, args.seconds, delay_s, args.refit_labels)
+
         anchor: list[Measured] = []
         if proxy is not None:
             anchor = await anchor_run(args, base, bare, proxy, delay_s, pids)
+
+        scaling: list[tuple[int, Measured, Measured]] = []
+        if args.scaling:
+            print(f"\n(g) judgefuse serve --workers N, closed-loop max (not pinned: every process may "
+                  f"use both cores; {args.scaling_seconds:g} s a point at concurrency "
+                  f"{' '.join(map(str, args.concurrency))}; load average {os.getloadavg()[0]:.1f})")
+            scaling = await workers_scaling(args, scaled, stop, args.scaling_seconds, pids)
 
         if args.labels > 0:
             print(f"\n(c) calibration query with {args.labels:,} labelled verdicts' fields in the store")
@@ -919,6 +979,7 @@ async def run_bench(args: argparse.Namespace, workdir: str, base_folder: str, st
               "  (p50/p99: latency - slowest judge call, open loop at 50% of the row's own max)")
         rows = [(jf, bm), (bm, bm), (fu, bm)] + ([(om, bm)] if om else [])
         rows += [(m, anchor[1]) for m in anchor]
+        rows += [(m, bm) for _, jm, fm in scaling for m in (jm, fm)]
         for m, floor in rows:
             p50, p99 = m.overhead("call")
             print(f"    {m.name:<34} {m.max_rate:8.1f} {ratio(m.max_rate, floor.max_rate):>7} {m.cpu_ms:10.2f} "
@@ -944,6 +1005,84 @@ def describe(store: Store, sqlite_sync: str) -> str:
     return f"storage {store.kind}"
 
 
+async def refit_lag(base: str, rate: float, seconds: float, delay_s: float, labels: int) -> None:
+    """(f) The loop's lag under ``/v1/judge`` at ``rate`` (50% of its max), without and with
+    refits of the largest allowed model running back to back in the background: ``labels``
+    labelled verdicts of :data:`REFIT_PANEL` stored first, then, during the second run, one
+    more label and ``POST /v1/fusion/refit`` in a loop (each refit has a new label to fit)."""
+    rng = random.Random(1)
+    timeout = aiohttp.ClientTimeout(total=600)
+    started = time.perf_counter()
+    async with aiohttp.ClientSession(timeout=timeout) as session:
+        for first in range(0, labels, 200):
+            items = [labelled_item(i, rng) for i in range(first, min(first + 200, labels))]
+            async with session.post(base + "/v1/fuse/batch", json={"items": items}) as response:
+                out = await response.json()
+            if response.status != 200 or out["n_failed"]:
+                raise SystemExit(f"(f): storing the labelled verdicts failed: {str(out)[:300]}")
+    print(f"    {labels:,} labelled verdicts of panel {REFIT_PANEL!r} stored in "
+          f"{time.perf_counter() - started:.1f} s (13 external judges, 16 signals a vote)")
+    next_label = [labels]
+
+    async def refits(stop: asyncio.Event, runs: list[tuple[float, str, str]]) -> None:
+        async with aiohttp.ClientSession(timeout=timeout) as session:
+            while not stop.is_set():
+                item = labelled_item(next_label[0], rng)
+                next_label[0] += 1
+                async with session.post(base + "/v1/fuse", json=item) as response:
+                    await response.read()
+                began = time.perf_counter()
+                async with session.post(base + "/v1/fusion/refit", json={"panel": REFIT_PANEL}) as response:
+                    out = await response.json()
+                runs.append((time.perf_counter() - began, str(out.get("status")), str(out.get("reason"))))
+
+    for background in (False, True):
+        stop = asyncio.Event()
+        runs: list[tuple[float, str, str]] = []
+        task = asyncio.create_task(refits(stop, runs)) if background else None
+        before = await lag_buckets(base)
+        run = await open_loop_run(base + "/v1/judge", rate, seconds)
+        after = await lag_buckets(base)
+        stop.set()
+        if task is not None:
+            await task
+        name = "with refits" if background else "no refit"
+        print(level_line(f"/v1/judge, {name}", "50%", rate, run, delay_s))
+        print(f"    {'':<28} {lag_summary(before, after)}")
+        if runs:
+            took = sorted(r[0] for r in runs)
+            print(f"    {'':<28} refits: {len(runs)} back to back, {took[0]:.2f}-{took[-1]:.2f} s each; "
+                  f"statuses {sorted({r[1] for r in runs})}; the first: {runs[0][2][:160]}")
+
+
+async def workers_scaling(args: argparse.Namespace, start: Callable[[int], str],
+                          stop: Callable[[str], None], seconds: float,
+                          pids: dict[str, int]) -> list[tuple[int, Measured, Measured]]:
+    """(g) ``judgefuse serve --workers N`` for each N of ``args.scaling``: the closed-loop max of
+    ``/v1/judge`` and ``/v1/fuse``, nothing pinned (the workers, the generator and the stub
+    share both cores)."""
+    os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
+    out = []
+    for n in args.scaling:
+        url = start(n)
+        await wait_http(url + "/readyz")
+        jm = await max_rate(Target("jf", url + "/v1/judge", pid=pids[url]), args.concurrency, seconds,
+                            Measured(f"workers {n}: /v1/judge"))
+        fm = await max_rate(Target("fuse", url + "/v1/fuse", FUSE, pid=pids[url]), args.concurrency,
+                            seconds, Measured(f"workers {n}: /v1/fuse"))
+        out.append((n, jm, fm))
+        print(f"    --workers {n}: /v1/judge {jm.max_rate:7.1f}/s (CPU {jm.cpu_ms:.2f} ms a request, all "
+              f"processes), /v1/fuse {fm.max_rate:7.1f}/s (CPU {fm.cpu_ms:.2f} ms); points "
+              + ", ".join(f"{c}: {r:.0f}/{q:.0f}" for (c, r, _), (_, q, _) in zip(jm.points, fm.points, strict=True))
+              + " (concurrency: judge/fuse per s)", flush=True)
+        stop(url)
+    if len(out) > 1:
+        (n0, j0, f0), (n1, j1, f1) = out[0], out[-1]
+        print(f"    {n1} workers / {n0}: /v1/judge {ratio(j1.max_rate, j0.max_rate)}, /v1/fuse "
+              f"{ratio(f1.max_rate, f0.max_rate)}")
+    return out
+
+
 async def anchor_run(args: argparse.Namespace, base: str, bare: str, proxy: str, delay_s: float,
                      pids: dict[str, int]) -> list[Measured]:
     """(d) One judge call per request: judgefuse (a one-judge panel), the bare fan-out (one
@@ -953,7 +1092,7 @@ async def anchor_run(args: argparse.Namespace, base: str, bare: str, proxy: str,
         Target("judgefuse /v1/judge, 1 judge", base + "/v1/judge", {**PAIR, "panel": "bench-1"},
                pid=pids[base]),
         Target("bare fan-out, 1 call", bare + "/v1/judge1", pid=pids[bare]),
-        Target("LiteLLM proxy 1.106.2", proxy + "/chat/completions", body,
+        Target(f"LiteLLM proxy {args.proxy_version}", proxy + "/chat/completions", body,
                {**JSON_HEADERS, "Authorization": f"Bearer {PROXY_KEY}"}, pid=pids[proxy]),
     ]
     print("\n(d) the anchor: one judge call per request, judgefuse vs LiteLLM's proxy (1 worker)")
@@ -1000,6 +1139,15 @@ def main() -> None:
                         help="also measure a second gateway with the other setting (NORMAL beside FULL)")
     parser.add_argument("--anchor", choices=["none", "litellm-proxy"], default="none",
                         help="also measure LiteLLM's proxy on the same stub and load (needs the bench extra)")
+    parser.add_argument("--litellm-venv", default=os.environ.get("LITELLM_PROXY_VENV"),
+                        help="a virtualenv holding litellm[proxy] for --anchor litellm-proxy "
+                             "(default $LITELLM_PROXY_VENV; else this environment's bench extra)")
+    parser.add_argument("--refit-labels", type=int, default=2000,
+                        help="(f): labelled verdicts stored before the refits in the background "
+                             "(0: skip (f))")
+    parser.add_argument("--scaling", type=int, nargs="*", default=[],
+                        help="(g): judgefuse serve --workers N for each N given (e.g. 1 2)")
+    parser.add_argument("--scaling-seconds", type=float, default=5.0)
     parser.add_argument("--storage", default="sqlite",
                         help="sqlite (default) | redis | postgres (a throwaway server) | a storage URL")
     parser.add_argument("--gateway-workers", type=int, default=1,

@@ -111,8 +111,15 @@ def table(counter: collections.Counter[str], total: int, n: int, keep: tuple[str
     return "\n".join(rows)
 
 
-async def drive(url: str, concurrency: int, seconds: float, payload: dict | None) -> float:
-    rate, errors = await bg.closed_loop(url, concurrency, seconds, payload)
+async def drive(url: str, concurrency: int, seconds: float, payload: dict | None,
+                open_rate: float = 0.0) -> float:
+    """Closed loop at ``concurrency``; or, with ``open_rate``, an open loop at that arrival rate
+    (what a pipeline sends: ``bench_gateway.py``'s levels)."""
+    if open_rate > 0:
+        run = await bg.open_loop_run(url, open_rate, seconds, payload)
+        rate, errors = run.achieved, run.errors
+    else:
+        rate, errors = await bg.closed_loop(url, concurrency, seconds, payload)
     if errors:
         print(f"warning: {errors} failed requests", file=sys.stderr)
     return rate
@@ -124,6 +131,8 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=50.0)
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--rate", type=float, default=0.0,
+                        help="an open loop at this many requests/s instead of the closed loop")
     parser.add_argument("--sqlite-sync", choices=["FULL", "NORMAL"], default="FULL")
     parser.add_argument("--path", choices=["judge", "fuse"], default="judge")
     parser.add_argument("--top", type=int, default=40)
@@ -159,7 +168,7 @@ def main() -> None:
             cmd.append("--gil")
         recorder = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         time.sleep(0.5)
-        rate = asyncio.run(drive(url, args.concurrency, args.seconds - 1, payload))
+        rate = asyncio.run(drive(url, args.concurrency, args.seconds - 1, payload, args.rate))
         _, err = recorder.communicate(timeout=args.seconds + 60)
         if recorder.returncode != 0 or not raw.exists():
             sys.exit(f"py-spy failed: {err.strip()}")
@@ -175,8 +184,9 @@ def main() -> None:
     inclusive, own, total = parse_collapsed(raw)
     report = "\n".join([
         f"command: python benchmarks/profile_gateway.py {' '.join(sys.argv[1:])}",
-        f"POST /v1/{args.path}, {args.judges} SC judges at {args.latency_ms:g} ms, closed loop "
-        f"concurrency {args.concurrency}, SQLite synchronous={args.sqlite_sync}: {rate:.1f} verdicts/s "
+        f"POST /v1/{args.path}, {args.judges} SC judges at {args.latency_ms:g} ms, "
+        + (f"open loop at {args.rate:g}/s" if args.rate > 0 else f"closed loop concurrency {args.concurrency}")
+        + f", SQLite synchronous={args.sqlite_sync}: {rate:.1f} verdicts/s "
         f"while sampled; {total} samples (py-spy raw, 200 Hz, {'GIL holder only' if args.gil else 'non-idle threads'})",
         "",
         "by owner (each sample charged to the nearest frame from the leaf up that a package claims):",
