@@ -9,7 +9,8 @@ from pathlib import Path
 from judgefuse.evaluation import fuser_eval_command
 from judgefuse.evaluation.arguments import add_source_arguments, float_in, int_at_least, load_sources, output_path
 from judgefuse.evaluation.atomic import write_atomic
-from judgefuse.evaluation.comparison import compare_rows, print_comparison
+from judgefuse.evaluation.compare_outputs import compare_html, compare_json, print_compare_report
+from judgefuse.evaluation.comparison import compare_report
 from judgefuse.evaluation.display import output_console
 from judgefuse.evaluation.html_report import render_html
 from judgefuse.evaluation.json_report import to_json
@@ -80,10 +81,12 @@ def add_commands(subcommands: argparse._SubParsersAction) -> None:
         "compare",
         help="accuracy-controlled calibration comparison of two judges",
         description="Compare the calibration (ECE, Brier) of two judges on the items both judged: raw, "
-        "instance-aligned (items both got right or both got wrong) and distribution-aligned (the more "
-        "accurate judge reweighted to the other's accuracy). Each difference comes with a paired bootstrap "
-        "interval; a ranking reversal is reported, naming metric and view, only where the raw difference's "
-        "interval excludes 0 and an aligned view flips the order.",
+        "instance-aligned (items both got right or both got wrong), distribution-aligned (the more "
+        "accurate judge reweighted to the other's accuracy) and candidate-aligned (both answers of each item "
+        "scored as candidates). Each difference comes with a paired bootstrap interval; a ranking reversal "
+        "is reported, naming metric and view, only where the raw difference's interval excludes 0 and an "
+        "aligned view flips the order. Then every judge on the items all judges voted on, and the "
+        "self-preference of judges whose model family wrote one of an item's answers.",
     )
     add_source_arguments(cmp)
     cmp.add_argument(
@@ -94,6 +97,8 @@ def add_commands(subcommands: argparse._SubParsersAction) -> None:
         "--bootstrap", type=int_at_least(1), default=1000, help="bootstrap resamples for the intervals (default 1000)"
     )
     cmp.add_argument("--seed", type=int, default=0, help="seed of the bootstrap resampling (default 0)")
+    cmp.add_argument("--json", dest="json_out", type=output_path, help="write the machine-readable report here")
+    cmp.add_argument("--html", dest="html_out", type=output_path, help="write the HTML report here")
     cmp.set_defaults(handler=run_compare)
 
 
@@ -147,8 +152,14 @@ def run_eval(args: argparse.Namespace) -> int:
 
 def run_compare(args: argparse.Namespace) -> int:
     items, _ = load_sources(args)
-    evidence = compare_rows(
+    report = compare_report(
         items, args.judges[0], args.judges[1], n_bins=args.bins, n_resamples=args.bootstrap, seed=args.seed
     )
-    print_comparison(evidence, args.judges[0], args.judges[1], console=output_console())
+    console = output_console()
+    print_compare_report(report, console=console)
+    sources = [str(path) for path in args.paths]
+    if args.json_out:
+        console.print(f"wrote {write_atomic(args.json_out, compare_json(report, sources=sources))}")
+    if args.html_out:
+        console.print(f"wrote {write_atomic(args.html_out, compare_html(report, sources=sources))}")
     return 0

@@ -3,14 +3,18 @@
 
 Both judges are scored on the labelled items they *both* voted on (aligned by item), with the
 same no-answer rule as every report row (see :mod:`judgefuse.evaluation.scoring`). For each
-metric (ECE, Brier) and view (raw, instance-aligned, distribution-aligned) the table gives both
-scores, their difference with a paired bootstrap interval, and whether the view's order flips
-the raw one. The words under the table follow the evidence: a **ranking reversal** is named
-(metric and view) only where the raw difference's interval excludes 0 and an aligned view flips.
+metric (ECE, Brier) and view (raw, instance-aligned, distribution-aligned, candidate-aligned)
+the table gives both scores, their difference with a paired bootstrap interval, and whether the
+view's order flips the raw one. The words under the table follow the evidence: a **ranking
+reversal** is named (metric and view) only where the raw difference's interval excludes 0 and an
+aligned view flips. The candidate-aligned view (section 4.3) scores both answers of every item
+as candidates (:mod:`judgefuse.evaluation.candidate_aligned`); :func:`compare_report` adds every
+judge on the common pool and the self-preference report.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -21,14 +25,33 @@ from rich.table import Table
 from judgefuse.calibration.comparison import ComparisonEvidence, ViewDifference, compare_judges_with_intervals
 from judgefuse.calibration.metric_registry import get_metric
 from judgefuse.errors import InputError
+from judgefuse.evaluation.candidate_aligned import (
+    CA_VIEW,
+    PoolRow,
+    SelfPreference,
+    candidate_differences,
+    candidate_scores,
+    common_pool,
+    self_preference,
+)
 from judgefuse.evaluation.display import compact_table, fit
 from judgefuse.evaluation.scoring import judge_names, score_judge
 from judgefuse.evaluation.table import fmt
 from judgefuse.judges.types import JudgedItem
 
-VIEWS = ("raw", "instance_aligned", "distribution_aligned")
-VIEW_LABELS = {"raw": "raw", "instance_aligned": "instance-aligned", "distribution_aligned": "distribution-aligned"}
-SHORT_VIEW_LABELS = {"raw": "raw", "instance_aligned": "inst.-aligned", "distribution_aligned": "distr.-aligned"}
+VIEWS = ("raw", "instance_aligned", "distribution_aligned", CA_VIEW)
+VIEW_LABELS = {
+    "raw": "raw",
+    "instance_aligned": "instance-aligned",
+    "distribution_aligned": "distribution-aligned",
+    CA_VIEW: "candidate-aligned",
+}
+SHORT_VIEW_LABELS = {
+    "raw": "raw",
+    "instance_aligned": "inst.-aligned",
+    "distribution_aligned": "distr.-aligned",
+    CA_VIEW: "cand.-aligned",
+}
 
 
 class CompareError(InputError, ValueError):
@@ -56,7 +79,7 @@ def compare_rows(
     _, in_1, in_2 = np.intersect1d(row_1.item_index, row_2.item_index, return_indices=True)
     if in_1.size == 0:
         raise CompareError(f"--judges: {judge_1!r} and {judge_2!r} share no labelled item")
-    return compare_judges_with_intervals(
+    evidence = compare_judges_with_intervals(
         row_1.confidence[in_1],
         row_1.correct[in_1],
         row_2.confidence[in_2],
@@ -65,6 +88,63 @@ def compare_rows(
         n_resamples=n_resamples,
         seed=seed,
     )
+    common = row_1.item_index[in_1]
+    raw = evidence.comparison.raw
+    candidate = candidate_differences(
+        candidate_scores(judge_1, items, only=common),
+        candidate_scores(judge_2, items, only=common),
+        raw_winners={metric: raw.winner(metric) for metric in ("ece", "brier")},
+        n_bins=n_bins,
+        n_resamples=n_resamples,
+        seed=seed,
+    )
+    return ComparisonEvidence(evidence.comparison, {**evidence.differences, **candidate})
+
+
+def reversals(evidence: ComparisonEvidence) -> list[tuple[str, str]]:
+    """(metric, aligned view) where the raw difference's interval excludes 0 and that view
+    flips the order, the candidate-aligned view included."""
+    found = list(evidence.reversals())
+    for metric in ("ece", "brier"):
+        if evidence.differences[(metric, "raw")].excludes_zero and evidence.differences[(metric, CA_VIEW)].flips:
+            found.append((metric, CA_VIEW))
+    return found
+
+
+def view_size(evidence: ComparisonEvidence, view: str) -> int:
+    """Instances a view scores: items, except the candidate-aligned view's two answers per item."""
+    if view == CA_VIEW:
+        return 2 * evidence.comparison.raw.n
+    return int(getattr(evidence.comparison, view).n)
+
+
+@dataclass(frozen=True)
+class CompareReport:
+    """Everything ``judgefuse compare`` reports: the two judges' views, every judge on the common
+    pool, and the self-preference of the judges whose family owns one answer of an item."""
+
+    judge_1: str
+    judge_2: str
+    evidence: ComparisonEvidence
+    pool: list[PoolRow]
+    pool_size: int
+    self_preference: list[SelfPreference]
+
+
+def compare_report(
+    items: Sequence[JudgedItem],
+    judge_1: str,
+    judge_2: str,
+    *,
+    n_bins: int = 10,
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> CompareReport:
+    """:func:`compare_rows`, the common pool and the self-preference report."""
+    evidence = compare_rows(items, judge_1, judge_2, n_bins=n_bins, n_resamples=n_resamples, seed=seed)
+    pool, pool_size = common_pool(items, n_bins=n_bins)
+    preference = self_preference(items, n_resamples=n_resamples, seed=seed)
+    return CompareReport(judge_1, judge_2, evidence, pool, pool_size, preference)
 
 
 def _value(metric: str, value: float) -> str:
@@ -111,7 +191,10 @@ def comparison_table(
         f"1 = {judge_1} (accuracy {fmt('accuracy', result.accuracy_1)}%), "
         f"2 = {judge_2} (accuracy {fmt('accuracy', result.accuracy_2)}%)"
     )
-    caption = "difference = 1 - 2 (lower is better); [..]: paired 95% bootstrap interval"
+    caption = (
+        "difference = 1 - 2 (lower is better); [..]: paired 95% bootstrap interval; "
+        "candidate-aligned: both answers of each item scored as candidates (n counts answers)"
+    )
     if layout.narrow:
         caption += "; order: the judge with the lower score"
     table = compact_table(title, caption=caption)
@@ -128,7 +211,7 @@ def comparison_table(
             table.add_row(
                 get_metric(metric).header(),
                 (SHORT_VIEW_LABELS if layout.narrow else VIEW_LABELS)[view],
-                str(getattr(result, view).n),
+                str(view_size(evidence, view)),
                 _value(metric, diff.score_1),
                 _value(metric, diff.score_2),
                 _difference(diff, layout.inline),
@@ -140,14 +223,14 @@ def comparison_table(
 def findings(evidence: ComparisonEvidence, judge_1: str, judge_2: str) -> list[str]:
     """What the comparison shows, one sentence per metric, in words the intervals support."""
     lines = []
-    reversals = evidence.reversals()
+    found = reversals(evidence)
     for metric in ("ece", "brier"):
         label = "ECE" if metric == "ece" else "Brier"
         raw = evidence.differences[(metric, "raw")]
         flipped = [VIEW_LABELS[view] for view in VIEWS[1:] if evidence.differences[(metric, view)].flips]
         if raw.excludes_zero:
             better = judge_1 if raw.difference < 0 else judge_2
-            named = [VIEW_LABELS[view] for m, view in reversals if m == metric]
+            named = [VIEW_LABELS[view] for m, view in found if m == metric]
             if named:
                 lines.append(
                     f"{label}: ranking reversal under {' and '.join(named)}: {better} is better on raw {label} "
@@ -155,7 +238,7 @@ def findings(evidence: ComparisonEvidence, judge_1: str, judge_2: str) -> list[s
                     "artefact of accuracy."
                 )
             else:
-                lines.append(f"{label}: {better} is better (raw interval excludes 0), and both aligned views agree.")
+                lines.append(f"{label}: {better} is better (raw interval excludes 0), and every aligned view agrees.")
         elif flipped:
             lines.append(
                 f"{label}: no reliable difference (the raw interval contains 0); the order under "
@@ -164,7 +247,17 @@ def findings(evidence: ComparisonEvidence, judge_1: str, judge_2: str) -> list[s
             )
         else:
             lines.append(f"{label}: no reliable difference (the raw interval contains 0).")
-    lines.append(f"ranking reversal: {'YES' if reversals else 'no'}")
+    same = [
+        math.isclose(evidence.differences[(m, "raw")].score_1, evidence.differences[(m, CA_VIEW)].score_1, abs_tol=1e-12)
+        and math.isclose(evidence.differences[(m, "raw")].score_2, evidence.differences[(m, CA_VIEW)].score_2, abs_tol=1e-12)
+        for m in ("ece", "brier")
+    ]
+    if all(same):
+        lines.append(
+            "candidate-aligned: equal to raw here: both judges scored both answers of every item, and each "
+            "answered every item, so the pool was aligned already (it differs where a judge gave no answer)."
+        )
+    lines.append(f"ranking reversal: {'YES' if found else 'no'}")
     return lines
 
 
