@@ -12,6 +12,9 @@ Observations are **hard votes**. A position-swapped judge contributes two observ
 answer order (docs/design.md, 'Position swap'): from ``samples`` when a replayed vote keeps its two games,
 else reconstructed from the ``position_inconsistent`` signal (consistent: the choice twice;
 inconsistent: one A and one B). MP votes and votes without swap count once (their ``choice``).
+A tie vote (``JudgeVote.tie``) is no observation: the model's confusion is over A and B only, so a
+tie leaves the posterior where the other judges put it (and votes that are all ties are an exact
+tie), the abstention reading of docs/design.md, 'Fusion'.
 
 Use: ``fit_unlabelled(batches)`` (or ``fit(batches, labels)``, which ignores the labels: the model
 is label-free by construction, so offline it is fitted transductively on every item, honestly) and
@@ -43,7 +46,13 @@ from numpy.typing import NDArray
 
 from judgefuse.fusion.registry import NotFitted, fusion_method
 from judgefuse.fusion.verdict import Verdict
-from judgefuse.fusion.voting import exact_tie, mean_probability, single_valid_vote_verdict
+from judgefuse.fusion.voting import (
+    count_tie_votes,
+    exact_tie,
+    mean_probability,
+    single_valid_vote_verdict,
+    tie_votes_note,
+)
 from judgefuse.judges.types import JudgeVote, Letter
 
 NAME = "dawid_skene"
@@ -246,7 +255,7 @@ class DawidSkeneFusion:
         out: list[Letter | None] = []
         for votes in batches:
             valid = [v for v in votes if v.choice is not None]
-            if len(valid) == 1:
+            if len(valid) == 1 and not count_tie_votes(votes):
                 out.append(valid[0].choice)
                 continue
             p_a = self.model.posterior_a(observations(votes))
@@ -266,8 +275,11 @@ class DawidSkeneFusion:
                 }
             )
         n_valid = sum(1 for v in votes if v.valid)
-        n_invalid = len(votes) - n_valid
+        n_ties = count_tie_votes(votes)
+        n_invalid = len(votes) - n_valid - n_ties
         p_a = self.model.posterior_a(observations(votes))
+        if p_a is None and n_ties:
+            p_a = 0.5
         if p_a is None:
             return Verdict(
                 choice=None, confidence=0.5, p_a=0.5, method=self.name, votes=list(votes),
@@ -275,7 +287,7 @@ class DawidSkeneFusion:
                 model_version=self.model_version,
             )
         if bool(np.isclose(p_a, 0.5, rtol=0.0, atol=1e-12)):
-            tie = exact_tie(self.name, votes, n_valid=n_valid, n_invalid=n_invalid)
+            tie = exact_tie(self.name, votes, n_valid=n_valid, n_invalid=n_invalid, notes=tie_votes_note(n_ties))
             return tie.model_copy(update={"model_version": self.model_version})
         choice: Letter = "A" if p_a > 0.5 else "B"
         return Verdict(

@@ -26,8 +26,16 @@ method answers that vote's choice with that vote's own confidence
 (:func:`single_valid_vote_verdict`). A vote share of one vote is 1.0, a certainty nobody claimed;
 with two or more valid votes the paper's definitions above apply unchanged.
 
-Invalid votes (``choice`` None) are counted in ``n_invalid`` and otherwise ignored; with no valid
-vote the verdict has ``choice=None``, ``confidence=p_a=0.5`` and a note saying why.
+**Tie votes** (a judge said the answers are equally good, ``JudgeVote.tie``) are votes with
+``p_a`` 0.5, not abstentions (docs/design.md, 'Fusion'): in the weighted rules each gives half its
+weight at confidence 0.5 to each letter, so it never changes the winner but pulls the fused
+confidence toward 0.5 (two A votes and one tie under ``majority``: 2.5 / 3 = 0.83, not 1.0);
+``mean_probability`` averages its 0.5 in. A tie vote is not a failed judge, so an A/B vote beside
+it does not get the one-valid-vote rule, and when every vote is a tie the verdict is an exact tie.
+Tie votes count in neither ``n_valid`` nor ``n_invalid``; a note gives their number.
+
+Invalid votes (``choice`` None, not a tie) are counted in ``n_invalid`` and otherwise ignored; with
+no valid vote the verdict has ``choice=None``, ``confidence=p_a=0.5`` and a note saying why.
 ``Verdict.p_a`` is the confidence for A and one minus it for B.
 """
 
@@ -55,9 +63,23 @@ def _close(x: float, y: float) -> bool:
     return math.isclose(x, y, rel_tol=_TOL, abs_tol=_TOL)
 
 
+TIE_VOTE_P_A = 0.5
+"""A tie vote's probability for A: half its weight to each answer."""
+
+
 def _count_invalid(votes: Sequence[JudgeVote]) -> tuple[list[JudgeVote], int]:
     valid = [v for v in votes if v.valid]
-    return valid, len(votes) - len(valid)
+    return valid, len(votes) - len(valid) - count_tie_votes(votes)
+
+
+def count_tie_votes(votes: Sequence[JudgeVote]) -> int:
+    """How many of ``votes`` said the answers are equally good."""
+    return sum(1 for v in votes if v.tie)
+
+
+def tie_votes_note(n_ties: int) -> list[str]:
+    """The note of a verdict that counted tie votes (empty when there were none)."""
+    return [f"{n_ties} tie vote(s) counted as p_a 0.5"] if n_ties else []
 
 
 def _undecided(method: str, votes: Sequence[JudgeVote], reason: str, n_invalid: int) -> Verdict:
@@ -137,7 +159,7 @@ def single_valid_vote_verdict(method: str, votes: Sequence[JudgeVote]) -> Verdic
     one vote is valid. Shared by every fusion method so one judge's word is never promoted to a
     certainty it did not claim."""
     valid, n_invalid = _count_invalid(votes)
-    if len(valid) != 1:
+    if len(valid) != 1 or count_tie_votes(votes):
         return None
     vote = valid[0]
     assert vote.choice is not None  # valid
@@ -150,20 +172,25 @@ def _weighted(
     method: str, votes: Sequence[JudgeVote], weight: Callable[[float], float]
 ) -> Verdict:
     valid, n_invalid = _count_invalid(votes)
+    n_ties = count_tie_votes(votes)
     if not valid:
+        if n_ties:
+            return exact_tie(method, votes, n_valid=0, n_invalid=n_invalid, notes=tie_votes_note(n_ties))
         return _undecided(method, votes, "no valid vote: undecided", n_invalid)
     single = single_valid_vote_verdict(method, votes)
     if single is not None:
         return single
+    half = [weight(TIE_VOTE_P_A) / 2.0] * n_ties
     score = {
-        letter: math.fsum(weight(v.confidence or 0.0) for v in valid if v.choice == letter)
+        letter: math.fsum([*(weight(v.confidence or 0.0) for v in valid if v.choice == letter), *half])
         for letter in ("A", "B")
     }
     choice, tie_broken, note = _decide(valid, score["A"], score["B"])
     if choice is None:
-        return exact_tie(method, votes, n_valid=len(valid), n_invalid=n_invalid)
+        return exact_tie(method, votes, n_valid=len(valid), n_invalid=n_invalid, notes=tie_votes_note(n_ties))
     total = score["A"] + score["B"]
     notes = [note] if note else []
+    notes.extend(tie_votes_note(n_ties))
     if total <= 0.0:
         confidence = 0.5
         notes.append("every vote has zero weight: confidence 0.5")
@@ -215,7 +242,8 @@ def mean_probability(votes: Sequence[JudgeVote]) -> Verdict:
         return _undecided(method, votes, "no vote carries p_a: undecided", n_invalid)
     mean = math.fsum(carried) / len(carried)
     notes: list[str] = []
-    n_abstaining = sum(1 for v in votes if not v.valid and v.p_a is not None)
+    n_abstaining = sum(1 for v in votes if not v.valid and not v.tie and v.p_a is not None)
+    notes.extend(tie_votes_note(count_tie_votes(votes)))
     if n_abstaining:
         notes.append(f"used p_a of {n_abstaining} abstaining vote(s)")
     if _close(mean, 0.5):

@@ -6,9 +6,16 @@ with the field that was wrong, wherever it comes from (a JSONL file, an HTTP bod
 
 Conventions
 -----------
-* ``choice`` is the letter the judge picked, or ``None`` when the vote is not usable
+* ``choice`` is the letter the judge picked, or ``None`` when the vote names no letter
   (the judge abstained, called a tie, failed, or said something unparseable). Such a vote
   is kept, never dropped: fusion counts it and evaluation scores it as not correct.
+* ``tie`` marks a vote that said the two answers are equally good (JudgeBench's ``A=B``). It has
+  no ``choice``, no ``error`` and ``p_a`` 0.5; a votes file may write it as ``"choice": "tie"``.
+  Voting counts it as a vote with ``p_a`` 0.5 (docs/design.md, 'Fusion'); :attr:`JudgeVote.outcome`
+  reads ``"tie"``.
+* An item's ``label`` is the better letter. A label saying neither is better is kept in
+  ``tie_label`` (``tie`` or ``both_bad``; ``label`` is then ``None``, so every A/B metric and
+  learner leaves the item out); input may write it as ``"label": "tie"`` / ``"both_bad"``.
 * ``confidence`` is the judge's confidence *in its own choice*, in [0, 1]. It may be below
   0.5 (a judge may say "A, 30% sure"); it is ``None`` when ``choice`` is ``None``.
 * ``p_a`` is the probability that A is the better answer. For a valid vote it defaults to
@@ -25,6 +32,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Letter = Literal["A", "B"]
+Outcome = Literal["A", "B", "tie"]
+"""What a judge can answer on a pair: a letter or a tie."""
+TieLabel = Literal["tie", "both_bad"]
+"""A label saying neither answer is the better one: equally good, or both unacceptable."""
+TIE_LABELS: tuple[TieLabel, ...] = ("tie", "both_bad")
 Mode = Literal["sc", "mp", "logprob", "recorded"]
 """How the confidence was elicited: the three modes of "Overconfidence in LLM-as-a-Judge", or ``recorded`` for a replayed
 judgment whose confidence comes from the source's own documented rule."""
@@ -45,8 +57,30 @@ class PairwiseItem(BaseModel):
     answer_a: str = ""
     answer_b: str = ""
     label: Letter | None = None
+    tie_label: TieLabel | None = None
+    """``tie`` / ``both_bad`` when the label says neither answer is better (``label`` is then None)."""
     category: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _label_kinds(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("label") in TIE_LABELS:
+            if data.get("tie_label") not in (None, data["label"]):
+                raise ValueError(f"label {data['label']!r} contradicts tie_label {data['tie_label']!r}")
+            data = {**data, "tie_label": data["label"], "label": None}
+        return data
+
+    @model_validator(mode="after")
+    def _one_label(self) -> PairwiseItem:
+        if self.label is not None and self.tie_label is not None:
+            raise ValueError(f"label {self.label!r} and tie_label {self.tie_label!r}: give one")
+        return self
+
+    @property
+    def outcome(self) -> Letter | TieLabel | None:
+        """The label as the source says it: ``A``, ``B``, ``tie``, ``both_bad`` or None (unlabelled)."""
+        return self.label if self.label is not None else self.tie_label
 
 
 class JudgeVote(BaseModel):
@@ -59,6 +93,8 @@ class JudgeVote(BaseModel):
     choice: Letter | None = None
     confidence: float | None = Field(default=None, ge=0.0, le=1.0)
     p_a: float | None = Field(default=None, ge=0.0, le=1.0)
+    tie: bool = False
+    """The judge said the answers are equally good (no choice, ``p_a`` 0.5; module docstring)."""
     explanation: str = ""
     samples: list[Letter | None] = Field(default_factory=list)
     """MP: each sample's letter (``None`` for a sample that could not be read)."""
@@ -90,8 +126,22 @@ class JudgeVote(BaseModel):
                 raise ValueError(f"signal {name!r} must be finite, got {number!r}")
         return value
 
+    @model_validator(mode="before")
+    @classmethod
+    def _tie_choice(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("choice") == "tie":
+            data = {**data, "choice": None, "tie": True}
+        return data
+
     @model_validator(mode="after")
     def _consistent(self) -> JudgeVote:
+        if self.tie:
+            if self.choice is not None or self.confidence is not None or self.error is not None:
+                raise ValueError("a tie vote has no choice, confidence or error")
+            if self.p_a is None:
+                self.p_a = 0.5
+            elif self.p_a != 0.5:
+                raise ValueError(f"a tie vote has p_a 0.5 (got {self.p_a!r})")
         if self.choice is None:
             if self.confidence is not None:
                 raise ValueError("confidence must be null when choice is null (an invalid vote)")
@@ -106,6 +156,16 @@ class JudgeVote(BaseModel):
     def valid(self) -> bool:
         """True when the vote names a letter with a confidence."""
         return self.choice is not None
+
+    @property
+    def outcome(self) -> Outcome | None:
+        """``A``, ``B``, ``tie``, or None for a vote that gave no usable answer."""
+        return "tie" if self.tie else self.choice
+
+    @classmethod
+    def tied(cls, judge: str, mode: Mode, **fields: Any) -> JudgeVote:
+        """A vote saying the two answers are equally good (``p_a`` 0.5)."""
+        return cls(judge=judge, mode=mode, tie=True, p_a=0.5, **fields)
 
     @classmethod
     def from_p_a(cls, judge: str, mode: Mode, p_a: float, **fields: Any) -> JudgeVote:
