@@ -15,7 +15,7 @@ import asyncio
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from rich.progress import TaskID
 
@@ -23,14 +23,26 @@ from judgefuse.evaluation.loaders import VotesWriter
 from judgefuse.evaluation.progress import progress_bar
 from judgefuse.judges.batch import BatchRun
 from judgefuse.judges.config import PanelConfig
-from judgefuse.judges.types import JudgedItem, PairwiseItem
+from judgefuse.judges.types import JudgedItem, JudgeVote, PairwiseItem
 
 if TYPE_CHECKING:
-    from judgefuse.evaluation.judge_command import JudgeRunSummary
     from judgefuse.judges.batch.api import BatchStatus
     from judgefuse.judges.batch.state import SubmittedBatch
 
-__all__ = ["add_batch_arguments", "judge_in_batches"]
+__all__ = ["RunSummary", "add_batch_arguments", "judge_in_batches"]
+
+
+class RunSummary(Protocol):
+    """What the run fills in (``judge_command.JudgeRunSummary``; a protocol, so this module
+    does not import the command that imports it)."""
+
+    interrupted: bool
+    wall_s: float
+    judged: list[JudgedItem]
+
+    def add(self, votes: Sequence[JudgeVote], quorum_met: bool) -> None: ...
+
+    def line(self) -> str: ...
 
 
 def add_batch_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,7 +63,7 @@ def add_batch_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def judge_in_batches(
-    args: argparse.Namespace, config: PanelConfig, items: Sequence[PairwiseItem], summary: JudgeRunSummary
+    args: argparse.Namespace, config: PanelConfig, items: Sequence[PairwiseItem], summary: RunSummary
 ) -> None:
     """Judge ``items`` into ``args.out`` through batches, filling ``summary``; prints the summary
     and the batch line at the end, even when interrupted. A failing batch API raises
