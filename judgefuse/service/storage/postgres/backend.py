@@ -60,6 +60,7 @@ from judgefuse.service.storage.checks import (
     labelled_copy,
     net_increments,
     parse_record,
+    parse_records,
     parse_state,
     parse_versioned,
     unlabelled_copy,
@@ -636,11 +637,11 @@ class PostgresStorage(Storage):
         self, tenant: str, panel: str | None, limit: int | None
     ) -> list[VerdictRecord]:
         rows = await self._fetch("iter_labelled", *shared_sql.labelled(tenant, panel, limit))
-        return [parse_record(row[0], "postgresql") for row in rows]
+        return await parse_records([row[0] for row in rows], "postgresql")
 
     async def _iter_recent(self, tenant: str, panel: str, limit: int) -> list[VerdictRecord]:
         rows = await self._fetch("iter_recent", shared_sql.RECENT, (tenant, panel, limit))
-        return [parse_record(row[0], "postgresql") for row in rows]
+        return await parse_records([row[0] for row in rows], "postgresql")
 
     async def _scan_verdicts(
         self, tenant: str, panel: str, since: float | None, until: float | None,
@@ -651,7 +652,7 @@ class PostgresStorage(Storage):
             tenant, panel, since, until, labelled,
             None if before is None else (before.created_at, before.id), limit,
             oldest_first=oldest_first))
-        return [parse_record(row[0], "postgresql") for row in rows]
+        return await parse_records([row[0] for row in rows], "postgresql")
 
     async def _count_labelled(self, tenant: str, panel: str | None) -> int:
         row = await self._fetch("count_labelled", *shared_sql.count_labelled(tenant, panel), one=True)

@@ -127,6 +127,7 @@ from judgefuse.service.storage.checks import (
     labelled_copy,
     net_increments,
     parse_record,
+    parse_records,
     parse_state,
     parse_versioned,
     pending_review,
@@ -682,7 +683,7 @@ class RedisStorage(Storage):
             if not ids:
                 return []
             raws = await self.client.mget([self._k(tenant, "v", _text(i)) for i in ids])
-        return [parse_record(raw, "redis") for raw in raws if raw is not None]
+        return await parse_records(raws, "redis")
 
     def _recent_key(self, tenant: str, panel: str) -> str:
         return self._k(tenant, "recent", "p", panel)
@@ -695,7 +696,7 @@ class RedisStorage(Storage):
             if not ids:
                 return []
             raws = await self.client.mget([self._k(tenant, "v", _text(i)) for i in ids])
-        return [parse_record(raw, "redis") for raw in raws if raw is not None]
+        return await parse_records(raws, "redis")
 
     async def _scan_verdicts(
         self, tenant: str, panel: str, since: float | None, until: float | None,
@@ -717,7 +718,7 @@ class RedisStorage(Storage):
             with self._errors("list_verdicts"):
                 raws = await self.client.mget([self._k(tenant, "v", vid) for vid, _ in page])
             # an expired or deleted record is passed over, never the end of the list
-            out += [parse_record(raw, "redis") for raw in raws if raw is not None]
+            out += await parse_records(raws, "redis")
             if len(page) < want:
                 break
             at = (page[-1][1], page[-1][0])

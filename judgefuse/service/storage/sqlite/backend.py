@@ -58,6 +58,7 @@ from judgefuse.service.storage.checks import (
     labelled_copy,
     net_increments,
     parse_record,
+    parse_records,
     parse_state,
     parse_versioned,
     unlabelled_copy,
@@ -512,12 +513,12 @@ class SQLiteStorage(Storage):
     ) -> list[VerdictRecord]:
         sql, params = shared_sql.labelled(tenant, panel, limit, sqlite=True)
         rows = await self._run("iter_labelled", lambda c: c.execute(sql, params).fetchall())
-        return [parse_record(row[0], "sqlite") for row in rows]
+        return await parse_records([row[0] for row in rows], "sqlite")
 
     async def _iter_recent(self, tenant: str, panel: str, limit: int) -> list[VerdictRecord]:
         rows = await self._run(
             "iter_recent", lambda c: c.execute(_RECENT, (tenant, panel, limit)).fetchall())
-        return [parse_record(row[0], "sqlite") for row in rows]
+        return await parse_records([row[0] for row in rows], "sqlite")
 
     async def _scan_verdicts(
         self, tenant: str, panel: str, since: float | None, until: float | None,
@@ -529,7 +530,7 @@ class SQLiteStorage(Storage):
             None if before is None else (before.created_at, before.id), limit, sqlite=True,
             oldest_first=oldest_first)
         rows = await self._run("list_verdicts", lambda c: c.execute(sql, params).fetchall())
-        return [parse_record(row[0], "sqlite") for row in rows]
+        return await parse_records([row[0] for row in rows], "sqlite")
 
     async def _count_labelled(self, tenant: str, panel: str | None) -> int:
         sql, params = shared_sql.count_labelled(tenant, panel, sqlite=True)
