@@ -62,7 +62,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
-from judgefuse.calibration import CalibrationAccumulator
+from judgefuse.calibration import FIXED_POINT_SCALE, CalibrationAccumulator
 from judgefuse.service.storage import (
     DECIDED,
     LabelKind,
@@ -98,7 +98,9 @@ __all__ = [
     "rate_of",
     "solicited",
     "stratum_copy",
+    "prediction_fields",
     "traffic_counts",
+    "traffic_predictions",
     "traffic_increments",
     "traffic_key",
     "traffic_prefix",
@@ -231,14 +233,29 @@ def traffic_stratum(prefix: str, key: str) -> str:
     return unquote(key.removeprefix(prefix))
 
 
-def traffic_increments(panel: str, method: str, stamp: ReviewStamp) -> dict[str, Mapping[str, Number]]:
+def traffic_increments(
+    panel: str, method: str, stamp: ReviewStamp, confidence: float | None = None,
+) -> dict[str, Mapping[str, Number]]:
     """What ``save_verdict`` adds for one new verdict: n += 1 in its method's and the panel's
-    traffic counter of its stratum."""
+    traffic counter of its stratum. A decided verdict (``confidence``: its fused confidence)
+    also adds to its method's counter the prediction sums of the model-assisted estimates
+    (:func:`prediction_fields`)."""
     key = population_stratum_key(stamp)
     return {
-        traffic_key(panel, method, key): {"n": 1},
+        traffic_key(panel, method, key): {"n": 1, **prediction_fields(confidence)},
         traffic_key(panel, ALL_METHODS, key): {"n": 1},
     }
+
+
+def prediction_fields(confidence: float | None) -> dict[str, int]:
+    """``pn`` (decided verdicts), ``pc`` and ``pq`` (their confidences and squared
+    confidences, fixed point) of one verdict: what
+    :mod:`judgefuse.calibration.model_assisted` needs of the unlabelled verdicts
+    (docs/design.md, 'The review loop'). Nothing for an undecided verdict."""
+    if confidence is None:
+        return {}
+    c = float(confidence)
+    return {"pn": 1, "pc": round(c * FIXED_POINT_SCALE), "pq": round(c * c * FIXED_POINT_SCALE)}
 
 
 async def traffic_counts(
@@ -256,6 +273,25 @@ async def traffic_counts(
         n = int(fields.get("n", 0))
         if n > 0:
             out[stratum] = n
+    return out
+
+
+async def traffic_predictions(
+    storage: Storage, tenant: str, panel: str, method: str, *, since_hour: int | None = None
+) -> dict[str, tuple[int, float, float]]:
+    """Per population stratum key of (panel, method): (decided verdicts, sum of their
+    confidences, sum of the squares) since ``since_hour``, from the :func:`prediction_fields`
+    of the traffic counters; strata whose verdicts carry none (written before them) are left out."""
+    prefix = traffic_prefix(panel, method)
+    out: dict[str, tuple[int, float, float]] = {}
+    for raw in await storage.list_accumulators(tenant, prefix):
+        stratum = traffic_stratum(prefix, raw)
+        if not is_population_stratum(stratum):
+            continue
+        fields = await storage.read_accumulator(tenant, raw, since_hour=since_hour)
+        if int(fields.get("pn", 0)) > 0:
+            out[stratum] = (int(fields["pn"]), int(fields.get("pc", 0)) / FIXED_POINT_SCALE,
+                            int(fields.get("pq", 0)) / FIXED_POINT_SCALE)
     return out
 
 

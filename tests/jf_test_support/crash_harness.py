@@ -517,7 +517,9 @@ async def recount(storage: Storage, tenant: str = TENANT, verdict_ids: Iterable[
         stored = [r for r in found if r is not None]
     for record in stored:
         if record.review is not None:
-            for key, fields in traffic_increments(record.panel, record.verdict.method, record.review).items():
+            verdict = record.verdict
+            confidence = None if verdict.choice is None else verdict.confidence
+            for key, fields in traffic_increments(record.panel, verdict.method, record.review, confidence).items():
                 for name, delta in fields.items():
                     expected[key][name] += int(delta)
     keys = sorted(set(await storage.list_accumulators(tenant)) | set(expected))

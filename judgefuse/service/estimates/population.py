@@ -20,6 +20,15 @@ auto-accepted verdict at that rate, its labels are the audit labels only). Unsol
 their intervals are :mod:`judgefuse.calibration.stratified`'s; auto-accept precision is the
 accuracy over the ``auto@`` strata alone.
 
+Beside those labels-only estimates, a method key carries ``model_assisted``: accuracy, Brier and
+auto-accept precision by :mod:`judgefuse.calibration.model_assisted`'s difference estimator,
+which adds every verdict's fused confidence (the ``pn``/``pc``/``pq`` prediction sums its
+traffic counter holds, :func:`judgefuse.service.ledger.prediction_fields`) to the same labels.
+Its population is the window's decided verdicts (an undecided one has no confidence to
+predict with). There is no model-assisted ECE (see that module), and none for judge keys (the
+counters hold the fused confidence, not the judge's). ``None`` when the counters of the window
+carry no prediction sums (verdicts stored before them).
+
 The estimators cost a few ms per key (seeded bootstrap intervals for ECE and TH), so results
 are memoised per process on their exact inputs (every N_s and every label field): a dashboard
 or API poll with no new verdict or label in the window reuses them, anything new recomputes.
@@ -42,6 +51,7 @@ from judgefuse.service.ledger import (
     accepted_stratum,
     stratum_copy,
     traffic_counts,
+    traffic_predictions,
 )
 from judgefuse.service.storage import Storage
 
@@ -59,6 +69,28 @@ def label_count(fields: Mapping[str, Any]) -> int:
 def _interval(interval: Any) -> dict[str, Any]:
     data = interval.as_dict() if hasattr(interval, "as_dict") else dict(interval)
     return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in data.items()}
+
+
+def _model_assisted(strata: list[Any], predictions: Mapping[str, tuple[int, float, float]],
+                    level: float) -> dict[str, Any] | None:
+    """The ``model_assisted`` block (module docstring) of the strata that have prediction sums."""
+    from judgefuse.calibration.model_assisted import PredictionTotals, assisted_from_bins, difference_mean
+    from judgefuse.calibration.stratified_data import parse_strata
+
+    totals = {name: PredictionTotals(*values) for name, values in predictions.items()}
+    parsed = parse_strata(strata, ACCUMULATOR, ACCUMULATOR.th_eps[0])
+    if not totals or any(s.name not in totals for s in parsed):
+        return None  # a stratum without prediction sums: the estimate would not cover it
+    assisted = assisted_from_bins(parsed, totals)
+    auto = [s for s in assisted["accuracy"] if accepted_stratum(s.name)]
+    return {
+        "accuracy": _interval(difference_mean(assisted["accuracy"], level=level, method="accuracy")),
+        "brier": _interval(difference_mean(assisted["brier"], level=level, method="brier")),
+        "auto_accept_precision": (
+            _interval(difference_mean(auto, level=level, method="auto-accept precision")) if auto else None),
+        "ece": None,
+        "window_decided": sum(s.population for s in assisted["accuracy"]),
+    }
 
 
 async def population_block(
@@ -103,7 +135,9 @@ async def population_block(
         "represented": {s: (n / total if total else None) for s, n in sorted(sizes.items())},
         "unsolicited": {"labelled": labelled.get(UNSOLICITED, 0), "in_estimates": False},
     }
-    memo_key = (n_bins, eps, level, tuple(
+    predictions = (await traffic_predictions(storage, tenant, key.panel, method, since_hour=since_hour)
+                   if key.kind == "method" else {})
+    memo_key = (n_bins, eps, level, tuple(sorted(predictions.items())), tuple(
         (st.name, st.population, tuple(sorted(st.fields.items()))) for st in strata))
     estimated = _MEMO.get(memo_key)
     if estimated is None:
@@ -115,6 +149,7 @@ async def population_block(
         estimated["auto_accept_precision"] = (
             _interval(precision_estimate(auto, level=level)) if auto else None
         )
+        estimated["model_assisted"] = _model_assisted(strata, predictions, level) if total else None
         _MEMO[memo_key] = estimated
         if len(_MEMO) > _MEMO_SIZE:
             _MEMO.popitem(last=False)

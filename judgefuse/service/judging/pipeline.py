@@ -400,7 +400,9 @@ class JudgePipeline:
         )
         try:
             await self.storage.save_verdict(
-                tenant, record, traffic_increments(runtime.name, verdict.method, stamp)
+                tenant, record, traffic_increments(
+                    runtime.name, verdict.method, stamp,
+                    None if verdict.choice is None else verdict.confidence)
             )
         except VerdictExists:
             raise Conflict(f"verdict id {verdict_id!r} is already used",
