@@ -33,6 +33,7 @@ from pydantic.json_schema import SkipJsonSchema
 from judgefuse.fusion.cascade import CascadeDecision, vote_calls
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote, Letter
+from judgefuse.service.storage.label_history import LabelEvent
 from judgefuse.service.storage.records import COMMENT_MAX_CHARS, LabelKind
 
 Route = Literal["auto_accept", "human_review"]
@@ -341,6 +342,10 @@ class VerdictOut(BaseModel):
     """Set for a cascade panel's verdicts: which stage decided."""
     review: ReviewOut | None = None
     """The review stratum stamped at decision time (None: a verdict from before the loop)."""
+    label_history: list[LabelEvent] | None = None
+    """``GET /v1/verdicts/{id}`` only (None elsewhere): every label, relabel, comment change
+    and undo of the verdict, oldest first, the newest 50 kept (``seq`` numbers them from 1, so
+    a first ``seq`` above 1 says older ones were dropped); ``by`` names who, never a key."""
 
     @classmethod
     def of(

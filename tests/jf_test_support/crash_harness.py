@@ -503,7 +503,8 @@ async def recount(storage: Storage, tenant: str = TENANT, verdict_ids: Iterable[
     """Stored accumulators (totals, and the sum of every hour bucket) against the sum of
     ``label_increments(record, record.label)`` over the stored labelled records, and the
     traffic counters (written with each verdict) against ``traffic_increments`` of every stored
-    verdict among ``verdict_ids`` (None: all of them, i.e. the labelled ones in these tests)."""
+    verdict among ``verdict_ids`` (None: all of them, i.e. the labelled ones in these tests);
+    and each labelled record's label history against its label (the last entry is it)."""
     records = await storage.iter_labelled(tenant)
     expected: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for record in records:
@@ -536,6 +537,12 @@ async def recount(storage: Storage, tenant: str = TENANT, verdict_ids: Iterable[
                 mismatches.append(f"{key}.{name}: not an exact integer ({got!r}, {by_hour!r})")
             elif not got == by_hour == exp:
                 mismatches.append(f"{key}.{name}: total {got}, hour buckets {by_hour}, recount {exp}")
+    for record in records:  # written in the label's atomic step: its last entry is this label
+        history = await storage.label_history(tenant, record.id)
+        last = history[-1] if history else None
+        if last is None or (last.label, last.at) != (record.label, record.labelled_at):
+            mismatches.append(f"{record.id}: label {record.label} at {record.labelled_at}, "
+                              f"history ends with {last}")
     decided = sum(1 for r in records if r.verdict.choice is not None)
     return Recount(len(records), len(keys), n_fields, mismatches, decided)
 

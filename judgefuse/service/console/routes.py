@@ -142,5 +142,7 @@ async def verdict_page(
     threshold = None
     if record.threshold_version is not None:
         threshold = await gateway.storage.get_threshold(tenant, record.panel, version=record.threshold_version)
-    return _page(request, "console_verdict.html.j2", tenant=tenant, v=verdict_view(record, threshold),
+    history = await gateway.storage.label_history(tenant, verdict_id)
+    return _page(request, "console_verdict.html.j2", tenant=tenant,
+                 v=verdict_view(record, threshold, history),
                  back=ListParams(record.panel, {}).link(), panels=list(gateway.panels))

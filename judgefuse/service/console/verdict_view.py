@@ -1,6 +1,7 @@
 """One stored verdict as the console's verdict page shows it: the item, every judge's vote
 (choice, confidence, explanation, latency, calls, tokens, cost, error), the fused decision, the
-route with the threshold version that made it, the review stamp and the label.
+route with the threshold version that made it, the review stamp, the label and its history
+(every label, relabel, comment change and undo, who and when: storage's label history).
 
 Text is shown as text: the template autoescapes it and keeps its line breaks; nothing in a
 question, an answer or an explanation is ever rendered as markup.
@@ -11,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from judgefuse.service.storage import ThresholdRecord, VerdictRecord
+from judgefuse.service.storage import LabelEvent, ThresholdRecord, VerdictRecord
 
 __all__ = ["fmt", "usd", "verdict_view"]
 
@@ -36,8 +37,32 @@ def _when(epoch: float | None) -> str:
     return "–" if epoch is None else time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(epoch))
 
 
-def verdict_view(record: VerdictRecord, threshold: ThresholdRecord | None) -> dict[str, Any]:
-    """The verdict page's data; ``threshold`` is the version that routed it (None: none)."""
+_WHAT = {"labelled": "labelled {label}", "relabelled": "relabelled {label} (was {previous})",
+         "commented": "comment on {label}", "undone": "undone (was {previous})"}
+
+
+def history_rows(record: VerdictRecord, history: list[LabelEvent]) -> list[dict[str, Any]]:
+    """The label history as table rows, oldest first. A label stored before the history was
+    kept has no entry: it is shown as one row that says so."""
+    rows = [{
+        "seq": e.seq, "when": _when(e.at), "action": e.action, "label": e.label or "",
+        "what": _WHAT[e.action].format(label=e.label, previous=e.previous), "by": e.by or "–",
+        "comment": e.comment, "stratum": e.stratum or "–", "note": None,
+    } for e in history]
+    if not rows and record.label is not None:
+        rows.append({"seq": 0, "when": _when(record.labelled_at), "action": "labelled",
+                     "label": record.label, "what": f"labelled {record.label}", "by": "–",
+                     "comment": record.label_comment,
+                     "stratum": record.review.stratum if record.review else "–",
+                     "note": "stored before label history was kept"})
+    return rows
+
+
+def verdict_view(
+    record: VerdictRecord, threshold: ThresholdRecord | None, history: list[LabelEvent] | None = None
+) -> dict[str, Any]:
+    """The verdict page's data; ``threshold`` is the version that routed it (None: none);
+    ``history`` the verdict's label history (storage's, oldest first)."""
     verdict = record.verdict
     votes = [{
         "judge": v.judge, "mode": v.mode, "choice": v.choice, "confidence": v.confidence,
@@ -47,17 +72,7 @@ def verdict_view(record: VerdictRecord, threshold: ThresholdRecord | None) -> di
         "right": None if record.label not in ("A", "B") or v.choice is None else v.choice == record.label,
     } for v in verdict.votes]
     stamp = record.review
-    label_events = []
-    if record.label is not None:
-        label_events.append({
-            "when": _when(record.labelled_at), "label": record.label,
-            "comment": getattr(record, "label_comment", None),
-            "note": "current label (a relabel replaces it; storage keeps the latest)",
-        })
-    decided_at = getattr(record, "decided_at", None)
-    if decided_at is not None and decided_at != record.labelled_at:
-        label_events.append({"when": _when(decided_at), "label": "A or B",
-                             "comment": None, "note": "first decided label (what the monitor counted)"})
+    rows = history_rows(record, history or [])
     return {
         "id": record.id,
         "panel": record.panel,
@@ -73,5 +88,7 @@ def verdict_view(record: VerdictRecord, threshold: ThresholdRecord | None) -> di
         "threshold": threshold,
         "label": record.label,
         "wrong": record.label in ("A", "B") and verdict.choice != record.label,
-        "label_events": label_events,
+        "history": rows,
+        "history_dropped": max(0, rows[0]["seq"] - 1) if rows else 0,
+        "decided_at": _when(record.decided_at) if record.decided_at is not None else None,
     }

@@ -13,4 +13,6 @@ router = APIRouter(prefix="/v1", tags=["verdicts"])
 
 @router.get("/verdicts/{verdict_id}", response_model=VerdictOut)
 async def get_verdict(verdict_id: str, tenant: TenantDep, verdicts: VerdictsDep) -> Response:
-    return json_response(await verdicts.get(tenant, verdict_id))
+    """The stored verdict with its label history (every label, relabel and undo, who and
+    when, oldest first)."""
+    return json_response(await verdicts.get(tenant, verdict_id, history=True))

@@ -53,17 +53,20 @@ class LabelService:
         """Called with (tenant, panel) after each first label (the refit scheduler's count)."""
 
     async def feedback(
-        self, tenant: str, verdict_id: str, label: LabelKind, comment: str | None = None
+        self, tenant: str, verdict_id: str, label: LabelKind, comment: str | None = None, *,
+        by: str | None = None,
     ) -> LabelResult:
         """Label a verdict (idempotent: labelled / relabelled / unchanged)."""
         check_verdict_id(tenant, verdict_id)
-        return label_result(await self.label(tenant, verdict_id, label, comment))
+        return label_result(await self.label(tenant, verdict_id, label, comment, by=by))
 
     async def label(
-        self, tenant: str, verdict_id: str, label: LabelKind, comment: str | None = None
+        self, tenant: str, verdict_id: str, label: LabelKind, comment: str | None = None, *,
+        by: str | None = "inline",
     ) -> LabelOutcome:
         """Store the label (the verdict id already checked) and count it; the outcome says
-        whether it was new, a relabel or the same label again.
+        whether it was new, a relabel or the same label again. ``by`` names who gave it in the
+        verdict's label history (default ``inline``: a label carried by a judging request).
 
         Only a verdict's first ``A``/``B`` label is news to learning and monitoring: the refit
         scheduler counts it and an audit verdict's precision monitor is fed it (its
@@ -71,7 +74,7 @@ class LabelService:
         its kind and nothing else; relabels and undos never feed a monitor again (a sequential
         test cannot take an observation back)."""
         outcome = await self.storage.set_label(tenant, verdict_id, label, label_increments,
-                                               comment=comment)
+                                               comment=comment, by=by)
         record = outcome.record
         self.metrics.child(self.metrics.labels, tenant, record.panel, outcome.status).inc()
         if label in DECIDED and outcome.status != "unchanged" and record.decided_at == record.labelled_at:

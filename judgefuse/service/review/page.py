@@ -186,7 +186,8 @@ async def label(request: Request, labels: LabelsDep, accounts: AccountsDep) -> R
     if comment is not None and len(comment) > COMMENT_MAX_CHARS:
         raise FieldProblem("form.comment", f"at most {COMMENT_MAX_CHARS} characters")
     result = await label_as(Principal(session.tenant, session.account), labels, accounts,
-                            form.get("verdict_id", ""), cast(LabelKind, choice), comment)
+                            form.get("verdict_id", ""), cast(LabelKind, choice), comment,
+                            name=session.annotator)
     token = (_undo_signer(request).issue(session.tenant, session.annotator, result.verdict_id,
                                          result.labelled_at)
              if result.status != "unchanged" and result.labelled_at is not None else None)

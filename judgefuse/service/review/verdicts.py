@@ -24,8 +24,9 @@ class VerdictReads:
         self.storage = storage
         self.panels = panels
 
-    async def get(self, tenant: str, verdict_id: str) -> VerdictOut:
-        """The stored verdict of the caller's tenant (another tenant's, or none: 404)."""
+    async def get(self, tenant: str, verdict_id: str, *, history: bool = False) -> VerdictOut:
+        """The stored verdict of the caller's tenant (another tenant's, or none: 404); with
+        ``history`` (``GET /v1/verdicts/{id}``) also its label history (a replay has none)."""
         check_verdict_id(tenant, verdict_id)
         record = await self.storage.get_verdict(tenant, verdict_id)
         if record is None:
@@ -35,13 +36,16 @@ class VerdictReads:
             value=verdict.threshold, version=None,
             reason="as routed when the verdict was made",
         )
-        return VerdictOut.of(
+        out = VerdictOut.of(
             verdict, panel=record.panel, threshold=used, created_at=record.created_at,
             label=record.label, labelled_at=record.labelled_at,
             category=record.item.category if record.item else None,
             cascade=stored_cascade_out(verdict, self.panels.get(record.panel)),
             review=review_out(record),
         )
+        if history:
+            out.label_history = await self.storage.label_history(tenant, verdict_id)
+        return out
 
 
 def review_out(record: VerdictRecord) -> ReviewOut | None:

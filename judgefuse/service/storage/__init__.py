@@ -31,6 +31,7 @@ from judgefuse.service.storage.errors import (
     VerdictExists,
     VerdictNotFound,
 )
+from judgefuse.service.storage.label_history import LABEL_HISTORY_KEEP, LabelEvent
 from judgefuse.service.storage.records import (
     COMMENT_MAX_CHARS,
     DECIDED,
@@ -55,10 +56,12 @@ if TYPE_CHECKING:
 __all__ = [
     "COMMENT_MAX_CHARS",
     "DECIDED",
+    "LABEL_HISTORY_KEEP",
     "AccumulatorOverflow",
     "Coordination",
     "Increments",
     "IncrementsFn",
+    "LabelEvent",
     "LabelKind",
     "LabelLedger",
     "LabelOutcome",

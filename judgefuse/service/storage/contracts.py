@@ -45,6 +45,7 @@ from judgefuse.service.storage.checks import (
     checked_increments,
     clock,
 )
+from judgefuse.service.storage.label_history import LabelEvent, check_label_by
 from judgefuse.service.storage.records import (
     LabelKind,
     LabelOutcome,
@@ -222,6 +223,7 @@ class LabelLedger(abc.ABC):
         *,
         labelled_at: float | None = None,
         comment: str | None = None,
+        by: str | None = None,
     ) -> LabelOutcome:
         """Label a verdict and update the accumulators, atomically and idempotently.
 
@@ -234,19 +236,34 @@ class LabelLedger(abc.ABC):
         A first label also takes the verdict out of the review queue and ends any lease on it,
         in the same atomic step (the label wins, whoever held the lease).
         Raises :class:`VerdictNotFound` for an unknown id. ``labelled_at`` defaults to now.
+        Whatever it writes also appends an entry to the verdict's label history (who: ``by``,
+        never a secret), in the same atomic step (:mod:`.label_history`).
         """
         check_tenant(tenant)
         check_name("verdict id", verdict_id)
         check_label(label, comment)
+        check_label_by(by)
         when = time.time() if labelled_at is None else float(labelled_at)
-        return await self._set_label(tenant, verdict_id, label, increments, when, comment)
+        return await self._set_label(tenant, verdict_id, label, increments, when, comment, by=by)
 
     @abc.abstractmethod
     async def _set_label(
         self, tenant: str, verdict_id: str, label: LabelKind, increments: IncrementsFn,
-        labelled_at: float, comment: str | None = None,
+        labelled_at: float, comment: str | None = None, *, by: str | None = None,
     ) -> LabelOutcome:
         """``set_label`` with checked arguments and the label's time."""
+
+    async def label_history(self, tenant: str, verdict_id: str) -> list[LabelEvent]:
+        """The verdict's label history, oldest first: every label, relabel, comment change
+        and undo, the newest ``LABEL_HISTORY_KEEP`` of them; ``[]`` for an unlabelled or
+        unknown verdict."""
+        check_tenant(tenant)
+        check_name("verdict id", verdict_id)
+        return await self._label_history(tenant, verdict_id)
+
+    async def _label_history(self, tenant: str, verdict_id: str) -> list[LabelEvent]:
+        """``label_history`` with checked arguments. Not abstract, like ``_iter_recent``."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no label history")
 
     async def undo_label(
         self,
@@ -263,7 +280,8 @@ class LabelLedger(abc.ABC):
         the record loses its label and comment, the label's increments are subtracted (the
         accumulators equal a recount without it), the stratum's labelled count goes down by
         one, and a queued verdict returns to the review queue, leased to ``annotator`` for
-        ``lease_s`` seconds (so the page shows it again). None, with nothing written, when the
+        ``lease_s`` seconds (so the page shows it again), and the history gains an ``undone``
+        entry by ``annotator``. None, with nothing written, when the
         record's label is no longer the one set at ``labelled_at`` (relabelled or undone since).
         Raises :class:`VerdictNotFound` for an unknown id."""
         check_tenant(tenant)

@@ -1,5 +1,5 @@
 """The console in a real browser (headless Debian Chromium through Selenium): the verdict list's
-filters and paging, and a verdict page opened from the list. Open mode (a browser sends no
+filters and paging, and a verdict page opened from the list (with its label history). Open mode (a browser sends no
 API key header), a real uvicorn server on loopback, a SQLite store seeded through /v1/fuse."""
 
 from __future__ import annotations
@@ -55,6 +55,9 @@ def _drive(base: str, seeded: list[dict[str, Any]], post_one: Callable[[], None]
         seen["verdict_title"] = driver.find_element(By.TAG_NAME, "h1").text
         seen["judges"] = [r.get_attribute("data-judge") for r in driver.find_elements(By.CSS_SELECTOR, "#votes tr[data-judge]")]
         seen["question"] = driver.find_element(By.CSS_SELECTOR, "pre.question").text
+        seen["history"] = [(r.get_attribute("data-action"), r.get_attribute("data-label"),
+                            r.find_element(By.CSS_SELECTOR, "[data-by]").text)
+                           for r in driver.find_elements(By.CSS_SELECTOR, "#history tr[data-seq]")]
         driver.find_element(By.LINK_TEXT, "« verdicts of ext").click()
         WebDriverWait(driver, 15).until(lambda d: urlparse(d.current_url).path == "/console/verdicts")
         seen["back"] = urlparse(driver.current_url).path
@@ -109,6 +112,8 @@ async def test_filters_paging_and_a_verdict_page_in_chromium(tmp_path):
     assert first in seen["verdict_title"]
     assert seen["judges"] == list(P.EXT)
     assert seen["question"].startswith(f"Question {int(first[1:])}:")
+    given = next(v["given"] for v in seeded if v["id"] == first)
+    assert seen["history"] == [("labelled", given, "api")]  # the tenant key's POST /v1/feedback
     assert seen["back"] == "/console/verdicts"
     assert (seen["count_before"], seen["count_after"]) == ("40", "41")
     assert seen["url_after"].endswith("/console?refresh=2")

@@ -41,7 +41,7 @@ def test_the_concerns_partition_the_storage_interface() -> None:
             assert name not in seen, f"{name} is in {seen[name]} and {concern.__name__}"
             seen[name] = concern.__name__
     assert set(seen) == public(Storage) | {"__aenter__", "__aexit__"}
-    assert len(public(Storage)) == 34
+    assert len(public(Storage)) == 35
 
 
 @pytest.mark.parametrize("backend", [SQLiteStorage, RedisStorage, PostgresStorage])
@@ -79,6 +79,8 @@ async def test_bad_arguments_never_reach_a_backend_hook() -> None:
         spy.get_verdict("bad tenant", "v1"),
         spy.get_verdict("acme", ""),
         spy.set_label("acme", "v1", "C", lambda r, label: {}),  # type: ignore[arg-type]
+        spy.set_label("acme", "v1", "A", lambda r, label: {}, by="x" * 257),
+        spy.label_history("acme", ""),
         spy.lease_review("acme", "p1", n=0, annotator="ann", lease_s=60),
         spy.release_review("acme", "v1", ""),
         spy.review_stats("acme", "", now=1.0),

@@ -112,19 +112,23 @@ async def test_schema_is_stamped_and_a_newer_one_is_refused(
 
 
 async def test_a_version_1_database_is_migrated_on_open(pg: PostgresStorage, postgres_url: str) -> None:
-    """Version 2 added the index ``iter_recent`` reads: a database stamped 1 (without it)
-    gains it on open, keeps its records, and is stamped 2; a second open changes nothing."""
-    assert SCHEMA_VERSION == 2
+    """Version 2 added the index ``iter_recent`` reads, version 3 the label history: a
+    database stamped 1 (without either) gains both on open, keeps its records, and is stamped
+    3; a second open changes nothing."""
+    assert SCHEMA_VERSION == 3
     await pg.save_verdict("acme", make_record("v1"))
     await pg.close()
     async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as conn:
         await conn.execute("DROP INDEX verdicts_panel_recent")
+        await conn.execute("DROP TABLE label_history")
         await conn.execute("UPDATE schema_version SET version = 1")
     async with PostgresStorage(postgres_url) as migrated:
-        assert await migrated.schema_version() == 2
+        assert await migrated.schema_version() == 3
         assert [r.id for r in await migrated.iter_recent("acme", "p1", limit=5)] == ["v1"]
+        assert await migrated.label_history("acme", "v1") == []
     async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as conn:
-        cur = await conn.execute("SELECT to_regclass('verdicts_panel_recent') IS NOT NULL")
+        cur = await conn.execute("SELECT to_regclass('verdicts_panel_recent') IS NOT NULL "
+                                 "AND to_regclass('label_history') IS NOT NULL")
         assert await cur.fetchone() == (True,)
         cur = await conn.execute("SELECT count(*) FROM schema_version")
         assert await cur.fetchone() == (1,)

@@ -72,6 +72,7 @@ from judgefuse.service.storage.errors import (
     VerdictExists,
     VerdictNotFound,
 )
+from judgefuse.service.storage.label_history import LabelEvent, event_body
 from judgefuse.service.storage.paging import PageSizer
 from judgefuse.service.storage.postgres.accumulators import (
     accumulator_keys,
@@ -79,6 +80,7 @@ from judgefuse.service.storage.postgres.accumulators import (
     sum_accumulator,
 )
 from judgefuse.service.storage.postgres.errors import map_pg_error, redact_url, secret_forms
+from judgefuse.service.storage.postgres.label_history import append_history, read_history
 from judgefuse.service.storage.postgres.partitions import day_of, ensure_partition
 from judgefuse.service.storage.postgres.retention import (
     records_page,
@@ -402,7 +404,7 @@ class PostgresStorage(Storage):
     # -- labels --------------------------------------------------------------------------------
     async def _set_label(
         self, tenant: str, verdict_id: str, label: LabelKind, increments: IncrementsFn, when: float,
-        comment: str | None = None,
+        comment: str | None = None, *, by: str | None = None,
     ) -> LabelOutcome:
         async def txn(conn: psycopg.AsyncConnection) -> LabelOutcome:
             found = await self._locked_record(conn, tenant, verdict_id)
@@ -419,6 +421,8 @@ class PostgresStorage(Storage):
                 "WHERE created_at = %s AND tenant = %s AND id = %s",
                 (label, when, new.model_dump_json(), created, tenant, verdict_id),
             )
+            await append_history(conn, tenant, verdict_id, event_body(
+                record, label_status(record, label), label, when, comment, by))
             await add_increments(conn, tenant, hour_of(record.created_at), net)
             await dequeue_labelled(conn, tenant, record)
             return LabelOutcome(
@@ -450,11 +454,17 @@ class PostgresStorage(Storage):
                 "WHERE created_at = %s AND tenant = %s AND id = %s",
                 (new.model_dump_json(), created, tenant, verdict_id),
             )
+            await append_history(conn, tenant, verdict_id,
+                                 event_body(record, None, None, at, None, annotator))
             await add_increments(conn, tenant, hour_of(record.created_at), net)
             await requeue_undone(conn, tenant, record, annotator, expires_at)
             return new
 
         return await self._run("undo_label", txn)
+
+    async def _label_history(self, tenant: str, verdict_id: str) -> list[LabelEvent]:
+        return await self._run("label_history", lambda c: read_history(c, tenant, verdict_id),
+                               transaction=False)
 
     # -- review queue --------------------------------------------------------------------------
     async def _lease_review(

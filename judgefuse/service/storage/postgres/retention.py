@@ -127,10 +127,11 @@ async def retain(
             {"cut": older_than, "k": keep_labelled},
         )
         dropped += max(cur.rowcount, 0)
-    await conn.execute(
-        "DELETE FROM verdict_ids i WHERE i.created_at < %s AND NOT EXISTS ("
+    await conn.execute(  # a dropped verdict's label history goes with its id
+        "WITH gone AS (DELETE FROM verdict_ids i WHERE i.created_at < %s AND NOT EXISTS ("
         "SELECT 1 FROM verdicts v WHERE v.created_at = i.created_at AND v.tenant = i.tenant "
-        "AND v.id = i.id)",
+        "AND v.id = i.id) RETURNING i.tenant, i.id) "
+        "DELETE FROM label_history h USING gone WHERE h.tenant = gone.tenant AND h.id = gone.id",
         (older_than,),
     )
     cur = await conn.execute(

@@ -177,7 +177,20 @@ CREATE INDEX IF NOT EXISTS verdicts_panel_recent ON verdicts (tenant, panel, cre
 """Version 2: ``iter_recent`` (a panel's newest records, labelled or not, for Dawid-Skene's
 cold start) reads one index range, newest first."""
 
-MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2}
+_V3 = """
+CREATE TABLE IF NOT EXISTS label_history (
+    tenant text COLLATE "C" NOT NULL,
+    id text COLLATE "C" NOT NULL,
+    seq integer NOT NULL,
+    body text COLLATE "C" NOT NULL,
+    PRIMARY KEY (tenant, id, seq)
+);
+"""
+"""Version 3: every label, relabel, comment change and undo of a verdict, appended in the
+label's transaction, the newest ``LABEL_HISTORY_KEEP`` kept per verdict
+(:mod:`judgefuse.service.storage.label_history`); a retention pass drops a deleted verdict's."""
+
+MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3}
 """version -> the DDL that brings version - 1 to it (1: the whole schema from nothing)."""
 
 SCHEMA_VERSION = max(MIGRATIONS)

@@ -33,6 +33,9 @@ key                                    content
 ``jf:{T}:review:owner:{panel}``        hash: leased id -> annotator (live leases only)
 ``jf:{T}:review:leases:{s}:{panel}``   sorted set per queued stratum: leased ids, score = expiry
 ``jf:{T}:review:counts:{panel}``       hash: ``routed:{s}``, ``inqueue:{s}``, ``labelled:{s}``
+``jf:{T}:lh:{id}``                     list: the verdict's label history, oldest first (JSON
+                                       entries, the newest ``LABEL_HISTORY_KEEP``), appended by
+                                       the label and undo scripts
 ``jf:tenants``                         set: every tenant that saved a verdict (no hash tag:
                                        written beside the save script, once per process)
 =====================================  =====================================================
@@ -142,6 +145,12 @@ from judgefuse.service.storage.errors import (
     VerdictExists,
     VerdictNotFound,
 )
+from judgefuse.service.storage.label_history import (
+    LABEL_HISTORY_KEEP,
+    LabelEvent,
+    event_body,
+    parse_label_event,
+)
 from judgefuse.service.storage.paging import PageSizer
 from judgefuse.service.storage.records import (
     DECIDED,
@@ -175,7 +184,9 @@ def lua(name: str) -> str:
     replies). The save and label scripts start with ``increments.lua``, whose ``plan()`` and
     ``apply()`` they call."""
     text = resources.files("judgefuse.service.storage.redis").joinpath("lua", f"{name}.lua").read_text(encoding="utf-8")
-    if name in ("save", "label", "unlabel"):
+    if name in ("label", "unlabel"):  # ... and history.lua's append_history()
+        return lua("increments") + lua("history") + text
+    if name == "save":
         return lua("increments") + text
     return text
 
@@ -427,7 +438,7 @@ class RedisStorage(Storage):
     # -- labels --------------------------------------------------------------------------------
     async def _set_label(
         self, tenant: str, verdict_id: str, label: LabelKind, increments: IncrementsFn, when: float,
-        comment: str | None = None,
+        comment: str | None = None, *, by: str | None = None,
     ) -> LabelOutcome:
         record_key = self._k(tenant, "v", verdict_id)
         for _ in range(self.max_cas_attempts):
@@ -453,6 +464,7 @@ class RedisStorage(Storage):
                 review["owners"],
                 review["leases:review"],
                 review["leases:audit"],
+                self._k(tenant, "lh", verdict_id),
             ]
             first_stamped = record.label is None and record.review is not None
             args: list[str] = [
@@ -463,6 +475,8 @@ class RedisStorage(Storage):
                 str(hour),
                 record.review.stratum if first_stamped and record.review is not None else "",
                 "1" if label in DECIDED else "0",
+                event_body(record, label_status(record, label), label, when, comment, by),
+                str(LABEL_HISTORY_KEEP),
             ]
             self._add_increments(tenant, hour, net, keys, args)
             with self._errors("set_label"):
@@ -506,13 +520,15 @@ class RedisStorage(Storage):
             keys = [record_key, self._k(tenant, "labelled"),
                     self._k(tenant, "labelled", "p", record.panel), self._k(tenant, "acc", "keys"),
                     review["counts"], review["queue"], review["strata"], review["owners"],
-                    review["leases:review"], review["leases:audit"]]
+                    review["leases:review"], review["leases:audit"],
+                    self._k(tenant, "lh", verdict_id)]
             stamp = record.review
             args: list[str] = [
                 hashlib.sha1(_text(raw).encode("utf-8")).hexdigest(), new.model_dump_json(),
                 verdict_id, str(hour), stamp.stratum if stamp is not None else "",
                 "1" if stamp is not None and stamp.queued else "0",
                 repr(stamp.rank if stamp is not None else 0.0), annotator, repr(expires_at),
+                event_body(record, None, None, at, None, annotator), str(LABEL_HISTORY_KEEP),
             ]
             self._add_increments(tenant, hour, net, keys, args)
             with self._errors("undo_label"):
@@ -528,6 +544,11 @@ class RedisStorage(Storage):
         raise StorageUnavailable(
             f"undo_label on {verdict_id!r}: still contended after {self.max_cas_attempts} attempts"
         )
+
+    async def _label_history(self, tenant: str, verdict_id: str) -> list[LabelEvent]:
+        with self._errors("label_history"):
+            entries = await self.client.lrange(self._k(tenant, "lh", verdict_id), 0, -1)
+        return [parse_label_event(None, entry, "redis") for entry in entries]
 
     # -- review queue --------------------------------------------------------------------------
     async def _lease_review(
@@ -927,7 +948,7 @@ class RedisStorage(Storage):
                     by_panel = labelled if panel is None else self._k(tenant, "labelled", "p", panel)
                     await self._drop_script(
                         keys=[self._k(tenant, "v", vid), self._k(tenant, "records"), labelled,
-                              by_panel],
+                              by_panel, self._k(tenant, "lh", vid)],
                         args=[vid, sha], client=pipe)
                 results = await pipe.execute()
         return sum(1 for result in results if int(result) == 1)

@@ -69,6 +69,7 @@ from judgefuse.service.storage.errors import (
     VerdictExists,
     VerdictNotFound,
 )
+from judgefuse.service.storage.label_history import LabelEvent, event_body
 from judgefuse.service.storage.paging import PageSizer
 from judgefuse.service.storage.records import (
     LabelKind,
@@ -88,6 +89,7 @@ from judgefuse.service.storage.sqlite.accumulators import (
 from judgefuse.service.storage.sqlite.cache import AccumulatorCache, Written
 from judgefuse.service.storage.sqlite.errors import map_sqlite_error
 from judgefuse.service.storage.sqlite.group_commit import GroupCommit
+from judgefuse.service.storage.sqlite.label_history import append_history, read_history
 from judgefuse.service.storage.sqlite.retention import (
     Bounds,
     Key,
@@ -314,7 +316,7 @@ class SQLiteStorage(Storage):
     # -- labels --------------------------------------------------------------------------------
     async def _set_label(
         self, tenant: str, verdict_id: str, label: LabelKind, increments: IncrementsFn, when: float,
-        comment: str | None = None,
+        comment: str | None = None, *, by: str | None = None,
     ) -> LabelOutcome:
         def txn(conn: sqlite3.Connection) -> LabelOutcome:
             record = _record_in(conn, tenant, verdict_id)
@@ -329,6 +331,8 @@ class SQLiteStorage(Storage):
                 "WHERE tenant = ? AND id = ?",
                 (label, when, new.model_dump_json(), tenant, verdict_id),
             )
+            append_history(conn, tenant, verdict_id, event_body(
+                record, label_status(record, label), label, when, comment, by))
             touched.update(net)
             add_increments(conn, tenant, hour, net, written)
             dequeue_labelled(conn, tenant, record)
@@ -363,6 +367,8 @@ class SQLiteStorage(Storage):
                 "WHERE tenant = ? AND id = ?",
                 (new.model_dump_json(), tenant, verdict_id),
             )
+            append_history(conn, tenant, verdict_id,
+                           event_body(record, None, None, at, None, annotator))
             touched.update(net)
             add_increments(conn, tenant, hour, net, written)
             requeue_undone(conn, tenant, record, annotator, expires_at)
@@ -373,6 +379,9 @@ class SQLiteStorage(Storage):
         hour_box: list[int] = []
 
         return await self._write_grouped("undo_label", tenant, hour_box, touched, written, txn)
+
+    async def _label_history(self, tenant: str, verdict_id: str) -> list[LabelEvent]:
+        return await self._run("label_history", lambda c: read_history(c, tenant, verdict_id))
 
     # -- review queue --------------------------------------------------------------------------
     async def _lease_review(

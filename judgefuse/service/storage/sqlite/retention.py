@@ -202,6 +202,7 @@ def retention_batch(
                 continue
         doomed.append((tenant, vid))
     conn.executemany("DELETE FROM verdicts WHERE tenant = ? AND id = ?", doomed)
+    conn.executemany("DELETE FROM label_history WHERE tenant = ? AND id = ?", doomed)
     last = None if len(rows) < batch else (float(rows[-1][0]), str(rows[-1][1]), str(rows[-1][2]))
     return RetentionReport(dropped=len(doomed), kept_pending=pending, kept_labelled=labelled), last
 

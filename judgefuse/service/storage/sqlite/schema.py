@@ -22,6 +22,11 @@ one transaction); its records carry no review stamp, so none of them is ever que
 Version 3 adds ``leases(tenant, name, owner, expires_at)``: named leases that let one replica
 at a time run a job such as a refit (``Storage.acquire_lease``); older files gain the table on
 open, as above.
+
+Version 5 adds ``label_history(tenant, id, seq, body)``: every label, relabel, comment change
+and undo of a verdict (:mod:`judgefuse.service.storage.label_history`), written in the label's
+transaction, the newest ``LABEL_HISTORY_KEEP`` kept per verdict; older files gain the table on
+open.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from judgefuse.service.storage.errors import StorageError
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "create_schema"]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -132,6 +137,13 @@ CREATE TABLE IF NOT EXISTS monitor_events (
     body TEXT NOT NULL,
     PRIMARY KEY (tenant, panel, version)
 );
+CREATE TABLE IF NOT EXISTS label_history (
+    tenant TEXT NOT NULL,
+    id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (tenant, id, seq)
+) WITHOUT ROWID;
 """
 
 
@@ -159,7 +171,7 @@ def create_schema(conn: sqlite3.Connection, path: Path) -> None:
                 f"({SCHEMA_VERSION})"
             )
         elif int(row[0]) < SCHEMA_VERSION:
-            # 1 -> 2 -> 3 -> 4 only add tables (created above): stamp the new version
+            # 1 -> 2 -> 3 -> 4 -> 5 only add tables (created above): stamp the new version
             conn.execute(
                 "UPDATE meta SET value = ? WHERE name = 'schema'", (str(SCHEMA_VERSION),)
             )

@@ -1,8 +1,9 @@
 -- KEYS: record, labelled, labelled-by-panel, acc:keys, review counts, queue, queue strata,
---        lease owners, review leases, audit leases, then per accumulator: total, hours, hour.
+--        lease owners, review leases, audit leases, label history, then per accumulator: total,
+--        hours, hour.
 -- ARGV: sha1(expected current value), new value, score, id, hour, stratum of a first label of
---        a stamped record ('' otherwise), then per accumulator: name, field count, field, delta, ...
---        (from ARGV[8]); ARGV[7] '1' when the new label is A or B, else '0': the labelled
+--        a stamped record ('' otherwise), A-or-B flag, history entry, history cap, then per
+--        accumulator: name, field count, field, delta, ... (from ARGV[10]); ARGV[7] '1' when the new label is A or B, else '0': the labelled
 --        indexes hold the A/B labels only (iter_labelled, count_labelled), so a tie or
 --        both-bad label takes the id out of them.
 -- Returns 1 done, 0 the record changed (retry), -1 no record, -2 a field would overflow.
@@ -12,7 +13,7 @@
 local cur = redis.call('GET', KEYS[1])
 if not cur then return -1 end
 if redis.sha1hex(cur) ~= ARGV[1] then return 0 end
-local planned = plan(8, 11)
+local planned = plan(10, 12)
 if not planned then return -2 end
 redis.call('SET', KEYS[1], ARGV[2])
 redis.call('PERSIST', KEYS[1])
@@ -34,5 +35,6 @@ if stratum ~= '' then
   redis.call('ZREM', KEYS[9], ARGV[4])
   redis.call('ZREM', KEYS[10], ARGV[4])
 end
+append_history(KEYS[11], ARGV[8], ARGV[9])
 apply(planned, KEYS[4], ARGV[5])
 return 1

@@ -1,8 +1,9 @@
 -- KEYS: record, labelled, labelled-by-panel, acc:keys, review counts, queue, queue strata,
---        lease owners, review leases, audit leases, then per accumulator: total, hours, hour.
+--        lease owners, review leases, audit leases, label history, then per accumulator: total,
+--        hours, hour.
 -- ARGV: sha1(expected current value), new (unlabelled) value, id, hour, stratum of the stamp
---        ('' without one), queued ('1'/'0'), rank, annotator, lease expiry, then from ARGV[10]
---        per accumulator: name, field count, field, delta, ...
+--        ('' without one), queued ('1'/'0'), rank, annotator, lease expiry, history entry,
+--        history cap, then from ARGV[12] per accumulator: name, field count, field, delta, ...
 -- An undo (the annotator page's): the record loses its label, the label's increments are
 -- subtracted, the stratum's labelled count goes down, and a queued item returns to the queue
 -- leased to the annotator. Returns 1 done, 0 the record changed (retry), -1 no record, -2 a
@@ -11,7 +12,7 @@
 local cur = redis.call('GET', KEYS[1])
 if not cur then return -1 end
 if redis.sha1hex(cur) ~= ARGV[1] then return 0 end
-local planned = plan(10, 11)
+local planned = plan(12, 12)
 if not planned then return -2 end
 redis.call('SET', KEYS[1], ARGV[2])
 redis.call('ZREM', KEYS[2], ARGV[3])
@@ -28,5 +29,6 @@ if stratum ~= '' then
     redis.call('HSET', KEYS[8], ARGV[3], ARGV[8])
   end
 end
+append_history(KEYS[11], ARGV[10], ARGV[11])
 apply(planned, KEYS[4], ARGV[4])
 return 1
