@@ -813,27 +813,36 @@ class RedisStorage(Storage):
         low_arg = "-inf" if low is None else repr(float(low))
         high_arg = "+inf" if high is None else f"({high!r}"
         read = self.client.zrevrangebyscore if descending else self.client.zrangebyscore
-        out: list[tuple[str, float]] = []
+
+        def pairs(chunk: Any) -> list[tuple[str, float]]:
+            return [(_text(m), float(sc)) for m, sc in cast(list[tuple[Any, Any]], chunk)]
+
         with self._errors(what):
-            if after is not None:
-                score, last = after
-                offset = 0
-                while len(out) < n:
-                    chunk = await read(key, repr(score), repr(score), start=offset, num=n, withscores=True)
-                    offset += len(chunk)
-                    out += [(_text(m), float(sc)) for m, sc in cast(list[tuple[Any, Any]], chunk)
-                            if (_text(m) < last if descending else _text(m) > last)]
-                    if len(chunk) < n:
-                        break
-                if descending:
-                    high_arg = f"({score!r}"
-                else:
-                    low_arg = f"({score!r}"
-            if len(out) < n:
+            if after is None:
                 bounds = (high_arg, low_arg) if descending else (low_arg, high_arg)
-                rest = await read(key, *bounds, start=0, num=n - len(out), withscores=True)
-                out += [(_text(m), float(sc)) for m, sc in cast(list[tuple[Any, Any]], rest)]
-        return out[:n]
+                return pairs(await read(key, *bounds, start=0, num=n, withscores=True))[:n]
+            score, last = after
+            if descending:
+                high_arg = f"({score!r}"
+            else:
+                low_arg = f"({score!r}"
+            bounds = (high_arg, low_arg) if descending else (low_arg, high_arg)
+            # one round trip: the cursor's tie group and the first n past it (a page behind a
+            # cursor used to cost two, then the bodies' MGET a third: docs/benchmarks.md)
+            async with self.client.pipeline(transaction=False) as pipe:
+                side = pipe.zrevrangebyscore if descending else pipe.zrangebyscore
+                side(key, repr(score), repr(score), start=0, num=n, withscores=True)
+                side(key, *bounds, start=0, num=n, withscores=True)
+                chunk, rest = await pipe.execute()
+            out: list[tuple[str, float]] = []
+            offset = 0
+            while True:
+                offset += len(chunk)
+                out += [(m, sc) for m, sc in pairs(chunk) if (m < last if descending else m > last)]
+                if len(chunk) < n or len(out) >= n:  # the tie group read to its end, or enough
+                    break
+                chunk = await read(key, repr(score), repr(score), start=offset, num=n, withscores=True)
+            return (out + pairs(rest))[:n]
 
     async def _tenant_records(
         self, tenant: str, panel: str | None, since: float | None, until: float | None,
