@@ -85,8 +85,12 @@ def verdict_scan(
     ``before`` = (created_at, id), newest first, ``limit`` of them (``oldest_first``: strictly
     after it, oldest first, the same index read forwards). Served by the index on
     (tenant, panel, created_at, id) (labelled: its partial twin over labelled rows), read
-    backwards from the cursor: a page costs O(log N + limit) however deep."""
-    sql = "SELECT body FROM verdicts WHERE tenant = %s AND panel = %s"
+    backwards from the cursor: a page costs O(log N + limit) however deep. SQLite is told to
+    use the partial index for labelled rows: without statistics its planner took the full one
+    and looked up every unlabelled row to skip it (1.7 ms instead of 0.2 ms of CPU for 100
+    labelled rows out of 100,000 records, one in ten labelled)."""
+    table = "verdicts INDEXED BY verdicts_panel_labelled" if sqlite and labelled else "verdicts"
+    sql = f"SELECT body FROM {table} WHERE tenant = %s AND panel = %s"
     params: list[Any] = [tenant, panel]
     if labelled is not None:
         sql += " AND label IS NOT NULL" if labelled else " AND label IS NULL"
