@@ -58,7 +58,7 @@ def add_batch_arguments(parser: argparse.ArgumentParser) -> None:
         "--batch-retry-online",
         dest="batch_retry_online",
         action="store_true",
-        help="send a failed or expired batch request online once instead of leaving its vote invalid",
+        help="send an expired or server-failed (5xx, 429) batch request online once instead of leaving its vote invalid",
     )
 
 

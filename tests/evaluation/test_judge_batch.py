@@ -19,6 +19,7 @@ from judgefuse.evaluation.loaders import read_votes
 from judgefuse.judges.batch import BatchUnsupported, answers_path, state_path
 from judgefuse.judges.batch.runner import batch_endpoint
 from judgefuse.judges.config import JudgeConfig
+from judgefuse.judges.structured_output import forget_refusals
 
 FAIL = "please fail"
 
@@ -203,6 +204,46 @@ async def test_an_expired_batch_degrades_the_unrun_votes_and_can_retry_them_onli
     assert "22 failed or expired (22 retried online)" in printed
     assert len(stub.requests) == 22  # exactly the expired requests went online
     assert all(v.valid for j in read_votes(retry_out) for v in j.votes)
+
+
+async def test_a_dependent_call_takes_another_round_and_an_online_retry_is_paid_once(
+    stub, panel_yaml, tmp_path, capsys
+):
+    """The endpoint refuses structured output (HTTP 400 naming response_format): the SC judge's
+    prompt-and-parse retry is a second request, so a second batch round. The logprob requests of
+    two items fail and are retried online in the first round; those items are judged again in
+    the second round, and their online retries are not sent again."""
+    forget_refusals()
+    failing_questions = {"question 1", "question 4"}
+
+    def handler(body: dict) -> S.Action:
+        user = body["messages"][-1]["content"]
+        if "response_format" in body:
+            return S.Status(400, "response_format is not supported", param="response_format")
+        if body.get("logprobs") and any(f"\n{q}\n" in user for q in failing_questions):
+            return S.Status(500, "logprob backend down")
+        return reply(body)
+
+    stub.handler = handler
+    pairs = write_pairs(tmp_path / "pairs.jsonl", 6)
+    out = tmp_path / "votes.jsonl"
+    try:
+        assert await arun_judge(batch_args(pairs, panel_yaml, out, "--batch-retry-online")) == 0
+    finally:
+        forget_refusals()
+    printed = capsys.readouterr().out
+    assert "batch: 3 created, 0 resumed, 24 requests submitted" in printed and "3 rounds" in printed
+    assert "(4 retried online)" in printed
+    assert len(stub.requests) == 4  # two items x two orders, once each although judged in two rounds
+    judged = {j.item.id: j for j in read_votes(out)}
+    for item_id, item in judged.items():
+        sc, logprob = item.votes
+        assert sc.valid and sc.choice == item.item.label
+        assert logprob.valid is (item_id not in ("p1", "p4"))
+    # round 1 asked the SC judge with the schema; round 2's batch holds its six plain requests
+    first_sc, _logprob, second_sc = [[line["body"] for line in b.lines] for b in stub.batches.batches.values()]
+    assert len(first_sc) == 6 and all("response_format" in body for body in first_sc)
+    assert len(second_sc) == 6 and not any("response_format" in body for body in second_sc)
 
 
 async def test_a_failed_batch_makes_invalid_votes_not_a_crash(stub, panel_yaml, tmp_path, capsys):

@@ -479,7 +479,8 @@ class BatchStub:
                 continue
             status, message = (action.status, action.message) if isinstance(action, Status) else (500, "server error")
             kind = "server_error" if status >= 500 else "invalid_request_error"
-            response = {"status_code": status, "body": {"error": {"message": message, "type": kind}}}
+            param = action.param if isinstance(action, Status) else None
+            response = {"status_code": status, "body": {"error": {"message": message, "type": kind, "param": param}}}
             errors.append(_result_line(index, custom_id, response, None))
         batch.completed, batch.failed = len(output), len(errors)
         if output:

@@ -16,8 +16,9 @@ downloaded), so a run that stops after a download never downloads or pays again:
   (``batch_expired``, or the batch failed or was cancelled).
 
 A failed or never-run request fails its call with the transport error an online call would
-have raised (the vote becomes invalid with the reason), or, with ``fallback`` set, is sent
-online once (``--batch-retry-online``).
+have raised (the vote becomes invalid with the reason). With ``fallback`` set
+(``--batch-retry-online``), a request that failed for a reason worth retrying (expired, never
+run, a 5xx or 429) is sent online once; a request the provider refused (4xx) is not.
 """
 
 from __future__ import annotations
@@ -33,7 +34,14 @@ from typing import Any
 from judgefuse.judges.transport import pricing
 from judgefuse.judges.transport.cache import cache_key
 from judgefuse.judges.transport.direct import parse_body
-from judgefuse.judges.transport.errors import JudgeTimeout, ServerError, TransportError, error_for_status, redact
+from judgefuse.judges.transport.errors import (
+    JudgeTimeout,
+    RetryableError,
+    ServerError,
+    TransportError,
+    error_for_status,
+    redact,
+)
 from judgefuse.judges.transport.redaction import scrub_response
 from judgefuse.judges.transport.request import ChatClient, ChatRequest, ChatResponse, openai_body
 
@@ -159,7 +167,7 @@ class AnsweringClient:
 
     ``pending`` collects (custom id -> request) the requests that had no answer; ``misses``
     counts them (a caller compares it before and after an item). ``fallback`` (None: none) is
-    the online client a failed request is retried on.
+    the online client a failed request is retried on (once per request and run).
     """
 
     def __init__(
@@ -177,6 +185,7 @@ class AnsweringClient:
         self.retried_online = 0
         self._secret = secret
         self._fallback = fallback
+        self._online_outcomes: dict[str, ChatResponse | TransportError] = {}
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         cid = custom_id(self.judge, request)
@@ -186,10 +195,10 @@ class AnsweringClient:
             self.pending.setdefault(cid, request)
             raise AwaitingBatch(f"request {cid[:12]} is waiting for its batch")
         if record.get("status_code") != 200:
-            if self._fallback is not None:
-                self.retried_online += 1
-                return await self._fallback.complete(request)
-            raise _failure(record, self._secret)
+            failure = _failure(record, self._secret)
+            if self._fallback is None or not isinstance(failure, RetryableError):
+                raise failure  # a request the provider refused (4xx) would be refused online too
+            return await self._online(cid, request)
         texts, tops, prompt_tokens, completion_tokens, model = parse_body(record.get("body"), request)
         cost = pricing.cost_usd(request.model, prompt_tokens, completion_tokens) * BATCH_PRICE_FACTOR
         answer = ChatResponse(
@@ -202,6 +211,22 @@ class AnsweringClient:
             model=model,
         )
         return scrub_response(answer, self._secret)
+
+    async def _online(self, cid: str, request: ChatRequest) -> ChatResponse:
+        """The request sent online once; the outcome is kept, since an item waiting for another
+        of its requests is judged again next round and must not pay twice."""
+        kept = self._online_outcomes.get(cid)
+        if kept is None:
+            assert self._fallback is not None
+            self.retried_online += 1
+            try:
+                kept = await self._fallback.complete(request)
+            except TransportError as exc:
+                kept = exc
+            self._online_outcomes[cid] = kept
+        if isinstance(kept, TransportError):
+            raise kept
+        return kept
 
     async def aclose(self) -> None:
         if self._fallback is not None:
