@@ -254,8 +254,9 @@ def findings(evidence: ComparisonEvidence, judge_1: str, judge_2: str) -> list[s
     ]
     if all(same):
         lines.append(
-            "candidate-aligned: equal to raw here: both judges scored both answers of every item, and each "
-            "answered every item, so the pool was aligned already (it differs where a judge gave no answer)."
+            "candidate-aligned: equal to raw here: a pairwise judge scores both answers of every item, with "
+            "confidences that mirror each other, so the pool was aligned already (the views differ only on "
+            "items a judge left without an answer)."
         )
     lines.append(f"ranking reversal: {'YES' if found else 'no'}")
     return lines
