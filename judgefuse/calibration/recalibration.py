@@ -29,8 +29,6 @@ from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.optimize import minimize, minimize_scalar
-from scipy.special import expit, log_expit
 
 if TYPE_CHECKING:  # sklearn costs ~1 s to import: only isotonic fitting pays for it
     from sklearn.isotonic import IsotonicRegression
@@ -122,6 +120,9 @@ class PlattScaling(_Base):
         self.b: float = 0.0
 
     def fit(self, confidence: ArrayLike, correct: ArrayLike) -> Self:
+        from scipy.optimize import minimize  # scipy loads on first fit, not at import
+        from scipy.special import expit, log_expit
+
         c, z = _check_pairs(confidence, correct)
         x = _logit(c)
         if self.smooth_targets:
@@ -143,6 +144,8 @@ class PlattScaling(_Base):
         return self
 
     def transform(self, confidence: ArrayLike) -> NDArray[np.float64]:
+        from scipy.special import expit
+
         self._require_fit()
         c = _check_confidence(confidence, allow_empty=True)
         return expit(self.a * _logit(c) + self.b)
@@ -158,6 +161,9 @@ class TemperatureScaling(_Base):
         self.temperature: float = 1.0
 
     def fit(self, confidence: ArrayLike, correct: ArrayLike) -> Self:
+        from scipy.optimize import minimize_scalar
+        from scipy.special import log_expit
+
         c, z = _check_pairs(confidence, correct)
         x = _logit(c)
 
@@ -173,6 +179,8 @@ class TemperatureScaling(_Base):
         return self
 
     def transform(self, confidence: ArrayLike) -> NDArray[np.float64]:
+        from scipy.special import expit
+
         self._require_fit()
         c = _check_confidence(confidence, allow_empty=True)
         return expit(_logit(c) / self.temperature)

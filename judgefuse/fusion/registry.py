@@ -30,13 +30,15 @@ listing. A plugin module only imports :func:`fusion_method` and decorates.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, Protocol, Self, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, TypeVar, runtime_checkable
 
-from judgefuse.calibration.recalibration import RECALIBRATORS, Recalibrator, make_recalibrator
 from judgefuse.errors import InputError, JudgefuseError
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote
 from judgefuse.registry import DuplicateEntry, Registry, UnknownEntry, plain_name
+
+if TYPE_CHECKING:  # numpy and the recalibrators load when a method is first recalibrated
+    from judgefuse.calibration.recalibration import Recalibrator
 
 
 class FusionError(JudgefuseError):
@@ -94,7 +96,7 @@ def requires_fit(method: object) -> bool:
 
 Factory = Callable[..., FusionMethod]
 F = TypeVar("F", bound=Callable[..., Any])
-Wrapper = Callable[[FusionMethod, Recalibrator], FusionMethod]
+Wrapper = Callable[[FusionMethod, "Recalibrator"], FusionMethod]
 """``(base, recalibrator) -> method``: what ``base+recalibrator`` names."""
 
 ENTRY_POINT_GROUP = "judgefuse.fusion_methods"
@@ -188,6 +190,8 @@ def get_method(name: str, **options: Any) -> FusionMethod:
     method = METHODS.get(name)(**options)
     if recalibrate is None:
         return method
+    from judgefuse.calibration.recalibration import RECALIBRATORS, make_recalibrator
+
     if recalibrate not in RECALIBRATORS:
         raise UnknownRecalibrator(
             f"unknown recalibrator {recalibrate!r}; known: {', '.join(sorted(RECALIBRATORS))}"
