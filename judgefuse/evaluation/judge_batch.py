@@ -69,9 +69,10 @@ async def judge_in_batches(
     and the batch line at the end, even when interrupted. A failing batch API raises
     :class:`~judgefuse.judges.batch.BatchAPIError` (the caller says how to resume)."""
     out = Path(args.out)
+    # built first: a judge without a batch API is refused before any file is touched
+    run = BatchRun(config, out, poll_s=args.batch_poll_s, retry_online=args.batch_retry_online)
     writer = VotesWriter(out)
     started = time.perf_counter()
-    run: BatchRun | None = None
     try:
         with progress_bar("batch {task.description}", quiet=args.quiet) as progress:
             bars: dict[str, TaskID] = {}
@@ -89,23 +90,14 @@ async def judge_in_batches(
                 summary.add(judged.votes, quorum_met)
                 summary.judged.append(judged)
 
-            run = BatchRun(
-                config,
-                out,
-                poll_s=args.batch_poll_s,
-                retry_online=args.batch_retry_online,
-                on_progress=on_progress,
-            )
-            try:
-                await run.run(items, on_judged)
-            finally:
-                await run.aclose()
+            run.on_progress = on_progress
+            await run.run(items, on_judged)
     except (asyncio.CancelledError, KeyboardInterrupt):
         summary.interrupted = True
         raise
     finally:
+        await run.aclose()
         writer.close()
         summary.wall_s = time.perf_counter() - started
         print(summary.line(), flush=True)
-        if run is not None:
-            print(run.report.line(), flush=True)
+        print(run.report.line(), flush=True)

@@ -277,6 +277,17 @@ def test_judges_without_a_batch_api_are_refused_up_front():
     )
 
 
+async def test_a_refused_panel_touches_nothing(tmp_path, capsys):
+    panel = tmp_path / "claude.yaml"
+    panel.write_text(
+        "name: c\njudges:\n  - name: claude\n    model: anthropic/claude-3-5-haiku-latest\n", encoding="utf-8"
+    )
+    out = tmp_path / "votes.jsonl"
+    with pytest.raises(BatchUnsupported, match="judge 'claude': Anthropic message batches are not supported"):
+        await arun_judge(batch_args(write_pairs(tmp_path / "pairs.jsonl", 2), panel, out))
+    assert not out.exists() and not state_path(out).exists() and capsys.readouterr().out == ""
+
+
 async def test_batch_needs_a_file(panel_yaml):
     with pytest.raises(JudgeCommandError, match="--batch judges a file"):
         await arun_judge(parse("--question", "q", "--answer-a", "a", "--answer-b", "b", "--batch"))
