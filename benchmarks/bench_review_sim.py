@@ -118,6 +118,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -202,11 +203,11 @@ def _record_tune(res: SimResult, which: str, tau: float | None, pool_c: np.ndarr
 
 
 def _tune(c: np.ndarray, z: np.ndarray, strata: np.ndarray, population: dict[str, int],
-          target: float, delta: float) -> float | None:
+          target: float, delta: float, options: dict[str, Any]) -> float | None:
     if c.size == 0:
         return None
     return tune_threshold_stratified(c, z, strata, population, target_precision=target,
-                                     delta=delta).threshold
+                                     delta=delta, **options).threshold
 
 
 def simulate(
@@ -224,13 +225,18 @@ def simulate(
     delta: float = 0.1,
     seed: int = 0,
     on_stream: Callable[[dict[str, np.ndarray]], None] | None = None,
+    tune_options: dict[str, Any] | None = None,
+    estimates: bool = True,
 ) -> SimResult:
     """Replay ``streams`` resampled streams of the pool (``confidence``, ``correct``); see module doc.
 
     ``on_stream`` (optional) receives each stream's arrays (``confidence``, ``correct``,
     ``route`` in {"review", "audit", "none"}, ``labelled`` bool) so another harness (e.g. the
     HTTP benchmark) can replay the same streams through the service and compare.
+    ``tune_options``: extra arguments of the tuner (e.g. ``chains``, ``bound``: the bound
+    benchmark compares them); ``estimates=False`` skips the population estimates (tunes only).
     """
+    options = tune_options or {}
     pool_c = np.asarray(confidence, dtype=np.float64)
     pool_z = np.asarray(correct, dtype=np.float64)
     rng = np.random.default_rng(seed)
@@ -258,7 +264,7 @@ def simulate(
         route_block(0, warmup, None)
         lab = labelled[:warmup]
         tau1 = _tune(c[:warmup][lab], z[:warmup][lab], np.full(int(lab.sum()), "review"),
-                     {"review": warmup}, target, delta)
+                     {"review": warmup}, target, delta, options)
         _record_tune(res, "first", tau1, pool_c, pool_z, c[warmup:retune_at])
         route_block(warmup, retune_at, tau1)
 
@@ -267,12 +273,15 @@ def simulate(
         strata_of = np.where(route[head] == "review", "review", auto_name)
         population = {"review": int((route[head] == "review").sum()),
                       auto_name: int((route[head] != "review").sum())}
-        tau2 = _tune(c[head][lab], z[head][lab], strata_of[lab], population, target, delta)
+        tau2 = _tune(c[head][lab], z[head][lab], strata_of[lab], population, target, delta, options)
         _record_tune(res, "second", tau2, pool_c, pool_z, c[retune_at:])
         route_block(retune_at, stream_len, tau2)
         if on_stream is not None:
             on_stream({"confidence": c, "correct": z, "route": route.astype(str),
                        "labelled": labelled.copy()})
+        res.labels.append(int(labelled.sum()))
+        if not estimates:
+            continue
 
         review = route == "review"
         auto = ~review
@@ -301,7 +310,6 @@ def simulate(
             # fixed point
             if not (math.isnan(t) or math.isnan(lo)):
                 res.covered[m].append(bool(lo - 1e-9 <= t <= hi + 1e-9))
-        res.labels.append(int(labelled.sum()))
     return res
 
 

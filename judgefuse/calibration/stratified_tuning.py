@@ -17,10 +17,15 @@ of them wrong. The accepted traffic's error rate is the mixture
     err = sum_s alpha_s q_s,   alpha_s = pi_s a_s / sum_t pi_t a_t.
 
 * Conditional on ``A_s``, ``E_s ~ Binomial(A_s, q_s)``: ``U_s`` = one-sided Clopper-Pearson upper
-  bound on ``q_s`` at level ``delta_q / S_acc``, where ``S_acc`` counts the strata with at least
-  one accepted label. Which strata accept labels depends on confidences only, never on
-  labels, so the split is fixed before the labels are looked at; a stratum with ``A_s = 0``
-  takes ``U_s = 1``, which holds surely.
+  bound on ``q_s`` at level ``delta_q w_s``. The shares ``w_s`` (summing to 1 over the strata with
+  at least one accepted label, :func:`_error_shares`) follow each stratum's part in the standard
+  error of the accepted error rate, ``alpha_s / sqrt(A_s)`` with ``alpha_s ~ N_s A_s / n_s``: the
+  stratum that decides the bound (typically the audit stratum, whose few labels stand for most
+  of the accepted traffic) is bounded at nearly all of ``delta_q`` instead of ``delta_q / S``.
+  The shares depend on confidences and counts only, never on labels, so the split is fixed
+  before the labels are looked at (weighted Bonferroni); a stratum with ``A_s = 0`` takes
+  ``U_s = 1``, which holds surely, and no share. (``bound="even"``, the previous split, gives
+  every such stratum ``delta_q / S_acc``; kept to measure against.)
 * ``a_s`` lies in ``[La_s, Ua_s]``, Clopper-Pearson bounds from ``A_s`` of ``n_s`` (``[0, 1]`` when
   the stratum has no labels): two-sided at ``delta_a / (2S)`` per side, except for strata with
   ``A_s = 0``, whose ``U_s = 1`` always puts their weight at the upper end, so only the upper
@@ -31,7 +36,9 @@ of them wrong. The accepted traffic's error rate is the mixture
 * The lower bound on precision is ``1 - that maximum``; the union bound over the statements
   gives level ``delta = delta_q + delta_a``. With one stratum ``alpha = 1`` and all of ``delta``
   goes to ``q`` (``delta_q = delta``): the bound is then exactly :func:`tune_threshold`'s. With
-  several strata ``delta_q = delta_a = delta / 2``.
+  several strata ``delta_a = 0.2 delta`` (:data:`SHARE_FOR_WEIGHTS`; the box rarely decides the
+  bound: with an audit stratum accepted in full its share is pinned near 1) and
+  ``delta_q = 0.8 delta`` (the even split: half and half).
 
 Why not ``1 - sum_s N_s U(E_s/n_s) / sum_s N_s L(A_s/n_s)`` (bounds on the accepted-and-wrong and
 accepted shares)? It is valid too but bounds the two shares separately although they move
@@ -45,11 +52,25 @@ without replacement within a stratum; the binomial bounds are then conservative 
 and exact for traffic drawn from the same distribution. A stratum with verdicts but no labels
 keeps ``U_s = 1`` and ``a_s in [0, 1]``: it can only lower the bound (usually to no threshold).
 
-The scan is :func:`tune_threshold`'s: candidates are the distinct labelled confidences (thinned
-to ``max_candidates`` quantiles), tested from HIGH to LOW with fixed-sequence testing (stop at
-the first failure, answer the last pass). A candidate whose accepted set holds fewer than
-``min_count`` *labelled* items is skipped; which are skipped depends on confidences and strata,
-never on labels, so the conditional argument of :mod:`.thresholds` carries over unchanged.
+The scan. Candidates are :func:`tune_threshold`'s (the distinct labelled confidences, thinned to
+``max_candidates`` quantiles), tested from HIGH to LOW. A candidate whose accepted set holds fewer
+than ``min_count`` *labelled* items is skipped. One fixed sequence from the first set of
+``min_count`` items stopped for good when that small set happened to hold a few errors (at
+precision 0.92, three or more errors among 30 labels is a 43% event), which is how calm traffic
+at precision 0.92 ended a tune at target 0.8 with no threshold or a very high one. So the scan is
+the fallback procedure (:func:`~.thresholds.fallback_scan`): ``delta`` is shared among up to
+``chains`` label-free starts, the first candidates accepting at least 30, 60, 120 and 240
+labelled items (:func:`~.thresholds.chain_starts`; 0.7 ``delta`` to the first, the rest
+evenly, :func:`~.thresholds.chain_levels`), each moved down to where its share could pass
+error-free; a candidate is tested at its own share plus the level of the previous candidate
+when that one passed, so a failure only costs the share spent so far and the next start
+resumes. The fallback procedure bounds the chance that any candidate below the target passes by
+``delta`` whatever the dependence between the tests (it is closed testing with weighted
+Bonferroni tests); the answer is the lowest candidate passed. With ``chains=1`` it is plain
+fixed-sequence testing. What the skipped and the starting candidates are depends on confidences
+and strata only, never on labels, so the conditional argument of :mod:`.thresholds` carries over.
+The price: the first start tests at 0.7 ``delta`` rather than ``delta`` (measured in
+``benchmarks/bench_precision_bound.py``).
 
 Report fields (:class:`ThresholdReport`): ``n`` labels; ``n_accepted`` labelled items accepted
 at the answer; ``precision`` the stratified estimate ``1 - sum_s N_s E_s/n_s / sum_s N_s A_s/n_s``;
@@ -60,14 +81,25 @@ population's accepted verdicts ``sum_s N_s E_s / n_s``; ``path`` the tested cand
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 from scipy.stats import beta
 
-from .thresholds import ScanStep, ThresholdReport, check_unit_open, first_reachable, threshold_candidates
+from .thresholds import (
+    DEFAULT_CHAINS,
+    ScanStep,
+    ThresholdReport,
+    chain_levels,
+    chain_starts,
+    check_unit_open,
+    fallback_scan,
+    first_reachable,
+    threshold_candidates,
+)
 from .validation import check_pair
 
 __all__ = ["stratified_precision_lower_bound", "tune_threshold_stratified"]
@@ -120,8 +152,28 @@ def _worst_mixture(u: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return best
 
 
+SHARE_FOR_WEIGHTS = 0.2
+"""Share of delta spent on the strata's accepted shares (the box); the rest bounds error rates."""
+
+
+def _error_shares(a: np.ndarray, n: np.ndarray, big_n: np.ndarray) -> np.ndarray:
+    """How the error-rate statements share ``delta_q``, per candidate and stratum (rows sum to 1).
+
+    In proportion to each stratum's part in the standard error of the accepted error rate,
+    ``alpha_s / sqrt(A_s)`` with ``alpha_s ~ pi_s A_s / n_s`` its estimated share of the accepted
+    traffic: the stratum that decides the bound gets most of delta, a stratum whose error rate
+    barely weighs gets little (its bound widens where it costs nothing). Acceptance depends on
+    confidences only, never on labels, so the split is fixed before the labels are looked at; a
+    stratum with no accepted label needs no error bound (``U = 1`` holds surely) and gets none.
+    """
+    with np.errstate(invalid="ignore", divide="ignore"):
+        score = np.where(a > 0, big_n / np.where(n > 0, n, 1.0) * np.sqrt(a), 0.0)
+    total = score.sum(axis=1, keepdims=True)
+    return np.divide(score, total, out=np.ones_like(score), where=total > 0)
+
+
 def stratified_precision_lower_bound(
-    accepted: Any, errors: Any, labels: Any, population: Any, *, delta: float
+    accepted: Any, errors: Any, labels: Any, population: Any, *, delta: float, weighted: bool = True
 ) -> np.ndarray:
     """Lower confidence bound (level 1 - delta) on the accepted set's precision; see the module doc.
 
@@ -141,11 +193,12 @@ def stratified_precision_lower_bound(
     if n_strata == 1:
         delta_q, delta_a = delta, 0.0
     else:
-        delta_q, delta_a = delta / 2.0, delta / 2.0
-    # acceptance depends on confidences only, never on labels: a stratum with no accepted
-    # label needs no error bound (U = 1 holds surely), so delta_q is split among the others
-    with_accepted = np.maximum((a > 0).sum(axis=1, keepdims=True), 1)
-    u = _cp_upper(e, a, delta_q / with_accepted)
+        delta_a = delta * (SHARE_FOR_WEIGHTS if weighted else 0.5)
+        delta_q = delta - delta_a
+    if weighted:
+        u = _cp_upper(e, a, delta_q * _error_shares(a, n, big_n))
+    else:  # evenly among the strata with an accepted label (U = 1 holds surely for the others)
+        u = _cp_upper(e, a, delta_q / np.maximum((a > 0).sum(axis=1, keepdims=True), 1))
     if n_strata == 1:
         return 1.0 - u[:, 0]
     nb = np.broadcast_to(n, a.shape)
@@ -158,6 +211,14 @@ def stratified_precision_lower_bound(
     weight = big_n / big_n.sum()
     return 1.0 - _worst_mixture(u, weight * la, weight * ua)
 
+
+BOUNDS: dict[str, Callable[..., np.ndarray]] = {
+    "weighted": stratified_precision_lower_bound,
+    "even": functools.partial(stratified_precision_lower_bound, weighted=False),
+}
+"""How :func:`tune_threshold_stratified` splits delta in its bound, by name: ``weighted`` (the
+default, :func:`_error_shares`) or ``even`` (the previous split: half to the accepted shares, the
+error rates' half evenly among the strata; kept to measure against)."""
 
 CENSUS = "census"
 """The stratum that strata labelled in full are pooled into (see :func:`_pool_census`)."""
@@ -197,6 +258,8 @@ def tune_threshold_stratified(
     delta: float,
     min_count: int = 30,
     max_candidates: int = 200,
+    chains: int = DEFAULT_CHAINS,
+    bound: str = "weighted",
 ) -> ThresholdReport:
     """Smallest ``tau`` whose stratified precision bound meets the target (module docstring).
 
@@ -213,6 +276,11 @@ def tune_threshold_stratified(
     if isinstance(max_candidates, bool) or not isinstance(max_candidates, (int, np.integer)) \
             or max_candidates < 2:
         raise ValueError(f"max_candidates must be an integer >= 2, got {max_candidates!r}")
+    if isinstance(chains, bool) or not isinstance(chains, (int, np.integer)) or chains < 1:
+        raise ValueError(f"chains must be an integer >= 1, got {chains!r}")
+    if bound not in BOUNDS:
+        raise ValueError(f"bound must be one of {sorted(BOUNDS)}, got {bound!r}")
+    bound_of = BOUNDS[bound]
     c, z = check_pair(confidence, correct)
     names_arr = np.asarray(stratum)
     if names_arr.shape != c.shape:
@@ -257,29 +325,44 @@ def tune_threshold_stratified(
         precision = np.where(pop_acc > 0, 1.0 - pop_err / np.where(pop_acc > 0, pop_acc, 1.0),
                              math.nan)
 
-    tested = n_acc >= min_count
-    if tested.any():  # label-free start, as in tune_threshold: skip what cannot pass error-free
+    # one high-to-low scan by the fallback procedure (thresholds.fallback_scan): shares of delta
+    # at label-free starts, carried down while the scan passes
+    eligible = n_acc >= min_count
+    starts = chain_starts(n_acc, eligible, min_count, chains)
+    alpha_at = np.zeros(cand.size)
+    for start, share in zip(starts.tolist(), chain_levels(delta, starts.size), strict=True):
+        # label-free start, as in tune_threshold: from where this share could pass error-free
+        from_here = eligible & (np.arange(cand.size) >= start)
         perfect = np.full(cand.size, -np.inf)
-        perfect[tested] = stratified_precision_lower_bound(
-            acc_s[tested], np.zeros_like(err_s[tested]), n_lab, big_n, delta=delta)
-        tested &= np.arange(cand.size) >= first_reachable(tested, perfect, target)
+        perfect[from_here] = bound_of(acc_s[from_here], np.zeros_like(err_s[from_here]), n_lab,
+                                      big_n, delta=share)
+        at = first_reachable(from_here, perfect, target)
+        if at < cand.size:
+            alpha_at[at] += share
+    first = int(np.argmax(alpha_at > 0)) if alpha_at.any() else cand.size
+    tested = eligible & (np.arange(cand.size) >= first)
     n_skipped = int((~tested).sum())
+    cache: dict[float, np.ndarray] = {}
+
+    def lower_at(level: float) -> np.ndarray:
+        if level not in cache:
+            cache[level] = np.full(cand.size, np.nan)
+            cache[level][tested] = bound_of(acc_s[tested], err_s[tested], n_lab, big_n, delta=level)
+        return cache[level]
+
+    best, steps = fallback_scan(tested, alpha_at, lower_at, target)
+    failed = [i for i, low in steps if low < target]
+    first_fail = failed[0] if failed else None
     lower = np.full(cand.size, np.nan)
-    if tested.any():
-        lower[tested] = stratified_precision_lower_bound(
-            acc_s[tested], err_s[tested], n_lab, big_n, delta=delta)
-    passes = tested & (lower >= target)
-    fails = tested & ~passes
-    first_fail = int(np.argmax(fails)) if fails.any() else cand.size
-    ok = np.flatnonzero(passes[:first_fail])
-    stop = min(first_fail + 1, cand.size)
-    path = [ScanStep(float(cand[i]), int(n_acc[i]), float(precision[i]), float(lower[i]))
-            for i in range(stop) if tested[i]]
+    for i, low in steps:
+        lower[i] = low
+    path = [ScanStep(float(cand[i]), int(n_acc[i]), float(precision[i]), float(low))
+            for i, low in steps]
     common: dict[str, Any] = {
         "target": target, "delta": delta, "n": n, "min_count": int(min_count),
         "n_candidates": int(cand.size), "n_skipped": n_skipped, "path": path,
     }
-    if ok.size == 0:
+    if best is None:
         if not tested.any():
             reason = (f"no candidate threshold accepts at least min_count={min_count} labelled "
                       f"items, or enough to reach {target:g} even with no error (n={n}): too few "
@@ -290,16 +373,18 @@ def tune_threshold_stratified(
                       f"{step.n_accepted} labelled items with stratified precision "
                       f"{step.precision:.4f}, whose {100 * (1 - delta):.0f}% stratified lower "
                       f"bound {step.lower_bound:.4f} is below the target {target:g}; "
-                      "fixed-sequence testing stops there")
+                      "fixed-sequence testing stops there, and every later start of the "
+                      "scan failed too")
         return ThresholdReport(
             threshold=None, n_accepted=0, coverage=0.0, precision=math.nan,
             lower_bound=math.nan, expected_errors=0.0, review_load=1.0,
             reason=f"no threshold qualifies: route everything to review ({reason})", **common)
-    best = int(ok[-1])
     coverage = float(pop_acc[best] / total)
-    if first_fail < cand.size:
+    if first_fail is not None:
         f = first_fail
         reason = f"scan stopped at tau={cand[f]:.4g} (lower bound {lower[f]:.4f} < target {target:g})"
+        if f < best:
+            reason += "; it resumed at a later start with its own share of delta"
     else:
         reason = "every tested threshold passed: the lowest candidate is chosen"
     return ThresholdReport(

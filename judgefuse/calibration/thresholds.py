@@ -55,7 +55,7 @@ everything to review") with the reason.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -173,6 +173,74 @@ def first_reachable(tested: np.ndarray, perfect_lower: np.ndarray, target: float
     failure on a set too small to ever pass."""
     reachable = np.flatnonzero(tested & (perfect_lower >= target))
     return int(reachable[0]) if reachable.size else tested.size
+
+
+DEFAULT_CHAINS = 4
+"""Starts of :func:`~.stratified_tuning.tune_threshold_stratified`'s scan, each with its share of
+``delta`` (:func:`chain_starts`, :func:`chain_levels`, :func:`fallback_scan`)."""
+
+
+def chain_starts(n_acc: np.ndarray, tested: np.ndarray, min_count: int, chains: int) -> np.ndarray:
+    """Where the scan's shares of delta sit: the first tested candidate accepting at least
+    ``min_count * 2**k`` labelled items, for ``k < chains`` (distinct, ascending).
+
+    Why several: one fixed sequence that starts at the first set of ``min_count`` items stops
+    for good when that small set happens to hold a few errors (at precision 0.92, three or more
+    errors among 30 items is a 43% event), although every larger set would pass. With shares of
+    delta at later starts too, :func:`fallback_scan` resumes there. The starts depend on the
+    accepted counts only (confidences, never labels), so the scan stays a fixed sequence
+    conditional on the confidences, as in :func:`tune_threshold`.
+    """
+    if not tested.any():
+        return np.zeros(0, dtype=np.intp)
+    most = int(n_acc[tested].max())
+    starts = [int(np.argmax(tested & (n_acc >= min_count * 2**k)))
+              for k in range(chains) if min_count * 2**k <= most]
+    return np.unique(np.asarray(starts, dtype=np.intp))
+
+
+FIRST_SHARE = 0.7
+"""The first start's share of delta when there are several (:func:`chain_levels`)."""
+
+
+def chain_levels(delta: float, scans: int) -> list[float]:
+    """Each start's share of ``delta``: all of it for one start; otherwise :data:`FIRST_SHARE`
+    for the first (the classic start, where the usual answer comes from) and the rest split
+    evenly among the others. Shares summing to ``delta`` is all :func:`fallback_scan` needs."""
+    if scans <= 1:
+        return [delta] * scans
+    first = delta * FIRST_SHARE
+    return [first] + [(delta - first) / (scans - 1)] * (scans - 1)
+
+
+def fallback_scan(tested: np.ndarray, alpha_at: np.ndarray, lower_at: Callable[[float], np.ndarray],
+                  target: float) -> tuple[int | None, list[tuple[int, float]]]:
+    """The fallback procedure (Wiens 2003) over the candidates, high to low.
+
+    Candidate ``i`` is tested at level ``alpha_at[i]`` plus the previous tested candidate's level
+    when that one passed (a pass hands its level on; a failure loses it), and not at all while
+    that level is 0. With all of delta at the first candidate this is plain fixed-sequence
+    testing (stop at the first failure). It is a shortcut of closed testing with weighted
+    Bonferroni tests, so the chance that any candidate whose precision is below the target
+    passes is at most ``sum(alpha_at)`` whatever the dependence between the tests (Wiens &
+    Dmitrienko 2005); the answer, the lowest candidate passed, inherits that. ``lower_at(level)``
+    gives every candidate's lower bound at that level. Returns the answer's index (or ``None``)
+    and the tested ``(index, lower bound)`` in scan order.
+    """
+    best: int | None = None
+    steps: list[tuple[int, float]] = []
+    level, passed = 0.0, False
+    for i in np.flatnonzero(tested).tolist():
+        level = float(alpha_at[i]) + (level if passed else 0.0)
+        if level <= 0.0:
+            passed = False
+            continue
+        bound = float(lower_at(level)[i])
+        steps.append((i, bound))
+        passed = bound >= target
+        if passed:
+            best = i
+    return best, steps
 
 
 def tune_threshold(

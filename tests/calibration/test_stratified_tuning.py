@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 
@@ -20,13 +21,14 @@ from judgefuse.calibration import (
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 def test_one_fully_labelled_stratum_is_tune_threshold(seed: int) -> None:
     """One stratum: the mixture weight is 1 and all of delta goes to the error rate, so the
-    bound is exactly the Clopper-Pearson bound of tune_threshold; never less conservative."""
+    bound is exactly the Clopper-Pearson bound of tune_threshold; never less conservative
+    (with one fixed-sequence scan: the default's several scans each spend delta / scans)."""
     rng = np.random.default_rng(seed)
     c = rng.beta(5, 1.5, 300)
     z = rng.uniform(size=300) < np.minimum(1.0, c + 0.15)
     plain = tune_threshold(c, z, target_precision=0.85, delta=0.1)
     strat = tune_threshold_stratified(c, z, ["review"] * 300, {"review": 300},
-                                      target_precision=0.85, delta=0.1)
+                                      target_precision=0.85, delta=0.1, chains=1)
     assert isinstance(strat, ThresholdReport)
     assert strat.threshold == plain.threshold
     assert len(strat.path) == len(plain.path)
@@ -42,15 +44,24 @@ def test_one_fully_labelled_stratum_is_tune_threshold(seed: int) -> None:
 
 
 def _bound_by_definition(acc: np.ndarray, err: np.ndarray, n: np.ndarray, big_n: np.ndarray,
-                         delta: float) -> float:
-    """1 - max over the corners of the a-box of sum_s alpha_s U_s, written out per stratum."""
+                         delta: float, weighted: bool = True) -> float:
+    """1 - max over the corners of the a-box of sum_s alpha_s U_s, written out per stratum.
+
+    weighted: 0.2 delta to the accepted shares, the error rates' 0.8 delta split in proportion
+    to (N_s / n_s) sqrt(A_s); even (the previous split): half and half, the error half evenly
+    among the strata with an accepted label."""
     s = len(n)
-    u = [1.0 if acc[i] == err[i] else beta.ppf(1 - delta / 2 / s, err[i] + 1, acc[i] - err[i])
+    delta_a = delta * (0.2 if weighted else 0.5)
+    delta_q = delta - delta_a
+    score = [big_n[i] / n[i] * np.sqrt(acc[i]) if acc[i] > 0 else 0.0 for i in range(s)]
+    live = sum(a > 0 for a in acc)
+    level = [delta_q * score[i] / sum(score) if weighted else delta_q / live for i in range(s)]
+    u = [1.0 if acc[i] == err[i] else beta.ppf(1 - level[i], err[i] + 1, acc[i] - err[i])
          for i in range(s)]
-    side = delta / 2 / s / 2
+    side = delta_a / s / 2
     lo = [0.0 if acc[i] == 0 else beta.ppf(side, acc[i], n[i] - acc[i] + 1) for i in range(s)]
-    hi = [1.0 if acc[i] == n[i] else beta.ppf(1 - side, acc[i] + 1, n[i] - acc[i])
-          for i in range(s)]
+    hi = [1.0 if acc[i] == n[i] else beta.ppf(1 - (side if acc[i] else 2 * side), acc[i] + 1,
+                                              n[i] - acc[i]) for i in range(s)]
     worst = 0.0
     for corner in itertools.product(*[(lo[i], hi[i]) for i in range(s)]):
         b = np.asarray(corner) * big_n
@@ -67,9 +78,11 @@ def test_multi_stratum_bound_matches_its_definition(seed: int) -> None:
     acc = np.array([rng.integers(0, k + 1) for k in n])
     err = np.array([rng.integers(0, a + 1) for a in acc])
     big_n = n * rng.integers(1, 12, s)
-    got = float(stratified_precision_lower_bound(acc[None, :], err[None, :], n, big_n,
-                                                 delta=0.1)[0])
-    assert got == pytest.approx(_bound_by_definition(acc, err, n, big_n, 0.1), abs=1e-9)
+    for weighted in (True, False):
+        got = float(stratified_precision_lower_bound(acc[None, :], err[None, :], n, big_n,
+                                                     delta=0.1, weighted=weighted)[0])
+        assert got == pytest.approx(_bound_by_definition(acc, err, n, big_n, 0.1, weighted),
+                                    abs=1e-9)
 
 
 def test_unlabelled_stratum_only_lowers_the_bound() -> None:
@@ -208,11 +221,108 @@ def test_strata_labelled_in_full_are_pooled_into_one_census():
     strata = np.where(np.arange(300) % 3 == 0, "inline@auto", "inline@review")
     population = {"inline@auto": int((strata == "inline@auto").sum()),
                   "inline@review": int((strata == "inline@review").sum())}
-    pooled = tune_threshold_stratified(c, z, strata, population, target_precision=0.8, delta=0.1)
+    pooled = tune_threshold_stratified(c, z, strata, population, target_precision=0.8, delta=0.1,
+                                       chains=1)
     plain = tune_threshold(c, z, target_precision=0.8, delta=0.1)
     assert pooled.threshold == plain.threshold and pooled.threshold is not None
     assert pooled.lower_bound == pytest.approx(plain.lower_bound)
     # one stratum sampled (10 of 1,000 verdicts labelled): no pooling with it
     sampled = {**population, "inline@auto": population["inline@auto"] * 10}
-    apart = tune_threshold_stratified(c, z, strata, sampled, target_precision=0.8, delta=0.1)
+    apart = tune_threshold_stratified(c, z, strata, sampled, target_precision=0.8, delta=0.1,
+                                      chains=1)
     assert apart.threshold is None or apart.threshold >= pooled.threshold
+
+
+# ---------------------------------------------------------------- several starts (fallback)
+def test_chain_starts_and_shares_by_hand() -> None:
+    from judgefuse.calibration.thresholds import chain_levels, chain_starts
+
+    n_acc = np.array([5, 20, 31, 45, 61, 100, 130, 250, 300])
+    tested = n_acc >= 30
+    # first candidate accepting >= 30, 60, 120, 240 labelled items
+    assert chain_starts(n_acc, tested, 30, 4).tolist() == [2, 4, 6, 7]
+    assert chain_starts(n_acc, tested, 30, 2).tolist() == [2, 4]
+    assert chain_starts(n_acc[:5], tested[:5], 30, 4).tolist() == [2, 4]  # no set of 120
+    assert chain_levels(0.1, 1) == [0.1]
+    assert chain_levels(0.1, 4) == pytest.approx([0.07, 0.01, 0.01, 0.01])
+
+
+def test_fallback_scan_by_hand() -> None:
+    """Levels: 0.05 at index 0, 0.03 at 3, 0.02 at 5. A pass hands its level on, a failure
+    loses it: 0 passes (0.05), 1 fails (0.05), 2 is not tested (level 0), 3 passes (0.03),
+    4 passes (0.03), 5 passes at 0.03 + 0.02 = 0.05, 6 fails (0.05)."""
+    from judgefuse.calibration.thresholds import fallback_scan
+
+    alpha_at = np.array([0.05, 0, 0, 0.03, 0, 0.02, 0])
+    passing = {0.05: [1, 0, 1, 1, 1, 1, 0], 0.03: [1, 0, 1, 1, 1, 0, 0]}
+    asked: list[float] = []
+
+    def lower_at(level: float) -> np.ndarray:
+        asked.append(round(level, 12))
+        return np.where(np.asarray(passing[round(level, 12)]) > 0, 0.9, 0.5)
+
+    best, steps = fallback_scan(np.ones(7, dtype=bool), alpha_at, lower_at, 0.8)
+    assert best == 5
+    assert [i for i, _ in steps] == [0, 1, 3, 4, 5, 6]
+    assert [b >= 0.8 for _, b in steps] == [True, False, True, True, True, False]
+    assert asked == [0.05, 0.05, 0.03, 0.03, 0.05, 0.05]
+    # all of delta at the first candidate: plain fixed-sequence testing, stops at 1
+    best, steps = fallback_scan(np.ones(7, dtype=bool), np.r_[0.05, np.zeros(6)], lower_at, 0.8)
+    assert best == 0 and [i for i, _ in steps] == [0, 1]
+
+
+def test_an_unlucky_first_set_no_longer_ends_the_tune() -> None:
+    """The calm scenario's failure, by hand: precision 0.92 everywhere, but 4 of the 30 most
+    confident labels are wrong (Clopper-Pearson 26/30 at 0.1: 0.75 < 0.8). One scan stops there
+    with no threshold; the later starts (60, 120, 240 items) certify almost everything."""
+    n = 200  # distinct confidences, fewer than max_candidates: every one is a candidate
+    c = np.linspace(0.99, 0.70, n)
+    wrong = np.zeros(n, dtype=bool)
+    wrong[[3, 10, 17, 25]] = True  # 4 of the top 30
+    wrong[np.arange(40, n, 14)] = True  # then 1 in 14 (precision ~0.93)
+    z = ~wrong
+    one = tune_threshold_stratified(c, z, ["review"] * n, {"review": n}, target_precision=0.8,
+                                    delta=0.1, chains=1)
+    assert one.threshold is None and one.path[0].n_accepted == 30
+    assert one.path[0].lower_bound == pytest.approx(beta.ppf(0.1, 26, 5))
+    several = tune_threshold_stratified(c, z, ["review"] * n, {"review": n},
+                                        target_precision=0.8, delta=0.1)
+    assert several.threshold is not None and several.n_accepted >= 0.9 * n
+    assert several.lower_bound >= 0.8 and "resumed at a later start" in several.reason
+    # the answer's bound is at a share of delta, never at all of it
+    assert several.lower_bound <= float(beta.ppf(0.1, n - wrong.sum(), wrong.sum() + 1))
+
+
+def test_weighted_split_gives_the_deciding_stratum_most_of_delta() -> None:
+    """Review (census, 150) and audit (15 of 1,000 verdicts): the audit stratum decides, so the
+    weighted split bounds it at nearly all of 0.8 delta, the even split at delta / 4."""
+    from judgefuse.calibration.stratified_tuning import _error_shares
+
+    acc, n, big_n = np.array([[120.0, 15.0]]), np.array([150.0, 15.0]), np.array([150.0, 1000.0])
+    shares = _error_shares(acc, n, big_n)[0]
+    expected = np.array([1.0 * np.sqrt(120), 1000 / 15 * np.sqrt(15)])
+    assert shares == pytest.approx(expected / expected.sum())
+    err = np.array([[12.0, 1.0]])
+    weighted = stratified_precision_lower_bound(acc, err, n, big_n, delta=0.1)[0]
+    even = stratified_precision_lower_bound(acc, err, n, big_n, delta=0.1, weighted=False)[0]
+    assert weighted > even + 0.01
+
+
+def test_several_starts_certify_a_comfortable_target_with_the_guarantee() -> None:
+    """Bounded simulation (a few seconds). Precision 0.98 everywhere, target 0.9, the default
+    min_count 30: one scan is stopped by a first set of ~40 labels holding two or three errors
+    in a share of the problems; several starts certify nearly all. On the smooth process, whose
+    target is only met above tau 0.825, the violation rate stays within delta."""
+    import judgefuse.calibration.stratified_tuning as st
+
+    rate_new, found_new = _problems("flat", 0.9, 1.0, 40, seed=5)
+    previous = functools.partial(st.tune_threshold_stratified, bound="even", chains=1)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(globals(), "tune_threshold_stratified", previous)
+        rate_old, found_old = _problems("flat", 0.9, 1.0, 40, seed=5)
+    print(f"flat: found new {found_new:.2f}, previous {found_old:.2f}")
+    assert found_new >= 0.95 and found_new > found_old
+    assert rate_new == rate_old == 0.0
+    rate, found = _problems("smooth", 0.9, 0.7, 60, seed=5)
+    print(f"smooth 0.9: violation rate {rate:.3f} (delta 0.1), found {found:.2f}")
+    assert rate <= 0.1 + 2.5 * np.sqrt(0.1 * 0.9 / 60)
