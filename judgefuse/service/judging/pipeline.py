@@ -428,6 +428,7 @@ class JudgePipeline:
         self.monitors.observe_votes(tenant, runtime.name, ballot.votes)
         self.metrics.observe_verdict(tenant, runtime.name, verdict, cascade_stage)
         self.metrics.overhead.observe(verdict.timings["overhead_s"])
+        self.metrics.sojourn.observe(verdict.timings["overhead_s"])
 
 
 def _slowest(votes: list[JudgeVote]) -> float:

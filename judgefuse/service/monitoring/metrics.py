@@ -47,6 +47,7 @@ from judgefuse.fusion.cascade import vote_calls
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote
 from judgefuse.service.monitoring.loop_lag import LoopLag
+from judgefuse.service.monitoring.sojourn import Sojourn
 
 __all__ = ["ServiceMetrics"]
 
@@ -157,6 +158,8 @@ class ServiceMetrics:
             registry=r, buckets=LOOP_LAG_BUCKETS)
         self.loop_lag = LoopLag(self.loop_lag_seconds, interval_s=0.005, window_s=0.1)
         """The sampler (started by the app's lifespan); backpressure reads it."""
+        self.sojourn = Sojourn(window_s=0.1)
+        """Verdicts' in-app time per window (the judging pipeline feeds it); backpressure reads it."""
         # routing counts kept as plain numbers too, for the dashboard
         self.route_counts: dict[tuple[str, str], dict[str, int]] = {}
         self.judge_health: dict[tuple[str, str], dict[str, int]] = {}

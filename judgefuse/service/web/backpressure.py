@@ -13,6 +13,12 @@ refusing keeps the replica serving what it admitted):
   open-loop arrival rate above what the loop can serve grows the queue without bound and every
   request, old and new, ends in a client timeout (the collapse of ``/v1/fuse`` measured in
   ``benchmarks/bench_gateway.py``); with it, the requests admitted keep their latency.
+* **The verdicts' time in the app** (``/v1/judge``, ``/v1/fuse`` and their batches): while
+  every verdict of the last window spent more than :data:`SHED_SOJOURN_S` in the gateway
+  beyond its judge calls (:class:`~judgefuse.service.monitoring.sojourn.Sojourn`) and at least
+  :data:`SHED_MIN_QUEUED` are in flight, the request is answered 429. This sees the queue the
+  loop's lag misses: verdicts waiting for the store's group commit while the loop itself idles
+  (``/v1/fuse`` at 150% of its max: store wait p50 51 ms, p99 281 ms, loop lag p50 <= 5 ms).
 * **Storage connections** (the label and review routes): at most ``server.max_inflight_labels``
   of them in flight; more wait in order, up to ``server.label_wait_s``, then 429. A burst of
   labels larger than the storage pool (Redis: 100 connections) used to fail at once with 503
@@ -47,6 +53,14 @@ SHED_MIN_INFLIGHT = 32
 also late when other processes take the core (a shared machine, a test suite beside it), and
 refusing a handful of requests would not give it back. Below capacity the in-flight count is
 about rate x latency (/v1/judge at 250/s and 60 ms: 15); past it, it grows without bound."""
+SHED_SOJOURN_S = 0.025
+"""The in-app time (``timings.overhead_s``) that every verdict of a window must pass before
+judging requests are shed (:mod:`judgefuse.service.monitoring.sojourn`): a few times what a
+verdict takes below capacity (p50 2-10 ms on the shared 2 cores measured), well under the
+100 ms an admitted request may take above it (issue 26)."""
+SHED_MIN_QUEUED = 8
+"""Guarded requests in flight below which the in-app time is not blamed on a queue (a slow
+fsync alone makes a handful of verdicts slow)."""
 _RETRY_AFTER_S = 1
 """A shed request's ``Retry-After``: the loop drains within a window (a fraction of a second)."""
 
@@ -140,6 +154,14 @@ class BackpressureMiddleware:
                 "shed_loop_lag_s", None, _RETRY_AFTER_S,
                 f"the event loop is past capacity (lag above {self.lag_target_s * 1000:g} ms "
                 f"for {self.metrics.loop_lag.window_s * 1000:g} ms)"))
+            return
+        if (kind == "judging" and self.inflight >= SHED_MIN_QUEUED
+                and self.metrics.sojourn.overloaded(SHED_SOJOURN_S)):
+            await self._refuse(send, Overloaded.shed(
+                "shed_sojourn", None, _RETRY_AFTER_S,
+                f"verdicts are queueing in the gateway (every one of the last "
+                f"{self.metrics.sojourn.window_s * 1000:g} ms spent over {SHED_SOJOURN_S * 1000:g} ms "
+                "in it beyond its judge calls)"))
             return
         if kind == "labels" and not await self.labels.acquire():
             await self._refuse(send, Overloaded.shed(

@@ -16,6 +16,7 @@ import pytest
 from jf_test_support.live_gateway import API_KEY, live_gateway
 from panel_support import UNANIMOUS
 
+from judgefuse.service.web import backpressure
 from judgefuse.service.web.backpressure import LabelGate, guarded_route
 
 PAIR = {"question": "What is 2+2?", "answer_a": "4", "answer_b": "5"}
@@ -159,13 +160,48 @@ def test_a_loop_past_capacity_sheds_judging_with_429_and_no_5xx(tmp_path: Path):
         assert statuses.count(200) > 0
         assert statuses.count(429) > 0, "the loop was never found past capacity"
         assert retry == {"1"}
-        assert {e["limit"] for e in shed} == {"shed_loop_lag_s"}
+        limits = {e["limit"] for e in shed}
+        assert "shed_loop_lag_s" in limits and limits <= {"shed_loop_lag_s", "shed_sojourn"}
         assert all("max_inflight" not in e for e in shed)
         metrics = httpx.get(gw.url + "/metrics", headers={"Authorization": f"Bearer {S.METRICS_TOKEN}"}).text
         count = next(line for line in metrics.splitlines()
                      if line.startswith("judgefuse_event_loop_lag_seconds_count"))
         assert float(count.split()[-1]) > 50  # sampled every 5 ms while the test ran
         assert 'judgefuse_admission_rejected_total{limit="shed_loop_lag_s",tenant="-"}' in metrics
+
+
+def test_verdicts_queueing_in_the_app_are_shed_with_429(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The in-app time gate: with its target set below what any verdict takes (1 us) and its
+    in-flight floor at 1, 32 callers on /v1/fuse keep every verdict of a window over the target,
+    so some are refused (429 + Retry-After, limit shed_sojourn) and none fails with a 5xx; the
+    loop's own gate is off (target 0) so it cannot be the one shedding."""
+    monkeypatch.setattr(backpressure, "SHED_SOJOURN_S", 1e-6)
+    monkeypatch.setattr(backpressure, "SHED_MIN_QUEUED", 1)  # the client, in-process, is the queue
+    with live_gateway(tmp_path, server={"shed_loop_lag_s": 0.0}) as gw:
+        gw.app.state.metrics.sojourn.min_samples = 1  # this test's own rate, client in-process
+
+        async def load() -> list[httpx.Response]:
+            async with httpx.AsyncClient(base_url=gw.url, headers=HEADERS,
+                                         limits=httpx.Limits(max_connections=64)) as client:
+                stop = asyncio.get_running_loop().time() + 1.5
+                answers: list[httpx.Response] = []
+
+                async def caller() -> None:
+                    while asyncio.get_running_loop().time() < stop:
+                        answers.append(await client.post(
+                            "/v1/fuse", json={**PAIR, "panel": "ext", "votes": UNANIMOUS}))
+
+                await asyncio.gather(*(caller() for _ in range(32)))
+                return answers
+
+        answers = asyncio.run(load())
+        sojourn = gw.app.state.metrics.sojourn
+        statuses = [a.status_code for a in answers]
+        assert all(s < 500 for s in statuses) and statuses.count(200) > 0
+        shed = [a for a in answers if a.status_code == 429]
+        assert shed, f"verdicts were never found queueing ({statuses.count(200)} answered, last min {sojourn._last_min})"
+        assert {a.json()["limit"] for a in shed} == {"shed_sojourn"}
+        assert {a.headers["Retry-After"] for a in shed} == {"1"}
 
 
 def test_below_capacity_nothing_is_shed(tmp_path: Path):
