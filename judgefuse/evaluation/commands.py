@@ -143,8 +143,10 @@ def run_eval(args: argparse.Namespace) -> int:
     if args.html_out:
         html = render_html(evaluation, title=title, sources=sources)
         console.print(f"wrote {write_atomic(args.html_out, html)}")
+    undecided = sum(1 for judged in items if judged.item.tie_label is not None)
+    labelled = f"{evaluation.n_labelled} labelled" + (f" A/B (+{undecided} tie/both_bad)" if undecided else "")
     console.print(
-        f"{len(items)} items, {evaluation.n_labelled} labelled, {len(evaluation.rows)} rows; "
+        f"{len(items)} items, {labelled}, {len(evaluation.rows)} rows; "
         f"load {loaded - started:.2f} s, total {time.perf_counter() - started:.2f} s"
     )
     return 0

@@ -15,7 +15,7 @@ from judgefuse.evaluation.headline import excludes_zero, headline
 from judgefuse.evaluation.runner import CI_METHOD, Evaluation
 from judgefuse.evaluation.scoring import TIE_RULE
 from judgefuse.evaluation.svg import reliability_svg
-from judgefuse.evaluation.table import columns, fmt
+from judgefuse.evaluation.table import TIES_CAPTION, columns, fmt
 
 _ENV = Environment(
     loader=PackageLoader("judgefuse.evaluation", "templates"),
@@ -26,6 +26,7 @@ _ENV = Environment(
 )
 _ENV.filters["fmt"] = lambda value, metric: fmt(metric, value)
 _ENV.filters["points"] = lambda value: f"{100 * value:+.2f}"
+_ENV.filters["pct"] = lambda value: "-" if value is None else f"{100 * value:.1f}"
 _ENV.tests["excluding_zero"] = excludes_zero
 
 
@@ -45,4 +46,5 @@ def render_html(evaluation: Evaluation, *, title: str, sources: list[str]) -> st
         head=headline(evaluation, n_resamples=evaluation.options.n_bootstrap, seed=evaluation.options.seed),
         ci_method=CI_METHOD,
         tie_rule=TIE_RULE,
+        ties_caption=TIES_CAPTION,
     )

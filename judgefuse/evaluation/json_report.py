@@ -21,6 +21,7 @@ from judgefuse.calibration.metric_registry import metric_names
 from judgefuse.evaluation.agreement import agreement_dict
 from judgefuse.evaluation.runner import CI_METHOD, Evaluation, RowReport
 from judgefuse.evaluation.scoring import TIE_RULE
+from judgefuse.evaluation.ties import TieReport
 
 ROW_METRICS = ("accuracy", "ece", "adaptive_ce", "mce", "brier", "nll", "th_score", "macroce", "auroc")
 """The issue's fixed row keys, in its order."""
@@ -45,15 +46,16 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def row_record(report: RowReport, undefined_answers: Mapping[str, int] | None = None) -> dict[str, Any]:
-    """One row of the JSON report."""
+def row_record(
+    report: RowReport, undefined_answers: Mapping[str, int] | None = None, ties: TieReport | None = None
+) -> dict[str, Any]:
+    """One row of the JSON report (``ties``: how ties count for it, :mod:`.ties`)."""
     row = report.row
     record: dict[str, Any] = {"name": row.name, "kind": row.kind, "n": int(row.correct.size)}
     record.update({metric: report.metrics[metric] for metric in ROW_METRICS})
     record.update({metric: report.metrics[metric] for metric in extra_metrics()})
     record["n_invalid"] = row.n_invalid
-    if row.kind == "fusion":
-        record["n_ties"] = row.n_ties
+    record["n_ties"] = row.n_ties
     if row.kind == "judge":
         record["n_undefined_answers"] = int((undefined_answers or {}).get(row.name, 0))
     n = int(row.correct.size)
@@ -70,6 +72,8 @@ def row_record(report: RowReport, undefined_answers: Mapping[str, int] | None = 
         }
     if report.helped_harmed is not None:
         record["vs_majority"] = report.helped_harmed.as_dict()
+    if ties is not None:
+        record["ties"] = {key: value for key, value in ties.as_dict().items() if key != "name"}
     return record
 
 
@@ -88,9 +92,14 @@ def to_json(
         "options": asdict(evaluation.options),
         "ci_method": f"95% bootstrap, {CI_METHOD} (always contains the estimate)",
         "tie_rule": TIE_RULE,
-        "rows": [row_record(report, undefined_answers) for report in evaluation.rows],
+        "metrics_on": "decided items (label A or B); each row's \"ties\" says how ties count",
+        "rows": [row_record(report, undefined_answers, _ties_of(evaluation, report)) for report in evaluation.rows],
         "agreement": agreement_dict(evaluation.agreement, evaluation.judges_alpha),
         "skipped_methods": evaluation.skipped_methods,
         "undefined_answers": dict(undefined_answers or {}),
     }
     return json.dumps(_clean(document), indent=2, allow_nan=False) + "\n"
+
+
+def _ties_of(evaluation: Evaluation, report: RowReport) -> TieReport | None:
+    return next((t for t in evaluation.ties if t.name == report.row.name), None)

@@ -39,7 +39,8 @@ from rich.console import Console
 
 from judgefuse.errors import InputError
 from judgefuse.evaluation.judge_batch import add_batch_arguments, judge_in_batches
-from judgefuse.evaluation.loaders import DatasetError, VotesWriter, done_ids
+from judgefuse.evaluation.loaders import DatasetError, VotesWriter, done_ids, load_csv
+from judgefuse.evaluation.loaders.csv_pairs import SUFFIX as CSV_SUFFIX
 from judgefuse.evaluation.loaders.errors import from_validation
 from judgefuse.evaluation.loaders.jsonl import iter_jsonl
 from judgefuse.evaluation.progress import progress_bar
@@ -145,8 +146,11 @@ def _pair_from_preference(record: dict[str, Any], path: Path, line: int) -> Pair
 
 
 def read_pairs(path: str | Path) -> list[PairwiseItem]:
-    """Items from a JSONL file (module docstring); a fault is a DatasetError naming file and line."""
+    """Items from a JSONL file (module docstring) or a CSV file (:mod:`~judgefuse.evaluation.loaders.csv_pairs`;
+    its vote columns are not read here); a fault is a DatasetError naming file and line."""
     path = Path(path)
+    if path.suffix.lower() == CSV_SUFFIX:
+        return [judged.item for judged in load_csv(path)]
     items: list[PairwiseItem] = []
     first_line: dict[str, int] = {}
     for line, record in iter_jsonl(path):
@@ -391,12 +395,14 @@ def add_commands(subcommands: argparse._SubParsersAction) -> None:
         help="run a judge panel on one pair or a JSONL file of pairs",
         description="Judge pairs with a panel (YAML); write votes JSONL as items finish; resumable.",
     )
-    parser.add_argument("input", nargs="?", type=Path, help="JSONL of pairs (JudgeBench pairs or PairwiseItem lines)")
+    parser.add_argument("input", nargs="?", type=Path, help="JSONL of pairs (JudgeBench pairs or PairwiseItem lines), or a CSV of pairs")
     parser.add_argument("--question", help="single pair: the instruction")
     parser.add_argument("--answer-a", dest="answer_a", help="single pair: output (a)")
     parser.add_argument("--answer-b", dest="answer_b", help="single pair: output (b)")
     parser.add_argument("--id", default="pair-1", help="single pair: its id (default pair-1)")
-    parser.add_argument("--label", choices=("A", "B"), help="single pair: the better answer, if known")
+    parser.add_argument(
+        "--label", choices=("A", "B", "tie", "both_bad"), help="single pair: the better answer (or tie, both_bad), if known"
+    )
     parser.add_argument("--panel", type=Path, help="panel YAML (default: the packaged no-API-key panel)")
     parser.add_argument("--out", type=Path, help="votes JSONL to append to (ids already there are skipped)")
     parser.add_argument("--concurrency", type=int, default=4, help="items in flight at once (default 4)")

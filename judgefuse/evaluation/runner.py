@@ -20,9 +20,11 @@ from judgefuse.calibration.builtin_metrics import BUILTIN_METRICS
 from judgefuse.calibration.metric_registry import registered_metrics
 from judgefuse.errors import InputError
 from judgefuse.evaluation.agreement import RowAgreement, panel_alpha, row_agreement
-from judgefuse.evaluation.scoring import ScoredRow, judge_names, score_judge, score_verdicts
+from judgefuse.evaluation.scoring import ScoredRow, find_vote, judge_names, score_judge, score_verdicts
+from judgefuse.evaluation.ties import TieReport, tie_report, verdict_outcome
 from judgefuse.fusion import NotEnoughLabels, cross_fit_predict, get_method, replayable_methods, requires_fit
 from judgefuse.fusion.crossfit import predict_many
+from judgefuse.fusion.registry import LearnedFusionMethod
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgedItem, Letter
 
@@ -90,6 +92,13 @@ class Evaluation:
     """Per row, agreement with the labels (kappa, confusion, confident disagreements)."""
     judges_alpha: float | None = None
     """Krippendorff's alpha among the judges (nominal), None when undefined."""
+    ties: list[TieReport] = field(default_factory=list)
+    """Per row, how ties count (:mod:`.ties`): the metrics above are on decided (A/B) labels."""
+
+    @property
+    def has_ties(self) -> bool:
+        """True when a label or an answer is a tie (or a label is both_bad)."""
+        return any(t.n_tie_labels or t.n_both_bad_labels or t.n_tie_answers for t in self.ties)
 
     @property
     def categories(self) -> list[str]:
@@ -126,10 +135,13 @@ def evaluate(
         raise EvaluationError("no votes on the labelled items: nothing to evaluate")
     step = progress or (lambda _name: None)
 
+    undecided = [judged for judged in items if judged.item.tie_label is not None]
     scored: list[ScoredRow] = []
+    ties: list[TieReport] = []
     for name in judge_names(labelled):
         step(name)
         scored.append(score_judge(name, labelled))
+        ties.append(_judge_ties(name, [*labelled, *undecided]))
 
     skipped: dict[str, str] = {}
     for name in options.methods or default_methods():
@@ -140,15 +152,49 @@ def evaluate(
             skipped[name] = str(exc)
             continue
         scored.append(score_verdicts(name, labelled, verdicts, tie_seed=options.seed))
+        ties.append(_method_ties(name, labelled, verdicts, undecided, _fuse_undecided(name, labelled, undecided)))
     for name, made in (fused or {}).items():
         step(name)
         scored.append(score_verdicts(name, labelled, made, tie_seed=options.seed))
+        ties.append(_method_ties(name, labelled, made, [], []))
 
     reference = next((row for row in scored if row.name == REFERENCE_METHOD), None)
     reports = [_report(row, reference, options) for row in scored]
     agreement = [row_agreement(row, labelled) for row in scored]
     alpha = panel_alpha(labelled, judge_names(labelled))
-    return Evaluation(len(items), len(labelled), reports, skipped, options, agreement, alpha)
+    return Evaluation(len(items), len(labelled), reports, skipped, options, agreement, alpha, ties)
+
+
+def _judge_ties(name: str, items: Sequence[JudgedItem]) -> TieReport:
+    voted = [(vote, judged) for judged in items if (vote := find_vote(judged.votes, name)) is not None]
+    return tie_report(name, [vote.outcome for vote, _ in voted], [judged.item.outcome for _, judged in voted])  # type: ignore[misc]
+
+
+def _method_ties(
+    name: str,
+    labelled: Sequence[JudgedItem],
+    verdicts: Sequence[Verdict],
+    undecided: Sequence[JudgedItem],
+    undecided_verdicts: Sequence[Verdict],
+) -> TieReport:
+    answers = [verdict_outcome(verdict) for verdict in [*verdicts, *undecided_verdicts]]
+    labels = [judged.item.outcome for judged in [*labelled, *undecided[: len(undecided_verdicts)]]]
+    return tie_report(name, answers, labels)  # type: ignore[arg-type]
+
+
+def _fuse_undecided(name: str, labelled: Sequence[JudgedItem], undecided: Sequence[JudgedItem]) -> list[Verdict]:
+    """Verdicts on the tie-labelled items: a learned method fitted on every A/B label (no tie label
+    is a training label, so none is scored by a model that saw it), a label-free one applied."""
+    if not undecided:
+        return []
+    method = get_method(name)
+    batches = [judged.votes for judged in undecided]
+    if requires_fit(method) and isinstance(method, LearnedFusionMethod):
+        labels: list[Letter] = [judged.item.label for judged in labelled]  # type: ignore[misc]
+        method.fit([judged.votes for judged in labelled], labels)
+        return predict_many(method, batches)
+    # label-free (dawid_skene fits on what it is given): every item, as for the labelled rows
+    return predict_many(method, [*(judged.votes for judged in labelled), *batches])[len(labelled):]
 
 
 def _fuse(name: str, items: Sequence[JudgedItem], options: EvaluationOptions) -> list[Verdict]:

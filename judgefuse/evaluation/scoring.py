@@ -29,7 +29,10 @@ from judgefuse.judges.types import JudgedItem, JudgeVote, Letter
 
 RowKind = Literal["judge", "fusion"]
 NO_ANSWER_CONFIDENCE = 0.5
-TIE_RULE = "a fused exact tie is scored by a seeded coin (per item id) at confidence 0.5: half right in expectation"
+TIE_RULE = (
+    "a fused exact tie is scored by a seeded coin (per item id) at confidence 0.5: half right in expectation; "
+    "a judge's tie vote (A=B) is not correct at 0.5 (JudgeBench's rule: a tie scores 0)"
+)
 
 
 def tie_coin(item_id: str, seed: int) -> Letter:
@@ -56,19 +59,29 @@ class ScoredRow:
     cost_usd: float = 0.0
     calls: int = 0
     n_ties: int = 0
-    """Fused exact ties, scored by :func:`tie_coin` (not counted in ``n_invalid``)."""
+    """Tie answers, not counted in ``n_invalid``: a method's fused exact ties (scored by
+    :func:`tie_coin`), a judge's tie votes (scored not correct at 0.5)."""
     choices: np.ndarray = field(default_factory=lambda: np.asarray([], dtype=str))
     """Per item, the answer as given: ``"A"``, ``"B"``, ``"tie"`` or ``"none"`` (no usable answer)."""
 
 
 def score_judge(name: str, items: Sequence[JudgedItem]) -> ScoredRow:
-    """Score judge ``name`` on every labelled item it voted on (its first vote per item)."""
-    answers = (
-        (position, judged, vote.choice, vote.confidence, [vote])
+    """Score judge ``name`` on every labelled item it voted on (its first vote per item).
+
+    A tie vote (``A=B``) is not correct at confidence 0.5, JudgeBench's rule (a tie scores 0); it
+    is counted in ``n_ties``, not ``n_invalid``, and its answer reads ``"tie"``.
+    """
+    voted = [
+        (position, judged, vote)
         for position, judged in enumerate(items)
-        if (vote := _find_vote(judged.votes, name)) is not None
-    )
-    return _score(name, "judge", answers)
+        if (vote := find_vote(judged.votes, name)) is not None
+    ]
+    row = _score(name, "judge", ((p, judged, v.choice, v.confidence, [v]) for p, judged, v in voted))
+    tied = np.asarray([vote.tie for _, judged, vote in voted if judged.item.label is not None], dtype=bool)
+    choices = row.choices.copy()
+    choices[tied] = "tie"
+    n_ties = int(tied.sum())
+    return dataclasses.replace(row, n_invalid=row.n_invalid - n_ties, n_ties=n_ties, choices=choices)
 
 
 def score_verdicts(
@@ -148,7 +161,8 @@ def judge_names(items: Sequence[JudgedItem]) -> list[str]:
     return list(seen)
 
 
-def _find_vote(votes: Sequence[JudgeVote], name: str) -> JudgeVote | None:
+def find_vote(votes: Sequence[JudgeVote], name: str) -> JudgeVote | None:
+    """Judge ``name``'s first vote among ``votes`` (None when it did not vote)."""
     for vote in votes:
         if vote.judge == name:
             return vote

@@ -69,6 +69,31 @@ def fmt(metric: str, value: float | None) -> str:
         return f"{value:.3f}"
 
 
+TIES_CAPTION = (
+    "accuracy and calibration above: on decided (A/B) labels only. labels A/B, tie, bad (both_bad): counts; "
+    "JB %: JudgeBench's rule (a tie answer scores 0); dec %: A/B answers on A/B labels; "
+    "3-way %: answer = label over A/B/tie labels (both_bad left out); ties: tie answers; tie %: of all items"
+)
+
+
+def ties_table(evaluation: Evaluation, names: Mapping[str, str]) -> Table:
+    """How ties count, per row (:mod:`.ties`): label and answer tie counts beside the tie-aware rates."""
+    table = compact_table("ties")
+    for header in (NAME_HEADER, "A/B", "tie", "bad", "JB %", "dec %", "3-way %", "ties", "tie %"):
+        table.add_column(header, justify="left" if header == NAME_HEADER else "right", no_wrap=True)
+
+    def pct(value: float | None) -> str:
+        return "-" if value is None else f"{100 * value:.1f}"
+
+    for t in evaluation.ties:
+        table.add_row(
+            names.get(t.name, t.name), str(t.n_decided_labels), str(t.n_tie_labels), str(t.n_both_bad_labels),
+            pct(t.judgebench_accuracy), pct(t.decided_accuracy), pct(t.three_way_accuracy),
+            str(t.n_tie_answers), pct(t.tie_rate),
+        )
+    return table
+
+
 def _interval(metric: str, low: float, high: float, digits: int) -> str:
     if math.isnan(low) or math.isnan(high):
         return "[-]"
@@ -296,8 +321,11 @@ def print_evaluation(
     tied = [(names.get(r.row.name, r.row.name), r.row.n_ties) for r in evaluation.rows if r.row.n_ties]
     if tied:
         counted = ", ".join(f"{name} {n}" for name, n in tied)
-        console.print(f"exact ties (no answer preferred): {counted}; {TIE_RULE} (seed {evaluation.options.seed})",
+        console.print(f"tie answers (no answer preferred): {counted}; {TIE_RULE} (seed {evaluation.options.seed})",
                       highlight=False)
+    if evaluation.has_ties:
+        console.print(ties_table(evaluation, names))
+        console.print(TIES_CAPTION, highlight=False)
     for category in evaluation.categories:
         console.print(category_table(evaluation, category, names))
     if any(report.helped_harmed is not None for report in evaluation.rows):

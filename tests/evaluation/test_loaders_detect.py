@@ -53,7 +53,7 @@ def test_cannot_tell(tmp_path: Path, shared_data: Path) -> None:
     with pytest.raises(DatasetError, match="no such file"):
         detect_format(tmp_path / "missing.jsonl")
     with pytest.raises(ValueError, match="unknown format"):
-        load(odd, format="csv")
+        load(odd, format="parquet")
 
 
 def test_format_given_overrides_detection(shared_data: Path, tmp_path: Path) -> None:
@@ -80,4 +80,14 @@ def test_load_every_source_and_time_it(shared_data: Path) -> None:
 
 
 def test_formats_constant() -> None:
-    assert FORMATS == ("judgebench", "llmbar", "toe", "votes")
+    assert FORMATS == ("judgebench", "llmbar", "toe", "votes", "csv")
+
+
+def test_a_csv_file_or_folder_is_csv(tmp_path: Path) -> None:
+    (tmp_path / "pairs.csv").write_text("question,answer_a,answer_b,label\nq,a,b,tie\n", encoding="utf-8")
+    (tmp_path / "upper").mkdir()
+    (tmp_path / "upper" / "PAIRS.CSV").write_text("question,answer_a,answer_b\n", encoding="utf-8")
+    assert detect_format(tmp_path / "upper" / "PAIRS.CSV") == "csv"
+    assert detect_format(tmp_path / "pairs.csv") == "csv"
+    assert detect_format(tmp_path) == "csv"
+    assert [judged.item.outcome for judged in load(tmp_path)] == ["tie"]

@@ -97,12 +97,12 @@ def test_valid_votes_lean_towards_their_choice(judgebench) -> None:
                 assert vote.confidence == pytest.approx(vote.p_a if vote.choice == "A" else 1 - vote.p_a)
                 assert vote.confidence > 0.5
             else:
-                assert vote.error in {"games disagree", "tie", "no decision"}
+                assert vote.tie or vote.error in {"games disagree", "no decision"}
 
 
 def test_invalid_counts(judgebench) -> None:
-    invalid = Counter(v.judge for j in judgebench for v in j.votes if not v.valid)
-    assert invalid["arena_hard:o1-mini"] == 81
+    invalid = Counter(v.judge for j in judgebench for v in j.votes if not v.valid and not v.tie)
+    assert invalid["arena_hard:o1-mini"] == 76
     assert invalid["reward_model:GRM-Gemma-2B-rewardmodel-ft"] == 0
     assert invalid["reward_model:Skywork-Reward-Gemma-2-27B"] == 3
 
@@ -173,7 +173,21 @@ def test_rubric_soft_laplace_rule() -> None:
     assert vote.choice == "B" and vote.p_a == pytest.approx((0 + 0.5 + 1) / 4)
     assert vote.signals["margin"] == 0.0
     vote = vote_from_record(_record([_game("A=B", score_A=1, score_B=1), _game(None, score_A=-1, score_B=-1)]), "r", "rubric")
-    assert vote.error == "tie" and vote.p_a == pytest.approx(0.5)
+    assert vote.tie and vote.outcome == "tie" and vote.error is None and vote.p_a == 0.5
+
+
+def test_a_judges_a_equals_b_is_a_tie_vote(judgebench) -> None:
+    """JudgeBench records "A=B": kept as a tie vote, not an invalid one (counted on the shared data)."""
+    ties = Counter(v.judge for j in judgebench for v in j.votes if v.tie)
+    assert ties["arena_hard:o1-mini"] == 5
+    assert ties["no_rubric:Qwen3-1.7B"] == 124
+    assert ties["reward_model:GRM-Gemma-2B-rewardmodel-ft"] == 0
+    both = vote_from_record(_record([_game("A=B"), _game("A=B")]), "other:x", "decision")
+    assert both.tie and both.p_a == 0.5
+    with_null = vote_from_record(_record([_game("A=B"), _game(None)]), "other:x", "decision")
+    assert with_null.tie
+    disagree = vote_from_record(_record([_game("A>B"), _game("A>B")]), "other:x", "decision")  # g2 flipped: B
+    assert not disagree.tie and disagree.error == "games disagree"
 
 
 def test_decision_only_laplace_fallback() -> None:

@@ -5,7 +5,8 @@ Detection, per path (all paths must agree):
   ``Dataset``) -> llmbar; ``*.calibration.jsonl`` inside -> toe; ``dataset=judgebench*.jsonl``
   inside or in ``outputs/`` -> judgebench; otherwise the ``*.jsonl`` files inside decide.
 * a file, by name: ``llmbar_decisions_compact.jsonl`` / ``dataset.json`` -> llmbar,
-  ``*.calibration.jsonl`` -> toe, ``dataset=judgebench*`` -> judgebench; else by the first
+  ``*.calibration.jsonl`` -> toe, ``dataset=judgebench*`` -> judgebench, ``*.csv`` -> csv
+  (:mod:`.csv_pairs`); else by the first
   record's keys: ``item`` + ``votes`` -> votes, ``pair_id`` + ``judgments``/``response_A`` ->
   judgebench, ``instruction`` + ``outputs`` + ``probs`` -> toe, ``subset`` + ``idx`` + ``base_llm`` +
   ``strategy`` -> llmbar.
@@ -21,6 +22,8 @@ from pathlib import Path
 from typing import Literal
 
 from judgefuse.evaluation.loaders.answers import UndefinedAnswers
+from judgefuse.evaluation.loaders.csv_pairs import SUFFIX as CSV_SUFFIX
+from judgefuse.evaluation.loaders.csv_pairs import load_csv
 from judgefuse.evaluation.loaders.errors import DatasetError
 from judgefuse.evaluation.loaders.jsonl import first_record
 from judgefuse.evaluation.loaders.judgebench import load_judgebench_paths
@@ -30,8 +33,8 @@ from judgefuse.evaluation.loaders.trust_or_escalate import load_toe, toe_files
 from judgefuse.evaluation.loaders.votes import read_votes
 from judgefuse.judges.types import JudgedItem
 
-Format = Literal["judgebench", "llmbar", "toe", "votes"]
-FORMATS: tuple[Format, ...] = ("judgebench", "llmbar", "toe", "votes")
+Format = Literal["judgebench", "llmbar", "toe", "votes", "csv"]
+FORMATS: tuple[Format, ...] = ("judgebench", "llmbar", "toe", "votes", "csv")
 
 PathsLike = str | Path | Sequence[str | Path]
 
@@ -78,6 +81,8 @@ def _detect_file(path: Path) -> Format | None:
         return "toe"
     if name.startswith("dataset=judgebench"):
         return "judgebench"
+    if name.lower().endswith(CSV_SUFFIX):
+        return "csv"
     return _by_keys(path)
 
 
@@ -89,6 +94,8 @@ def _detect_dir(path: Path) -> Format | None:
     if any(path.glob("dataset=judgebench*.jsonl")) or any(path.glob("outputs/dataset=judgebench*.jsonl")):
         return "judgebench"
     found = {_detect_file(p) for p in sorted(path.glob("*.jsonl"))}
+    if not found and any(path.glob(f"*{CSV_SUFFIX}")):
+        return "csv"
     return found.pop() if len(found) == 1 else None
 
 
@@ -116,10 +123,10 @@ def detect_format(paths: PathsLike) -> Format:
     return next(iter(found))
 
 
-def _votes_files(paths: list[Path]) -> list[Path]:
+def _votes_files(paths: list[Path], suffix: str = ".jsonl") -> list[Path]:
     files: list[Path] = []
     for path in paths:
-        files.extend(sorted(path.glob("*.jsonl")) if path.is_dir() else [path])
+        files.extend(sorted(path.glob(f"*{suffix}")) if path.is_dir() else [path])
     return files
 
 
@@ -149,8 +156,8 @@ def load(
         return load_toe(toe_files(path_list), answers=answers)
     items: list[JudgedItem] = []
     where: dict[str, Path] = {}
-    for path in _votes_files(path_list):
-        for judged in read_votes(path):
+    for path in _votes_files(path_list, CSV_SUFFIX if fmt == "csv" else ".jsonl"):
+        for judged in load_csv(path) if fmt == "csv" else read_votes(path):
             if judged.item.id in where:
                 raise DatasetError(path, f"item {judged.item.id!r} is also in {where[judged.item.id]}", field="item.id")
             where[judged.item.id] = path

@@ -7,9 +7,10 @@ record at a time. Every fault in a record is a :class:`DatasetError` naming file
 Choice (JudgeBench's own rule)
 ------------------------------
 Each game's decision, in the original order, counts +1 for A (``A>B``), -1 for B (``B>A``), 0 for a
-tie (``A=B``) or no decision (null). Sum > 0 -> A, < 0 -> B, 0 -> invalid vote with error
-``games disagree`` (one game each way), ``tie`` (ties only, or a tie and a null) or ``no decision``
-(both null). JudgeBench scores a pair +1 per game agreeing with the label, -1 per game
+tie (``A=B``) or no decision (null). Sum > 0 -> A, < 0 -> B. A sum of 0 from ties only (or a tie
+and a null) is a **tie vote** (``JudgeVote.tie``: what the judge said, kept as said; ``p_a`` 0.5,
+the rule's own p_a kept as signal ``tie_p_a`` when it differs); any other 0 is an invalid vote
+with error ``games disagree`` (one game each way) or ``no decision`` (both null). JudgeBench scores a pair +1 per game agreeing with the label, -1 per game
 contradicting it and counts it correct when the sum is > 0; as the label is A or B this is exactly
 "choice == label", so the accuracy of the votes equals :func:`judgebench_score` on the raw records.
 A decision the format does not define (``"A>A"``, seen in published files) counts 0 as in
@@ -345,7 +346,9 @@ def vote_from_record(
         elif all(d is None for d in decisions):
             error = "no decision"
         else:
-            error = "tie"
+            if p_a is not None and p_a != 0.5:
+                signals["tie_p_a"] = p_a
+            return JudgeVote.tied(judge, "recorded", **common)
         return JudgeVote.invalid(judge, "recorded", error, p_a=p_a, **common)
     except ValidationError as exc:
         raise from_validation(exc, path, line) from exc

@@ -1,0 +1,85 @@
+"""How ties count: the tie-aware numbers of one judge or method (docs/offline-evaluation.md, 'Ties').
+
+A label is ``A``, ``B``, ``tie`` or ``both_bad`` (:attr:`PairwiseItem.outcome`); an answer is
+``A``, ``B``, ``tie`` (a judge's ``A=B``, or a fused exact tie) or None (no usable answer). The
+main table's accuracy and every calibration metric (ECE, Brier, TH-Score, ...) are computed on the
+**decided** items only (label A or B): a probability of "A is better" has no right answer on a
+tie. Beside them, per row:
+
+* ``judgebench_accuracy``: JudgeBench's rule for pairs, on decided labels. A pair scores +1 per
+  game agreeing with the label, -1 per game against it, 0 for a tie or no decision, and is correct
+  when its score is > 0 (the rule as the shared data's README states it; JudgeBench's labels are
+  A or B only). A tie answer scores 0, so it is never correct. For a judge row this equals the
+  main accuracy; a method row's main accuracy scores a fused exact tie by a seeded coin instead.
+* ``decided_accuracy``: on items whose label and answer are both A or B: how often the letter is
+  right when the row commits to one.
+* ``three_way_accuracy``: on items labelled A, B or tie, the answer equals the label (a tie answer
+  on a tie label is right; no answer is wrong). ``both_bad`` labels are left out: neither
+  answer is acceptable, which is not a three-way outcome; they are counted.
+* ``tie_rate``: the share of the row's answers that are ties, over every labelled item it covers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from judgefuse.fusion.verdict import Verdict, is_tie
+from judgefuse.judges.types import Letter, Outcome, TieLabel
+
+Label = Letter | TieLabel
+
+
+@dataclass(frozen=True)
+class TieReport:
+    """The tie-aware counts and rates of one row (module docstring); rates are None on no items."""
+
+    name: str
+    n_decided_labels: int
+    n_tie_labels: int
+    n_both_bad_labels: int
+    n_tie_answers: int
+    judgebench_accuracy: float | None
+    decided_accuracy: float | None
+    n_decided_answers: int
+    three_way_accuracy: float | None
+    n_three_way: int
+    tie_rate: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form (every field)."""
+        return asdict(self)
+
+
+def verdict_outcome(verdict: Verdict) -> Outcome | None:
+    """A fused verdict as an answer: its letter, ``tie`` for an exact tie, None when undecided."""
+    return "tie" if is_tie(verdict) else verdict.choice
+
+
+def _rate(hits: int, total: int) -> float | None:
+    return hits / total if total else None
+
+
+def tie_report(name: str, answers: Sequence[Outcome | None], labels: Sequence[Label]) -> TieReport:
+    """The tie-aware numbers of one row from its answers and the labels, item by item."""
+    if len(answers) != len(labels):
+        raise ValueError(f"{name}: {len(answers)} answers for {len(labels)} labels")
+    pairs = list(zip(answers, labels, strict=True))
+    decided = [(answer, label) for answer, label in pairs if label in ("A", "B")]
+    committed = [(answer, label) for answer, label in decided if answer in ("A", "B")]
+    three_way = [(answer, label) for answer, label in pairs if label != "both_bad"]
+    n_tie_answers = sum(answer == "tie" for answer in answers)
+    return TieReport(
+        name=name,
+        n_decided_labels=len(decided),
+        n_tie_labels=sum(label == "tie" for label in labels),
+        n_both_bad_labels=sum(label == "both_bad" for label in labels),
+        n_tie_answers=n_tie_answers,
+        judgebench_accuracy=_rate(sum(answer == label for answer, label in decided), len(decided)),
+        decided_accuracy=_rate(sum(answer == label for answer, label in committed), len(committed)),
+        n_decided_answers=len(committed),
+        three_way_accuracy=_rate(sum(answer == label for answer, label in three_way), len(three_way)),
+        n_three_way=len(three_way),
+        tie_rate=_rate(n_tie_answers, len(pairs)),
+    )

@@ -1,0 +1,140 @@
+"""Ties as vote and label outcomes offline: loaders keep what the source says, the metrics say
+how ties count (docs/offline-evaluation.md, 'Ties'), and ``judgefuse eval`` reads a CSV with ties.
+
+Fixtures (tests/evaluation/fixtures/README.md gives source and licence): three JudgeBench pairs
+whose o1-mini judgments say ``A=B``, a hand-written CSV and votes JSONL. The expected numbers of
+the CSV are computed by hand in the comments below.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from judgefuse.cli import main
+from judgefuse.evaluation.judge_command import read_pairs
+from judgefuse.evaluation.loaders import DatasetError, load, load_csv
+from judgefuse.evaluation.runner import EvaluationOptions, evaluate
+from judgefuse.evaluation.ties import tie_report
+
+FIXTURES = Path(__file__).parent / "fixtures"
+CSV = FIXTURES / "pairs_with_ties.csv"
+HEADER = "id,question,answer_a,answer_b,label,vote:j1,confidence:j1\n"
+
+
+def test_judgebench_a_equals_b_twice_is_a_tie_vote() -> None:
+    items = {judged.item.id[:8]: judged for judged in load(FIXTURES / "judgebench_ties")}
+    tied = items["30756abc"].votes[0]
+    assert (tied.outcome, tied.p_a, tied.error, tied.valid) == ("tie", 0.5, None, False)
+    # a tie in one game and a decided game: the decided game's letter (JudgeBench's sum rule)
+    assert items["a7f0a43a"].votes[0].outcome == "B" and items["0437ca17"].votes[0].outcome == "B"
+
+
+def test_votes_jsonl_keeps_tie_labels_and_tie_votes() -> None:
+    items = {judged.item.id: judged for judged in load(FIXTURES / "ties_votes.jsonl")}
+    assert [items[i].item.outcome for i in ("t1", "t2", "t3")] == ["tie", "both_bad", "A"]
+    assert items["t1"].item.label is None and items["t1"].item.tie_label == "tie"
+    assert [v.outcome for v in items["t1"].votes] == ["tie", "A"]
+    assert items["t3"].votes[1].tie and items["t3"].votes[1].p_a == 0.5
+
+
+def test_csv_loader_reads_labels_votes_and_quoted_cells() -> None:
+    items = {judged.item.id: judged for judged in load(CSV)}
+    assert [items[f"r{i}"].item.outcome for i in range(1, 10)] == ["A", "B", "tie", "A", "B", "both_bad", "tie", "A", None]
+    assert items["r8"].item.answer_a == "two\nlines, quoted"
+    assert items["r1"].item.category == "math"
+    j1, j2 = items["r2"].votes
+    assert (j1.judge, j1.choice, j1.confidence) == ("j1", "B", 0.8)
+    assert (j2.choice, j2.confidence, j2.p_a) == ("A", 0.6, 0.6)  # from p_a:j2
+    assert items["r8"].votes[1].choice == "B" and items["r8"].votes[1].confidence == pytest.approx(0.6)
+    assert [v.outcome for v in items["r7"].votes] == ["A", "tie"]  # "A=B" in a vote cell
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "field", "reason"),
+    [
+        (HEADER + "x,q,a,b,C,A,0.9\n", 2, "label", "unknown label 'C'"),
+        (HEADER + "x,q,a,b,A,maybe,0.9\n", 2, "vote:j1", "unknown vote 'maybe'"),
+        (HEADER + "x,q,a,b,A,A,\n", 2, "vote:j1", "needs confidence:j1 or p_a:j1"),
+        (HEADER + "x,q,a,b,A,A,1.5\n", 2, "confidence:j1", "must be in [0, 1]"),
+        (HEADER + "x,q,a,b,A,A,high\n", 2, "confidence:j1", "must be a number"),
+        (HEADER + "x,q,a,b,A,A,0.9\nx,q,a,b,B,B,0.9\n", 3, "id", "duplicate id 'x' (first at line 2)"),
+        ("id,question,answer_a,answer_b,labl\n", 1, "labl", "unknown column"),
+        ("id,question,answer_a,label\n", 1, "answer_b", "required column is missing"),
+        ("question,answer_a,answer_b,confidence:j3\n", 1, "confidence:j3", "no vote:j3 column"),
+        (HEADER + "x,q,a,b,A,A,0.9,extra\n", 2, None, "8 cells for 7 columns"),
+    ],
+)
+def test_csv_faults_name_line_and_column(tmp_path: Path, text: str, line: int, field: str | None, reason: str) -> None:
+    path = tmp_path / "bad.csv"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(DatasetError) as caught:
+        load_csv(path)
+    assert (caught.value.line, caught.value.field) == (line, field)
+    assert reason in caught.value.reason
+    assert str(caught.value).startswith(f"{path}:{line}: ")
+
+
+def test_tie_report_by_hand() -> None:
+    # labels A, B, tie, both_bad, A; answers A, tie, tie, B, None
+    report = tie_report("x", ["A", "tie", "tie", "B", None], ["A", "B", "tie", "both_bad", "A"])
+    assert (report.n_decided_labels, report.n_tie_labels, report.n_both_bad_labels) == (3, 1, 1)
+    assert report.judgebench_accuracy == pytest.approx(1 / 3)  # only item 1; the tie on B scores 0
+    assert report.decided_accuracy == 1.0 and report.n_decided_answers == 1
+    assert report.three_way_accuracy == pytest.approx(2 / 4) and report.n_three_way == 4
+    assert report.n_tie_answers == 2 and report.tie_rate == pytest.approx(2 / 5)
+    empty = tie_report("y", [], [])
+    assert empty.tie_rate is None and empty.three_way_accuracy is None
+
+
+def test_evaluate_csv_ties_by_hand() -> None:
+    evaluation = evaluate(load(CSV), options=EvaluationOptions(methods=("majority",), n_bootstrap=10))
+    ties = {t.name: t for t in evaluation.ties}
+    # j1 on r1..r8: A B tie tie A B A A against labels A B tie A B both_bad tie A.
+    j1 = ties["j1"]
+    assert (j1.n_decided_labels, j1.n_tie_labels, j1.n_both_bad_labels) == (5, 2, 1)
+    assert j1.judgebench_accuracy == pytest.approx(3 / 5)  # r1 r2 r8; r4's tie and r5 wrong
+    assert j1.decided_accuracy == pytest.approx(3 / 4)  # r4's tie left out
+    assert j1.three_way_accuracy == pytest.approx(4 / 7)  # r1 r2 r3 r8 of all but r6
+    assert j1.tie_rate == pytest.approx(2 / 8)
+    # j2: A A B A tie tie tie B
+    j2 = ties["j2"]
+    assert (j2.judgebench_accuracy, j2.decided_accuracy) == (pytest.approx(2 / 5), pytest.approx(2 / 4))
+    assert j2.three_way_accuracy == pytest.approx(3 / 7) and j2.tie_rate == pytest.approx(3 / 8)
+    # the main rows (accuracy, calibration) are on the five decided items; a judge's tie is n_ties
+    row = evaluation.row("j1")
+    assert row.row.correct.size == 5 and row.metrics["accuracy"] == pytest.approx(3 / 5)
+    assert (row.row.n_ties, row.row.n_invalid) == (1, 0)
+    # majority (tie votes are p_a 0.5): r1 A, r2 B (tie broken by 0.8), r3 B, r4 A, r5 A, r6 B, r7 A, r8 A
+    majority = ties["majority"]
+    assert majority.n_tie_answers == 0
+    assert majority.judgebench_accuracy == pytest.approx(4 / 5)  # r1 r2 r4 r8
+    assert majority.three_way_accuracy == pytest.approx(4 / 7)
+
+
+def test_eval_command_over_a_csv_with_ties(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out, html = tmp_path / "report.json", tmp_path / "report.html"
+    code = main(["eval", str(CSV), "--methods", "majority", "mean_probability", "--bootstrap", "20",
+                 "--json", str(out), "--html", str(html), "--quiet"])
+    assert code == 0
+    assert "9 items, 5 labelled A/B (+3 tie/both_bad)" in capsys.readouterr().out
+    report = json.loads(out.read_text())
+    assert report["n_labelled"] == 5 and "decided items" in report["metrics_on"]
+    rows = {row["name"]: row for row in report["rows"]}
+    assert rows["j1"]["n"] == 5 and rows["j1"]["n_ties"] == 1
+    assert rows["j1"]["ties"]["three_way_accuracy"] == pytest.approx(4 / 7)
+    assert rows["j2"]["ties"]["tie_rate"] == pytest.approx(3 / 8)
+    assert rows["mean_probability"]["ties"]["n_tie_labels"] == 2
+    page = html.read_text()
+    assert '<table id="ties">' in page and "57.1" in page  # j1's three-way accuracy in percent
+    assert main(["eval", str(CSV), "--methods", "majority", "--bootstrap", "20", "--wide"]) == 0
+    printed = capsys.readouterr().out
+    assert "3-way" in printed and "decided (A/B) labels only" in printed and "57.1" in printed
+
+
+def test_judge_reads_the_pairs_of_a_csv() -> None:
+    items = read_pairs(CSV)
+    assert [item.id for item in items] == [f"r{i}" for i in range(1, 10)]
+    assert items[2].tie_label == "tie" and items[5].outcome == "both_bad"
