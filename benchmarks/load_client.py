@@ -7,8 +7,8 @@ then falls seconds behind its own schedule, and since every latency counts from 
 send, the generator's lateness was reported as the server's (``bench_gateway.py`` printed
 "generator late p99 3,352 ms" beside an accepted p99 of 7.9 s). This client writes one
 pre-built request (bytes) on an idle keep-alive connection, or a new one when none is idle,
-and parses the answer's status line, ``Content-Length``/chunked body and whether it carried
-``Retry-After``: a few microseconds of Python a request.
+and parses the answer's status line, ``Content-Length``/chunked body and its ``Retry-After``:
+a few microseconds of Python a request.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from urllib.parse import urlsplit
 
 __all__ = ["Answer", "LoadClient"]
 
-Answer = tuple[int, bool, bytes]
-"""(status, whether ``Retry-After`` was sent, body)."""
+Answer = tuple[int, float | None, bytes]
+"""(status, ``Retry-After`` in seconds or None when not sent, body)."""
 
 
 class _Connection(asyncio.Protocol):
@@ -54,14 +54,17 @@ class _Connection(asyncio.Protocol):
             return None
         lines = bytes(self.buffer[:end]).decode("latin-1").split("\r\n")
         status = int(lines[0].split(" ", 2)[1])
-        length, retry_after, chunked = 0, False, False
+        length, retry_after, chunked = 0, None, False
         for line in lines[1:]:
             name, _, value = line.partition(":")
             name = name.strip().lower()
             if name == "content-length":
                 length = int(value)
             elif name == "retry-after":
-                retry_after = True
+                try:
+                    retry_after = float(value)
+                except ValueError:  # an HTTP date: wait one second
+                    retry_after = 1.0
             elif name == "transfer-encoding" and "chunked" in value.lower():
                 chunked = True
             elif name == "connection" and value.strip().lower() == "close":

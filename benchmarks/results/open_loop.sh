@@ -1,23 +1,21 @@
 #!/usr/bin/env bash
-# Issue 26 (speed under realistic load): bench_gateway.py's open-loop levels, loop lag, time
-# breakdown, the targets and the summary (LiteLLM's proxy not beside it: its extra is not
-# installed in this venv); then the gateway
-# as `judgefuse serve --workers 1` and `--workers 2` (not pinned: both use both cores).
-# The machine's load average is printed at the start and the end of each run.
-# Output: open_loop.txt (and open_loop_workers.txt). `open_loop.sh main` or `open_loop.sh
-# workers` runs one part only (never two at once: they would share the cores).
+# Issue 26 (speed under realistic load), every "What must be shown" figure in one run of
+# bench_gateway.py: closed-loop maxima, open loop at 25/50/80% of each max and /v1/fuse at 150%
+# (loop lag, where the time goes, pinned cores), the targets met/NOT met, (f) the loop's lag
+# with the largest allowed refit running, (d) LiteLLM's proxy beside it (from a scratch venv:
+#   python3 -m venv /tmp/litellm-proxy-venv
+#   /tmp/litellm-proxy-venv/bin/pip install 'litellm[proxy]==1.108.7'
+# LITELLM_PROXY_VENV points at another), (g) judgefuse serve --workers 1 and 2, and the summary.
+# The machine's load average is printed at the start and the end. Output: open_loop.txt.
 set -u
-PART=${1:-all}
 cd "$(dirname "$0")/../.."
 PY=${PY:-.venv/bin/python}
-[ "$PART" = workers ] || {
+VENV=${LITELLM_PROXY_VENV:-/tmp/litellm-proxy-venv}
+{
   echo "### $(date -u +%FT%TZ) $(git rev-parse --short HEAD); uptime: $(uptime)"
-  LITELLM_LOCAL_MODEL_COST_MAP=True $PY benchmarks/bench_gateway.py --labels 0 --seconds 8 2>&1
+  echo "### command: LITELLM_LOCAL_MODEL_COST_MAP=True $PY benchmarks/bench_gateway.py --labels 0 --anchor litellm-proxy --litellm-venv $VENV --scaling 1 2"
+  started=$(date +%s)
+  LITELLM_LOCAL_MODEL_COST_MAP=True $PY benchmarks/bench_gateway.py --labels 0 --anchor litellm-proxy \
+    --litellm-venv "$VENV" --scaling 1 2 2>&1
+  echo "### wall $(( $(date +%s) - started )) s; $(date -u +%FT%TZ); uptime: $(uptime)"
 } > benchmarks/results/open_loop.txt
-[ "$PART" = main ] || {
-  for n in 1 2; do
-    echo "### $(date -u +%FT%TZ) gateway workers $n; uptime: $(uptime)"
-    LITELLM_LOCAL_MODEL_COST_MAP=True $PY benchmarks/bench_gateway.py --gateway-workers $n --no-pin --labels 0 --seconds 5 \
-      --concurrency 32 64 128 2>&1 | sed -n '/^cores/p;/^(a)/,/^(b)/p;/^summary/,$p'
-  done
-} > benchmarks/results/open_loop_workers.txt
