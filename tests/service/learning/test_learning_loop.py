@@ -5,16 +5,14 @@ candidate with no qualifying threshold is not promoted; a cascade panel is not r
 from __future__ import annotations
 
 import asyncio
-import re
 
 import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import numpy as np
 import pytest
+from learning_support import HEADERS, ITEM_RE, item, judge_range
 from panel_support import cascade_yaml
 
 stub = S.stub
-ITEM_RE = re.compile(r"\[item (\d+) truth ([AB])\]")
-HEADERS = S.auth("tenant-a")
 
 
 def skilled(model: str, text: str):
@@ -31,31 +29,12 @@ def skilled(model: str, text: str):
     return (truth, 70)
 
 
-def item(i: int, *, label: bool = True) -> dict:
-    truth = "A" if (i * 7) % 3 else "B"
-    body = {"question": f"Which is better? [item {i} truth {truth}]", "answer_a": "one",
-            "answer_b": "two", "id": f"it-{i}"}
-    if label:
-        body["label"] = truth
-    return body
-
-
-async def _judge_range(client, start: int, stop: int) -> list[dict]:
-    out = []
-    for first in range(start, stop, 32):
-        batch = {"items": [item(i) for i in range(first, min(first + 32, stop))]}
-        r = await client.post("/v1/judge/batch", json=batch, headers=HEADERS)
-        assert r.status_code == 200 and r.json()["n_failed"] == 0, r.text
-        out += [res["verdict"] for res in r.json()["results"]]
-    return out
-
-
 async def test_promotions_keep_auto_accept_on_and_pair_model_with_threshold(storage, stub, tmp_path):
     server, script = stub
     script.by_question = skilled
     settings = S.make_settings(tmp_path, [S.panel_yaml(tmp_path, server.url)], min_labels_for_refit=40)
     async with S.running_app(settings, storage) as (_app, client):
-        await _judge_range(client, 0, 60)
+        await judge_range(client, 0, 60)
         tuned = (await client.post("/v1/thresholds/tune", json={"target_precision": 0.8, "min_count": 10},
                                    headers=HEADERS)).json()
         assert tuned["stored"] and tuned["method"] == "majority", tuned
@@ -71,7 +50,7 @@ async def test_promotions_keep_auto_accept_on_and_pair_model_with_threshold(stor
                 record = (await client.get("/v1/fusion/models", headers=HEADERS)).json()["history"][-1]
                 assert record["threshold"]["version"] == outcome["threshold_version"]
                 assert record["threshold"]["details"]["model_version"] == outcome["model_version"]
-            verdicts = await _judge_range(client, start, start + 40)
+            verdicts = await judge_range(client, start, start + 40)
             start += 40
             for v in verdicts:
                 assert "retune" not in v["threshold"]["reason"], v["threshold"]
@@ -87,7 +66,7 @@ async def test_a_candidate_with_no_qualifying_threshold_is_not_promoted(stub, tm
     settings = S.make_settings(tmp_path, [S.panel_yaml(tmp_path, server.url)], min_labels_for_refit=40,
                                storage_url=f"sqlite:///{tmp_path / 'db.sqlite3'}")
     async with S.running_app(settings) as (_app, client):
-        await _judge_range(client, 0, 80)
+        await judge_range(client, 0, 80)
         first = (await client.post("/v1/fusion/refit", json={}, headers=HEADERS)).json()
         assert first["status"] == "promoted" and first["threshold"] is None  # no target yet
         # 80 labels can never certify precision 0.999 at delta 0.1: the tune refits at that
@@ -244,7 +223,7 @@ async def test_a_tune_while_an_unpaired_model_serves_promotes_a_pair(stub, tmp_p
     settings = S.make_settings(tmp_path, [S.panel_yaml(tmp_path, server.url)], min_labels_for_refit=40,
                                storage_url=f"sqlite:///{tmp_path / 'db.sqlite3'}")
     async with S.running_app(settings) as (_app, client):
-        await _judge_range(client, 0, 80)
+        await judge_range(client, 0, 80)
         first = (await client.post("/v1/fusion/refit", json={}, headers=HEADERS)).json()
         assert first["status"] == "promoted" and first["threshold_version"] is None, first
         tuned = (await client.post("/v1/thresholds/tune", json={"target_precision": 0.8, "min_count": 10},

@@ -5,19 +5,15 @@ confidences of the stored votes, or is retired for the voting method with its th
 
 from __future__ import annotations
 
-import asyncio
-import re
-
 import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import pytest
+from learning_support import HEADERS, ITEM_RE, judge_range
 
 from judgefuse.fusion import get_method
 from judgefuse.fusion.capabilities import method_params
 from judgefuse.service.storage import ModelRecord
 
 stub = S.stub
-ITEM_RE = re.compile(r"\[item (\d+) truth ([AB])\]")
-HEADERS = S.auth("tenant-a")
 
 
 def calm(model: str, text: str):
@@ -28,30 +24,6 @@ def calm(model: str, text: str):
     i, truth = int(match.group(1)), match.group(2)
     wrong = "B" if truth == "A" else "A"
     return (wrong if i % 12 == 5 else truth, 93 + (i + len(model)) % 5)
-
-
-def truth_of(i: int, *, only_a: bool) -> str:
-    return "A" if only_a or (i * 7) % 3 else "B"
-
-
-async def _judge(client, start: int, stop: int, *, only_a: bool = False, label: bool = True) -> list[dict]:
-    out = []
-    for first in range(start, stop, 32):
-        items = []
-        for i in range(first, min(first + 32, stop)):
-            t = truth_of(i, only_a=only_a)
-            body = {"question": f"Which? [item {i} truth {t}]", "answer_a": "x", "answer_b": "y", "id": f"it-{i}"}
-            if label:
-                body["label"] = t
-            items.append(body)
-        for _attempt in range(20):  # admission may shed a loaded loop: 429 + Retry-After
-            r = await client.post("/v1/judge/batch", json={"items": items}, headers=HEADERS)
-            if r.status_code != 429:
-                break
-            await asyncio.sleep(float(r.headers.get("retry-after", 1)))
-        assert r.status_code == 200 and r.json()["n_failed"] == 0, r.text
-        out += [res["verdict"] for res in r.json()["results"]]
-    return out
 
 
 async def _plant_unpaired_model(app, batches_labels) -> str:
@@ -84,7 +56,7 @@ async def test_a_tune_routes_an_unpaired_model_by_its_cross_fitted_threshold(stu
     settings = S.make_settings(tmp_path, [S.panel_yaml(tmp_path, server.url)], min_labels_for_refit=40,
                                storage_url=f"sqlite:///{tmp_path / 'db.sqlite3'}")
     async with S.running_app(settings) as (app, client):
-        await _judge(client, 0, 80)
+        await judge_range(client, 0, 80)
         version = await _plant_unpaired_model(app, _votes_for_fit())
         tuned = (await client.post("/v1/thresholds/tune", json={"target_precision": 0.8, "min_count": 10},
                                    headers=HEADERS)).json()
@@ -93,7 +65,7 @@ async def test_a_tune_routes_an_unpaired_model_by_its_cross_fitted_threshold(stu
         assert tuned["refit"]["status"] == "kept", tuned["refit"]
         fallback = tuned["fallback"]
         assert fallback["status"] == "tuned" and fallback["model_version"] == version, fallback
-        after = await _judge(client, 80, 120, label=False)
+        after = await judge_range(client, 80, 120, label=False)
         accepted = [v for v in after if v["route"] == "auto_accept"]
         assert all(v["method"] == "stacked" for v in after)
         assert len(accepted) > len(after) / 2, [v["threshold"] for v in after[:3]]
@@ -110,7 +82,7 @@ async def test_a_tune_falls_back_to_the_voting_method_when_the_model_cannot_be_t
                                storage_url=f"sqlite:///{tmp_path / 'db.sqlite3'}")
     async with S.running_app(settings) as (app, client):
         # every label is A: stacked cannot be cross-fitted (no B to fold), majority can be tuned
-        await _judge(client, 0, 80, only_a=True)
+        await judge_range(client, 0, 80, only_a=True)
         await _plant_unpaired_model(app, _votes_for_fit())
         tuned = (await client.post("/v1/thresholds/tune", json={"target_precision": 0.8, "min_count": 10},
                                    headers=HEADERS)).json()
@@ -119,7 +91,7 @@ async def test_a_tune_falls_back_to_the_voting_method_when_the_model_cannot_be_t
         assert fallback["voting"]["stored"] and fallback["threshold"] is not None
         models = (await client.get("/v1/fusion/models", headers=HEADERS)).json()
         assert models["active_method"] == "majority" and models["history"][-1]["params"]["retired"]
-        after = await _judge(client, 80, 120, only_a=True, label=False)
+        after = await judge_range(client, 80, 120, only_a=True, label=False)
         assert all(v["method"] == "majority" for v in after)
         assert sum(v["route"] == "auto_accept" for v in after) > len(after) / 2
 
@@ -131,7 +103,7 @@ async def test_when_nothing_qualifies_the_tune_says_so_and_keeps_the_model(stub,
     settings = S.make_settings(tmp_path, [S.panel_yaml(tmp_path, server.url)], min_labels_for_refit=40,
                                storage_url=f"sqlite:///{tmp_path / 'db.sqlite3'}")
     async with S.running_app(settings) as (app, client):
-        await _judge(client, 0, 80)
+        await judge_range(client, 0, 80)
         version = await _plant_unpaired_model(app, _votes_for_fit())
         tuned = (await client.post("/v1/thresholds/tune", json={"target_precision": target, "min_count": 10},
                                    headers=HEADERS)).json()
