@@ -4,7 +4,7 @@ Each number comes from the same function the API answers with, for the same wind
 and the API cannot disagree (tests/service/console/test_console_numbers.py checks it):
 
 * auto-accept precision with its interval: the population block of the active method's key in
-  ``GET /v1/calibration`` (window ``window_hours``);
+  ``GET /v1/calibration`` (window ``window_hours``), with its ``model_assisted`` estimate beside it;
 * the review queue: ``GET /v1/review/stats``;
 * the monitor: ``GET /v1/monitor``'s snapshot of the current threshold version;
 * routing per hour and latency and cost per judge: :mod:`.figures` (traffic counters and the
@@ -133,6 +133,7 @@ async def panel_overview(
         "threshold": threshold,
         "cascade": runtime.cascade is not None,
         "precision": (population or {}).get("auto_accept_precision"),
+        "precision_assisted": ((population or {}).get("model_assisted") or {}).get("auto_accept_precision"),
         "precision_labels": (population or {}).get("n_labels", 0),
         "window_verdicts": (population or {}).get("window_verdicts", 0),
         "stats": stats,

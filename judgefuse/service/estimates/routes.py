@@ -1,6 +1,7 @@
 """``GET /v1/calibration?panel=&window_hours=&population=&structure=``: every metric per key,
 all time and the window, the population estimates (:mod:`judgefuse.service.estimates.population`), and
-the panel structure (:mod:`judgefuse.service.estimates.panel_estimates`)."""
+the panel structure (:mod:`judgefuse.service.estimates.panel_estimates`); ``GET
+/v1/panels/{panel}/winrate``: a win rate corrected by the labels (:mod:`.win_rates`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from judgefuse.calibration import DEFAULT_TH_EPS
+from judgefuse.service.estimates.win_rates import WinRateOut
 from judgefuse.service.responses import CalibrationOut
 from judgefuse.service.web.deps import CalibrationDep, GatewayDep, SettingsDep, TenantDep
 
@@ -69,3 +71,35 @@ async def calibration(
         "panel": runtime.name, "window_hours": window_hours or None, "eps": eps,
         "n_bins": n_bins, "keys": keys, "panel_structure": estimates, "label_kinds": label_kinds,
     })
+
+
+@router.get("/panels/{panel}/winrate")
+async def win_rate(
+    panel: str,
+    tenant: TenantDep,
+    gateway: GatewayDep,
+    service: CalibrationDep,
+    x: Annotated[str, Query(min_length=1, max_length=256)],
+    y: Annotated[str, Query(min_length=1, max_length=256)],
+    field: Annotated[str, Query(min_length=1, max_length=128)] = "system",
+    window_hours: Annotated[int, Query(ge=0, le=24 * 366)] = 0,
+    level: Annotated[float, Query(gt=0.5, lt=1.0)] = 0.95,
+) -> WinRateOut:
+    """Win rate of system X over system Y (ties count half) among the panel's stored verdicts
+    whose items name the systems in metadata ``{field}_a`` (answer A's) and ``{field}_b``
+    (answer B's), in either order, over the last ``window_hours`` (0: all time).
+
+    Three estimates side by side, each with its ``level`` interval: ``corrected`` (every
+    verdict's judge outcome corrected by the labels, per review stratum: valid whatever the
+    judges' bias, because the labels of each stratum are a random sample of it),
+    ``labels_only`` (the stratified mean of the labels) and ``judge_only`` (the judges alone:
+    it inherits their bias). Unsolicited labels count in neither. Reads every stored verdict of
+    the panel in the window: a report, not a dashboard poll.
+    """
+    from judgefuse.service.errors import FieldProblem
+
+    runtime = gateway.runtime(panel, field="path.panel")
+    if x == y:
+        raise FieldProblem("query.y", "must name another system than x")
+    return await service.win_rate(tenant, runtime.name, field=field, x=x, y=y,
+                                  window_hours=window_hours or None, level=level)

@@ -20,6 +20,7 @@ from judgefuse.service.estimates.calibration_store import (
     metrics_json,
 )
 from judgefuse.service.estimates.panel_estimates import PanelEstimatesCache
+from judgefuse.service.estimates.win_rates import WinRateOut, panel_win_rate
 from judgefuse.service.judging.panels import PanelRuntime
 from judgefuse.service.ledger import label_kind_counts, parse_key
 from judgefuse.service.settings import Settings
@@ -48,6 +49,15 @@ class CalibrationService:
             self.storage, tenant, panel, window_hours=window_hours, n_bins=n_bins, eps=eps,
             now=self.clock(), population=population,
         )
+
+    async def win_rate(
+        self, tenant: str, panel: str, *, field: str, x: str, y: str, window_hours: int | None,
+        level: float,
+    ) -> WinRateOut:
+        """The win rate of X over Y among (tenant, panel)'s stored verdicts of the last
+        ``window_hours`` (None: all), corrected by the labels (:mod:`.win_rates`)."""
+        since = None if not window_hours else self.clock() - 3600.0 * window_hours
+        return await panel_win_rate(self.storage, tenant, panel, field=field, x=x, y=y, since=since, level=level)
 
     async def label_kinds(
         self, tenant: str, panel: str, *, window_hours: int | None

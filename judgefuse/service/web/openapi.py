@@ -102,6 +102,8 @@ ERRORS: dict[str, tuple[int, ...]] = {
     "POST /v1/feedback": (*_KEYED, *_BODY, 404, 429, 503),
     # 422: a query parameter out of range, an unknown panel, eps / n_bins not tracked
     "GET /v1/calibration": (*_KEYED, 422, 503),
+    # 422 also: x and y the same system, level outside (0.5, 1)
+    "GET /v1/panels/{panel}/winrate": (*_KEYED, 422, 503),
     "GET /v1/thresholds": (*_KEYED, 422, 503),
     "POST /v1/thresholds/tune": (*_KEYED, *_BODY, 503),
     "POST /v1/fusion/refit": (*_KEYED, *_BODY, 503),

@@ -43,6 +43,11 @@ async def test_every_overview_number_equals_the_apis(storage, tmp_path):
     assert fig("estimate") == f"{precision['estimate']:.3f}"
     assert fig("lower") == f"{precision['lower']:.3f}"
     assert fig("upper") == f"{precision['upper']:.3f}"
+    assisted = fused["population"]["model_assisted"]["auto_accept_precision"]
+    line = re.search(r'data-figure="precision-assisted">(.*?)</div>', page, re.S)
+    assert line, "no model-assisted precision beside the labels-only one"
+    for part in ("estimate", "lower", "upper"):
+        assert f'class="{part}">{assisted[part]:.3f}<' in line.group(1), part
     assert int(fig("labels")) == fused["population"]["n_labels"]
     assert int(fig("depth")) == stats["queue_depth"]
     assert int(fig("leased")) == stats["leased"]

@@ -342,6 +342,7 @@ def test_schema_has_the_operations_fuzzed_here(app):
         ("GET", "/v1/monitor"), ("POST", "/v1/monitor/clear"),
         ("GET", "/v1/annotators"), ("POST", "/v1/annotators"), ("GET", "/v1/annotators/me"),
         ("POST", "/v1/annotators/{annotator}/revoke"), ("POST", "/v1/annotators/{annotator}/rotate"),
+        ("GET", "/v1/panels/{panel}/winrate"),
     }, "a new operation: add it to the fuzz tests (schemathesis covers every operation)"
 
 
@@ -360,6 +361,7 @@ def test_bodies_from_schema_before_traffic(app, path, component, examples):
 @pytest.mark.parametrize(("path", "examples"), [
     ("/v1/calibration", 700), ("/v1/thresholds", 500), ("/v1/fusion/models", 500),
     ("/v1/review/next", 400), ("/v1/review/stats", 200), ("/v1/monitor", 200),
+    ("/v1/panels/{panel}/winrate", 300),
 ])
 def test_query_parameters_from_schema(app, path, examples):
     @fuzz_settings(examples // PER_EXAMPLE)
@@ -368,7 +370,7 @@ def test_query_parameters_from_schema(app, path, examples):
         check_many(app, f"query {path}", [draw_query(data) for _ in range(PER_EXAMPLE)])
 
     def draw_query(data: st.DataObject) -> Call:
-        params_spec = app.openapi["paths"][path]["get"].get("parameters", [])
+        params_spec = [p for p in app.openapi["paths"][path]["get"].get("parameters", []) if p["in"] == "query"]
         params: list[tuple[str, str]] = []
         for p in params_spec:
             if data.draw(st.booleans()):
@@ -379,7 +381,8 @@ def test_query_parameters_from_schema(app, path, examples):
             params.append((data.draw(st.sampled_from(["eps", "n_bins", "x", "panel"])),
                            data.draw(st.sampled_from(["0.1", "0.05", "0.2", "nan", "-1", "1000", "3", "", "main"]))))
         headers = data.draw(AUTH)
-        return ("GET", path, {"params": params, "headers": headers})
+        url = path.replace("{panel}", data.draw(st.sampled_from(["main", "nope", "m%20ain"]), label="panel"))
+        return ("GET", url, {"params": params, "headers": headers})
 
     run()
 
@@ -484,7 +487,7 @@ def test_schemathesis_positive_and_negative(app, key):
     auth, examples = KEYS[key]
     schema = schemathesis.openapi.from_dict(app.openapi)
     operations = [op.ok() for op in schema.get_all_operations()]
-    assert len(operations) == 23
+    assert len(operations) == 24
     for operation in operations:
         has_input = bool(operation.definition.raw.get("parameters") or operation.definition.raw.get("requestBody"))
         modes = [GenerationMode.POSITIVE, GenerationMode.NEGATIVE] if has_input else [GenerationMode.POSITIVE]
@@ -524,7 +527,7 @@ def test_schemathesis_positive_and_negative(app, key):
     labels = {label for label, _status in checked}
     print(f"\nschemathesis, {key}: {sum(checked.values())} answers checked on {len(labels)} operations; "
           f"statuses {dict(sorted(statuses.items()))}")
-    assert len(labels) == 23, labels
+    assert len(labels) == 24, labels
     if key == "no key":  # every keyed operation refused a request, and its 401 was checked
         refused = {label for label, status in checked if status == 401}
         assert refused == {label for label in labels if " /v1/" in label}, sorted(labels - refused)
