@@ -246,6 +246,20 @@ async def test_a_dependent_call_takes_another_round_and_an_online_retry_is_paid_
     assert len(second_sc) == 6 and not any("response_format" in body for body in second_sc)
 
 
+async def test_passing_poll_failures_are_waited_out_and_lasting_ones_stop_the_run(stub, panel_yaml, tmp_path, capsys):
+    pairs = write_pairs(tmp_path / "pairs.jsonl", 3)
+    stub.batches.failing_retrieves = 5  # fewer than POLL_RETRIES in a row per batch: waited out
+    assert await arun_judge(batch_args(pairs, panel_yaml, tmp_path / "votes.jsonl")) == 0
+    assert len(read_votes(tmp_path / "votes.jsonl")) == 3
+    stub.batches.failing_retrieves = 12  # both batches are polled at once: 6 failures in a row each
+    with pytest.raises(JudgeCommandError, match=r"GET /batches/\S+: HTTP 503: .*rerun the same command"):
+        await arun_judge(batch_args(pairs, panel_yaml, tmp_path / "again.jsonl"))
+    capsys.readouterr()
+    stub.batches.failing_retrieves = 0
+    assert await arun_judge(batch_args(pairs, panel_yaml, tmp_path / "again.jsonl")) == 0  # the rerun resumes
+    assert "batch: 0 created, 2 resumed" in capsys.readouterr().out
+
+
 async def test_a_failed_batch_makes_invalid_votes_not_a_crash(stub, panel_yaml, tmp_path, capsys):
     pairs = write_pairs(tmp_path / "pairs.jsonl", 3)
     stub.batches.fail_validation = True

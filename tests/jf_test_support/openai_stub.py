@@ -395,7 +395,8 @@ class BatchStub:
     ``files`` holds every uploaded or produced file (id -> bytes); ``created`` counts batch
     creations (a resumed run must not create a second batch); ``hold`` keeps every batch
     ``in_progress``; ``expire_after`` (None: never) ends a batch as ``expired`` after that many
-    lines; ``fail_validation`` ends it as ``failed`` with no output file.
+    lines; ``fail_validation`` ends it as ``failed`` with no output file; ``failing_retrieves``
+    answers that many retrieves with 503.
     """
 
     def __init__(self, server: StubServer) -> None:
@@ -407,6 +408,8 @@ class BatchStub:
         self.hold = False
         self.expire_after: int | None = None
         self.fail_validation = False
+        self.failing_retrieves = 0
+        """The next this-many retrieves answer 503 (a provider's passing trouble)."""
         self._ids = itertools.count()
 
     def add_routes(self, app: web.Application) -> None:
@@ -450,6 +453,9 @@ class BatchStub:
         return web.json_response(batch.json())
 
     async def _retrieve(self, request: web.Request) -> web.Response:
+        if self.failing_retrieves > 0:
+            self.failing_retrieves -= 1
+            return StubServer._error(503, "try again later")
         batch = self.batches.get(request.match_info["batch_id"])
         if batch is None:
             return StubServer._error(404, "no such batch")

@@ -36,7 +36,14 @@ CHAT_ENDPOINT = "/v1/chat/completions"
 
 
 class BatchAPIError(JudgefuseError):
-    """The provider's files or batches endpoint failed (the HTTP status and its message)."""
+    """The provider's files or batches endpoint failed (the HTTP status and its message).
+
+    ``transient`` is True for what may pass on its own (a 5xx, a 429, a broken connection or a
+    timeout): a poll retries those before giving up."""
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,10 +108,10 @@ class OpenAIBatchAPI:
                 status = response.status
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             detail = redact(str(exc), self._secret())
-            raise BatchAPIError(f"{method} {path}: {type(exc).__name__}: {detail}") from exc
+            raise BatchAPIError(f"{method} {path}: {type(exc).__name__}: {detail}", transient=True) from exc
         if status >= 300:
             detail = redact(raw.decode("utf-8", "replace"), self._secret())
-            raise BatchAPIError(f"{method} {path}: HTTP {status}: {detail}")
+            raise BatchAPIError(f"{method} {path}: HTTP {status}: {detail}", transient=status >= 500 or status == 429)
         return raw
 
     async def _json(self, method: str, path: str, **kwargs: Any) -> Any:

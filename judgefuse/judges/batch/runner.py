@@ -33,7 +33,7 @@ from pydantic import SecretStr
 
 from judgefuse.errors import InputError
 from judgefuse.judges.batch.answers import AnsweringClient, AnswerStore, batch_line
-from judgefuse.judges.batch.api import BatchStatus, OpenAIBatchAPI
+from judgefuse.judges.batch.api import BatchAPIError, BatchStatus, OpenAIBatchAPI
 from judgefuse.judges.batch.state import BatchState, SubmittedBatch
 from judgefuse.judges.config import JudgeConfig, PanelConfig
 from judgefuse.judges.judge import Judge, read_api_key
@@ -56,6 +56,8 @@ __all__ = [
 OPENAI_API_BASE = "https://api.openai.com/v1"
 MAX_LINES = 50_000
 """Requests per batch (OpenAI's limit): more are split over several batches."""
+POLL_RETRIES = 5
+"""Transient poll failures in a row (5xx, 429, connection) waited out before the run stops."""
 
 
 class BatchUnsupported(InputError, ValueError):
@@ -241,7 +243,14 @@ class BatchRun:
                 batch.batch_id, batch.status = status.id, status.status
                 self.state.save()
                 self.report.batches_created += 1
-        await asyncio.gather(*(self._collect(batch) for batch in opened))
+        tasks = [asyncio.create_task(self._collect(batch)) for batch in opened]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            for task in tasks:  # one batch failing stops the others' polls too
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
 
     def _api(self, batch: SubmittedBatch) -> OpenAIBatchAPI:
         api = self.apis.get(batch.judge)
@@ -255,8 +264,17 @@ class BatchRun:
     async def _collect(self, batch: SubmittedBatch) -> None:
         api = self._api(batch)
         assert batch.batch_id is not None
+        failures = 0
         while True:
-            status = await api.retrieve(batch.batch_id)
+            try:
+                status = await api.retrieve(batch.batch_id)
+            except BatchAPIError as exc:
+                failures += 1
+                if not exc.transient or failures > POLL_RETRIES:
+                    raise
+                await self._sleep(self.poll_s)
+                continue
+            failures = 0
             batch.status = status.status
             self.on_progress(batch, status)
             if status.finished:
