@@ -138,3 +138,12 @@ def test_judge_reads_the_pairs_of_a_csv() -> None:
     items = read_pairs(CSV)
     assert [item.id for item in items] == [f"r{i}" for i in range(1, 10)]
     assert items[2].tie_label == "tie" and items[5].outcome == "both_bad"
+
+
+def test_compare_reads_a_csv_and_a_bad_row_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", str(CSV), "--judges", "j1", "j2", "--bootstrap", "10"]) == 0
+    bad = tmp_path / "bad.csv"
+    bad.write_text(HEADER + "x,q,a,b,A,A,2\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["eval", str(bad), "--quiet"]) == 2
+    assert f"{bad}:2: field 'confidence:j1': must be in [0, 1] (got 2)" in capsys.readouterr().err
