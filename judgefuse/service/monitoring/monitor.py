@@ -33,7 +33,10 @@ folding its audit labels (stratum ``audit``, this threshold version, an ``A``/``
 the order they were first decided. The incremental path above keeps it current; when it
 cannot (more than :data:`MAX_CAS_ATTEMPTS` conflicting writers, a storage error, a crash
 between the label and the blob write), :meth:`Monitors.rebuild` folds the stored labels from
-scratch and writes the result with the same compare-and-set. Rebuilds run in the background
+scratch and writes the result with the same compare-and-set (both paths run one fold,
+:func:`fold_labels`; a rebuild lists the stored labels once and, on a lost compare-and-set,
+rereads only the blob, listing again only when that blob counts a label the listing lacks).
+Rebuilds run in the background
 after a give-up or a failed write (retried with backoff until written), and at start
 (:meth:`Monitors.reconcile_all`: a replica killed mid-label catches up when it or any replica
 starts; a blob that already counts every stored label is left alone). The blob remembers a short hash of the last
@@ -42,8 +45,10 @@ already folded it is not counted twice. After any crash or storm the monitor's l
 equals a recount of the stored audit labels (tested with 300 concurrent first labels on two
 replicas, and after SIGKILL). An operator's clear starts the fold after its time
 (``cleared_at``). Labels fed in a different order than a rebuild would fold them change only
-which restart window holds them, not the guarantee: the order is not chosen by the labels'
-values.
+which restart window holds them, not the guarantee of any one order: the order is not chosen by
+the labels' values. A rebuilt stream is read along more than one order, though; the false-alarm
+rate of the whole path, with out-of-order arrival, lost writes and restarts injected, is
+measured by ``benchmarks/bench_monitor_false_alarm.py`` (docs/results.md).
 
 **Action on alarm** (panel ``on_drift``): ``review_everything`` routes every new verdict of that
 threshold version to human review with reason ``drift_alarm``; ``raise_threshold`` keeps
@@ -76,8 +81,8 @@ import hashlib
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import quote
 
@@ -91,7 +96,14 @@ __all__ = [
     "DRIFT_ALARM",
     "SERIES_POINTS",
     "Alarm",
+    "FoldedLabel",
     "Monitors",
+    "counted_labels",
+    "feed_label",
+    "fold_labels",
+    "in_fold_order",
+    "refold",
+    "since_clear",
     "monitor_key",
     "raised_threshold",
 ]
@@ -145,7 +157,7 @@ def _finite(x: float) -> float | None:
     return None if x is None or not math.isfinite(x) else float(x)
 
 
-def _new_blob(target: float, alpha: float, version: int) -> dict[str, Any]:
+def new_blob(target: float, alpha: float, version: int) -> dict[str, Any]:
     return {"target": target, "alpha": alpha, "threshold_version": version,
             "precision": PrecisionMonitor(target, alpha=alpha).to_state(), "judges": {},
             "series": [], "alarm": None, "restarts": 0, "seen": [], "cleared_at": None}
@@ -162,16 +174,58 @@ def _remember(body: dict[str, Any], tag: str) -> None:
     del seen[:-SEEN_CAP]
 
 
-def _judged(record: VerdictRecord, label: str) -> list[tuple[str, float, bool]]:
-    return [(v.judge, float(v.confidence), v.choice == label)
-            for v in record.verdict.votes
-            if v.valid and v.choice is not None and v.confidence is not None]
+def _judged(record: VerdictRecord, label: str) -> tuple[tuple[str, float, bool], ...]:
+    return tuple((v.judge, float(v.confidence), v.choice == label)
+                 for v in record.verdict.votes
+                 if v.valid and v.choice is not None and v.confidence is not None)
+
+
+@dataclass(frozen=True)
+class FoldedLabel:
+    """One audit label as the monitor folds it: right or wrong, each judge's (confidence,
+    right), when it was first decided, and whose verdict (for the blob's ``seen`` hashes)."""
+
+    verdict_id: str
+    correct: bool
+    when: float
+    judged: tuple[tuple[str, float, bool], ...] = ()
+
+    @classmethod
+    def of(cls, record: VerdictRecord, label: str) -> FoldedLabel:
+        """The label ``label`` (``A``/``B``) of a stored or just-labelled ``record``."""
+        when = record.decided_at or record.labelled_at or record.created_at
+        return cls(record.id, record.verdict.choice == label, when, _judged(record, label))
+
+
+def in_fold_order(labels: Iterable[FoldedLabel]) -> list[FoldedLabel]:
+    """The order a rebuild folds stored labels in: first decided first (ties by verdict id)."""
+    return sorted(labels, key=lambda label: (label.when, label.verdict_id))
 
 
 def _monitored(record: VerdictRecord, version: int) -> bool:
     """A stored record the monitor of threshold ``version`` counts (module doc)."""
     return (record.review is not None and record.review.stratum == "audit"
             and record.threshold_version == version and record.label in ("A", "B"))
+
+
+@dataclass
+class _Rebuild:
+    """A background rebuild in flight (:meth:`Monitors.rebuild_soon`)."""
+
+    task: asyncio.Task[None] | None = None
+    run_again: bool = False
+    """Asked for again while running: fold once more when done (a label may have come since)."""
+
+
+def _counts_unlisted(body: dict[str, Any] | None, listed: Sequence[FoldedLabel]) -> bool:
+    """Whether the blob ``body`` counts a label missing from ``listed`` (more labels, or a
+    verdict hash the listing lacks): a rebuild folding ``listed`` would drop it."""
+    if body is None:
+        return False
+    if counted_labels(body) > len(listed):
+        return True
+    tags = {_seen_tag(x.verdict_id) for x in listed}
+    return any(tag not in tags for tag in body.get("seen", ()))
 
 
 class Monitors:
@@ -184,9 +238,9 @@ class Monitors:
         self.clock = clock
         self._alarms: dict[tuple[str, str, int], tuple[Alarm | None, float]] = {}
         self.votes: dict[tuple[str, str, str], _BatchedVoteDrift] = {}
-        self._rebuilds: dict[tuple[str, str, int], list[Any]] = {}
+        self._rebuilds: dict[tuple[str, str, int], _Rebuild] = {}
+        """The background rebuild of each (tenant, panel, threshold version) in flight."""
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
-        """Background rebuilds per key: [task, run again when done]."""
 
     # ------------------------------------------------------------------ hot path
     async def alarm(self, tenant: str, panel: str, threshold_version: int | None) -> Alarm | None:
@@ -225,16 +279,14 @@ class Monitors:
             return None
         if label not in ("A", "B"):
             return None  # a tie or both-bad label says nothing about an auto-accepted choice
-        correct = record.verdict.choice == label
-        judged = _judged(record, label)
+        folded = FoldedLabel.of(record, label)
         key = monitor_key(record.panel, record.threshold_version)
-        tag = _seen_tag(record.id)
         # one writer per key in this process: compare-and-set conflicts only between replicas
         lock = self._locks.setdefault((tenant, key), asyncio.Lock())
         try:
             async with lock:
-                outcome, body, fresh_alarm = await self._feed_one(tenant, key, record, threshold, tag,
-                                                                  correct, judged)
+                outcome, body, fresh_alarm = await self._feed_one(tenant, key, record, threshold,
+                                                                  folded)
         except Exception:
             self.rebuild_soon(tenant, record.panel, threshold, on_drift=on_drift)
             raise
@@ -248,21 +300,21 @@ class Monitors:
                                        fresh_alarm, on_drift)
 
     async def _feed_one(
-        self, tenant: str, key: str, record: VerdictRecord, threshold: ThresholdRecord, tag: str,
-        correct: bool, judged: list[tuple[str, float, bool]],
+        self, tenant: str, key: str, record: VerdictRecord, threshold: ThresholdRecord,
+        folded: FoldedLabel,
     ) -> tuple[str, dict[str, Any] | None, bool]:
         """The compare-and-set loop of one label: (``written``, ``counted`` (already) or
         ``gave_up``; the body written; whether it raised the alarm)."""
         assert threshold.target_precision is not None and record.threshold_version is not None
         for _ in range(MAX_CAS_ATTEMPTS):
             blob = await self.storage.get_state(tenant, key)
-            body = blob.body if blob is not None else _new_blob(
+            body = blob.body if blob is not None else new_blob(
                 threshold.target_precision, self.settings.monitoring.monitor_alpha,
                 record.threshold_version)
-            if tag in body.get("seen", ()):
+            # the series point is stamped with the time the monitor heard of the label
+            fresh_alarm = feed_label(body, replace(folded, when=self.clock()))
+            if fresh_alarm is None:
                 return "counted", None, False  # a rebuild folded this label already
-            fresh_alarm = _feed(body, correct, judged, self.clock())
-            _remember(body, tag)
             written = await self.storage.put_state(
                 tenant, key, body, expected_version=blob.version if blob else 0)
             if written is not None:
@@ -286,15 +338,11 @@ class Monitors:
         return event
 
     # ------------------------------------------------------------------ rebuilds
-    async def stored_labels(self, tenant: str, panel: str, version: int,
-                            since: float | None = None) -> list[VerdictRecord]:
-        """The stored audit labels threshold ``version``'s monitor counts, in the order they
-        were first decided (decided after ``since``, an operator's clear, when given)."""
-        records = [r for r in await self.storage.iter_labelled(tenant, panel) if _monitored(r, version)]
-        if since is not None:
-            records = [r for r in records if (r.decided_at or r.labelled_at or 0.0) > since]
-        records.sort(key=lambda r: (r.decided_at or r.labelled_at or r.created_at, r.id))
-        return records
+    async def stored_labels(self, tenant: str, panel: str, version: int) -> list[FoldedLabel]:
+        """The stored audit labels threshold ``version``'s monitor counts, in fold order."""
+        return in_fold_order(FoldedLabel.of(r, str(r.label))
+                             for r in await self.storage.iter_labelled(tenant, panel)
+                             if _monitored(r, version))
 
     async def rebuild(self, tenant: str, panel: str, threshold: ThresholdRecord, *,
                       on_drift: str = "review_everything", only_if_behind: bool = False) -> bool:
@@ -312,30 +360,27 @@ class Monitors:
 
     async def _rebuild_locked(self, tenant: str, panel: str, version: int, target: float, key: str,
                               on_drift: str, only_if_behind: bool) -> bool:
+        """The stored labels are listed once per rebuild; a compare-and-set retry rereads only the
+        blob, and lists again only when that blob counts a label the listing lacks (a label
+        written since: folding without it would lose it)."""
+        stored: list[FoldedLabel] | None = None
         for _ in range(REBUILD_ATTEMPTS):
             blob = await self.storage.get_state(tenant, key)
             old = blob.body if blob is not None else None
-            since = old.get("cleared_at") if old else None
-            records = await self.stored_labels(tenant, panel, version, since)
-            counted = PrecisionMonitor.from_state(old["precision"]).labels if old else 0
-            if only_if_behind and counted == len(records):
+            if stored is None or _counts_unlisted(old, stored):
+                stored = await self.stored_labels(tenant, panel, version)
+            labels = since_clear(old, stored)
+            counted = counted_labels(old)
+            if only_if_behind and counted == len(labels):
                 return True
-            body = _new_blob(target, float(old["alpha"]) if old else self.settings.monitoring.monitor_alpha,
-                             version)
-            if old:
-                body.update(restarts=old.get("restarts", 0), cleared_at=since, alarm=old.get("alarm"))
-            fresh_alarm = False
-            for record in records:
-                label = str(record.label)
-                when = record.decided_at or record.labelled_at or record.created_at
-                fresh_alarm |= _feed(body, record.verdict.choice == label, _judged(record, label), when)
-                _remember(body, _seen_tag(record.id))
+            body, fresh_alarm = refold(old, labels, target=target, version=version,
+                                       alpha=self.settings.monitoring.monitor_alpha)
             written = await self.storage.put_state(
                 tenant, key, body, expected_version=blob.version if blob else 0)
             if written is not None:
-                if counted != len(records):
+                if counted != len(labels):
                     log.info("monitor %s/%s: rebuilt from %d stored audit labels (the blob counted %d)",
-                             tenant, key, len(records), counted)
+                             tenant, key, len(labels), counted)
                 await self._after_write(tenant, panel, version, body, fresh_alarm, on_drift)
                 return True
         return False
@@ -344,30 +389,31 @@ class Monitors:
                      on_drift: str = "review_everything") -> None:
         """Rebuild in the background until it is written (one task per key at a time)."""
         key = (tenant, panel, int(threshold.version or 0))
-        if key in self._rebuilds:
-            self._rebuilds[key][1] = True  # run once more when the current one ends
+        running = self._rebuilds.get(key)
+        if running is not None:
+            running.run_again = True  # once more when the current one ends
             return
+        this = self._rebuilds[key] = _Rebuild()
 
         async def run() -> None:
             delay = 0.05
             try:
                 while True:
-                    self._rebuilds[key][1] = False
+                    this.run_again = False
                     try:
                         done = await self.rebuild(tenant, panel, threshold, on_drift=on_drift)
                     except Exception as exc:  # storage down: try again later, never give up
                         log.warning("monitor %s/%s: rebuild failed (%s: %s); retrying",
                                     tenant, panel, type(exc).__name__, exc)
                         done = False
-                    if done and not self._rebuilds[key][1]:
+                    if done and not this.run_again:
                         return
                     await asyncio.sleep(delay)
                     delay = min(delay * 2, 5.0)
             finally:
                 self._rebuilds.pop(key, None)
 
-        self._rebuilds[key] = [None, False]
-        self._rebuilds[key][0] = asyncio.get_running_loop().create_task(run())
+        this.task = asyncio.get_running_loop().create_task(run())
 
     async def reconcile(self, tenant: str, panel: str, threshold: ThresholdRecord | None, *,
                         on_drift: str = "review_everything") -> None:
@@ -392,7 +438,7 @@ class Monitors:
 
     async def aclose(self) -> None:
         """Wait for background rebuilds (briefly), then cancel what is left."""
-        tasks = [task for task, _ in self._rebuilds.values() if task is not None]
+        tasks = [r.task for r in self._rebuilds.values() if r.task is not None]
         if tasks:
             _, pending = await asyncio.wait(tasks, timeout=2.0)
             for task in pending:
@@ -494,26 +540,75 @@ class _BatchedVoteDrift:
                 "pending": self.n}
 
 
-def _feed(body: dict[str, Any], correct: bool, judged: list[tuple[str, float, bool]],
-          now: float) -> bool:
-    """Add one label to the blob ``body`` in place; True when this label raised the alarm."""
+def feed_label(body: dict[str, Any], label: FoldedLabel, *,
+               series_points: int = SERIES_POINTS) -> bool | None:
+    """A label's own write: fold it into ``body`` unless the blob counted its verdict already (a
+    rebuild folded it first: None); else whether it raised the alarm."""
+    if _seen_tag(label.verdict_id) in body.get("seen", ()):
+        return None
+    return fold_labels(body, [label], series_points=series_points)
+
+
+def fold_labels(body: dict[str, Any], labels: Sequence[FoldedLabel], *,
+                series_points: int = SERIES_POINTS) -> bool:
+    """Add ``labels`` in order to the blob ``body`` in place: the precision monitor, each
+    judge's Brier drift and the ``seen`` hashes; True when one of them raised the alarm.
+
+    The one fold of both paths: a label's own write folds one, a rebuild all stored ones
+    (:func:`in_fold_order`). The state is read and written once per call. The bound series
+    (dashboard only; it never decides the alarm) gets a point for each of the last
+    ``series_points`` labels: a bound costs ~10 ms, so a rebuild of 2,000 labels computes 240
+    of them, not 2,000.
+    """
     monitor = PrecisionMonitor.from_state(body["precision"])
-    monitor.update(correct)
-    body["precision"] = monitor.to_state()
-    judges = body.setdefault("judges", {})
-    for name, confidence, right in judged:
-        state = judges.get(name)
-        drift = BrierDrift.from_state(state) if state else BrierDrift(alpha=float(body["alpha"]))
-        drift.update(confidence, right)
-        judges[name] = drift.to_state()
-    estimate, lower, upper = monitor.bounds()
+    drifts = {name: BrierDrift.from_state(state) for name, state in body.get("judges", {}).items()}
     series = body.setdefault("series", [])
-    series.append([now, monitor.labels, _finite(estimate), lower, upper])
+    raised = False
+    first_point = len(labels) - series_points
+    for i, label in enumerate(labels):
+        monitor.update(label.correct)
+        for name, confidence, right in label.judged:
+            drift = drifts.get(name)
+            if drift is None:
+                drift = drifts[name] = BrierDrift(alpha=float(body["alpha"]))
+            drift.update(confidence, right)
+        upper: float | None = None
+        if i >= first_point:
+            estimate, lower, upper = monitor.bounds()
+            series.append([label.when, monitor.labels, _finite(estimate), lower, upper])
+        if monitor.alarm() and body.get("alarm") is None:
+            if upper is None:
+                upper = monitor.bounds()[2]
+            body["alarm"] = {"at": label.when, "labels": monitor.labels, "upper": upper}
+            raised = True
+        _remember(body, _seen_tag(label.verdict_id))
     del series[:-SERIES_POINTS]
-    if monitor.alarm() and body.get("alarm") is None:
-        body["alarm"] = {"at": now, "labels": monitor.labels, "upper": upper}
-        return True
-    return False
+    body["precision"] = monitor.to_state()
+    body["judges"] = {name: drift.to_state() for name, drift in drifts.items()}
+    return raised
+
+
+def counted_labels(body: dict[str, Any] | None) -> int:
+    """How many labels the blob ``body`` counts (0: no blob)."""
+    return PrecisionMonitor.from_state(body["precision"]).labels if body else 0
+
+
+def since_clear(body: dict[str, Any] | None, stored: Sequence[FoldedLabel]) -> list[FoldedLabel]:
+    """The stored labels the blob's monitor counts: those decided after an operator's clear."""
+    since = body.get("cleared_at") if body else None
+    return list(stored) if since is None else [x for x in stored if x.when > since]
+
+
+def refold(old: dict[str, Any] | None, labels: Sequence[FoldedLabel], *, target: float, version: int,
+           alpha: float, series_points: int = SERIES_POINTS) -> tuple[dict[str, Any], bool]:
+    """A rebuild's blob: ``labels`` (:func:`since_clear`, in :func:`in_fold_order`) folded into a
+    fresh monitor, keeping the old blob's alpha (``alpha`` without one), restarts, clear time
+    and alarm (an alarm never un-raises); and whether the fold raised the alarm."""
+    body = new_blob(target, float(old["alpha"]) if old else alpha, version)
+    if old:
+        body.update(restarts=old.get("restarts", 0), cleared_at=old.get("cleared_at"),
+                    alarm=old.get("alarm"))
+    return body, fold_labels(body, labels, series_points=series_points)
 
 
 def _alarm_of(body: dict[str, Any] | None) -> Alarm | None:

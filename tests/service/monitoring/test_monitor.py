@@ -338,14 +338,14 @@ def test_the_stored_monitor_is_the_monitor_label_for_label():
     import json
 
     from judgefuse.calibration.sequential import PrecisionMonitor
-    from judgefuse.service.monitoring.monitor import SERIES_POINTS, _feed, _new_blob
+    from judgefuse.service.monitoring.monitor import SERIES_POINTS, FoldedLabel, fold_labels, new_blob
 
     rng = random.Random(5)
-    body = _new_blob(0.85, 0.05, 3)
+    body = new_blob(0.85, 0.05, 3)
     direct = PrecisionMonitor(0.85, alpha=0.05)
     for i in range(600):
         correct = rng.random() < (0.92 if i < 300 else 0.6)
-        _feed(body, correct, [("e1", 0.8, correct)], float(i))
+        fold_labels(body, [FoldedLabel(f"v{i}", correct, float(i), (("e1", 0.8, correct),))])
         body = json.loads(json.dumps(body, allow_nan=False))
         direct.update(correct)
         stored = PrecisionMonitor.from_state(body["precision"])
