@@ -274,9 +274,10 @@ class ErrorBody(BaseModel):
     fields: list[ErrorField] | SkipJsonSchema[None] = None
     """The request fields at fault, when a field is (always on 401, 413 and 422)."""
     limit: Literal["max_inflight_per_tenant", "max_inflight_total", "max_inflight_labels",
-                   "shed_loop_lag_s"] | SkipJsonSchema[None] = None
+                   "shed_loop_lag_s", "shed_sojourn_s"] | SkipJsonSchema[None] = None
     """429: the limit that is full (the setting's name; ``shed_loop_lag_s``: the event loop is
-    past capacity, no in-flight count applies)."""
+    past capacity, ``shed_sojourn_s``: verdicts are queueing in the gateway; no in-flight count
+    applies to either)."""
     max_inflight: int | SkipJsonSchema[None] = None
     """429: that limit's value."""
     retry_after_s: Annotated[int, Field(ge=1)] | SkipJsonSchema[None] = None

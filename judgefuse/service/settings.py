@@ -353,6 +353,11 @@ class ServerSettings(_Section):
     """Backpressure (:mod:`judgefuse.service.web.backpressure`): 429 on the judging and label
     routes while every event-loop timer of the last window fired later than this (the loop is
     past capacity); 0: never."""
+    shed_sojourn_s: float = Field(default=0.025, ge=0.0, le=60.0, allow_inf_nan=False)
+    """Backpressure (:mod:`judgefuse.service.web.backpressure`): 429 on ``/v1/judge``,
+    ``/v1/fuse`` and their batches while every verdict of the last window spent longer than this
+    in the gateway beyond its judge calls (``timings.overhead_s``: verdicts are queueing, for the
+    store or the loop); raise it on a disk whose fsync alone takes this long; 0: never."""
     max_inflight_labels: int = Field(default=64, ge=1)
     """Label and review requests (``/v1/feedback``, review next/skip/label) in flight at once;
     keep it below the storage's connection pool. More wait up to ``label_wait_s``, then 429."""

@@ -14,7 +14,9 @@ refusing keeps the replica serving what it admitted):
   request, old and new, ends in a client timeout (the collapse of ``/v1/fuse`` measured in
   ``benchmarks/bench_gateway.py``); with it, the requests admitted keep their latency.
 * **The verdicts' time in the app** (``/v1/judge``, ``/v1/fuse`` and their batches): while
-  every verdict of the last window spent more than :data:`SHED_SOJOURN_S` in the gateway
+  every verdict of the last window spent more than ``server.shed_sojourn_s`` (25 ms: a few
+  times a verdict's in-app time below capacity, well under the 100 ms an admitted request may
+  take above it) in the gateway
   beyond its judge calls (:class:`~judgefuse.service.monitoring.sojourn.Sojourn`) and at least
   :data:`SHED_MIN_QUEUED` are in flight, the request is answered 429. This sees the queue the
   loop's lag misses: verdicts waiting for the store's group commit while the loop itself idles
@@ -53,11 +55,6 @@ SHED_MIN_INFLIGHT = 32
 also late when other processes take the core (a shared machine, a test suite beside it), and
 refusing a handful of requests would not give it back. Below capacity the in-flight count is
 about rate x latency (/v1/judge at 250/s and 60 ms: 15); past it, it grows without bound."""
-SHED_SOJOURN_S = 0.025
-"""The in-app time (``timings.overhead_s``) that every verdict of a window must pass before
-judging requests are shed (:mod:`judgefuse.service.monitoring.sojourn`): a few times what a
-verdict takes below capacity (p50 2-10 ms on the shared 2 cores measured), well under the
-100 ms an admitted request may take above it (issue 26)."""
 SHED_MIN_QUEUED = 8
 """Guarded requests in flight below which the in-app time is not blamed on a queue (a slow
 fsync alone makes a handful of verdicts slow)."""
@@ -139,6 +136,7 @@ class BackpressureMiddleware:
         self.metrics = metrics
         server = settings.server
         self.lag_target_s = server.shed_loop_lag_s
+        self.sojourn_target_s = server.shed_sojourn_s
         self.labels = LabelGate(server.max_inflight_labels, server.label_wait_s)
         self.inflight = 0
         """Guarded requests past the gates and not yet answered."""
@@ -156,12 +154,12 @@ class BackpressureMiddleware:
                 f"for {self.metrics.loop_lag.window_s * 1000:g} ms)"))
             return
         if (kind == "judging" and self.inflight >= SHED_MIN_QUEUED
-                and self.metrics.sojourn.overloaded(SHED_SOJOURN_S)):
+                and self.metrics.sojourn.overloaded(self.sojourn_target_s)):
             await self._refuse(send, Overloaded.shed(
-                "shed_sojourn", None, _RETRY_AFTER_S,
+                "shed_sojourn_s", None, _RETRY_AFTER_S,
                 f"verdicts are queueing in the gateway (every one of the last "
-                f"{self.metrics.sojourn.window_s * 1000:g} ms spent over {SHED_SOJOURN_S * 1000:g} ms "
-                "in it beyond its judge calls)"))
+                f"{self.metrics.sojourn.window_s * 1000:g} ms spent over "
+                f"{self.sojourn_target_s * 1000:g} ms in it beyond its judge calls)"))
             return
         if kind == "labels" and not await self.labels.acquire():
             await self._refuse(send, Overloaded.shed(

@@ -161,7 +161,7 @@ def test_a_loop_past_capacity_sheds_judging_with_429_and_no_5xx(tmp_path: Path):
         assert statuses.count(429) > 0, "the loop was never found past capacity"
         assert retry == {"1"}
         limits = {e["limit"] for e in shed}
-        assert "shed_loop_lag_s" in limits and limits <= {"shed_loop_lag_s", "shed_sojourn"}
+        assert "shed_loop_lag_s" in limits and limits <= {"shed_loop_lag_s", "shed_sojourn_s"}
         assert all("max_inflight" not in e for e in shed)
         metrics = httpx.get(gw.url + "/metrics", headers={"Authorization": f"Bearer {S.METRICS_TOKEN}"}).text
         count = next(line for line in metrics.splitlines()
@@ -173,11 +173,10 @@ def test_a_loop_past_capacity_sheds_judging_with_429_and_no_5xx(tmp_path: Path):
 def test_verdicts_queueing_in_the_app_are_shed_with_429(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """The in-app time gate: with its target set below what any verdict takes (1 us) and its
     in-flight floor at 1, 32 callers on /v1/fuse keep every verdict of a window over the target,
-    so some are refused (429 + Retry-After, limit shed_sojourn) and none fails with a 5xx; the
+    so some are refused (429 + Retry-After, limit shed_sojourn_s) and none fails with a 5xx; the
     loop's own gate is off (target 0) so it cannot be the one shedding."""
-    monkeypatch.setattr(backpressure, "SHED_SOJOURN_S", 1e-6)
     monkeypatch.setattr(backpressure, "SHED_MIN_QUEUED", 1)  # the client, in-process, is the queue
-    with live_gateway(tmp_path, server={"shed_loop_lag_s": 0.0}) as gw:
+    with live_gateway(tmp_path, server={"shed_loop_lag_s": 0.0, "shed_sojourn_s": 1e-6}) as gw:
         gw.app.state.metrics.sojourn.min_samples = 1  # this test's own rate, client in-process
 
         async def load() -> list[httpx.Response]:
@@ -200,7 +199,7 @@ def test_verdicts_queueing_in_the_app_are_shed_with_429(tmp_path: Path, monkeypa
         assert all(s < 500 for s in statuses) and statuses.count(200) > 0
         shed = [a for a in answers if a.status_code == 429]
         assert shed, f"verdicts were never found queueing ({statuses.count(200)} answered, last min {sojourn._last_min})"
-        assert {a.json()["limit"] for a in shed} == {"shed_sojourn"}
+        assert {a.json()["limit"] for a in shed} == {"shed_sojourn_s"}
         assert {a.headers["Retry-After"] for a in shed} == {"1"}
 
 
