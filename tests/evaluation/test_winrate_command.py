@@ -36,7 +36,7 @@ def test_winrate_prints_the_three_estimates(tmp_path, capsys):
     assert (out["x"], out["y"], out["n_verdicts"], out["n_labels"]) == ("x", "y", 300, 80)
     assert out["judge_only"]["estimate"] > out["labels_only"]["estimate"] + 0.1  # the judges' bias
     corrected = out["corrected"]
-    assert corrected["lower"] <= 0.5 + 0.12 and corrected["method"] == "prediction-powered"
+    assert corrected["lower"] <= 0.5 + 0.12 and corrected["method"] == "prediction-powered (t quantile, 78 df)"
     assert main(["winrate", str(votes), "--x", "y", "--y", "x"]) == 0
     table = capsys.readouterr().out
     assert "win rate of y over x" in table and "corrected (PPI)" in table
