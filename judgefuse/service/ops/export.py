@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import IO, Any, Literal
 
 from judgefuse.errors import InputError
-from judgefuse.judges.types import JudgedItem
+from judgefuse.judges.types import TIE_LABELS, JudgedItem
 from judgefuse.service.storage import DECIDED, Storage, VerdictRecord
 
 __all__ = ["META_KEY", "ExportInputError", "ExportReport", "export_records", "judged_item_of"]
@@ -82,8 +82,10 @@ def judged_item_of(record: VerdictRecord, *, tenant_in_id: bool = False) -> Judg
     }
     item = record.item.model_copy(update={
         "id": f"{record.tenant}/{record.item.id}" if tenant_in_id else record.item.id,
-        # an item's label is a preference: a tie or both-bad label stays in label_kind only
-        "label": record.label if record.label in DECIDED else record.item.label,
+        # an item's label is a preference; a tie or both-bad label is the item's tie_label, which
+        # the offline tools count apart from A/B (docs/offline-evaluation.md, 'Ties')
+        "label": record.label if record.label in DECIDED else None if record.label else record.item.label,
+        "tie_label": record.label if record.label in TIE_LABELS else None if record.label else record.item.tie_label,
         "metadata": {**record.item.metadata, META_KEY: meta},
     })
     return JudgedItem(item=item, votes=list(verdict.votes))

@@ -1,5 +1,6 @@
 """An export keeps a tie or both-bad label as what it is: the item's ``label`` (a preference,
-what the offline tools score) stays unset, the kind and comment are in the item's metadata."""
+what the offline tools score) stays unset, the kind is its ``tie_label`` (counted apart offline),
+and the kind and comment are in the item's metadata."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ def test_ties_and_both_bad_export_as_kinds_not_preferences() -> None:
             "label": kind, "labelled_at": 5.0, "label_comment": f"{kind}!"})
         item = judged_item_of(record)
         assert item is not None and item.item.label == item_label
+        assert item.item.outcome == kind  # a tie or both_bad label is the item's tie_label
         assert item.item.metadata[META_KEY]["label_kind"] == kind
         assert item.item.metadata[META_KEY]["label_comment"] == f"{kind}!"
         assert JudgedItem.model_validate_json(item.model_dump_json()) == item  # reads back
