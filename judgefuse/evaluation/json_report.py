@@ -4,7 +4,9 @@ Each row has exactly ``name, kind, n, accuracy, ece, adaptive_ce, mce, brier, nl
 macroce, auroc`` (fractions in [0, 1], TH-Score in the paper's units) and then extra keys
 (``ice``, ``aurc``, every registered plugin metric, ``n_invalid``, ``calls_per_item`` / ``calls_total`` and ``cost_usd_per_item`` /
 ``cost_usd_total``, confidence intervals (``ci95``, method in ``ci_method``) with the ``debiased``
-values, reliability-diagram bins, per-category metrics, helped/harmed against majority voting).
+values, reliability-diagram bins, per-category metrics, helped/harmed against majority voting,
+``n_ties`` and ``ties``: how ties count for the row, :mod:`.ties`). Every metric is on the decided
+items (label A or B; ``metrics_on`` says so), the tie and both-bad label counts are in ``ties``.
 NaN (an undefined AUROC on a single class) is written as ``null``: JSON has no NaN.
 """
 
