@@ -40,7 +40,15 @@ import numpy as np
 from scipy.stats import norm
 from scipy.stats import t as student_t
 
-__all__ = ["MeanInterval", "WinRates", "clt_mean", "ppi_mean", "win_rates"]
+__all__ = ["MeanInterval", "WinRates", "clt_mean", "outcome_for_x", "ppi_mean", "win_rates"]
+
+
+def outcome_for_x(letter: str | None, system_of_a: str, x: str) -> float:
+    """One comparison's outcome for system X: 1 when ``letter`` picks X's answer, 0 for Y's,
+    1/2 for no pick, a tie or both bad (``judgefuse winrate`` and the service's endpoint)."""
+    if letter not in ("A", "B"):
+        return 0.5
+    return 1.0 if (letter == "A") == (system_of_a == x) else 0.0
 
 
 @dataclass(frozen=True)

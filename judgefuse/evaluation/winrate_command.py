@@ -15,7 +15,7 @@ import argparse
 import json
 from typing import Any
 
-from judgefuse.calibration.win_rate import win_rates
+from judgefuse.calibration.win_rate import outcome_for_x, win_rates
 from judgefuse.errors import InputError
 from judgefuse.evaluation.loaders.detect import load
 from judgefuse.fusion import get_method
@@ -66,10 +66,10 @@ def run_winrate(args: argparse.Namespace) -> int:
         if {a, b} != {x, y}:
             continue
         verdict = method(list(item.votes))
-        judged_outcomes.append(_outcome(verdict.choice, a, x))
+        judged_outcomes.append(outcome_for_x(verdict.choice, a, x))
         if item.item.label is not None:
             labelled.append(len(judged_outcomes) - 1)
-            outcomes.append(_outcome(item.item.label, a, x))
+            outcomes.append(outcome_for_x(item.item.label, a, x))
     if not judged_outcomes:
         raise WinRateInputError(f"no item compares {x!r} with {y!r} (systems: {', '.join(systems)})")
     rates = win_rates(judged_outcomes, labelled, outcomes, alpha=args.alpha)
@@ -83,10 +83,3 @@ def run_winrate(args: argparse.Namespace) -> int:
         print(f"  {name:<16} {interval.estimate:.3f}  {level:.0f}% [{interval.lower:.3f}, {interval.upper:.3f}]"
               f"  ({interval.method})")
     return 0
-
-
-def _outcome(letter: str | None, system_of_a: str, x: str) -> float:
-    """1 when ``letter`` picks X's answer, 0 for Y's, 1/2 for no pick or a tie."""
-    if letter not in ("A", "B"):
-        return 0.5
-    return 1.0 if (letter == "A") == (system_of_a == x) else 0.0

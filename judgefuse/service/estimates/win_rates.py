@@ -70,13 +70,6 @@ class WinRateOut(BaseModel):
     judge_only: WinRateEstimate
 
 
-def _outcome(letter: str | None, system_of_a: str, x: str) -> float:
-    """1 when ``letter`` picks X's answer, 0 for Y's, 1/2 for no pick, a tie or both bad."""
-    if letter not in ("A", "B"):
-        return 0.5
-    return 1.0 if (letter == "A") == (system_of_a == x) else 0.0
-
-
 def _clean(data: dict[str, Any]) -> dict[str, Any]:
     return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in data.items()}
 
@@ -95,7 +88,7 @@ async def panel_win_rate(
 ) -> WinRateOut:
     """The ``WinRateOut`` body (module docstring) of (tenant, panel)'s records since ``since``."""
     from judgefuse.calibration.model_assisted import AssistedStratum, difference_mean
-    from judgefuse.calibration.win_rate import clt_mean
+    from judgefuse.calibration.win_rate import clt_mean, outcome_for_x
 
     judged: list[float] = []
     strata: dict[str, dict[str, list[float]]] = {}
@@ -105,7 +98,7 @@ async def panel_win_rate(
         systems = _systems(record, field)
         if systems is None or {systems[0], systems[1]} != {x, y}:
             continue
-        f = _outcome(record.verdict.choice, systems[0], x)
+        f = outcome_for_x(record.verdict.choice, systems[0], x)
         judged.append(f)
         if record.review is None:
             unsolicited += record.label is not None
@@ -118,7 +111,7 @@ async def panel_win_rate(
             unsolicited += 1
             continue
         part["fl"].append(f)
-        part["yl"].append(_outcome(record.label, systems[0], x))
+        part["yl"].append(outcome_for_x(record.label, systems[0], x))
     assisted = [AssistedStratum(name, len(p["f"]), float(sum(p["f"])), np.asarray(p["yl"]), np.asarray(p["fl"]),
                                 np.ones(len(p["yl"]))) for name, p in sorted(strata.items())]
     corrected = difference_mean(assisted, level=level, method="win rate corrected by the labels")
