@@ -18,7 +18,9 @@ refusing keeps the replica serving what it admitted):
   times a verdict's in-app time below capacity, well under the 100 ms an admitted request may
   take above it) in the gateway
   beyond its judge calls (:class:`~judgefuse.service.monitoring.sojourn.Sojourn`) and at least
-  :data:`SHED_MIN_QUEUED` are in flight, the request is answered 429. This sees the queue the
+  :data:`SHED_MIN_INFLIGHT` are in flight (a slow fsync alone makes a handful of verdicts
+  slow: the crash suite's 12 clients on a busy disk were refused at 8), the request is
+  answered 429. This sees the queue the
   loop's lag misses: verdicts waiting for the store's group commit while the loop itself idles
   (``/v1/fuse`` at 150% of its max: store wait p50 51 ms, p99 281 ms, loop lag p50 <= 5 ms).
 * **Storage connections** (the label and review routes): at most ``server.max_inflight_labels``
@@ -55,9 +57,6 @@ SHED_MIN_INFLIGHT = 32
 also late when other processes take the core (a shared machine, a test suite beside it), and
 refusing a handful of requests would not give it back. Below capacity the in-flight count is
 about rate x latency (/v1/judge at 250/s and 60 ms: 15); past it, it grows without bound."""
-SHED_MIN_QUEUED = 8
-"""Guarded requests in flight below which the in-app time is not blamed on a queue (a slow
-fsync alone makes a handful of verdicts slow)."""
 _RETRY_AFTER_S = 1
 """A shed request's ``Retry-After``: the loop drains within a window (a fraction of a second)."""
 
@@ -153,7 +152,7 @@ class BackpressureMiddleware:
                 f"the event loop is past capacity (lag above {self.lag_target_s * 1000:g} ms "
                 f"for {self.metrics.loop_lag.window_s * 1000:g} ms)"))
             return
-        if (kind == "judging" and self.inflight >= SHED_MIN_QUEUED
+        if (kind == "judging" and self.inflight >= SHED_MIN_INFLIGHT
                 and self.metrics.sojourn.overloaded(self.sojourn_target_s)):
             await self._refuse(send, Overloaded.shed(
                 "shed_sojourn_s", None, _RETRY_AFTER_S,

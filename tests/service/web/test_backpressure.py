@@ -175,7 +175,7 @@ def test_verdicts_queueing_in_the_app_are_shed_with_429(tmp_path: Path, monkeypa
     in-flight floor at 1, 32 callers on /v1/fuse keep every verdict of a window over the target,
     so some are refused (429 + Retry-After, limit shed_sojourn_s) and none fails with a 5xx; the
     loop's own gate is off (target 0) so it cannot be the one shedding."""
-    monkeypatch.setattr(backpressure, "SHED_MIN_QUEUED", 1)  # the client, in-process, is the queue
+    monkeypatch.setattr(backpressure, "SHED_MIN_INFLIGHT", 1)  # the client, in-process, is the queue
     with live_gateway(tmp_path, server={"shed_loop_lag_s": 0.0, "shed_sojourn_s": 1e-6}) as gw:
         gw.app.state.metrics.sojourn.min_samples = 1  # this test's own rate, client in-process
 
