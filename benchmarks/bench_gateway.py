@@ -1147,12 +1147,12 @@ def main() -> None:
     parser.add_argument("--litellm-venv", default=os.environ.get("LITELLM_PROXY_VENV"),
                         help="a virtualenv holding litellm[proxy] for --anchor litellm-proxy "
                              "(default $LITELLM_PROXY_VENV; else this environment's bench extra)")
-    parser.add_argument("--refit-labels", type=int, default=2000,
+    parser.add_argument("--refit-labels", type=int, default=1000,
                         help="(f): labelled verdicts stored before the refits in the background "
                              "(0: skip (f))")
     parser.add_argument("--scaling", type=int, nargs="*", default=[],
                         help="(g): judgefuse serve --workers N for each N given (e.g. 1 2)")
-    parser.add_argument("--scaling-seconds", type=float, default=5.0)
+    parser.add_argument("--scaling-seconds", type=float, default=4.0)
     parser.add_argument("--storage", default="sqlite",
                         help="sqlite (default) | redis | postgres (a throwaway server) | a storage URL")
     parser.add_argument("--gateway-workers", type=int, default=1,
