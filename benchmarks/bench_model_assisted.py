@@ -36,7 +36,7 @@ import numpy as np
 from bench_review_sim import data_dir, load_judgebench_fused, load_toe
 
 from judgefuse.calibration import CalibrationAccumulator
-from judgefuse.calibration.model_assisted import AssistedStratum, difference_mean
+from judgefuse.calibration.model_assisted import AssistedStratum, brier_pseudo_values, difference_mean
 from judgefuse.calibration.stratified import StratumData, population_estimates, precision_estimate
 
 ACC = CalibrationAccumulator()
@@ -44,12 +44,13 @@ METRICS = ("accuracy", "brier", "precision")
 
 
 def _assisted(c: np.ndarray, y: np.ndarray, f: np.ndarray, labelled: np.ndarray,
-              strata: list[tuple[str, np.ndarray]]) -> list[AssistedStratum]:
+              strata: list[tuple[str, np.ndarray]], brier: bool = False) -> list[AssistedStratum]:
     out = []
     for name, members in strata:
         lab = members & labelled
+        guard = brier_pseudo_values(float(c[lab].mean()) if lab.any() else 0.5) if brier else None
         out.append(AssistedStratum(name, int(members.sum()), float(f[members].sum()), y[lab], f[lab],
-                                   np.ones(int(lab.sum()))))
+                                   np.ones(int(lab.sum())), guard))
     return out
 
 
@@ -70,7 +71,7 @@ def one_stream(rng: np.random.Generator, pool_c: np.ndarray, pool_z: np.ndarray,
     brier_y, brier_f = (c - z) ** 2, c * (1.0 - c)
     assisted = {
         "accuracy": difference_mean(_assisted(c, z, c, labelled, strata)),
-        "brier": difference_mean(_assisted(c, brier_y, brier_f, labelled, strata)),
+        "brier": difference_mean(_assisted(c, brier_y, brier_f, labelled, strata, brier=True)),
         "precision": difference_mean(_assisted(c, z, c, labelled, strata[1:])),
     }
     truth = {"accuracy": z.mean(), "brier": brier_y.mean(), "precision": z[auto].mean() if auto.any() else np.nan}

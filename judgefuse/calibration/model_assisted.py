@@ -23,9 +23,12 @@ Interval: the window mean's predictive finite-population variance,
 ``sum_s (m_s/N)^2 S_s^2 (1/m_s + 1/n_s)`` (``= (N_s/N)^2 (1 - n_s/N_s) S_s^2 / n_s``; a fully
 labelled stratum adds nothing), with ``S_s^2`` the residual variance of ``y - lam_s f`` on
 ``n_s - 2`` degrees of freedom (one for the mean, one for the fitted slope) after adding
-``z^2`` pseudo-residuals, half at each end of the value range (the Agresti-Coull guard of
-:mod:`.stratified`: a small audit sample that is all right, with confidences that barely vary,
-would otherwise claim no uncertainty). The quantile is Student's t with the
+``z^2`` pseudo-verdicts at the labelled mean prediction, half right and half wrong (the
+Agresti-Coull guard of :mod:`.stratified`: a small audit sample that is all right, with
+confidences that barely vary, would otherwise claim no uncertainty). For accuracy their
+outcomes are 1 and 0; for the Brier score ``(1 - c)^2`` and ``c^2`` at the stratum's mean
+labelled confidence ``c`` (:func:`brier_pseudo_values`; the ends of [0, 1] would overstate a
+stratum's spread, e.g. 0.09-0.25 at ``c = 0.6``). The quantile is Student's t with the
 Welch-Satterthwaite degrees of freedom of the strata; the interval is intersected with the hard
 bounds (every unlabelled verdict at either end of the range). The coverage is shown by
 ``benchmarks/bench_model_assisted.py`` on resampled streams of the shared pools.
@@ -60,6 +63,7 @@ __all__ = [
     "AssistedStratum",
     "PredictionTotals",
     "assisted_from_bins",
+    "brier_pseudo_values",
     "difference_mean",
 ]
 
@@ -80,6 +84,10 @@ class AssistedStratum:
     y: np.ndarray
     f: np.ndarray
     weight: np.ndarray
+    pseudo_values: tuple[float, float] | None = None
+    """Where the small-sample guard's pseudo-residuals sit (half at each): ``None`` for the
+    ends of the value range (right/wrong: 1 and 0); for the Brier score, a right and a wrong
+    verdict at the stratum's mean confidence ``c``: ``(1 - c)^2`` and ``c^2``."""
 
     @property
     def labels(self) -> int:
@@ -128,8 +136,9 @@ def _stratum_part(s: AssistedStratum, lam: float | None, pseudo: float, small_sa
     if m <= 0:
         return y_sum, 0.0, math.inf, y_sum, y_sum
     ss = float((w * (r - r_bar) ** 2).sum())
-    if pseudo > 0:  # pseudo-residuals at both ends of y's range, at the labelled mean prediction
-        ss += pseudo / 2.0 * ((lo - lam * f_bar - r_bar) ** 2 + (hi - lam * f_bar - r_bar) ** 2)
+    if pseudo > 0:  # pseudo-residuals (a right and a wrong verdict) at the labelled mean prediction
+        p_lo, p_hi = value_range if s.pseudo_values is None else s.pseudo_values
+        ss += pseudo / 2.0 * ((p_lo - lam * f_bar - r_bar) ** 2 + (p_hi - lam * f_bar - r_bar) ** 2)
     if small_sample:
         df = max(n + pseudo - 1.0 - (1.0 if fitted else 0.0), 1.0)
     else:  # the plain difference / PPI interval: ppi_py's variance convention (divisor n)
@@ -205,6 +214,13 @@ def difference_mean(
                     f"{level:.0%} predictive finite-population interval, {quantile}{note}")
 
 
+def brier_pseudo_values(mean_confidence: float) -> tuple[float, float]:
+    """The Brier scores of a right and a wrong verdict at ``mean_confidence``: where the
+    small-sample guard puts its pseudo-residuals for the Brier score."""
+    c = float(mean_confidence)
+    return (1.0 - c) ** 2, c * c
+
+
 def assisted_from_bins(
     parsed: Sequence[ParsedStratum], totals: Mapping[str, PredictionTotals],
 ) -> dict[str, list[AssistedStratum]]:
@@ -226,6 +242,8 @@ def assisted_from_bins(
         right = np.concatenate([np.ones_like(c), np.zeros_like(c)])
         population = max(int(t.count), s.labels)
         out["accuracy"].append(AssistedStratum(s.name, population, float(t.sum_c), right, conf, weight))
+        mean_c = float((weight * conf).sum() / weight.sum()) if weight.sum() > 0 else 0.5
         out["brier"].append(AssistedStratum(s.name, population, float(t.sum_c - t.sum_c2),
-                                            (conf - right) ** 2, conf * (1.0 - conf), weight))
+                                            (conf - right) ** 2, conf * (1.0 - conf), weight,
+                                            brier_pseudo_values(mean_c)))
     return out

@@ -12,6 +12,7 @@ from judgefuse.calibration.model_assisted import (
     AssistedStratum,
     PredictionTotals,
     assisted_from_bins,
+    brier_pseudo_values,
     difference_mean,
 )
 from judgefuse.calibration.stratified import StratumData
@@ -20,9 +21,9 @@ from judgefuse.calibration.stratified_data import parse_strata
 ppi_py = pytest.importorskip("ppi_py")
 
 
-def _stratum(name, y, f, labelled):
+def _stratum(name, y, f, labelled, guard=None):
     return AssistedStratum(name, int(y.size), float(f.sum()), y[labelled], f[labelled],
-                           np.ones(int(labelled.sum())))
+                           np.ones(int(labelled.sum())), guard)
 
 
 def _population(rng, size):
@@ -107,7 +108,8 @@ def test_accumulator_bins_give_the_per_verdict_estimates():
     binned = assisted_from_bins(parsed, totals)
     direct_acc = difference_mean([_stratum(n, right[m], c[m], labelled[m]) for n, m in names.items()])
     brier_y, brier_f = (c - right) ** 2, c * (1 - c)
-    direct_brier = difference_mean([_stratum(n, brier_y[m], brier_f[m], labelled[m]) for n, m in names.items()])
+    direct_brier = difference_mean([_stratum(n, brier_y[m], brier_f[m], labelled[m],
+                                             brier_pseudo_values(c[m & labelled].mean())) for n, m in names.items()])
     for got, want in ((difference_mean(binned["accuracy"]), direct_acc),
                       (difference_mean(binned["brier"]), direct_brier)):
         assert got.labels == want.labels == int(labelled.sum())

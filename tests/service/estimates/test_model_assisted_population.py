@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from panel_support import EXT, PAIR, H
 
-from judgefuse.calibration.model_assisted import AssistedStratum, difference_mean
+from judgefuse.calibration.model_assisted import AssistedStratum, brier_pseudo_values, difference_mean
 from judgefuse.service.storage import ThresholdRecord
 
 
@@ -66,12 +66,13 @@ async def test_model_assisted_block_is_the_difference_estimator_over_every_verdi
     assert 20 <= review.sum() <= 140 and lab[~review].sum() >= 5
     assert assisted["window_decided"] == 160 and assisted["ece"] is None
 
-    def by_hand(y, f, which):
-        return difference_mean([AssistedStratum(name, int(m.sum()), float(f[m].sum()), y[m & lab], f[m & lab],
-                                                np.ones(int((m & lab).sum()))) for name, m in which])
+    def by_hand(y, f, which, brier=False):
+        return difference_mean([AssistedStratum(
+            name, int(m.sum()), float(f[m].sum()), y[m & lab], f[m & lab], np.ones(int((m & lab).sum())),
+            brier_pseudo_values(c[m & lab].mean()) if brier else None) for name, m in which])
 
     for name, want in (("accuracy", by_hand(z, c, strata)),
-                       ("brier", by_hand((c - z) ** 2, c * (1 - c), strata)),
+                       ("brier", by_hand((c - z) ** 2, c * (1 - c), strata, brier=True)),
                        ("auto_accept_precision", by_hand(z, c, strata[1:]))):
         got = assisted[name]
         assert got["labels"] == want.labels
