@@ -267,7 +267,9 @@ def tune_threshold_stratified(
     name of each. ``population``: ``N_s`` for every stratum (labelled or not); a name in
     ``stratum`` missing from ``population``, or more labels than ``N_s``, is a ``ValueError``.
     ``min_count`` and ``max_candidates`` as in :func:`tune_threshold`. Strata labelled in full
-    are pooled into one first (:func:`_pool_census`).
+    are pooled into one first (:func:`_pool_census`). ``chains``: how many label-free starts
+    share delta in the fallback scan (1: plain fixed-sequence testing). ``bound``: a name in
+    :data:`BOUNDS` (``weighted``, the default, or ``even``, the previous split of delta).
     """
     target = check_unit_open("target_precision", target_precision)
     delta = check_unit_open("delta", delta)
