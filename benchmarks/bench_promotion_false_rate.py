@@ -19,6 +19,10 @@ Cases (the pool is the population: "better" means a lower Brier over the 500 ite
 - ``equal``: candidate = gpt-4-turbo's probabilities at a temperature chosen so that its pool
   Brier equals the untempered judge's (incumbent): exactly no better, different on every item.
   The boundary of the null: the rule's rate there is its real size.
+- ``sharp``: candidate = the stack of the three judges (fit on all items) sharpened
+  (temperature < 1), incumbent = the same stack softened (temperature 2), the sharpening chosen
+  so both have the same pool Brier: exactly no better, with skewed per-item differences
+  (a little better on most items, much worse on the few it gets wrong; skewness 1.9).
 - ``refit``: two fits of one logistic stack of the three judges, each on its own bootstrap
   resample of the pool (candidate and incumbent swap roles at random). Over the pool one of
   the two is a little better: the replicates whose candidate is no better give the false rate,
@@ -109,6 +113,17 @@ def tempered(p: np.ndarray, temperature: float) -> np.ndarray:
     return sigmoid(logit(p) / temperature)
 
 
+def sharpening_to(p: np.ndarray, y: np.ndarray, goal: float) -> float:
+    """The temperature < 1 at which the sharpened ``p`` has pool Brier ``goal`` (above its own)."""
+    lo, hi = 0.05, 1.0
+    if not brier(tempered(p, lo), y) > goal > brier(p, y):
+        raise SystemExit("no sharpening of the stack reaches the softened stack's Brier")
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if brier(tempered(p, mid), y) < goal else (mid, hi)
+    return (lo + hi) / 2
+
+
 def matching_temperature(p: np.ndarray, y: np.ndarray) -> float:
     """A temperature > 1 at which the tempered judge's pool Brier equals the judge's own (the
     judge is overconfident, so the Brier first falls then rises again with the temperature)."""
@@ -184,6 +199,9 @@ def main() -> None:
     temperature = matching_temperature(gpt4, y)
     warm = tempered(gpt4, temperature)
     full = stack_predict(fit_stack(x, y), x)
+    soft = tempered(full, 2.0)
+    sharpening = sharpening_to(full, y, brier(soft, y))
+    sharp_stack = tempered(full, sharpening)
 
     def bootstrap_stack(rng: np.random.Generator) -> np.ndarray:
         idx = rng.integers(0, y.size, size=y.size)
@@ -191,6 +209,9 @@ def main() -> None:
 
     def equal(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         return warm, gpt4
+
+    def sharp(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        return sharp_stack, soft
 
     def refit(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         one, two = bootstrap_stack(rng), bootstrap_stack(rng)
@@ -207,13 +228,15 @@ def main() -> None:
     print(f"# pool: trust_or_escalate, {y.size} human-labelled pairs; pool Brier: gpt-4-turbo "
           f"{brier(gpt4, y):.4f}, tempered at T={temperature:.3f} {brier(warm, y):.4f}, gpt-3.5-turbo "
           f"{brier(gpt35, y):.4f}, mistral-7b {brier(probs[2], y):.4f}, stack of three (all items) "
-          f"{brier(full, y):.4f}")
+          f"{brier(full, y):.4f}, at T=2 {brier(soft, y):.4f}, at T={sharpening:.3f} "
+          f"{brier(sharp_stack, y):.4f}")
     print("# rate = share of label sets (drawn with replacement from the pool) promoted, CP 95% "
           "interval; gap = mean pool Brier of candidate minus incumbent (> 0: candidate worse); "
           "candidate = whether its pool Brier is lower than the incumbent's")
     head = "  ".join(f"{f'n={n}':>21}" for n in SIZES)
     print(f"{'case':<7} {'candidate':<9} {'gap':>9} {'sets':>5} {'target':>6}  {head} {'seconds':>6}")
     run("equal", equal, y, args.sets, args.seed)
+    run("sharp", sharp, y, args.sets, args.seed + 4)
     run("refit", refit, y, args.sets, args.seed + 1)
     run("noise", noise, y, args.sets, args.seed + 2)
     run("better", better, y, args.sets, args.seed + 3)
