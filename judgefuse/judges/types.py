@@ -107,7 +107,7 @@ class JudgeVote(BaseModel):
     calls: int = Field(default=0, ge=0)
     cost_usd: float = Field(default=0.0, ge=0.0)
     error: str | None = None
-    """Why the vote is invalid (an abstention, a tie, a parse failure, a transport error)."""
+    """Why the vote is invalid (an abstention, a parse failure, a transport error; a tie vote has none)."""
     notes: list[str] = Field(default_factory=list)
     """Non-fatal remarks, e.g. "logprobs unsupported: fell back to sc"."""
 
@@ -169,13 +169,19 @@ class JudgeVote(BaseModel):
 
     @classmethod
     def from_p_a(cls, judge: str, mode: Mode, p_a: float, **fields: Any) -> JudgeVote:
-        """A vote whose choice and confidence follow from ``p_a`` (exactly 0.5 abstains)."""
+        """A vote whose choice and confidence follow from ``p_a``; exactly 0.5 is a tie vote.
+
+        Why a tie and not an abstention: a judge whose P(A is better) is exactly 0.5 saw no
+        difference, which is what a tie vote says, and docs/design.md ('Fusion', tie votes) counts
+        that at ``p_a`` 0.5 in every voting rule. As an abstention it was counted twice over:
+        ``mean_probability`` averaged its 0.5 in while the vote-share rules dropped it. The
+        service's ``POST /v1/fuse`` takes a posted ``p_a`` 0.5 without a choice the same way.
+        """
         if p_a > 0.5:
             return cls(judge=judge, mode=mode, choice="A", confidence=p_a, p_a=p_a, **fields)
         if p_a < 0.5:
             return cls(judge=judge, mode=mode, choice="B", confidence=1.0 - p_a, p_a=p_a, **fields)
-        fields.setdefault("error", "tie: p_a is exactly 0.5")
-        return cls(judge=judge, mode=mode, choice=None, p_a=p_a, **fields)
+        return cls.tied(judge, mode, **fields)
 
     @classmethod
     def invalid(cls, judge: str, mode: Mode, error: str, **fields: Any) -> JudgeVote:

@@ -88,8 +88,9 @@ class FuseVote(BaseModel):
     """One vote computed elsewhere (``POST /v1/fuse``), by a judge the panel declares.
 
     ``choice`` null is an abstention (``confidence`` must be null too); a vote that omits
-    ``choice`` but gives ``p_a`` has its choice and confidence derived from ``p_a`` (0.5
-    abstains). ``mode`` defaults to the judge's mode in the panel file.
+    ``choice`` but gives ``p_a`` has its choice and confidence derived from ``p_a`` (exactly 0.5
+    is a tie vote: the judge saw no difference, counted at ``p_a`` 0.5, docs/design.md 'Fusion').
+    ``mode`` defaults to the judge's mode in the panel file.
     """
 
     model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)

@@ -118,3 +118,16 @@ def test_dawid_skene_and_stacking_take_tie_votes() -> None:
     predicted = stacked.predict(batches)
     assert all(0.0 <= v.p_a <= 1.0 for v in predicted)
     assert sum(v.choice == label for v, label in zip(predicted, labels, strict=True)) > 0.75 * len(labels)
+
+
+def test_p_a_exactly_half_is_a_tie_vote_counted_like_one() -> None:
+    """``from_p_a(0.5)`` (a logprob judge with equal letter probabilities, a posted ``p_a`` 0.5) is
+    the same vote as ``tied``: majority pulls toward 0.5 rather than dropping it as an abstention."""
+    half = JudgeVote.from_p_a("c", "logprob", 0.5, raw="text")
+    assert (half.tie, half.choice, half.confidence, half.p_a, half.error, half.outcome) == (
+        True, None, None, 0.5, None, "tie")
+    assert half.raw == "text"
+    fused = majority([vote("a", "A"), vote("b", "A"), half])
+    assert fused.confidence == pytest.approx(2.5 / 3.0)
+    assert fused.confidence == majority([vote("a", "A"), vote("b", "A"), tie("c")]).confidence
+    assert JudgeVote.from_p_a("c", "logprob", 0.5000001).choice == "A"

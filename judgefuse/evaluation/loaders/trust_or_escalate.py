@@ -10,7 +10,7 @@ distinct of 500), so items are keyed by position: id ``toe/<n>`` (0-based), no c
 Rule: ``probs`` are the exponentiated logprobs of the two answer letters and do not sum to 1;
 ``p_a = probs[0] / (probs[0] + probs[1])``, the softmax over the two letters (the logprob confidence
 of "Overconfidence in LLM-as-a-Judge"), and the vote follows from it (:meth:`JudgeVote.from_p_a`: A above 0.5, B below,
-exactly 0.5 is an invalid "tie" vote; ``[0, 0]`` is an undefined answer, an invalid vote). Signal ``log_odds = ln probs[0] - ln probs[1]`` when both are
+exactly 0.5 is a tie vote; ``[0, 0]`` is an undefined answer, an invalid vote). Signal ``log_odds = ln probs[0] - ln probs[1]`` when both are
 positive. Label A iff ``preferences.human == 1``. Judge name = file name without
 ``.calibration.jsonl``; votes in the order the files are given (a folder: sorted by name).
 """

@@ -177,6 +177,24 @@ async def test_fuse_votes_from_p_a_abstentions_and_absent_judges(storage, tmp_pa
         assert results[1]["error"]["fields"][0]["field"] == "body.items[1].votes"
 
 
+async def test_a_posted_p_a_of_one_half_is_a_tie_vote_and_choice_null_an_abstention(storage, tmp_path):
+    """The service's contract and ``JudgeVote.from_p_a`` agree: ``p_a`` 0.5 without a choice is a
+    tie vote (majority 2.5 / 3, stored with ``tie``); ``"choice": null`` abstains (majority 1.0)."""
+    settings = S.make_settings(tmp_path, [external_panel(tmp_path)])
+    async with S.running_app(settings, storage) as (_app, client):
+        tied = await client.post("/v1/fuse", json={**PAIR, "id": "tied", "votes": [
+            *votes("A", "A"), {"judge": "e3", "p_a": 0.5}]}, headers=H)
+        abstained = await client.post("/v1/fuse", json={**PAIR, "id": "abstained", "votes": [
+            *votes("A", "A"), {"judge": "e3", "choice": None, "p_a": 0.5}]}, headers=H)
+    assert tied.status_code == 200 and abstained.status_code == 200, (tied.text, abstained.text)
+    assert math.isclose(tied.json()["confidence"], 2.5 / 3.0)
+    assert abstained.json()["confidence"] == 1.0
+    assert [(v["choice"], v["p_a"], v["error"]) for v in tied.json()["votes"]][2] == (None, 0.5, None)
+    assert abstained.json()["votes"][2]["error"] == "abstained (posted vote)"
+    stored = await storage.get_verdict("tenant-a", "tied")
+    assert [v.tie for v in stored.verdict.votes] == [False, False, True]
+
+
 @pytest.mark.parametrize(("body", "field"), [
     ({**PAIR, "votes": [{"judge": "nobody", "choice": "A", "confidence": 0.9}]}, "body.votes[0].judge"),
     ({**PAIR, "votes": [{"judge": "e1", "choice": "A", "confidence": 1.5}]}, "body.votes[0].confidence"),
