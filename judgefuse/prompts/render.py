@@ -270,15 +270,26 @@ def _get(item: Any, *names: str) -> Any:
     return None
 
 
+TIE_OUTPUT = "tie: judged the answers equal"
+"""How the fuser prompt shows a tie vote (``JudgeVote.tie``, JudgeBench's ``A=B``): a judgment
+that the outputs are equally good, which is evidence, unlike ``null`` (no usable answer)."""
+
+
 def _judgment_record(index: int, item: Any) -> dict[str, Any]:
-    """One judge's verdict in the SC JSON shape, for the fuser prompt."""
+    """One judge's verdict in the SC JSON shape, for the fuser prompt: ``selected_output`` is
+    ``Output (a)`` / ``Output (b)``, :data:`TIE_OUTPUT` for a tie vote (``tie`` true or choice
+    ``"tie"``; docs/design.md, 'Fusion': a tie is a vote, not an abstention) or ``null`` for a
+    judge that gave no usable answer."""
     name = _get(item, "judge", "name")
     if not isinstance(name, str) or not name:
         name = f"judge {index}"
     choice = _get(item, "choice")
+    tie = _get(item, "tie") is True or choice == "tie"
+    if tie:
+        choice = None
     if choice not in ("A", "B", None):
         raise PromptRenderError(
-            f"judgment {index}: choice must be 'A', 'B' or None, got {choice!r}"
+            f"judgment {index}: choice must be 'A', 'B', 'tie' or None, got {choice!r}"
         )
     confidence = _get(item, "confidence")
     score: float | int | None = None
@@ -302,7 +313,7 @@ def _judgment_record(index: int, item: Any) -> dict[str, Any]:
         raise PromptRenderError(f"judgment {index}: explanation must be str")
     return {
         "judge": name,
-        "selected_output": {"A": "Output (a)", "B": "Output (b)", None: None}[choice],
+        "selected_output": TIE_OUTPUT if tie else {"A": "Output (a)", "B": "Output (b)", None: None}[choice],
         "confidence_score": score,
         "explanation": explanation,
     }
@@ -319,9 +330,10 @@ def render_fuser_messages(
     """The chat messages for the LLM-as-a-Fuser call.
 
     ``judgments``: one entry per judge, a mapping or an object with attributes ``judge`` (or
-    ``name``), ``choice`` (``"A"``/``"B"``/``None``), ``confidence`` (in [0, 1], the judge's
-    confidence in its own choice, or ``None``) and ``explanation``. They are shown to the fuser
-    in the SC output shape (``confidence_score`` on 0-100, ``null`` for an abstaining judge).
+    ``name``), ``choice`` (``"A"``/``"B"``/``"tie"``/``None``), optionally ``tie`` (True: a tie
+    vote), ``confidence`` (in [0, 1], the judge's confidence in its own choice, or ``None``) and
+    ``explanation``. They are shown to the fuser in the SC output shape (``confidence_score`` on
+    0-100; ``selected_output`` :data:`TIE_OUTPUT` for a tie vote, ``null`` for an abstaining judge).
     At least one judgment is required.
     """
     _check_text(question=question, answer_a=answer_a, answer_b=answer_b)

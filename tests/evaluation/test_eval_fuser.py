@@ -164,3 +164,47 @@ def test_panel_without_fuser_entry_is_refused(data, tmp_path, capsys) -> None:
     panel.write_text("name: p\njudges:\n  - name: j\n    external: true\n", encoding="utf-8")
     assert main(["eval", str(data), "--fuser", str(panel), "--quiet"]) == 2
     assert "no 'fuser:' model entry" in capsys.readouterr().err
+
+
+def judgments_seen(body: dict) -> list[dict]:
+    """The judges' verdicts as the fuser prompt shows them (one JSON object per judgment block)."""
+    user = body["messages"][-1]["content"]
+    return [json.loads(block) for block in re.findall(r"<judgment_[0-9a-f]+ index=\"\d+\">\n(.*?)\n</judgment", user, re.S)]
+
+
+def tie_reading_fuser(body: dict) -> S.Reply:
+    """Picks A when a judge called the item a tie, B otherwise: the fuser's answer depends on
+    whether the prompt showed the tie as a tie (an abstention would read ``null``)."""
+    seen = [j["selected_output"] for j in judgments_seen(body)]
+    choice = "a" if "tie: judged the answers equal" in seen else "b"
+    text = json.dumps({"selected_output": f"Output ({choice})", "confidence_score": 70, "explanation": "x"})
+    return S.Reply(texts=text, usage=(100, 10))
+
+
+def test_the_fuser_prompt_shows_a_tie_vote_as_a_tie_not_as_an_abstention(stub, tmp_path) -> None:
+    stub.server.handler = tie_reading_fuser
+    lines = []
+    for i in range(6):
+        # even items: judge-1 for A, judge-2 a tie ("A=B"), judge-3 failed; odd: judge-2 abstains too
+        second = (JudgeVote.tied("judge-2", "recorded", explanation="both fine") if i % 2 == 0
+                  else JudgeVote.invalid("judge-2", "recorded", "unparseable"))
+        votes = [JudgeVote(judge="judge-1", mode="recorded", choice="A", confidence=0.8), second,
+                 JudgeVote.invalid("judge-3", "recorded", "timeout")]
+        item = PairwiseItem(id=f"t{i}", question=f"tie question {i}", answer_a="x", answer_b="y", label="A" if i % 2 == 0 else "B")
+        lines.append(JudgedItem(item=item, votes=votes).model_dump_json() + "\n")
+    data = tmp_path / "ties.jsonl"
+    data.write_text("".join(lines), encoding="utf-8")
+    assert run_eval(data, stub, tmp_path) == 0
+    shown = {int(re.findall(r"tie question (\d+)", r.body["messages"][-1]["content"])[0]): judgments_seen(r.body)
+             for r in stub.server.requests}
+    assert sorted(shown) == list(range(6))
+    for i, judgments in shown.items():
+        outputs = [j["selected_output"] for j in judgments]
+        tie_or_null = "tie: judged the answers equal" if i % 2 == 0 else None
+        assert outputs == ["Output (a)", tie_or_null, None], (i, outputs)
+        assert [j["confidence_score"] for j in judgments] == [80, None, None]
+    system = stub.server.requests[0].body["messages"][0]["content"]
+    assert '"tie: judged the answers equal" found the two outputs equally good' in system
+    recorded = {j.item.id: j.votes[0].choice for j in read_votes(tmp_path / "fuser.jsonl")}
+    assert recorded == {f"t{i}": "A" if i % 2 == 0 else "B" for i in range(6)}
+    assert rows(tmp_path)["fuser"]["accuracy"] == 1.0
