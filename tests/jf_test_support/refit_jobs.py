@@ -29,3 +29,8 @@ def allocate(megabytes: int) -> float:
 
 def fail() -> None:
     raise ValueError("a bad job")
+
+
+def cpus_and_nice() -> tuple[list[int], int]:
+    """The CPUs the worker may run on and its niceness."""
+    return sorted(os.sched_getaffinity(0)), os.nice(0)

@@ -29,18 +29,27 @@ parameters with ``to_params``/``from_params``, builds without options); the defa
 :data:`~judgefuse.fusion.capabilities.LEARNED_METHOD`. Nothing here names it. The round-trip
 check guards against drift between a method's ``to_params`` and ``from_params``.
 
-CPU-heavy steps run in a worker thread (``asyncio.to_thread``) so requests are never blocked
-on the event loop; :class:`RefitScheduler` runs the automatic refits in the background.
+Where it runs (docs/design.md, 'Bounded learning'): with :class:`RefitBounds`, in a budgeted
+worker process that **reads the labelled records itself** (:func:`refit_in_worker`: it gets the
+store's URL, the tenant, the panel and what to fit, never the records). The gateway does no
+per-record work for a refit: it learns the label set's size and digest from the worker, decides
+whether this label set is to be fitted here (:class:`~judgefuse.service.learning.refit_once.LabelSetOnce`),
+and stores what the worker returns (the fitted model's parameters and the metrics). Parsing and
+pickling 2,000 records of 13 judges once took ~1 s of the gateway's CPU per refit, next to its
+event loop. A store that cannot be reopened by URL in another process (``reopen_url()`` is None)
+is read here and the job carries its votes. Without bounds (offline use) everything runs in a
+thread. :class:`RefitScheduler` runs the automatic refits in the background.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
@@ -54,20 +63,22 @@ from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote, Letter
 from judgefuse.service.learning.promotion import brier_evidence, brier_problem
 from judgefuse.service.learning.refit_once import LabelSetOnce, label_set_digest
-from judgefuse.service.learning.refit_worker import RefitWorkerFailed, RefitWorkers
+from judgefuse.service.learning.refit_worker import RefitWorkerFailed, RefitWorkers, WorkerJob
 from judgefuse.service.learning.signal_caps import SignalCaps, TooManyFeatures, cap_signals
 from judgefuse.service.ledger import label_stratum_key, solicited
-from judgefuse.service.storage import ModelRecord, Storage, ThresholdRecord
+from judgefuse.service.storage import ModelRecord, Storage, ThresholdRecord, VerdictRecord, open_storage
 
 __all__ = [
     "PromoteOn",
     "RefitBounds",
+    "RefitJob",
     "evaluate_bounded",
     "PromotionTarget",
     "promotion_problems",
     "RefitOutcome",
     "RefitScheduler",
     "refit",
+    "refit_in_worker",
 ]
 
 log = logging.getLogger("judgefuse.service.learning.refit")
@@ -207,9 +218,14 @@ def promotion_problems(
 @dataclass
 class _Evaluation:
     fitted: FusionMethod | None
+    """The fitted model (None when not promoted, and in what a worker process sends back: the
+    gateway stores ``params`` and never unpickles a model)."""
     metrics: dict[str, float]
     why_not: str | None
     threshold: ThresholdReport | None = None
+    params: dict[str, Any] | None = None
+    """The promoted model's ``to_params`` (None: not promoted)."""
+    model_version: str | None = None
 
 
 def _evaluate(
@@ -250,10 +266,11 @@ def _evaluate(
     if not isinstance(unfitted, LearnedFusionMethod):
         return _Evaluation(None, metrics, f"internal error: {learned!r} has no fit()")
     final = unfitted.fit(batches, letters)
-    restored = restore_method(learned, method_params(final))
+    params = method_params(final)
+    restored = restore_method(learned, params)
     if not np.allclose(_p_a_of(restored, batches), _p_a_of(final, batches), atol=1e-9):
         return _Evaluation(None, metrics, "internal error: the serialised model does not reproduce the fit")
-    return _Evaluation(final, metrics, None, candidate)
+    return _Evaluation(final, metrics, None, candidate, params, _version_of(final))
 
 
 async def refit(
@@ -279,84 +296,177 @@ async def refit(
     weighted by its stratum, as ``POST /v1/thresholds/tune`` does), without it on the labels
     as a plain sample. ``learned``: the registered method to fit (it must be refittable:
     ``ValueError`` otherwise). ``bounds``: the signal caps, the budgeted worker and one refit
-    per label set (:class:`RefitBounds`); None: in a thread, uncapped (offline use)."""
+    per label set (:class:`RefitBounds`); None: in a thread, uncapped (offline use). Returns the
+    outcome and the fitted model when one was promoted (None from a worker process: it sends
+    back the model's parameters, which are what is stored and served)."""
     if not capabilities(learned).refittable:
         raise ValueError(
             f"fusion method {learned!r} cannot be refitted from labels (it needs requires_fit, "
             "to_params/from_params and a factory that builds without options)"
         )
-    records = await storage.iter_labelled(tenant, panel, limit=max_labels)
-    n = len(records)
     current = await storage.get_model(tenant, panel)
     current_method = (current.method or learned) if current is not None else voting_method
-    if n < min_labels:
-        return RefitOutcome(
-            status="skipped", panel=panel, n_labels=n, active_method=current_method,
-            model_version=current.params.get("model_version") if current else None,
-            version=current.version if current else None,
-            reason=(
-                f"{n} labelled verdicts for panel {panel!r}; at least {min_labels} are needed "
-                f"to fit learned fusion: staying on {current_method!r}"
-            ),
-        ), None
-    records.reverse()  # oldest first: deterministic folds for the same data
-    batches = [list(r.verdict.votes) for r in records]
-    labels = [str(r.label) for r in records]
-    population = None
-    if traffic is not None:
-        population = Population([label_stratum_key(r) for r in records], traffic)
-    job = (batches, labels, voting_method, n_folds, target, promote_on, population, learned,
-           bounds.caps if bounds is not None else None)
-    stays: dict[str, Any] = {"panel": panel, "n_labels": n, "active_method": current_method,
+    stays: dict[str, Any] = {"panel": panel, "n_labels": 0, "active_method": current_method,
              "model_version": current.params.get("model_version") if current else None,
              "version": current.version if current else None}
+    job = RefitJob(storage_url=None, tenant=tenant, panel=panel, max_labels=max_labels,
+                   voting=voting_method, n_folds=n_folds, target=target, promote_on=promote_on,
+                   traffic=traffic, learned=learned, caps=bounds.caps if bounds is not None else None)
+    url = storage.reopen_url() if bounds is not None else None
+    if bounds is not None and url is not None:
+        return await _refit_in_worker(storage, dataclasses.replace(job, storage_url=url), bounds,
+                                      min_labels, stays, now)
+    records = await storage.iter_labelled(tenant, panel, limit=max_labels)
+    stays["n_labels"] = n = len(records)
+    if n < min_labels:
+        return _too_few(stays, min_labels), None
+    inputs = job.inputs(records)
     if bounds is None:
-        return await _fit_and_store(storage, tenant, panel, job, stays, now=now)
-    digest = label_set_digest(records, voting=voting_method, n_folds=n_folds, target=target,
-                              promote_on=promote_on, learned=learned, caps=bounds.caps)
+        return await _fit_and_store(storage, tenant, panel, job, stays, now=now,
+                                    evaluate=lambda: asyncio.to_thread(evaluate_bounded, *inputs))
+    workers = bounds.workers
     done = await bounds.once.run(
-        tenant, panel, digest, functools.partial(_fit_and_store, storage, tenant, panel, job, stays,
-                                                 now=now, workers=bounds.workers),
+        tenant, panel, job.digest(records),
+        functools.partial(_fit_and_store, storage, tenant, panel, job, stays, now=now,
+                          evaluate=lambda: workers.run(evaluate_bounded, *inputs)),
         keep=lambda ran: ran[0].status != "failed",
     )
-    if done is None:
-        return RefitOutcome(status="skipped", **stays, reason=(
-            f"these {n} labels were refitted already (or are being refitted by another replica): "
-            f"nothing new to learn; staying on {current_method!r}")), None
-    return done
+    return done if done is not None else (_refitted_already(stays), None)
+
+
+def _too_few(stays: dict[str, Any], min_labels: int) -> RefitOutcome:
+    n, panel, method = stays["n_labels"], stays["panel"], stays["active_method"]
+    return RefitOutcome(status="skipped", **stays, reason=(
+        f"{n} labelled verdicts for panel {panel!r}; at least {min_labels} are needed "
+        f"to fit learned fusion: staying on {method!r}"))
+
+
+def _refitted_already(stays: dict[str, Any]) -> RefitOutcome:
+    return RefitOutcome(status="skipped", **stays, reason=(
+        f"these {stays['n_labels']} labels were refitted already (or are being refitted by another "
+        f"replica): nothing new to learn; staying on {stays['active_method']!r}"))
+
+
+def _failed(tenant: str, stays: dict[str, Any], exc: RefitWorkerFailed) -> RefitOutcome:
+    log.warning("refit %s/%s failed: %s", tenant, stays["panel"], exc.reason)
+    return RefitOutcome(status="failed", **stays, reason=f"{exc.reason}; nothing promoted")
+
+
+async def _refit_in_worker(
+    storage: Storage, job: RefitJob, bounds: RefitBounds, min_labels: int, stays: dict[str, Any],
+    now: Callable[[], float],
+) -> tuple[RefitOutcome, FusionMethod | None]:
+    """The worker reads the labels and names their set; the gateway decides (too few, fitted
+    already, fitted here) and stores what the worker fits (module docstring)."""
+    tenant, panel = job.tenant, job.panel
+    async with bounds.workers.session(refit_in_worker, job) as worker:
+        try:
+            labelled: LabelSet = await worker.question()
+        except RefitWorkerFailed as exc:
+            return _failed(tenant, stays, exc), None
+        stays["n_labels"] = labelled.n_labels
+        if labelled.n_labels < min_labels:
+            return _too_few(stays, min_labels), None
+        done = await bounds.once.run(
+            tenant, panel, labelled.digest,
+            functools.partial(_fit_and_store, storage, tenant, panel, job, stays, now=now,
+                              evaluate=functools.partial(_answered, worker)),
+            keep=lambda ran: ran[0].status != "failed",
+        )
+    return done if done is not None else (_refitted_already(stays), None)
+
+
+async def _answered(worker: WorkerJob) -> tuple[_Evaluation, str | None]:
+    """Tell the worker to fit its label set; its evaluation."""
+    evaluation: tuple[_Evaluation, str | None] = await worker.result(True)
+    return evaluation
+
+
+@dataclass(frozen=True)
+class LabelSet:
+    """What the worker tells the gateway about the labels it read: how many, and their digest
+    (:func:`~judgefuse.service.learning.refit_once.label_set_digest`)."""
+
+    n_labels: int
+    digest: str
+
+
+@dataclass(frozen=True)
+class RefitJob:
+    """A refit's input, small whatever the number of labels: where the labels are and what to
+    fit on them (:func:`refit`'s arguments). ``storage_url``: the store the worker opens (None:
+    the records are read by the caller and passed as :meth:`inputs`)."""
+
+    storage_url: str | None
+    tenant: str
+    panel: str
+    max_labels: int
+    voting: str
+    n_folds: int
+    target: PromotionTarget | None
+    promote_on: PromoteOn
+    traffic: dict[str, int] | None
+    learned: str
+    caps: SignalCaps | None
+
+    def digest(self, records: Sequence[VerdictRecord]) -> str:
+        """The label set's name: the (verdict, label) pairs and everything asked of them."""
+        return label_set_digest(records, voting=self.voting, n_folds=self.n_folds, target=self.target,
+                                promote_on=self.promote_on, learned=self.learned, caps=self.caps)
+
+    def inputs(self, records: list[VerdictRecord]) -> tuple[Any, ...]:
+        """:func:`evaluate_bounded`'s arguments for these records (newest first, as read)."""
+        ordered = records[::-1]  # oldest first: deterministic folds for the same data
+        population = None
+        if self.traffic is not None:
+            population = Population([label_stratum_key(r) for r in ordered], self.traffic)
+        return ([list(r.verdict.votes) for r in ordered], [str(r.label) for r in ordered], self.voting,
+                self.n_folds, self.target, self.promote_on, population, self.learned, self.caps)
+
+
+def refit_in_worker(job: RefitJob) -> Generator[LabelSet, bool, tuple[_Evaluation, str | None] | None]:
+    """The refit worker's job: read the labelled records from the store, yield their
+    :class:`LabelSet`, and, when the gateway answers True, evaluate them (:func:`evaluate_bounded`)."""
+    assert job.storage_url is not None
+    records = asyncio.run(_read_labelled(job.storage_url, job.tenant, job.panel, job.max_labels))
+    go = yield LabelSet(len(records), job.digest(records))
+    if not go:
+        return None
+    evaluation, capped = evaluate_bounded(*job.inputs(records))
+    return dataclasses.replace(evaluation, fitted=None), capped  # the parameters travel, not the model
+
+
+async def _read_labelled(url: str, tenant: str, panel: str, limit: int) -> list[VerdictRecord]:
+    async with open_storage(url) as storage:
+        return await storage.iter_labelled(tenant, panel, limit=limit)
 
 
 async def _fit_and_store(
-    storage: Storage, tenant: str, panel: str, job: tuple[Any, ...], stays: dict[str, Any], *,
-    now: Callable[[], float], workers: RefitWorkers | None = None,
+    storage: Storage, tenant: str, panel: str, job: RefitJob, stays: dict[str, Any], *,
+    now: Callable[[], float], evaluate: Callable[[], Awaitable[tuple[_Evaluation, str | None]]],
 ) -> tuple[RefitOutcome, FusionMethod | None]:
-    """Evaluate ``job`` (:func:`evaluate_bounded`'s arguments) in a worker process (a thread
-    without ``workers``), then promote and store or say why not."""
-    voting_method: str = job[2]
-    target: PromotionTarget | None = job[4]
-    learned: str = job[7]
+    """``evaluate()`` (:func:`evaluate_bounded` in a worker process or a thread), then promote
+    and store or say why not."""
+    voting_method, target, learned = job.voting, job.target, job.learned
     n = stays["n_labels"]
     try:
-        if workers is None:
-            evaluation, capped = await asyncio.to_thread(evaluate_bounded, *job)
-        else:
-            evaluation, capped = await workers.run(evaluate_bounded, *job)
+        evaluation, capped = await evaluate()
     except RefitWorkerFailed as exc:
-        log.warning("refit %s/%s failed: %s", tenant, panel, exc.reason)
-        return RefitOutcome(status="failed", **stays, reason=f"{exc.reason}; nothing promoted"), None
+        return _failed(tenant, stays, exc), None
     fitted, metrics, why_not = evaluation.fitted, evaluation.metrics, evaluation.why_not
-    if fitted is None:
+    params, model_version = evaluation.params, evaluation.model_version
+    if params is None:
         reason = why_not or "not promoted"
         return RefitOutcome(status="kept", **stays, reason=reason + (f" ({capped})" if capped else ""),
                             metrics=metrics or None), None
     paired = None
     if target is not None and evaluation.threshold is not None:
         paired = await _store_paired_threshold(
-            storage, tenant, panel, evaluation.threshold, target, _version_of(fitted), n, now(),
+            storage, tenant, panel, evaluation.threshold, target, model_version, n, now(),
             learned,
         )
     record = ModelRecord(
-        panel=panel, created_at=now(), method=learned, params=method_params(fitted),
+        panel=panel, created_at=now(), method=learned, params=params,
         metrics={k: v for k, v in metrics.items() if math.isfinite(v)}, threshold=paired,
     )
     version = await storage.put_model(tenant, panel, record)
@@ -367,7 +477,7 @@ async def _fit_and_store(
                 f"promoted with threshold {paired.threshold:.4g} (threshold version {paired.version})")
     return RefitOutcome(
         status="promoted", panel=panel, n_labels=n, active_method=learned,
-        model_version=_version_of(fitted), version=version, metrics=metrics,
+        model_version=model_version, version=version, metrics=metrics,
         threshold_version=paired.version if paired is not None else None,
         threshold=paired.threshold if paired is not None else None,
         reason=f"{why} on {n} labels: promoted as version {version}" + (f" ({capped})" if capped else ""),

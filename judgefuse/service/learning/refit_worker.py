@@ -14,9 +14,17 @@ runs in a process of its own:
   (``RLIMIT_AS``: numpy raises ``MemoryError``, reported as the reason) and a CPU-time limit
   of the time budget (``RLIMIT_CPU``), behind the wall-clock budget the gateway enforces by
   killing the worker;
+* on every CPU it may use except the one the serving process is pinned to (when that process
+  is pinned to fewer CPUs than there are): a worker inherits its parent's CPU affinity, and a
+  gateway pinned to one core once shared that core with its own refit (loop lag p99 250 ms);
 * the job's input is sent, and its result received, in threads: the loop never reads or
   writes the pipes (a worker at low priority on a busy machine may write its result in pieces
   seconds apart; a read on the loop once held every request that long).
+
+A job is a picklable module-level function, or a generator function that stops once or more to
+ask the gateway something (:meth:`RefitWorkers.session`): a refit reads its labels in the worker,
+yields the label set's digest, and fits only if the gateway answers that no one else has
+(:mod:`judgefuse.service.learning.refit`).
 
 A failure of any kind (over a budget, killed, an exception in the job) is a
 :class:`RefitWorkerFailed` with the reason in words: the caller logs it and answers with it;
@@ -27,17 +35,20 @@ the gateway never goes down with its worker. At most ``workers`` jobs run at onc
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import inspect
 import logging
 import math
 import multiprocessing
 import multiprocessing.connection
 import os
 import signal
-from collections.abc import Callable
+import time
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-__all__ = ["RefitWorkerFailed", "RefitWorkers", "WorkerBudget"]
+__all__ = ["RefitWorkerFailed", "RefitWorkers", "WorkerBudget", "WorkerJob"]
 
 log = logging.getLogger("judgefuse.service.learning.refit_worker")
 
@@ -85,52 +96,101 @@ class RefitWorkers:
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)`` in a worker; its result, or :class:`RefitWorkerFailed`."""
+        async with self.session(fn, *args) as job:
+            return await job.result()
+
+    @contextlib.asynccontextmanager
+    async def session(self, fn: Callable[..., Any], *args: Any) -> AsyncIterator[WorkerJob]:
+        """``fn(*args)`` started in a worker (it holds one of the ``workers`` slots until the
+        block ends; the worker is stopped then if it still runs). With a generator function,
+        :meth:`WorkerJob.question` is what it yields, :meth:`WorkerJob.result` sends the answer
+        and waits for what it returns."""
         if self._slots is None:
             self._slots = asyncio.Semaphore(self.workers)
         async with self._slots:
-            return await _run_once(fn, args, self.budget)
+            job = WorkerJob(fn, args, self.budget)
+            try:
+                await job.start()
+                yield job
+            finally:
+                await job.stop()
 
 
-async def _run_once(fn: Callable[..., T], args: tuple[Any, ...], budget: WorkerBudget) -> T:
-    context = _forkserver()
-    job_out, job_in = context.Pipe(duplex=False)
-    result_out, result_in = context.Pipe(duplex=False)
-    process = context.Process(
-        target=_work, args=(job_out, result_in, budget), name="judgefuse-refit", daemon=True
-    )
-    sending: asyncio.Task[None] | None = None
-    receiving: asyncio.Future[tuple[str, Any]] | None = None
-    try:
+_NO_ANSWER: Any = object()
+
+
+class WorkerJob:
+    """One job in one worker process: the time budget counts from its start, across every wait
+    for the worker (not the gateway's own time between a question and its answer)."""
+
+    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], budget: WorkerBudget) -> None:
+        context = _forkserver()
+        self.budget = budget
+        self._job_out, self._job_in = context.Pipe(duplex=False)
+        self._result_out, self._result_in = context.Pipe(duplex=False)
+        self._process = context.Process(
+            target=_work, args=(self._job_out, self._result_in, budget), name="judgefuse-refit", daemon=True
+        )
+        self._job = (fn, args, os.getpid())
+        self._left = budget.time_s
+        self._threads: list[asyncio.Future[Any]] = []
+
+    async def start(self) -> None:
         # the first start waits for the forkserver's imports: never on the loop
-        await asyncio.to_thread(process.start)
-        job_out.close()
-        result_in.close()
-        sending = asyncio.create_task(asyncio.to_thread(_send, job_in, (fn, args)))
-        # received in a thread too: the worker runs at a low priority and may write its result
-        # in pieces far apart on a busy machine; a read on the loop would wait for them
-        receiving = asyncio.ensure_future(asyncio.to_thread(_receive, result_out))
+        await asyncio.to_thread(self._process.start)
+        self._job_out.close()
+        self._result_in.close()
+        self._threads.append(asyncio.ensure_future(asyncio.to_thread(_send, self._job_in, self._job)))
+
+    async def _next(self) -> tuple[str, Any]:
+        """The worker's next message, within what is left of the time budget."""
+        # received in a thread: the worker runs at a low priority and may write its message in
+        # pieces far apart on a busy machine; a read on the loop would wait for them
+        receiving = asyncio.ensure_future(asyncio.to_thread(_receive, self._result_out))
+        self._threads.append(receiving)
+        began = time.monotonic()
         try:
-            status, payload = await asyncio.wait_for(asyncio.shield(receiving), timeout=budget.time_s)
+            status, payload = await asyncio.wait_for(asyncio.shield(receiving), timeout=max(self._left, 0.0))
         except TimeoutError:
             raise RefitWorkerFailed(
-                f"over the time budget of {budget.time_s:g} s (refit_timeout_s): "
+                f"over the time budget of {self.budget.time_s:g} s (refit_timeout_s): "
                 "the refit worker was stopped"
             ) from None
+        finally:
+            self._left -= time.monotonic() - began
         if status == "dead":
-            await asyncio.to_thread(process.join, 5)
-            raise RefitWorkerFailed(_death(process.exitcode, budget))
-    finally:
-        if process.is_alive():
+            await asyncio.to_thread(self._process.join, 5)
+            raise RefitWorkerFailed(_death(self._process.exitcode, self.budget))
+        if status not in ("ok", "ask"):
+            raise RefitWorkerFailed(str(payload))
+        return status, payload
+
+    async def question(self) -> Any:
+        """What a generator job yielded (:class:`RefitWorkerFailed` if it failed first)."""
+        status, payload = await self._next()
+        if status != "ask":
+            raise RefitWorkerFailed("internal error: the refit job returned without asking")
+        return payload
+
+    async def result(self, answer: Any = _NO_ANSWER) -> Any:
+        """The job's result; ``answer``: sent first, the reply to its :meth:`question`."""
+        if answer is not _NO_ANSWER:
+            self._threads.append(asyncio.ensure_future(asyncio.to_thread(_send, self._job_in, answer)))
+        status, payload = await self._next()
+        if status != "ok":
+            raise RefitWorkerFailed("internal error: the refit job asked a question nobody answers")
+        return payload
+
+    async def stop(self) -> None:
+        process = self._process
+        if process.pid is not None and process.is_alive():
             process.kill()
-        # both threads end once the worker is gone (a broken pipe, an end of file)
-        await asyncio.gather(*(t for t in (sending, receiving) if t is not None), return_exceptions=True)
-        job_in.close()
-        result_out.close()
+        # the threads end once the worker is gone (a broken pipe, an end of file)
+        await asyncio.gather(*self._threads, return_exceptions=True)
+        self._job_in.close()
+        self._result_out.close()
         if process.pid is not None:
             await asyncio.to_thread(process.join, 10)
-    if status != "ok":
-        raise RefitWorkerFailed(str(payload))
-    return payload
 
 
 def _send(connection: multiprocessing.connection.Connection, job: Any) -> None:
@@ -189,18 +249,35 @@ def _limit(budget: WorkerBudget) -> None:
         resource.setrlimit(resource.RLIMIT_CPU, (seconds, hard))
 
 
+def _leave_serving_cpus(serving_pid: int) -> None:
+    """Run on every CPU this process may use except those the serving process is pinned to
+    (all of them when it is not pinned, or when nothing else is left)."""
+    try:
+        serving = os.sched_getaffinity(serving_pid)
+        everything = set(range(os.cpu_count() or 1))
+        others = everything - serving
+        # the kernel keeps only the CPUs this process's cpuset allows; none of them: EINVAL
+        os.sched_setaffinity(0, others if serving != everything and others else everything)
+    except (AttributeError, OSError):  # not Linux, the server is gone, or only its CPUs are allowed
+        pass
+
+
 def _work(
     jobs: multiprocessing.connection.Connection, results: multiprocessing.connection.Connection,
     budget: WorkerBudget,
 ) -> None:
-    """The worker: limits first, then the job; the outcome goes back as (status, payload)."""
+    """The worker: limits first, then the job (its questions answered over ``jobs``); the
+    outcome goes back as (status, payload)."""
     try:
         _limit(budget)
         from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
-        fn, args = jobs.recv()
+        fn, args, serving_pid = jobs.recv()
+        _leave_serving_cpus(serving_pid)
         with threadpool_limits(1):
             result = fn(*args)
+            if inspect.isgenerator(result):
+                result = _converse(result, jobs, results)
         results.send(("ok", result))
     except MemoryError:
         results.send(("memory", f"over the memory budget of {budget.memory_mb} MB (refit_memory_mb)"))
@@ -208,3 +285,17 @@ def _work(
         results.send(("error", f"the refit failed: {type(exc).__name__}: {exc}"))
     finally:
         results.close()
+
+
+def _converse(
+    job: Any, jobs: multiprocessing.connection.Connection, results: multiprocessing.connection.Connection,
+) -> Any:
+    """Drive a generator job: each value it yields goes to the gateway as a question, the
+    answer comes back as the value of its ``yield``; what it returns is the result."""
+    try:
+        question = next(job)
+        while True:
+            results.send(("ask", question))
+            question = job.send(jobs.recv())
+    except StopIteration as done:
+        return done.value

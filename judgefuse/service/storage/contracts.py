@@ -99,6 +99,11 @@ class Lifecycle(abc.ABC):
     async def ping(self) -> bool:
         """True when the store answers (for /readyz). Never raises."""
 
+    def reopen_url(self) -> str | None:
+        """A URL from which another process opens this same store (the refit worker reads its
+        labels itself: docs/design.md, 'Bounded learning'); None: it cannot (the default)."""
+        return None
+
 
 class VerdictStore(abc.ABC):
     """Verdict records, scoped by tenant: a tenant never reads another tenant's record (the

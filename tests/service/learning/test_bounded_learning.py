@@ -181,3 +181,59 @@ async def test_twelve_concurrent_manual_refits_on_two_replicas_promote_once(stor
         await post_labelled(b, 60, 61)  # a new label: a new label set, refitted
         fresh = (await a.post("/v1/fusion/refit", json={"panel": "ext"}, headers=H)).json()
         assert fresh["status"] in ("promoted", "kept") and fresh["n_labels"] == 61, fresh
+
+
+# ------------------------------------------------------------------ the worker reads the labels
+# Issue 26: a refit of 2,000 labels once parsed and pickled its records in the gateway (~1 s of
+# CPU beside the event loop) and ran on the gateway's pinned core. The worker now reads them
+# from the store itself; the gateway learns the label set's size and digest and stores the
+# fitted parameters; the worker leaves the CPU the gateway is pinned to.
+async def test_the_gateway_never_reads_the_labelled_records_of_a_refit(storage, tmp_path):
+    settings = S.make_settings(tmp_path, [external_panel(tmp_path)], min_labels_for_refit=40)
+    async with S.running_app(settings, storage) as (_app, client):
+        await post_labelled(client, 0, 60)
+        reads: list[tuple[object, ...]] = []
+        read = storage.iter_labelled
+
+        async def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+            reads.append(args)
+            return await read(*args, **kwargs)
+
+        storage.iter_labelled = counted  # type: ignore[method-assign]
+        outcome = (await client.post("/v1/fusion/refit", json={"panel": "ext"}, headers=H)).json()
+        # the worker read all 60 labels (its own connection to the same store) and fitted them
+        assert outcome["status"] == "promoted" and outcome["n_labels"] == 60, outcome
+        assert outcome["metrics"]["n_labels"] == 60.0, outcome
+        history = await storage.model_history("tenant-a", "ext")
+        assert [m.version for m in history] == [1] and history[0].params, history
+        # the same label set again: the worker names it, the gateway answers "refitted already"
+        again = (await client.post("/v1/fusion/refit", json={"panel": "ext"}, headers=H)).json()
+        assert again["status"] == "skipped" and "refitted already" in again["reason"], again
+        assert again["n_labels"] == 60, again
+        assert reads == [], f"the gateway read the labelled records itself: {reads}"
+
+
+async def test_too_few_labels_are_counted_by_the_worker_and_nothing_is_fitted(tmp_path):
+    settings = S.make_settings(tmp_path, [external_panel(tmp_path)], min_labels_for_refit=40)
+    async with S.running_app(settings) as (_app, client):
+        await post_labelled(client, 0, 25)
+        outcome = (await client.post("/v1/fusion/refit", json={"panel": "ext"}, headers=H)).json()
+        assert outcome["status"] == "skipped" and outcome["n_labels"] == 25, outcome
+        assert "at least 40 are needed" in outcome["reason"], outcome
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="needs Linux and two CPUs this process may use")
+async def test_the_worker_leaves_the_cpu_the_gateway_is_pinned_to_and_stays_nice():
+    allowed = os.sched_getaffinity(0)
+    pinned = min(allowed)
+    os.sched_setaffinity(0, {pinned})  # as the benchmark pins the gateway (taskset)
+    try:
+        cpus, nice = await RefitWorkers(WorkerBudget(time_s=120, memory_mb=256)).run(refit_jobs.cpus_and_nice)
+    finally:
+        os.sched_setaffinity(0, allowed)
+    assert cpus and pinned not in cpus and set(cpus) <= allowed, (pinned, cpus)
+    assert nice >= 10, nice
+    # not pinned: the worker may use every CPU
+    cpus, _nice = await RefitWorkers(WorkerBudget(time_s=120, memory_mb=256)).run(refit_jobs.cpus_and_nice)
+    assert set(cpus) == allowed, cpus

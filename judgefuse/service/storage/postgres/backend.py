@@ -297,6 +297,9 @@ class PostgresStorage(Storage):
             await pool.close()
         self._days.clear()
 
+    def reopen_url(self) -> str | None:
+        return self._url
+
     async def ping(self) -> bool:
         if self._pool is None:
             return False

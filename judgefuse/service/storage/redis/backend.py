@@ -334,6 +334,9 @@ class RedisStorage(Storage):
             with self._errors("close"):
                 await client.aclose()
 
+    def reopen_url(self) -> str | None:
+        return self._url
+
     async def ping(self) -> bool:
         if self._client is None:
             return False

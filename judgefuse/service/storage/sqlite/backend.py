@@ -247,6 +247,9 @@ class SQLiteStorage(Storage):
             self._executor = None
             executor.shutdown(wait=True)
 
+    def reopen_url(self) -> str | None:
+        return f"sqlite:///{self.path.resolve()}"
+
     async def ping(self) -> bool:
         try:
             return await self._run("ping", lambda c: c.execute("SELECT 1").fetchone()[0] == 1)
