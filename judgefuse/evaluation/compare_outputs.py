@@ -2,7 +2,7 @@
 
 The terminal shows the views table and its findings (:mod:`judgefuse.evaluation.comparison`),
 then every judge on the common pool, then the self-preference report, or one line saying why
-there is none. Judge names are shortened to fit and listed in a legend, as in ``eval``.
+there is none, then, when a label or an answer is a tie, ``eval``'s ties table for every judge. Judge names are shortened to fit and listed in a legend, as in ``eval``.
 ``--json`` writes the same numbers in machine-readable form, and ``--html`` writes them as one
 self-contained page.
 """
@@ -31,7 +31,7 @@ from judgefuse.evaluation.comparison import (
     view_size,
 )
 from judgefuse.evaluation.display import compact_table, legend, natural_width, short_names
-from judgefuse.evaluation.table import fmt
+from judgefuse.evaluation.table import TIES_CAPTION, fmt, ties_table
 
 __all__ = ["compare_html", "compare_json", "print_compare_report"]
 
@@ -129,6 +129,15 @@ def print_compare_report(report: CompareReport, *, console: Console) -> None:
                 )
     else:
         console.print(NO_SELF_PREFERENCE, highlight=False, markup=False)
+    if report.has_ties:
+        console.print()
+        _print_named(console, lambda limit: _ties_named(report, limit))
+        console.print(TIES_CAPTION, highlight=False, markup=False)
+
+
+def _ties_named(report: CompareReport, limit: int) -> tuple[Table, dict[str, str]]:
+    names = short_names([t.name for t in report.ties], limit)
+    return ties_table(report.ties, names), names
 
 
 def _clean(value: Any) -> Any:
@@ -201,6 +210,7 @@ def compare_dict(report: CompareReport, *, sources: list[str]) -> dict[str, Any]
                 }
                 for r in report.self_preference
             ],  # fmt: skip
+            "ties": [t.as_dict() for t in report.ties],
         }
     )
 
@@ -215,5 +225,7 @@ def compare_html(report: CompareReport, *, sources: list[str]) -> str:
         report=compare_dict(report, sources=sources),
         labels=VIEW_LABELS,
         no_self_preference=NO_SELF_PREFERENCE,
+        has_ties=report.has_ties,
+        ties_caption=TIES_CAPTION,
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
     )

@@ -9,14 +9,14 @@ view's order flips the raw one. The words under the table follow the evidence: a
 reversal** is named (metric and view) only where the raw difference's interval excludes 0 and an
 aligned view flips. The candidate-aligned view (section 4.3) scores both answers of every item
 as candidates (:mod:`judgefuse.evaluation.candidate_aligned`); :func:`compare_report` adds every
-judge on the common pool and the self-preference report.
+judge on the common pool, the self-preference report and every judge's ties table (as ``eval``'s).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from rich.console import Console
@@ -37,6 +37,7 @@ from judgefuse.evaluation.candidate_aligned import (
 from judgefuse.evaluation.display import compact_table, fit
 from judgefuse.evaluation.scoring import judge_names, score_judge
 from judgefuse.evaluation.table import fmt
+from judgefuse.evaluation.ties import TieReport, has_ties, judge_ties
 from judgefuse.judges.types import JudgedItem
 
 VIEWS = ("raw", "instance_aligned", "distribution_aligned", CA_VIEW)
@@ -129,6 +130,13 @@ class CompareReport:
     pool: list[PoolRow]
     pool_size: int
     self_preference: list[SelfPreference]
+    ties: list[TieReport] = field(default_factory=list)
+    """Every judge's tie-aware numbers (:mod:`.ties`), as in ``eval``'s ties table."""
+
+    @property
+    def has_ties(self) -> bool:
+        """True when a label or an answer is a tie (the ties table is shown)."""
+        return has_ties(self.ties)
 
 
 def compare_report(
@@ -144,7 +152,8 @@ def compare_report(
     evidence = compare_rows(items, judge_1, judge_2, n_bins=n_bins, n_resamples=n_resamples, seed=seed)
     pool, pool_size = common_pool(items, n_bins=n_bins)
     preference = self_preference(items, n_resamples=n_resamples, seed=seed)
-    return CompareReport(judge_1, judge_2, evidence, pool, pool_size, preference)
+    ties = [judge_ties(name, items) for name in judge_names(items)]
+    return CompareReport(judge_1, judge_2, evidence, pool, pool_size, preference, ties)
 
 
 def _value(metric: str, value: float) -> str:

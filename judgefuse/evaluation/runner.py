@@ -20,8 +20,8 @@ from judgefuse.calibration.builtin_metrics import BUILTIN_METRICS
 from judgefuse.calibration.metric_registry import registered_metrics
 from judgefuse.errors import InputError
 from judgefuse.evaluation.agreement import RowAgreement, panel_alpha, row_agreement
-from judgefuse.evaluation.scoring import ScoredRow, find_vote, judge_names, score_judge, score_verdicts
-from judgefuse.evaluation.ties import TieReport, tie_report, verdict_outcome
+from judgefuse.evaluation.scoring import ScoredRow, judge_names, score_judge, score_verdicts
+from judgefuse.evaluation.ties import TieReport, has_ties, judge_ties, tie_report, verdict_outcome
 from judgefuse.fusion import NotEnoughLabels, cross_fit_predict, get_method, replayable_methods, requires_fit
 from judgefuse.fusion.crossfit import predict_many
 from judgefuse.fusion.registry import LearnedFusionMethod
@@ -98,7 +98,7 @@ class Evaluation:
     @property
     def has_ties(self) -> bool:
         """True when a label or an answer is a tie (or a label is both_bad)."""
-        return any(t.n_tie_labels or t.n_both_bad_labels or t.n_tie_answers for t in self.ties)
+        return has_ties(self.ties)
 
     @property
     def categories(self) -> list[str]:
@@ -141,7 +141,7 @@ def evaluate(
     for name in judge_names(labelled):
         step(name)
         scored.append(score_judge(name, labelled))
-        ties.append(_judge_ties(name, [*labelled, *undecided]))
+        ties.append(judge_ties(name, [*labelled, *undecided]))
 
     skipped: dict[str, str] = {}
     for name in options.methods or default_methods():
@@ -163,11 +163,6 @@ def evaluate(
     agreement = [row_agreement(row, labelled) for row in scored]
     alpha = panel_alpha(labelled, judge_names(labelled))
     return Evaluation(len(items), len(labelled), reports, skipped, options, agreement, alpha, ties)
-
-
-def _judge_ties(name: str, items: Sequence[JudgedItem]) -> TieReport:
-    voted = [(vote, judged) for judged in items if (vote := find_vote(judged.votes, name)) is not None]
-    return tie_report(name, [vote.outcome for vote, _ in voted], [judged.item.outcome for _, judged in voted])  # type: ignore[misc]
 
 
 def _method_ties(

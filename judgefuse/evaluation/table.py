@@ -13,7 +13,7 @@ full table instead (every metric, full names), for files and wide screens.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from rich.console import Console
@@ -24,6 +24,7 @@ from judgefuse.calibration.metric_registry import UnknownMetric, get_metric, reg
 from judgefuse.evaluation.display import compact_table, fit, legend, natural_width, short_names
 from judgefuse.evaluation.runner import CI_METHOD, Evaluation, RowReport
 from judgefuse.evaluation.scoring import TIE_RULE, ScoredRow
+from judgefuse.evaluation.ties import TieReport
 
 Column = tuple[str, str]
 """(metric name, header)."""
@@ -76,8 +77,9 @@ TIES_CAPTION = (
 )
 
 
-def ties_table(evaluation: Evaluation, names: Mapping[str, str]) -> Table:
-    """How ties count, per row (:mod:`.ties`): label and answer tie counts beside the tie-aware rates."""
+def ties_table(ties: Sequence[TieReport], names: Mapping[str, str]) -> Table:
+    """How ties count, per row (:mod:`.ties`): label and answer tie counts beside the tie-aware rates
+    (``eval``'s rows, ``compare``'s judges)."""
     table = compact_table("ties")
     for header in (NAME_HEADER, "A/B", "tie", "bad", "JB %", "dec %", "3-way %", "ties", "tie %"):
         table.add_column(header, justify="left" if header == NAME_HEADER else "right", no_wrap=True)
@@ -85,7 +87,7 @@ def ties_table(evaluation: Evaluation, names: Mapping[str, str]) -> Table:
     def pct(value: float | None) -> str:
         return "-" if value is None else f"{100 * value:.1f}"
 
-    for t in evaluation.ties:
+    for t in ties:
         table.add_row(
             names.get(t.name, t.name), str(t.n_decided_labels), str(t.n_tie_labels), str(t.n_both_bad_labels),
             pct(t.judgebench_accuracy), pct(t.decided_accuracy), pct(t.three_way_accuracy),
@@ -324,7 +326,7 @@ def print_evaluation(
         console.print(f"tie answers (no answer preferred): {counted}; {TIE_RULE} (seed {evaluation.options.seed})",
                       highlight=False)
     if evaluation.has_ties:
-        console.print(ties_table(evaluation, names))
+        console.print(ties_table(evaluation.ties, names))
         console.print(TIES_CAPTION, highlight=False)
     for category in evaluation.categories:
         console.print(category_table(evaluation, category, names))

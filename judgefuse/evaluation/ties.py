@@ -25,8 +25,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from judgefuse.evaluation.scoring import find_vote
 from judgefuse.fusion.verdict import Verdict, is_tie
-from judgefuse.judges.types import Letter, Outcome, TieLabel
+from judgefuse.judges.types import JudgedItem, Letter, Outcome, TieLabel
 
 Label = Letter | TieLabel
 
@@ -83,3 +84,18 @@ def tie_report(name: str, answers: Sequence[Outcome | None], labels: Sequence[La
         n_three_way=len(three_way),
         tie_rate=_rate(n_tie_answers, len(pairs)),
     )
+
+
+def judge_ties(name: str, items: Sequence[JudgedItem]) -> TieReport:
+    """A judge's tie-aware numbers over ``items`` with any label (A, B, tie or both_bad): the
+    judge rows of ``eval``'s and ``compare``'s ties tables. Unlabelled items are left out."""
+    voted = [
+        (vote, judged) for judged in items
+        if judged.item.outcome is not None and (vote := find_vote(judged.votes, name)) is not None
+    ]  # fmt: skip
+    return tie_report(name, [vote.outcome for vote, _ in voted], [judged.item.outcome for _, judged in voted])  # type: ignore[misc]
+
+
+def has_ties(reports: Sequence[TieReport]) -> bool:
+    """True when a label or an answer is a tie (or a label is both_bad): the ties table is shown."""
+    return any(t.n_tie_labels or t.n_both_bad_labels or t.n_tie_answers for t in reports)

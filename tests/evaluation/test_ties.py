@@ -147,3 +147,29 @@ def test_compare_reads_a_csv_and_a_bad_row_exits_2(tmp_path: Path, capsys: pytes
     capsys.readouterr()
     assert main(["eval", str(bad), "--quiet"]) == 2
     assert f"{bad}:2: field 'confidence:j1': must be in [0, 1] (got 2)" in capsys.readouterr().err
+
+
+def test_compare_has_evals_ties_table_in_terminal_json_and_html(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``compare``'s ties table is ``eval``'s, per judge: the same numbers in all three outputs."""
+    out, html = tmp_path / "compare.json", tmp_path / "compare.html"
+    assert main(["compare", str(CSV), "--judges", "j1", "j2", "--bootstrap", "10",
+                 "--json", str(out), "--html", str(html)]) == 0
+    printed = capsys.readouterr().out
+    assert "3-way" in printed and "decided (A/B) labels only" in printed
+    j1_line = next(line for line in printed.splitlines() if line.startswith("j1 ") and "57.1" in line)
+    assert "60.0" in j1_line and "75.0" in j1_line and "25.0" in j1_line  # JB, dec, tie % (by hand above)
+    evaluation = evaluate(load(CSV), options=EvaluationOptions(methods=("majority",), n_bootstrap=10))
+    expected = {t.name: t.as_dict() for t in evaluation.ties if t.name in ("j1", "j2")}
+    assert {t["name"]: t for t in json.loads(out.read_text())["ties"]} == expected
+    page = html.read_text()
+    assert page.count('<table id="ties">') == 1 and "<h2>Ties</h2>" in page
+    assert "<tr><td>j2</td><td>5</td><td>2</td><td>1</td>" in page and "42.9" in page  # j2's 3-way 3/7
+
+
+def test_compare_without_ties_shows_no_ties_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plain = tmp_path / "plain.csv"
+    plain.write_text("id,question,answer_a,answer_b,label,vote:j1,confidence:j1,vote:j2,confidence:j2\n"
+                     + "".join(f"r{i},q,a,b,{'AB'[i % 2]},A,0.{5 + i % 4},B,0.7\n" for i in range(12)), encoding="utf-8")
+    html = tmp_path / "c.html"
+    assert main(["compare", str(plain), "--judges", "j1", "j2", "--bootstrap", "10", "--html", str(html)]) == 0
+    assert "3-way" not in capsys.readouterr().out and 'id="ties"' not in html.read_text()
