@@ -275,10 +275,12 @@ class ErrorBody(BaseModel):
     fields: list[ErrorField] | SkipJsonSchema[None] = None
     """The request fields at fault, when a field is (always on 401, 413 and 422)."""
     limit: Literal["max_inflight_per_tenant", "max_inflight_total", "max_inflight_labels",
-                   "shed_loop_lag_s", "shed_sojourn_s"] | SkipJsonSchema[None] = None
-    """429: the limit that is full (the setting's name; ``shed_loop_lag_s``: the event loop is
+                   "max_inflight_work", "shed_loop_lag_s",
+                   "shed_sojourn_s"] | SkipJsonSchema[None] = None
+    """429: the limit that is full (the setting's name; ``max_inflight_work``: that many
+    judging requests are being worked on in the gateway; ``shed_loop_lag_s``: the event loop is
     past capacity, ``shed_sojourn_s``: verdicts are queueing in the gateway; no in-flight count
-    applies to either)."""
+    applies to either of the last two)."""
     max_inflight: int | SkipJsonSchema[None] = None
     """429: that limit's value."""
     retry_after_s: Annotated[int, Field(ge=1)] | SkipJsonSchema[None] = None

@@ -358,6 +358,11 @@ class ServerSettings(_Section):
     ``/v1/fuse`` and their batches while every verdict of the last window spent longer than this
     in the gateway beyond its judge calls (``timings.overhead_s``: verdicts are queueing, for the
     store or the loop); raise it on a disk whose fsync alone takes this long; 0: never."""
+    max_inflight_work: int = Field(default=32, ge=0, le=100_000)
+    """Backpressure (:mod:`judgefuse.service.web.backpressure`): 429 on ``/v1/judge`` and
+    ``/v1/fuse`` while this many of them are doing the gateway's own work (admitted, not
+    answered, not waiting for their judge calls): about this many over the gateway's service
+    rate is the longest an admitted request queues inside it (32 at ~750/s: ~45 ms); 0: never."""
     max_inflight_labels: int = Field(default=64, ge=1)
     """Label and review requests (``/v1/feedback``, review next/skip/label) in flight at once;
     keep it below the storage's connection pool. More wait up to ``label_wait_s``, then 429."""

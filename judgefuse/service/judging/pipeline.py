@@ -69,6 +69,7 @@ from judgefuse.service.judging.verdict_ids import VerdictIds
 from judgefuse.service.ledger import traffic_increments
 from judgefuse.service.monitoring.metrics import ServiceMetrics
 from judgefuse.service.monitoring.monitor import Monitors
+from judgefuse.service.monitoring.sojourn import Working
 from judgefuse.service.review.audit_plan import AuditPlanner
 from judgefuse.service.review.labels import label_result
 from judgefuse.service.review.sampling import stamp_review
@@ -303,10 +304,11 @@ class JudgePipeline:
         runtime = checked.runtime
         if checked.posted is not None:
             return Ballot(checked.posted, _slowest(checked.posted))
-        if runtime.cascade is not None and checked.request.method is None:
-            decision, waited = await walk_cascade(runtime, item, tenant=tenant)
-            return Ballot(list(decision.verdict.votes), waited, decision)
-        votes = await runtime.panel.judge(item, tenant=tenant)
+        with Working.away():  # waiting for judges is not the gateway's work (backpressure)
+            if runtime.cascade is not None and checked.request.method is None:
+                decision, waited = await walk_cascade(runtime, item, tenant=tenant)
+                return Ballot(list(decision.verdict.votes), waited, decision)
+            votes = await runtime.panel.judge(item, tenant=tenant)
         return Ballot(votes, _slowest(votes))
 
     # ------------------------------------------------------------------ 5. decide

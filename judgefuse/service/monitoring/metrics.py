@@ -47,7 +47,7 @@ from judgefuse.fusion.cascade import vote_calls
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote
 from judgefuse.service.monitoring.loop_lag import LoopLag
-from judgefuse.service.monitoring.sojourn import Sojourn
+from judgefuse.service.monitoring.sojourn import Sojourn, Working
 
 __all__ = ["ServiceMetrics"]
 
@@ -160,6 +160,9 @@ class ServiceMetrics:
         """The sampler (started by the app's lifespan); backpressure reads it."""
         self.sojourn = Sojourn(window_s=0.1)
         """Verdicts' in-app time per window (the judging pipeline feeds it); backpressure reads it."""
+        self.working = Working()
+        """Judging requests doing the gateway's own work now (backpressure counts them, the
+        pipeline steps them out while their judges are called)."""
         # routing counts kept as plain numbers too, for the dashboard
         self.route_counts: dict[tuple[str, str], dict[str, int]] = {}
         self.judge_health: dict[tuple[str, str], dict[str, int]] = {}

@@ -17,11 +17,13 @@ does. Reading it is one comparison (:meth:`Sojourn.overloaded`). See docs/design
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
-__all__ = ["Sojourn"]
+__all__ = ["Sojourn", "Working"]
 
 
 class Sojourn:
@@ -68,3 +70,53 @@ class Sojourn:
     def overloaded(self, target_s: float) -> bool:
         """True while every verdict of the last window spent more than ``target_s`` in the app."""
         return target_s > 0 and self.recent_min_s() > target_s
+
+
+_COUNTED: contextvars.ContextVar[Working | None] = contextvars.ContextVar(
+    "judgefuse_working", default=None)
+
+
+class Working:
+    """Judging requests doing the gateway's own work right now: admitted and not answered, less
+    those waiting for their judge calls (:meth:`away`). The third capacity signal, and the only
+    one that reads the queue *now*: the loop's lag and the verdicts' in-app time both describe
+    the last window, so a gate on them alone admits a burst, sheds while it drains, admits the
+    next burst; past ``/v1/fuse``'s capacity the admitted requests' p99 was 391 ms that way
+    (``benchmarks/bench_gateway.py``). Bounding this count bounds the in-app queue at about
+    ``count / service rate`` (Little's law: 32 at ~750 verdicts/s, ~45 ms) whatever the judges'
+    latency, since a request waiting for its judges is not counted.
+
+    :meth:`enter` (backpressure, one request) marks the request's context; :meth:`away` (the
+    judging pipeline, around its judge calls) only acts in a marked context, so batches and
+    callers outside a request count nothing. Plain code on one loop: no lock."""
+
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    @contextlib.contextmanager
+    def enter(self) -> Iterator[None]:
+        """One request, counted until it answers."""
+        self.count += 1
+        token = _COUNTED.set(self)
+        try:
+            yield
+        finally:
+            _COUNTED.reset(token)
+            self.count -= 1
+
+    @staticmethod
+    @contextlib.contextmanager
+    def away() -> Iterator[None]:
+        """Not counted while inside (the request's judge calls); a no-op outside a counted
+        request."""
+        working = _COUNTED.get()
+        if working is None:
+            yield
+            return
+        working.count -= 1
+        try:
+            yield
+        finally:
+            working.count += 1

@@ -50,6 +50,9 @@ from judgefuse.service.settings import Settings
 __all__ = ["BackpressureMiddleware", "LabelGate", "guarded_route"]
 
 _JUDGING = frozenset({"/v1/judge", "/v1/judge/batch", "/v1/fuse", "/v1/fuse/batch"})
+_SINGLE = frozenset({"/v1/judge", "/v1/fuse"})
+"""Judging routes whose requests :class:`~judgefuse.service.monitoring.sojourn.Working` counts
+(a batch's items run concurrently: the gates above cover them)."""
 _LABELS = frozenset({"/v1/feedback", "/v1/review/next", "/v1/review/skip", "/review/label",
                      "/review/skip"})
 SHED_MIN_INFLIGHT = 32
@@ -136,6 +139,7 @@ class BackpressureMiddleware:
         server = settings.server
         self.lag_target_s = server.shed_loop_lag_s
         self.sojourn_target_s = server.shed_sojourn_s
+        self.work_limit = server.max_inflight_work
         self.labels = LabelGate(server.max_inflight_labels, server.label_wait_s)
         self.inflight = 0
         """Guarded requests past the gates and not yet answered."""
@@ -160,6 +164,12 @@ class BackpressureMiddleware:
                 f"{self.metrics.sojourn.window_s * 1000:g} ms spent over "
                 f"{self.sojourn_target_s * 1000:g} ms in it beyond its judge calls)"))
             return
+        counted = kind == "judging" and scope["path"] in _SINGLE and self.work_limit > 0
+        if counted and self.metrics.working.count >= self.work_limit:
+            await self._refuse(send, Overloaded.shed(
+                "max_inflight_work", self.work_limit, _RETRY_AFTER_S,
+                f"{self.work_limit} judging requests are already being worked on in the gateway"))
+            return
         if kind == "labels" and not await self.labels.acquire():
             await self._refuse(send, Overloaded.shed(
                 "max_inflight_labels", self.labels.limit, _RETRY_AFTER_S,
@@ -168,7 +178,11 @@ class BackpressureMiddleware:
             return
         self.inflight += 1
         try:
-            await self.app(scope, receive, send)
+            if counted:
+                with self.metrics.working.enter():
+                    await self.app(scope, receive, send)
+            else:
+                await self.app(scope, receive, send)
         finally:
             self.inflight -= 1
             if kind == "labels":

@@ -16,6 +16,7 @@ import pytest
 from jf_test_support.live_gateway import API_KEY, live_gateway
 from panel_support import UNANIMOUS
 
+from judgefuse.service.monitoring.sojourn import Working
 from judgefuse.service.web import backpressure
 from judgefuse.service.web.backpressure import LabelGate, guarded_route
 
@@ -132,7 +133,7 @@ def test_a_loop_past_capacity_sheds_judging_with_429_and_no_5xx(tmp_path: Path):
     """Closed loop, 64 callers for 1.5 s against a 0.2 ms lag target: the loop runs late by
     more than that for whole windows, so some requests are shed (429 + Retry-After, a body
     naming shed_loop_lag_s); none fails with a 5xx; the lag histogram is on /metrics."""
-    with live_gateway(tmp_path, server={"shed_loop_lag_s": 0.0002}) as gw:
+    with live_gateway(tmp_path, server={"shed_loop_lag_s": 0.0002, "max_inflight_work": 0}) as gw:
 
         async def load() -> tuple[list[int], set[str | None], list[dict]]:
             statuses: list[int] = []
@@ -176,7 +177,8 @@ def test_verdicts_queueing_in_the_app_are_shed_with_429(tmp_path: Path, monkeypa
     so some are refused (429 + Retry-After, limit shed_sojourn_s) and none fails with a 5xx; the
     loop's own gate is off (target 0) so it cannot be the one shedding."""
     monkeypatch.setattr(backpressure, "SHED_MIN_INFLIGHT", 1)  # the client, in-process, is the queue
-    with live_gateway(tmp_path, server={"shed_loop_lag_s": 0.0, "shed_sojourn_s": 1e-6}) as gw:
+    with live_gateway(tmp_path, server={"shed_loop_lag_s": 0.0, "shed_sojourn_s": 1e-6,
+                                        "max_inflight_work": 0}) as gw:
         gw.app.state.metrics.sojourn.min_samples = 1  # this test's own rate, client in-process
 
         async def load() -> list[httpx.Response]:
@@ -217,3 +219,54 @@ def test_below_capacity_nothing_is_shed(tmp_path: Path):
 
         assert asyncio.run(load()) == [200] * 100
         assert gw.app.state.metrics.loop_lag.samples > 0
+
+
+def test_working_counts_a_request_except_while_it_waits_for_its_judges():
+    working = Working()
+    with Working.away():  # outside a counted request: nothing to step out of
+        assert working.count == 0
+    with working.enter():
+        assert working.count == 1
+        with Working.away():
+            assert working.count == 0
+        assert working.count == 1
+        with pytest.raises(RuntimeError), Working.away():
+            raise RuntimeError("a judge call failed")
+        assert working.count == 1
+    assert working.count == 0
+
+
+def test_judging_requests_past_the_work_limit_get_429_and_judge_waits_do_not_count(tmp_path: Path):
+    """``server.max_inflight_work`` 2: a /v1/fuse whose body never finishes holds one place;
+    a /v1/judge whose judges take 0.6 s holds none while it waits for them, so a second
+    /v1/fuse is answered 200 meanwhile; with two bodies held, the next /v1/fuse and /v1/judge
+    get 429 (limit max_inflight_work, Retry-After) at once, and 200 again once they close."""
+    with live_gateway(tmp_path, server={"max_inflight_work": 2}) as gw:
+        for judge in S.JUDGES:
+            gw.script.set(judge, action=S.stub_module.Reply(texts=S.sc_text("A", 80), delay_s=0.6))
+        working = gw.app.state.metrics.working
+        fuse = {**PAIR, "panel": "ext", "votes": UNANIMOUS}
+
+        async def scenario() -> None:
+            async with httpx.AsyncClient(base_url=gw.url, headers=HEADERS, timeout=10) as client:
+                first = hold_open(gw.url, "/v1/fuse")
+                await wait_until(lambda: working.count == 1)
+                judged = asyncio.create_task(client.post("/v1/judge", json=PAIR))
+                await wait_until(lambda: gw.judge_calls() >= 1)
+                assert working.count == 1  # the judge request is waiting for its judges
+                assert (await client.post("/v1/fuse", json=fuse)).status_code == 200
+                second = hold_open(gw.url, "/v1/fuse")
+                await wait_until(lambda: working.count == 2)
+                for path, body in (("/v1/fuse", fuse), ("/v1/judge", PAIR)):
+                    refused = await client.post(path, json=body)
+                    assert refused.status_code == 429, refused.text
+                    assert refused.headers["Retry-After"] == "1"
+                    assert refused.json()["limit"] == "max_inflight_work"
+                    assert refused.json()["max_inflight"] == 2
+                assert (await judged).status_code == 200  # admitted before: never refused
+                first.close()
+                second.close()
+                await wait_until(lambda: working.count == 0)
+                assert (await client.post("/v1/fuse", json=fuse)).status_code == 200
+
+        asyncio.run(scenario())
