@@ -95,6 +95,7 @@ class CircuitBreaker:
         self._opened_at = 0.0
         self._probe_in_flight = False
         self._generation = 0
+        self._admitted: Admission | None = None
         self.times_opened = 0
         """How many times the circuit has opened (closed -> open and half-open -> open)."""
         self.rejected = 0
@@ -132,7 +133,10 @@ class CircuitBreaker:
         """May a vote call the provider now? (A half-open admission is the one probe.)"""
         with self._lock:
             if self._state == "closed":
-                return Admission(True, generation=self._generation)
+                admitted = self._admitted  # immutable: one per generation, not one per vote
+                if admitted is None or admitted.generation != self._generation:
+                    admitted = self._admitted = Admission(True, generation=self._generation)
+                return admitted
             if self._state == "open":
                 left = self._opened_at + self._cooldown_s - self.clock()
                 if left > 0:

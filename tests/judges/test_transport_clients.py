@@ -258,3 +258,33 @@ async def test_litellm_without_any_key_is_a_fatal_error_not_a_server_error(opena
     finally:
         await client.aclose()
     assert openai_stub.requests == []
+
+
+@pytest.mark.parametrize("fields", [
+    {},
+    {"max_tokens": 5, "temperature": 0.7},
+    {"n": 3, "seed": 1, "logprobs": True, "top_logprobs": 2, "extra": {"response_format": {"type": "json_object"}}},
+    {"extra": {"messages": [{"role": "user", "content": "overridden"}]}},
+])
+def test_direct_body_is_the_plain_encoding_whether_its_prompt_was_encoded_before_or_not(fields):
+    """The direct client reuses a prompt's JSON for every judge sending it: the bytes are those
+    of encoding the whole body at once, the first time and the next, for every field set (a
+    ``messages`` in ``extra`` overrides the prompt, as before); other prompts (non-ASCII text,
+    a message with more keys, one over the size cap) are encoded as they are."""
+    import json
+
+    from judgefuse.judges.transport import direct
+    from judgefuse.judges.transport.request import openai_body
+
+    prompts = [
+        [{"role": "system", "content": "Judge."}, {"role": "user", "content": "Is 2+2=4? \u00e9\u4e2d \"q\""}],
+        [{"role": "user", "content": "x", "name": "a"}],
+        [{"role": "user", "content": "y" * (direct._MESSAGES_CACHE_MAX_CHARS + 1)}],
+    ]
+    for messages in prompts:
+        request = ChatRequest(model="judge-\u00fc", messages=messages, **fields)
+        plain = direct._dumps(openai_body(request))  # the whole body encoded at once
+        assert direct.encode_body(request) == plain
+        assert direct.encode_body(request) == plain  # from the cache when cacheable
+        assert json.loads(plain)["model"] == "judge-\u00fc"
+    assert len(direct._encoded_messages) <= direct._MESSAGES_CACHE_SIZE
