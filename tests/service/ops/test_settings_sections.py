@@ -76,4 +76,5 @@ def test_errors_name_the_section_and_the_field() -> None:
 def test_env_names() -> None:
     assert env_name("audit_plan_ttl_s") == "JUDGEFUSE_REVIEW__AUDIT_PLAN_TTL_S"
     assert "JUDGEFUSE_JUDGING__MAX_INFLIGHT_TOTAL" in env_names()
-    assert len(env_names()) == 61  # one per field of the eight sections
+    assert "JUDGEFUSE_SERVER__MAX_INFLIGHT_WORK" in env_names()
+    assert len(env_names()) == 62  # one per field of the eight sections
