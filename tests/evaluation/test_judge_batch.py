@@ -4,17 +4,16 @@ interrupted run that resumes the same batches; votes identical to the online pat
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
-import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from jf_test_support import openai_stub as S
+from jf_test_support.judge_cli import batch_args, comparable, output_a, parse, prefers_correct
 
-from judgefuse.evaluation.judge_command import JudgeCommandError, add_commands, arun_judge
+from judgefuse.evaluation.judge_command import JudgeCommandError, arun_judge
 from judgefuse.evaluation.loaders import read_votes
 from judgefuse.judges.batch import BatchUnsupported, answers_path, state_path
 from judgefuse.judges.batch.runner import batch_endpoint
@@ -27,17 +26,13 @@ FAIL = "please fail"
 def reply(body: dict) -> S.Action:
     """Prefers whichever output mentions 'correct'; SC answers JSON, logprob answers a letter.
     A question containing FAIL gets an HTTP 500 for the SC judge."""
-    user = body["messages"][-1]["content"]
-    output_a = re.split(r"</?output_a_[0-9a-f]+>", user)[1]
-    a_wins = "correct" in output_a
     if body.get("logprobs"):
+        a_wins = "correct" in output_a(body)
         top = [("A", -0.2), ("B", -1.8)] if a_wins else [("B", -0.3), ("A", -1.5)]
         return S.Reply(texts=top[0][0], top_logprobs=top, usage=(90, 1))
-    if FAIL in user:
+    if FAIL in body["messages"][-1]["content"]:
         return S.Status(500, "scripted failure")
-    choice = "a" if a_wins else "b"
-    text = json.dumps({"selected_output": f"Output ({choice})", "confidence_score": 80, "explanation": "x"})
-    return S.Reply(texts=text, usage=(100, 10))
+    return prefers_correct(body)
 
 
 @pytest.fixture
@@ -94,28 +89,11 @@ judges:
     return path
 
 
-def parse(*argv: str) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="judgefuse")
-    add_commands(parser.add_subparsers(dest="command", required=True))
-    return parser.parse_args(["judge", *argv])
-
-
-def batch_args(pairs: Path, panel: Path, out: Path, *extra: str) -> argparse.Namespace:
-    return parse(
-        str(pairs), "--panel", str(panel), "--out", str(out), "--quiet", "--batch", "--batch-poll-s", "0.01", *extra
-    )
-
-
 def created_batches(out: Path) -> list[str]:
     """The batch ids the run has recorded beside its output."""
     if not state_path(out).exists():
         return []
     return [b["batch_id"] for b in json.loads(state_path(out).read_text())["batches"] if b["batch_id"]]
-
-
-def comparable(vote) -> tuple:
-    return (vote.judge, vote.mode, vote.choice, vote.confidence, vote.p_a, vote.raw, vote.error,
-            vote.calls, vote.prompt_tokens, vote.completion_tokens, tuple(vote.notes))  # fmt: skip
 
 
 async def test_batch_votes_equal_online_votes_at_half_the_cost(stub, panel_yaml, tmp_path, capsys):
@@ -283,21 +261,19 @@ def test_judges_without_a_batch_api_are_refused_up_front():
     local = JudgeConfig.model_validate({"name": "l", "model": "smollm2", "local": {"model": "smollm2"}})
     with pytest.raises(BatchUnsupported, match="local model, which has no batch API"):
         batch_endpoint(local)
-    claude = JudgeConfig.model_validate({"name": "c", "model": "anthropic/claude-3-5-haiku-latest"})
-    with pytest.raises(BatchUnsupported, match="Anthropic message batches are not supported by --batch yet"):
-        batch_endpoint(claude)
+    gemini = JudgeConfig.model_validate({"name": "g", "model": "gemini/gemini-2.0-flash"})
+    with pytest.raises(BatchUnsupported, match="neither an OpenAI or Anthropic model"):
+        batch_endpoint(gemini)
     assert (
         batch_endpoint(JudgeConfig.model_validate({"name": "o", "model": "gpt-4o-mini"})) == "https://api.openai.com/v1"
     )
 
 
 async def test_a_refused_panel_touches_nothing(tmp_path, capsys):
-    panel = tmp_path / "claude.yaml"
-    panel.write_text(
-        "name: c\njudges:\n  - name: claude\n    model: anthropic/claude-3-5-haiku-latest\n", encoding="utf-8"
-    )
+    panel = tmp_path / "gemini.yaml"
+    panel.write_text("name: g\njudges:\n  - name: gemini\n    model: gemini/gemini-2.0-flash\n", encoding="utf-8")
     out = tmp_path / "votes.jsonl"
-    with pytest.raises(BatchUnsupported, match="judge 'claude': Anthropic message batches are not supported"):
+    with pytest.raises(BatchUnsupported, match="judge 'gemini': --batch speaks the OpenAI batch API and Anthropic"):
         await arun_judge(batch_args(write_pairs(tmp_path / "pairs.jsonl", 2), panel, out))
     assert not out.exists() and not state_path(out).exists() and capsys.readouterr().out == ""
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import re
@@ -11,10 +10,10 @@ from pathlib import Path
 
 import pytest
 from jf_test_support import openai_stub as S
+from jf_test_support.judge_cli import parse
 
 from judgefuse.evaluation.judge_command import (
     JudgeCommandError,
-    add_commands,
     arun_judge,
     read_pairs,
 )
@@ -84,12 +83,6 @@ judges:
         encoding="utf-8",
     )
     return path
-
-
-def parse(*argv: str) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="judgefuse")
-    add_commands(parser.add_subparsers(dest="command", required=True))
-    return parser.parse_args(["judge", *argv])
 
 
 async def test_file_run_writes_votes_and_a_rerun_judges_only_missing_items(pairs, panel_yaml, stub, tmp_path, capsys):

@@ -30,6 +30,12 @@ error line. A batch advances one status per retrieve (``validating`` -> ``in_pro
 ``completed``); ``batches.hold`` keeps it in progress, ``batches.expire_after`` expires it
 after that many lines (the rest go to the error file as ``batch_expired``).
 
+Anthropic's Message Batches API is served as well (``POST /v1/messages/batches``, ``GET
+/v1/messages/batches/{id}`` and its ``/results``; :class:`AnthropicBatchStub`, ``server.anthropic``),
+with the same actions per request, plus the online ``POST /v1/messages``: each request's
+``params`` are read as the chat body they stand for (``system`` first), so one handler answers
+both APIs alike.
+
 Run as a script it serves ``default`` replies until killed, printing ``READY <url>`` first:
 the transport benchmark uses that to keep the server's CPU out of the client's.
 """
@@ -215,6 +221,7 @@ class StubServer:
         self._ids = itertools.count()
         self.url = ""
         self.batches = BatchStub(self)
+        self.anthropic = AnthropicBatchStub(self)
 
     def script(self, *actions: Action) -> StubServer:
         """Queue actions for the next requests, in order."""
@@ -225,6 +232,7 @@ class StubServer:
         app = web.Application(client_max_size=256 * 1024 * 1024)  # batch input files are large
         app.router.add_post("/v1/chat/completions", self._handle)
         self.batches.add_routes(app)
+        self.anthropic.add_routes(app)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", port, backlog=1024)
@@ -503,6 +511,165 @@ def _result_line(index: int, custom_id: Any, response: dict[str, Any] | None, er
         response = {**response, "request_id": f"req_{index}"}
     line = {"id": f"batch_req_{index}", "custom_id": custom_id, "response": response, "error": error}
     return json.dumps(line).encode()
+
+
+ANTHROPIC_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+                         404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error",
+                         529: "overloaded_error"}  # fmt: skip
+
+
+def _anthropic_error(status: int, message: str) -> dict[str, Any]:
+    kind = ANTHROPIC_ERROR_TYPES.get(status, "api_error")
+    return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+@dataclass
+class AnthropicStubBatch:
+    id: str
+    requests: list[dict[str, Any]]
+    status: str = "in_progress"
+    results: list[dict[str, Any]] = field(default_factory=list)
+    retrieves: int = 0
+
+
+class AnthropicBatchStub:
+    """Anthropic's message batches and ``/v1/messages`` on :class:`StubServer` (module docstring).
+
+    Every call needs the ``anthropic-version`` header (400 without) and, when the server has
+    ``require_key``, that key in ``x-api-key`` (401). ``created``, ``hold`` and ``expire_after``
+    work as :class:`BatchStub`'s; a batch ends on its second retrieve. ``headers`` records each
+    call's headers."""
+
+    def __init__(self, server: StubServer) -> None:
+        self.server = server
+        self.batches: dict[str, AnthropicStubBatch] = {}
+        self.created = 0
+        self.hold = False
+        self.expire_after: int | None = None
+        self.headers: list[dict[str, str]] = []
+        self._ids = itertools.count()
+
+    def add_routes(self, app: web.Application) -> None:
+        app.router.add_post("/v1/messages", self._message)
+        app.router.add_post("/v1/messages/batches", self._create)
+        app.router.add_get("/v1/messages/batches/{batch_id}", self._retrieve)
+        app.router.add_get("/v1/messages/batches/{batch_id}/results", self._results)
+
+    def _refused(self, request: web.Request) -> web.Response | None:
+        self.headers.append(dict(request.headers))
+        if not request.headers.get("anthropic-version"):
+            return web.json_response(_anthropic_error(400, "anthropic-version header is required"), status=400)
+        key = self.server.require_key
+        if key is not None and request.headers.get("x-api-key") != key:
+            return web.json_response(_anthropic_error(401, "invalid x-api-key"), status=401)
+        return None
+
+    @staticmethod
+    def chat_body(params: dict[str, Any]) -> dict[str, Any]:
+        """The chat-completions body a Messages ``params`` stands for (what handlers read)."""
+        system = params.get("system")
+        if isinstance(system, list):
+            system = "".join(str(block.get("text", "")) for block in system if isinstance(block, dict))
+        messages = [{"role": "system", "content": system}] if system else []
+        for message in params.get("messages", []):
+            content = message.get("content")
+            if isinstance(content, list):
+                content = "".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+            messages.append({"role": message.get("role"), "content": content})
+        body = {"model": params.get("model"), "messages": messages, "max_tokens": params.get("max_tokens")}
+        if "temperature" in params:
+            body["temperature"] = params["temperature"]
+        return body
+
+    def _result(self, params: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """(HTTP status, message or error object) for one request, by the server's next action."""
+        body = self.chat_body(params)
+        action = self.server.next_action(body)
+        if isinstance(action, Reply):
+            completion = json.loads(self.server.completion(action, body))
+            text = completion["choices"][0]["message"]["content"]
+            usage = completion.get("usage") or {}
+            message = {
+                "id": f"msg_stub{next(self._ids)}", "type": "message", "role": "assistant",
+                "model": completion["model"], "content": [{"type": "text", "text": text}],
+                "stop_reason": "end_turn", "stop_sequence": None,
+                "usage": {"input_tokens": usage.get("prompt_tokens", 0), "output_tokens": usage.get("completion_tokens", 0)},
+            }  # fmt: skip
+            return 200, message
+        status, text = (action.status, action.message) if isinstance(action, Status) else (500, "server error")
+        return status, _anthropic_error(status, text)
+
+    async def _message(self, request: web.Request) -> web.Response:
+        refused = self._refused(request)
+        if refused is not None:
+            return refused
+        params = await request.json()
+        if self.server.record:
+            self.server.requests.append(Recorded(body=params, headers=dict(request.headers)))
+        status, answer = self._result(params)
+        return web.json_response(answer, status=status)
+
+    async def _create(self, request: web.Request) -> web.Response:
+        refused = self._refused(request)
+        if refused is not None:
+            return refused
+        body = await request.json()
+        requests = body.get("requests")
+        if not isinstance(requests, list) or not requests:
+            return web.json_response(_anthropic_error(400, "requests: at least one"), status=400)
+        for entry in requests:
+            params = entry.get("params") if isinstance(entry, dict) else None
+            if not isinstance(entry.get("custom_id"), str) or not isinstance(params, dict) or not params.get("max_tokens"):
+                return web.json_response(_anthropic_error(400, "each request needs custom_id and params with max_tokens"),
+                                         status=400)  # fmt: skip
+        self.created += 1
+        batch = AnthropicStubBatch(id=f"msgbatch_stub{next(self._ids)}", requests=requests)
+        self.batches[batch.id] = batch
+        return web.json_response(self._json(batch, request))
+
+    def _json(self, batch: AnthropicStubBatch, request: web.Request) -> dict[str, Any]:
+        kinds = Counter(result["result"]["type"] for result in batch.results)
+        ended = batch.status == "ended"
+        base = f"{request.scheme}://{request.host}"
+        return {
+            "id": batch.id, "type": "message_batch", "processing_status": batch.status,
+            "request_counts": {"processing": 0 if ended else len(batch.requests), "succeeded": kinds["succeeded"],
+                               "errored": kinds["errored"], "canceled": kinds["canceled"], "expired": kinds["expired"]},
+            "results_url": f"{base}/v1/messages/batches/{batch.id}/results" if ended else None,
+        }  # fmt: skip
+
+    async def _retrieve(self, request: web.Request) -> web.Response:
+        refused = self._refused(request)
+        if refused is not None:
+            return refused
+        batch = self.batches.get(request.match_info["batch_id"])
+        if batch is None:
+            return web.json_response(_anthropic_error(404, "no such batch"), status=404)
+        batch.retrieves += 1
+        if batch.status == "in_progress" and batch.retrieves > 1 and not self.hold:
+            self._finish(batch)
+        return web.json_response(self._json(batch, request))
+
+    def _finish(self, batch: AnthropicStubBatch) -> None:
+        for index, entry in enumerate(batch.requests):
+            result: dict[str, Any]
+            if self.expire_after is not None and index >= self.expire_after:
+                result = {"type": "expired"}
+            else:
+                status, answer = self._result(entry["params"])
+                result = {"type": "succeeded", "message": answer} if status == 200 else {"type": "errored", "error": answer}
+            batch.results.append({"custom_id": entry["custom_id"], "result": result})
+        batch.status = "ended"
+
+    async def _results(self, request: web.Request) -> web.Response:
+        refused = self._refused(request)
+        if refused is not None:
+            return refused
+        batch = self.batches.get(request.match_info["batch_id"])
+        if batch is None or batch.status != "ended":
+            return web.json_response(_anthropic_error(404, "no results for this batch"), status=404)
+        lines = [json.dumps(result).encode() for result in reversed(batch.results)]  # any order, as documented
+        return web.Response(body=b"\n".join(lines) + b"\n", content_type="application/binary")
 
 
 async def _serve_forever(port: int) -> None:

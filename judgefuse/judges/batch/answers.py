@@ -15,6 +15,10 @@ downloaded), so a run that stops after a download never downloads or pays again:
 * ``{"custom_id": ..., "error": {"code": ..., "message": ...}}`` a request the batch never ran
   (``batch_expired``, or the batch failed or was cancelled).
 
+Anthropic's message batch results are read into the same records (:func:`anthropic_record`): a
+succeeded message becomes the chat completion body it is online, an errored request its HTTP
+status (:data:`ANTHROPIC_ERROR_STATUS`), an expired or canceled one a request never run.
+
 A failed or never-run request fails its call with the transport error an online call would
 have raised (the vote becomes invalid with the reason). With ``fallback`` set
 (``--batch-retry-online``), a request that failed for a reason worth retrying (expired, never
@@ -26,7 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +43,7 @@ from judgefuse.judges.transport.errors import (
     RetryableError,
     ServerError,
     TransportError,
+    Unsupported,
     error_for_status,
     redact,
 )
@@ -48,6 +53,9 @@ from judgefuse.judges.transport.request import ChatClient, ChatRequest, ChatResp
 __all__ = [
     "BATCH_PRICE_FACTOR",
     "AnswerStore",
+    "anthropic_line",
+    "anthropic_record",
+    "anthropic_refusal",
     "AnsweringClient",
     "AwaitingBatch",
     "batch_line",
@@ -75,8 +83,85 @@ def batch_line(cid: str, request: ChatRequest, model: str) -> dict[str, Any]:
     return {"custom_id": cid, "method": "POST", "url": "/v1/chat/completions", "body": body}
 
 
+ANTHROPIC_ERROR_STATUS = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "overloaded_error": 529,
+}
+"""The HTTP status Anthropic gives each error type online: an errored batch request fails
+with the transport error the same online error would have raised."""
+DEFAULT_ANTHROPIC_MAX_TOKENS = 4096
+"""``max_tokens`` for a request that sets none (Anthropic requires it)."""
+
+
+def anthropic_line(cid: str, request: ChatRequest, model: str) -> dict[str, Any]:
+    """One request of a message batch: ``{custom_id, params}`` with the online request's
+    messages (system messages joined into ``system``), temperature and ``max_tokens``. Called
+    only for requests :func:`anthropic_refusal` lets through (one sample, no logprobs, no
+    ``response_format``)."""
+    system = "\n\n".join(str(m["content"]) for m in request.messages if m.get("role") == "system")
+    params: dict[str, Any] = {
+        "model": model.removeprefix("anthropic/"),
+        "max_tokens": request.max_tokens or DEFAULT_ANTHROPIC_MAX_TOKENS,
+        "messages": [{"role": m["role"], "content": m["content"]} for m in request.messages if m.get("role") != "system"],
+        "temperature": request.temperature,
+    }
+    if system:
+        params["system"] = system
+    return {"custom_id": cid, "params": params}
+
+
+def anthropic_refusal(request: ChatRequest) -> TransportError | None:
+    """What Anthropic's Messages API cannot take, refused before the request is batched, with
+    the error that makes the judge fall back as online: several samples (MP then asks one
+    sample per request), logprobs (the logprob mode falls back to its ``fallback_mode``),
+    ``response_format`` (structured output falls back to prompt and parse)."""
+    if request.n > 1:
+        return Unsupported(f"Anthropic messages take one sample per request (n={request.n})", feature="n", status=400)
+    if request.logprobs:
+        return Unsupported("Anthropic messages have no logprobs", feature="logprobs", status=400)
+    if "response_format" in request.extra:
+        return Unsupported("Anthropic message batches take no response_format", feature="response_format", status=400)
+    return None
+
+
+def anthropic_record(cid: str, result: Any) -> dict[str, Any]:
+    """One result line of a message batch as an answer record (module docstring): a succeeded
+    message as the chat completion it is online (text, stop reason, tokens), an errored request
+    as its HTTP status and error, a canceled or expired one as never run."""
+    kind = result.get("type") if isinstance(result, dict) else None
+    if kind == "succeeded" and isinstance(result.get("message"), dict):
+        message = result["message"]
+        blocks = message.get("content") if isinstance(message.get("content"), list) else []
+        text = "".join(str(b.get("text", "")) for b in blocks if isinstance(b, dict) and b.get("type") == "text")
+        usage = message.get("usage") if isinstance(message.get("usage"), dict) else {}
+        body = {
+            "model": message.get("model"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                         "finish_reason": message.get("stop_reason")}],
+            "usage": {"prompt_tokens": int(usage.get("input_tokens") or 0),
+                      "completion_tokens": int(usage.get("output_tokens") or 0)},
+        }  # fmt: skip
+        return {"custom_id": cid, "status_code": 200, "body": body}
+    if kind == "errored":
+        outer: dict[str, Any] = result["error"] if isinstance(result.get("error"), dict) else {}
+        error: dict[str, Any] = outer["error"] if isinstance(outer.get("error"), dict) else outer
+        status = ANTHROPIC_ERROR_STATUS.get(str(error.get("type")), 500)
+        return {"custom_id": cid, "status_code": status,
+                "body": {"error": {"message": str(error.get("message") or error.get("type") or ""),
+                                   "type": error.get("type")}}}  # fmt: skip
+    code = "batch_expired" if kind == "expired" else "batch_cancelled" if kind == "canceled" else "batch_error"
+    return {"custom_id": cid, "error": {"code": code, "message": f"the message batch {kind or 'gave no result'} for it"}}
+
+
 def _answer_records(raw: bytes) -> Iterable[dict[str, Any]]:
-    """The answer records of an output or error file's lines (module docstring)."""
+    """The answer records of an output or error file's lines, or of a message batch's results
+    (module docstring)."""
     for text in raw.decode("utf-8", "replace").splitlines():
         if not text.strip():
             continue
@@ -86,6 +171,9 @@ def _answer_records(raw: bytes) -> Iterable[dict[str, Any]]:
             continue  # a torn line names no request; its request stays unanswered
         cid = line.get("custom_id") if isinstance(line, dict) else None
         if not isinstance(cid, str):
+            continue
+        if "result" in line:
+            yield anthropic_record(cid, line["result"])
             continue
         response = line.get("response")
         if isinstance(response, dict) and isinstance(response.get("status_code"), int):
@@ -167,7 +255,9 @@ class AnsweringClient:
 
     ``pending`` collects (custom id -> request) the requests that had no answer; ``misses``
     counts them (a caller compares it before and after an item). ``fallback`` (None: none) is
-    the online client a failed request is retried on (once per request and run).
+    the online client a failed request is retried on (once per request and run); ``refuse``
+    (None: nothing) names the requests the provider's batches cannot take, failed at once with
+    the error it returns (:func:`anthropic_refusal`).
     """
 
     def __init__(
@@ -177,8 +267,10 @@ class AnsweringClient:
         *,
         secret: str | None = None,
         fallback: ChatClient | None = None,
+        refuse: Callable[[ChatRequest], TransportError | None] | None = None,
     ) -> None:
         self.judge = judge
+        self._refuse = refuse
         self.store = store
         self.pending: dict[str, ChatRequest] = {}
         self.misses = 0
@@ -188,6 +280,9 @@ class AnsweringClient:
         self._online_outcomes: dict[str, ChatResponse | TransportError] = {}
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
+        refused = self._refuse(request) if self._refuse is not None else None
+        if refused is not None:
+            raise refused  # what the provider cannot take is never batched
         cid = custom_id(self.judge, request)
         record = self.store.records.get(cid)
         if record is None:

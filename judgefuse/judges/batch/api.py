@@ -1,4 +1,5 @@
-"""The OpenAI batch API over HTTP: upload an input file, create a batch, poll it, download results.
+"""The provider batch APIs over HTTP: OpenAI's (upload an input file, create a batch, poll it,
+download results) and Anthropic's message batches (:class:`AnthropicBatchAPI`, below).
 
 Spoken with aiohttp, as the direct chat client speaks chat completions (docs/design.md,
 'Serving'), so the same code drives OpenAI, any OpenAI-compatible endpoint that serves
@@ -16,9 +17,12 @@ its vote.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -27,10 +31,22 @@ from pydantic import SecretStr
 from judgefuse.errors import JudgefuseError
 from judgefuse.judges.transport.errors import redact
 
-__all__ = ["TERMINAL_STATUSES", "BatchAPIError", "BatchStatus", "OpenAIBatchAPI"]
+__all__ = [
+    "ANTHROPIC_API_BASE",
+    "ANTHROPIC_VERSION",
+    "TERMINAL_STATUSES",
+    "AnthropicBatchAPI",
+    "BatchAPIError",
+    "BatchStatus",
+    "OpenAIBatchAPI",
+]
 
-TERMINAL_STATUSES = frozenset({"completed", "failed", "expired", "cancelled"})
-"""Statuses after which a batch changes no more (its files, if any, are final)."""
+TERMINAL_STATUSES = frozenset({"completed", "failed", "expired", "cancelled", "ended"})
+"""Statuses after which a batch changes no more (its files, if any, are final); ``ended`` is
+Anthropic's only one."""
+ANTHROPIC_API_BASE = "https://api.anthropic.com"
+ANTHROPIC_VERSION = "2023-06-01"
+"""The ``anthropic-version`` header sent with every Anthropic call."""
 
 CHAT_ENDPOINT = "/v1/chat/completions"
 
@@ -101,25 +117,10 @@ class OpenAIBatchAPI:
         return self._session
 
     async def _call(self, method: str, path: str, **kwargs: Any) -> bytes:
-        url = f"{self.api_base}{path}"
-        try:
-            async with self._get_session().request(method, url, **kwargs) as response:
-                raw = await response.read()
-                status = response.status
-        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
-            detail = redact(str(exc), self._secret())
-            raise BatchAPIError(f"{method} {path}: {type(exc).__name__}: {detail}", transient=True) from exc
-        if status >= 300:
-            detail = redact(raw.decode("utf-8", "replace"), self._secret())
-            raise BatchAPIError(f"{method} {path}: HTTP {status}: {detail}", transient=status >= 500 or status == 429)
-        return raw
+        return await _Caller(self).raw(method, path, **kwargs)
 
     async def _json(self, method: str, path: str, **kwargs: Any) -> Any:
-        raw = await self._call(method, path, **kwargs)
-        try:
-            return json.loads(raw)
-        except ValueError as exc:
-            raise BatchAPIError(f"{method} {path}: the answer is not JSON") from exc
+        return await _Caller(self).json(method, path, **kwargs)
 
     async def upload(self, data: bytes, filename: str = "judgefuse-batch.jsonl") -> str:
         """Upload a batch input file; its id."""
@@ -147,3 +148,133 @@ class OpenAIBatchAPI:
         session, self._session = self._session, None
         if session is not None:
             await session.close()
+
+
+class AnthropicBatchAPI:
+    """Anthropic's Message Batches API, behind the same four calls as :class:`OpenAIBatchAPI`.
+
+    Anthropic takes the requests in the create call itself (``POST /v1/messages/batches`` with
+    ``requests: [{custom_id, params}]``) and has no files endpoint. So :meth:`upload` keeps the
+    request lines in a local file in ``spool`` (the run's folder) and names it; :meth:`create`
+    reads it and posts it. A run interrupted between the two finds the file and creates then,
+    as the OpenAI path does with its uploaded file. ``GET /v1/messages/batches/{id}`` reports
+    ``processing_status`` (``in_progress``, ``canceling``, ``ended``) and ``request_counts``;
+    once ended, ``results_url`` serves one JSONL line per request, ``{custom_id, result: {type:
+    succeeded | errored | canceled | expired, ...}}``, read by
+    :func:`judgefuse.judges.batch.answers.anthropic_record`. The key goes in ``x-api-key`` and
+    only to ``api_base``'s origin: a ``results_url`` elsewhere is refused, not followed.
+    """
+
+    def __init__(
+        self, api_base: str, api_key: SecretStr | None = None, *, spool: Path, timeout_s: float = 120.0
+    ) -> None:
+        self.api_base = api_base.rstrip("/").removesuffix("/v1")
+        self.spool = spool
+        self._api_key = api_key
+        self._timeout = aiohttp.ClientTimeout(total=timeout_s)
+        self._session: aiohttp.ClientSession | None = None
+        self._calls = _Caller(self)
+
+    def __repr__(self) -> str:
+        return f"AnthropicBatchAPI(api_base={self.api_base!r})"
+
+    def _secret(self) -> str | None:
+        return self._api_key.get_secret_value() if self._api_key is not None else None
+
+    def _get_session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            secret = self._secret()
+            headers = {"anthropic-version": ANTHROPIC_VERSION}
+            if secret:
+                headers["x-api-key"] = secret
+            self._session = aiohttp.ClientSession(headers=headers, timeout=self._timeout)
+        return self._session
+
+    async def upload(self, data: bytes, filename: str = "judgefuse-batch.jsonl") -> str:
+        """Keep the request lines (one ``{custom_id, params}`` per line) for :meth:`create`."""
+        digest = hashlib.sha256(data).hexdigest()[:16]
+        path = self.spool / f"{filename.removesuffix('.jsonl')}-anthropic-{digest}.jsonl"
+        temporary = path.with_name(path.name + ".tmp")
+        with temporary.open("wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+        return str(path)
+
+    async def create(self, input_file_id: str) -> BatchStatus:
+        path = Path(input_file_id)
+        try:
+            lines = [json.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+        except (OSError, ValueError) as exc:
+            raise BatchAPIError(f"the batch's request file {path} cannot be read: {exc}") from exc
+        answer = await self._calls.json("POST", "/v1/messages/batches", json={"requests": lines})
+        status = anthropic_status(answer)
+        path.unlink(missing_ok=True)  # the provider holds the requests now
+        return status
+
+    async def retrieve(self, batch_id: str) -> BatchStatus:
+        return anthropic_status(await self._calls.json("GET", f"/v1/messages/batches/{batch_id}"))
+
+    async def content(self, file_id: str) -> bytes:
+        """The results JSONL at ``results_url`` (``file_id``), on ``api_base``'s origin only."""
+        if not file_id.startswith(self.api_base + "/"):
+            raise BatchAPIError(
+                f"results_url {file_id[:120]!r} is not on {self.api_base}: not sending the key there"
+            )
+        return await self._calls.raw("GET", file_id.removeprefix(self.api_base))
+
+    async def aclose(self) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+
+
+def anthropic_status(data: Any) -> BatchStatus:
+    """A message batch object as a :class:`BatchStatus` (``ended`` is terminal; the results URL
+    stands in the output file's place; errored, canceled and expired count as failed)."""
+    if not isinstance(data, dict) or not isinstance(data.get("id"), str):
+        raise BatchAPIError(f"not a message batch object: {str(data)[:120]!r}")
+    counts = data.get("request_counts") or {}
+
+    def count(*names: str) -> int:
+        return sum(int(counts.get(name) or 0) for name in names)
+
+    return BatchStatus(
+        id=data["id"],
+        status=str(data.get("processing_status", "")),
+        total=count("processing", "succeeded", "errored", "canceled", "expired"),
+        completed=count("succeeded"),
+        failed=count("errored", "canceled", "expired"),
+        output_file_id=data.get("results_url") or None,
+    )
+
+
+class _Caller:
+    """HTTP calls against an API object's ``api_base`` and session, errors as
+    :class:`BatchAPIError` with the key redacted (shared by both APIs)."""
+
+    def __init__(self, api: OpenAIBatchAPI | AnthropicBatchAPI) -> None:
+        self.api = api
+
+    async def raw(self, method: str, path: str, **kwargs: Any) -> bytes:
+        api = self.api
+        secret = api._secret()
+        try:
+            async with api._get_session().request(method, f"{api.api_base}{path}", **kwargs) as response:
+                raw = await response.read()
+                status = response.status
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            detail = redact(str(exc), secret)
+            raise BatchAPIError(f"{method} {path}: {type(exc).__name__}: {detail}", transient=True) from exc
+        if status >= 300:
+            detail = redact(raw.decode("utf-8", "replace"), secret)
+            raise BatchAPIError(f"{method} {path}: HTTP {status}: {detail}", transient=status >= 500 or status == 429)
+        return raw
+
+    async def json(self, method: str, path: str, **kwargs: Any) -> Any:
+        raw = await self.raw(method, path, **kwargs)
+        try:
+            return json.loads(raw)
+        except ValueError as exc:
+            raise BatchAPIError(f"{method} {path}: the answer is not JSON") from exc

@@ -14,11 +14,14 @@ State lives beside the output (:mod:`.state`, :mod:`.answers`): a restarted run 
 the batches it had submitted (creates, polls, downloads), then judges with the answers it
 already has, so no request is paid for twice.
 
-Which judges can batch (:func:`batch_endpoint`): a judge with an OpenAI-compatible ``api_base``
-(its batches go to that endpoint) or an OpenAI model without one (``https://api.openai.com/v1``).
-A local model has no batch API, and Anthropic's message batches are not spoken yet: a panel
-with such a judge is refused before anything is sent. An external judge is never called, so it
-needs none.
+Which judges can batch (:func:`batch_endpoint`): an Anthropic model (``anthropic/...``: message
+batches at its ``api_base`` or ``https://api.anthropic.com``, :class:`AnthropicBatchAPI`), a
+judge with an OpenAI-compatible ``api_base`` (its batches go to that endpoint) or an OpenAI model
+without one (``https://api.openai.com/v1``). A local model has no batch API: a panel with one is
+refused before anything is sent. An external judge is never called, so it needs none. What
+Anthropic's messages cannot take (several samples in one request, logprobs, ``response_format``)
+is refused before it is batched (:func:`~judgefuse.judges.batch.answers.anthropic_refusal`),
+so the judge falls back exactly as it does online on such a refusal.
 """
 
 from __future__ import annotations
@@ -32,8 +35,14 @@ from pathlib import Path
 from pydantic import SecretStr
 
 from judgefuse.errors import InputError
-from judgefuse.judges.batch.answers import AnsweringClient, AnswerStore, batch_line
-from judgefuse.judges.batch.api import BatchAPIError, BatchStatus, OpenAIBatchAPI
+from judgefuse.judges.batch.answers import AnsweringClient, AnswerStore, anthropic_line, anthropic_refusal, batch_line
+from judgefuse.judges.batch.api import (
+    ANTHROPIC_API_BASE,
+    AnthropicBatchAPI,
+    BatchAPIError,
+    BatchStatus,
+    OpenAIBatchAPI,
+)
 from judgefuse.judges.batch.state import BatchState, SubmittedBatch
 from judgefuse.judges.config import JudgeConfig, PanelConfig
 from judgefuse.judges.judge import Judge, read_api_key
@@ -50,12 +59,13 @@ __all__ = [
     "BatchUnsupported",
     "answers_path",
     "batch_endpoint",
+    "is_anthropic",
     "state_path",
 ]
 
 OPENAI_API_BASE = "https://api.openai.com/v1"
 MAX_LINES = 50_000
-"""Requests per batch (OpenAI's limit): more are split over several batches."""
+"""Requests per batch (OpenAI's limit; Anthropic's is 100,000): more are split over several batches."""
 POLL_RETRIES = 5
 """Transient poll failures in a row (5xx, 429, connection) waited out before the run stops."""
 
@@ -73,20 +83,23 @@ def batch_endpoint(config: JudgeConfig) -> str | None:
         raise BatchUnsupported(
             f"judge {config.name!r} is a local model, which has no batch API: run this panel without --batch"
         )
+    if is_anthropic(config):
+        return config.api_base or ANTHROPIC_API_BASE
     if config.api_base is not None:
         return config.api_base
     provider = config.model.split("/", 1)[0] if "/" in config.model else "openai"
-    if provider == "anthropic":
-        raise BatchUnsupported(
-            f"judge {config.name!r}: Anthropic message batches are not supported by --batch yet "
-            "(only the OpenAI batch API is): run this panel without --batch"
-        )
     if provider != "openai":
         raise BatchUnsupported(
-            f"judge {config.name!r}: --batch speaks the OpenAI batch API; model {config.model!r} is "
-            "neither an OpenAI model nor served at an OpenAI-compatible api_base"
+            f"judge {config.name!r}: --batch speaks the OpenAI batch API and Anthropic's message "
+            f"batches; model {config.model!r} is neither an OpenAI or Anthropic model nor served at "
+            "an OpenAI-compatible api_base"
         )
     return OPENAI_API_BASE
+
+
+def is_anthropic(config: JudgeConfig) -> bool:
+    """True for a judge whose batches are Anthropic message batches (an ``anthropic/`` model)."""
+    return config.model is not None and config.model.startswith("anthropic/")
 
 
 def state_path(out: Path) -> Path:
@@ -155,17 +168,21 @@ class BatchRun:
         self.report = BatchRunReport()
         self.state = BatchState.load(state_path(out))
         self.store = AnswerStore.load(answers_path(out))
-        self.apis: dict[str, OpenAIBatchAPI] = {}
+        self.apis: dict[str, OpenAIBatchAPI | AnthropicBatchAPI] = {}
         self.clients: dict[str, AnsweringClient] = {}
         judges: list[Judge] = []
         for judge_config in config.judges:
             endpoint = batch_endpoint(judge_config)  # refuses before anything is sent
             key = read_api_key(judge_config, environ)
+            anthropic = is_anthropic(judge_config)
             if endpoint is not None:
-                self.apis[judge_config.name] = OpenAIBatchAPI(endpoint, key)
+                self.apis[judge_config.name] = (
+                    AnthropicBatchAPI(endpoint, key, spool=out.parent) if anthropic else OpenAIBatchAPI(endpoint, key)
+                )
             fallback = _online_client(judge_config, key) if retry_online and endpoint is not None else None
             secret = key.get_secret_value() if key is not None else None
-            client = AnsweringClient(judge_config.name, self.store, secret=secret, fallback=fallback)
+            client = AnsweringClient(judge_config.name, self.store, secret=secret, fallback=fallback,
+                                     refuse=anthropic_refusal if anthropic else None)  # fmt: skip
             self.clients[judge_config.name] = client
             # the breaker would count "waiting for the batch" as failures and stop asking
             quiet = judge_config.model_copy(
@@ -226,7 +243,11 @@ class BatchRun:
             pending = list(client.pending.items())
             for start in range(0, len(pending), MAX_LINES):
                 chunk = pending[start : start + MAX_LINES]
-                lines = [batch_line(cid, request, config.wire_model("direct")) for cid, request in chunk]
+                lines = (
+                    [anthropic_line(cid, request, config.model or "") for cid, request in chunk]
+                    if is_anthropic(config)
+                    else [batch_line(cid, request, config.wire_model("direct")) for cid, request in chunk]
+                )
                 data = b"".join(json.dumps(line, ensure_ascii=False).encode() + b"\n" for line in lines)
                 file_id = await api.upload(data)
                 self.state.batches.append(SubmittedBatch(name, api.api_base, file_id, [cid for cid, _ in chunk]))
@@ -252,7 +273,7 @@ class BatchRun:
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
 
-    def _api(self, batch: SubmittedBatch) -> OpenAIBatchAPI:
+    def _api(self, batch: SubmittedBatch) -> OpenAIBatchAPI | AnthropicBatchAPI:
         api = self.apis.get(batch.judge)
         if api is None:
             raise BatchUnsupported(
