@@ -28,7 +28,8 @@ was auto-accepted vs the target. Then the in-process resampled-stream simulation
 Data (``../shared/data`` or ``JUDGEFUSE_SHARED_DATA``): Trust-or-Escalate gpt-4-turbo (one
 judge, p_a = probs[0] / (probs[0] + probs[1]), label = preferences.human, fusion
 ``mean_probability``) and the JudgeBench GPT-4o split (10 recorded judges through
-``judgefuse.evaluation.loaders``, fusion ``majority``).
+``judgefuse.evaluation.loaders``, fusion ``majority``). A judge's tie vote (JudgeBench's ``A=B``) is
+posted as ``POST /v1/fuse`` takes one: ``p_a`` 0.5 and no choice (``"choice": null`` would abstain).
 
 Run from the repository root (< 3 minutes)::
 
@@ -92,6 +93,8 @@ class Scenario:
 
 
 def _posted(vote: JudgeVote) -> dict[str, Any]:
+    if vote.tie:  # POST /v1/fuse's tie vote: p_a 0.5 and no choice (``"choice": null`` abstains)
+        return {"judge": vote.judge, "p_a": 0.5, "mode": vote.mode}
     out: dict[str, Any] = {"judge": vote.judge, "choice": vote.choice, "confidence": vote.confidence,
                            "mode": vote.mode}
     if vote.p_a is not None:
