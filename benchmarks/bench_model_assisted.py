@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import Any
 
 import numpy as np
 from bench_review_sim import data_dir, load_judgebench_fused, load_toe
@@ -54,16 +55,17 @@ def _assisted(c: np.ndarray, y: np.ndarray, f: np.ndarray, labelled: np.ndarray,
     return out
 
 
-def one_stream(rng: np.random.Generator, pool_c: np.ndarray, pool_z: np.ndarray, args: argparse.Namespace,
-               tau: float) -> dict[str, dict[str, tuple[float, float, float]]]:
-    """{metric: {estimator: (truth, lower, upper)}} for one resampled stream."""
-    idx = rng.integers(0, pool_c.size, args.stream)
-    c, z = pool_c[idx], pool_z[idx]
+def label_stream(rng: np.random.Generator, c: np.ndarray, tau: float, args: argparse.Namespace,
+                 ) -> tuple[np.ndarray, np.ndarray, list[tuple[str, np.ndarray]]]:
+    """Route one stream at ``tau`` and draw its labels: (auto-accepted, labelled, strata)."""
     auto = c >= tau
-    review = ~auto
     labelled = np.where(auto, rng.random(c.size) < args.audit, rng.random(c.size) < args.review_share)
-    rate = f"auto@{args.audit:g}"
-    strata = [("review", review), (rate, auto)]
+    return auto, labelled, [("review", ~auto), (f"auto@{args.audit:g}", auto)]
+
+
+def baseline_estimates(c: np.ndarray, z: np.ndarray, auto: np.ndarray, labelled: np.ndarray,
+                       strata: list[tuple[str, np.ndarray]]) -> tuple[dict[str, float], dict[str, Any], dict[str, Any]]:
+    """(truth, labels-only estimates, estimates assisted by the confidence) of one stream."""
     fields = [StratumData(name, int(m.sum()), ACC.increments_many(c[m & labelled], z[m & labelled]))
               for name, m in strata]
     labels_only = population_estimates(fields, accumulator=ACC)
@@ -74,7 +76,18 @@ def one_stream(rng: np.random.Generator, pool_c: np.ndarray, pool_z: np.ndarray,
         "brier": difference_mean(_assisted(c, brier_y, brier_f, labelled, strata, brier=True)),
         "precision": difference_mean(_assisted(c, z, c, labelled, strata[1:])),
     }
-    truth = {"accuracy": z.mean(), "brier": brier_y.mean(), "precision": z[auto].mean() if auto.any() else np.nan}
+    truth = {"accuracy": float(z.mean()), "brier": float(brier_y.mean()),
+             "precision": float(z[auto].mean()) if auto.any() else np.nan}
+    return truth, labels_only, assisted
+
+
+def one_stream(rng: np.random.Generator, pool_c: np.ndarray, pool_z: np.ndarray, args: argparse.Namespace,
+               tau: float) -> dict[str, dict[str, tuple[float, float, float]]]:
+    """{metric: {estimator: (truth, lower, upper)}} for one resampled stream."""
+    idx = rng.integers(0, pool_c.size, args.stream)
+    c, z = pool_c[idx], pool_z[idx]
+    auto, labelled, strata = label_stream(rng, c, tau, args)
+    truth, labels_only, assisted = baseline_estimates(c, z, auto, labelled, strata)
     out: dict[str, dict[str, tuple[float, float, float]]] = {}
     for metric in METRICS:
         out[metric] = {name: (float(truth[metric]), est[metric].lower, est[metric].upper)
