@@ -148,7 +148,7 @@ class SimResult:
     covered: dict[str, list[bool]] = field(default_factory=lambda: {m: [] for m in METRICS})
     labels: list[int] = field(default_factory=list)
     tunes: dict[str, dict[str, list[float]]] = field(default_factory=lambda: {
-        t: {"met": [], "qualified": [], "pool_precision": [], "accepted_share": []}
+        t: {"met": [], "qualified": [], "pool_precision": [], "accepted_share": [], "window_met": []}
         for t in ("first", "second")})
 
     def coverage(self, metric: str) -> float:
@@ -193,9 +193,13 @@ def _pool_precision(c: np.ndarray, z: np.ndarray, tau: float | None) -> float:
 
 
 def _record_tune(res: SimResult, which: str, tau: float | None, pool_c: np.ndarray,
-                 pool_z: np.ndarray, after: np.ndarray) -> None:
+                 pool_z: np.ndarray, after: np.ndarray, window: tuple[np.ndarray, np.ndarray]) -> None:
+    """``window``: the confidences and correctness of the verdicts the tune saw (labelled or
+    not), whose own accepted precision the ``window`` bound promises."""
     rec = res.tunes[which]
     precision = _pool_precision(pool_c, pool_z, tau)
+    in_window = _pool_precision(*window, tau)
+    rec["window_met"].append(tau is None or math.isnan(in_window) or in_window >= res.target - 1e-12)
     rec["qualified"].append(tau is not None)
     rec["pool_precision"].append(precision)
     rec["met"].append(tau is None or math.isnan(precision) or precision >= res.target - 1e-12)
@@ -203,11 +207,14 @@ def _record_tune(res: SimResult, which: str, tau: float | None, pool_c: np.ndarr
 
 
 def _tune(c: np.ndarray, z: np.ndarray, strata: np.ndarray, population: dict[str, int],
-          target: float, delta: float, options: dict[str, Any]) -> float | None:
+          target: float, delta: float, options: dict[str, Any],
+          window: dict[str, np.ndarray]) -> float | None:
+    """``window``: every verdict's confidence per stratum, passed to the ``window`` bounds only."""
     if c.size == 0:
         return None
+    extra = {"window": window} if str(options.get("bound", "")).startswith("window") else {}
     return tune_threshold_stratified(c, z, strata, population, target_precision=target,
-                                     delta=delta, **options).threshold
+                                     delta=delta, **options, **extra).threshold
 
 
 def simulate(
@@ -227,6 +234,7 @@ def simulate(
     on_stream: Callable[[dict[str, np.ndarray]], None] | None = None,
     tune_options: dict[str, Any] | None = None,
     estimates: bool = True,
+    retune_options: dict[str, Any] | None = None,
 ) -> SimResult:
     """Replay ``streams`` resampled streams of the pool (``confidence``, ``correct``); see module doc.
 
@@ -234,9 +242,11 @@ def simulate(
     ``route`` in {"review", "audit", "none"}, ``labelled`` bool) so another harness (e.g. the
     HTTP benchmark) can replay the same streams through the service and compare.
     ``tune_options``: extra arguments of the tuner (e.g. ``chains``, ``bound``: the bound
-    benchmark compares them); ``estimates=False`` skips the population estimates (tunes only).
+    benchmark compares them); ``estimates=False`` skips the population estimates (tunes only);
+    ``retune_options``: the second tune's, when it differs from the first's.
     """
     options = tune_options or {}
+    second_options = options if retune_options is None else retune_options
     pool_c = np.asarray(confidence, dtype=np.float64)
     pool_z = np.asarray(correct, dtype=np.float64)
     rng = np.random.default_rng(seed)
@@ -264,8 +274,8 @@ def simulate(
         route_block(0, warmup, None)
         lab = labelled[:warmup]
         tau1 = _tune(c[:warmup][lab], z[:warmup][lab], np.full(int(lab.sum()), "review"),
-                     {"review": warmup}, target, delta, options)
-        _record_tune(res, "first", tau1, pool_c, pool_z, c[warmup:retune_at])
+                     {"review": warmup}, target, delta, options, {"review": c[:warmup]})
+        _record_tune(res, "first", tau1, pool_c, pool_z, c[warmup:retune_at], (c[:warmup], z[:warmup]))
         route_block(warmup, retune_at, tau1)
 
         head = slice(0, retune_at)
@@ -273,8 +283,10 @@ def simulate(
         strata_of = np.where(route[head] == "review", "review", auto_name)
         population = {"review": int((route[head] == "review").sum()),
                       auto_name: int((route[head] != "review").sum())}
-        tau2 = _tune(c[head][lab], z[head][lab], strata_of[lab], population, target, delta, options)
-        _record_tune(res, "second", tau2, pool_c, pool_z, c[retune_at:])
+        window = {name: c[head][strata_of == name] for name in population}
+        tau2 = _tune(c[head][lab], z[head][lab], strata_of[lab], population, target, delta,
+                     second_options, window)
+        _record_tune(res, "second", tau2, pool_c, pool_z, c[retune_at:], (c[head], z[head]))
         route_block(retune_at, stream_len, tau2)
         if on_stream is not None:
             on_stream({"confidence": c, "correct": z, "route": route.astype(str),

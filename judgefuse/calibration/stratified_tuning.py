@@ -53,6 +53,25 @@ but its tail is Chernoff's: on one stratum of 100 accepted labels at target 0.8 
 mixture over six bets allows 9 errors where Clopper-Pearson allows 14, and on resampled review
 + audit streams it certified less often than this bound (tried for issue 28; not kept).
 
+Strata that cannot be accepted (``support=``). A stratum whose verdicts are known, by how they
+were routed, to hold only confidences below some value (``review`` when this very confidence
+routed at one fixed threshold ``tau0``) has accepted share 0 at every candidate ``tau >= tau0``,
+now and in future traffic, so it leaves those candidates' bounds: no box statement, no share of
+delta. Without it, a census review stratum with 0 of 500 labels accepted still bounds its share
+at ~0.009 with every one of them wrong, which costs ~2 points of precision at a 50/50 mix
+(issue 28: with the support, certified 100/150/300-audit-label shares on Trust-or-Escalate
+roughly double; ``benchmarks/bench_precision_bound.py``). The support must come from the
+routing, never from the labels; the service does not know it (its strata mix thresholds and
+periods with no threshold), so it does not pass it.
+
+Why not bound the window (``bound="window"``, :mod:`.window_bound`)? When every verdict's
+confidence is known, the accepted counts are observed and the errors among them have an exact
+hypergeometric bound; it certifies far more, but only the realised precision of the window's own
+accepted verdicts: on a fully labelled warm-up it certifies whatever those labels show, and in
+the benchmark's retune its thresholds miss the target on future traffic in up to 0.29 of
+streams at delta 0.1. ``window_future`` adds the binomial step to future traffic (half of delta
+each) and is valid, but certifies less than this bound. Kept to measure against.
+
 How conservative: Bonferroni over 2S statements (S = number of strata with verdicts), the
 worst case over the weight box, and Clopper-Pearson's own conservativeness. Labels are sampled
 without replacement within a stratum; the binomial bounds are then conservative for the window
@@ -108,6 +127,7 @@ from .thresholds import (
     threshold_candidates,
 )
 from .validation import check_pair
+from .window_bound import window_precision_lower_bound
 
 __all__ = ["stratified_precision_lower_bound", "tune_threshold_stratified"]
 
@@ -158,6 +178,9 @@ def _worst_mixture(u: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         best = np.maximum(best, value)
     return best
 
+
+FUTURE_SHARE = 0.5
+"""``window_future``: the share of delta for the binomial step from the window to future traffic."""
 
 SHARE_FOR_WEIGHTS = 0.2
 """Share of delta spent on the strata's accepted shares (the box); the rest bounds error rates."""
@@ -222,10 +245,14 @@ def stratified_precision_lower_bound(
 BOUNDS: dict[str, Callable[..., np.ndarray]] = {
     "weighted": stratified_precision_lower_bound,
     "even": functools.partial(stratified_precision_lower_bound, weighted=False),
+    "window": window_precision_lower_bound,
+    "window_future": functools.partial(window_precision_lower_bound, future_share=FUTURE_SHARE),
 }
 """How :func:`tune_threshold_stratified` splits delta in its bound, by name: ``weighted`` (the
 default, :func:`_error_shares`) or ``even`` (the previous split: half to the accepted shares, the
-error rates' half evenly among the strata; kept to measure against)."""
+error rates' half evenly among the strata; kept to measure against); ``window``
+(:mod:`.window_bound`: the realised precision of the window's own accepted verdicts, exact
+hypergeometric, which needs every verdict's confidence: ``window=``)."""
 
 CENSUS = "census"
 """The stratum that strata labelled in full are pooled into (see :func:`_pool_census`)."""
@@ -255,6 +282,53 @@ def _pool_census(names: np.ndarray, population: Mapping[str, int]) -> tuple[np.n
     return np.asarray([CENSUS if str(s) in members else s for s in names.tolist()], dtype=object), pooled
 
 
+def _pool_window(window: Mapping[str, Any] | None, before: np.ndarray,
+                 after: np.ndarray) -> dict[str, np.ndarray] | None:
+    """The window's confidences under the pooled stratum names (:func:`_pool_census`)."""
+    if window is None:
+        return None
+    renamed = {str(b): str(a) for b, a in zip(before.tolist(), after.tolist(), strict=True)}
+    out: dict[str, list[np.ndarray]] = {}
+    for name, values in window.items():
+        out.setdefault(renamed.get(str(name), str(name)), []).append(
+            np.asarray(values, dtype=np.float64).reshape(-1))
+    return {name: np.concatenate(parts) for name, parts in out.items()}
+
+
+def _window_accepted(window: Mapping[str, np.ndarray], names: list[str], big_n: np.ndarray,
+                     cand: np.ndarray) -> np.ndarray:
+    """``M_s``: per candidate and stratum, the window's verdicts with confidence >= the candidate."""
+    out = np.zeros((cand.size, len(names)))
+    for i, name in enumerate(names):
+        values = np.sort(window.get(name, np.zeros(0)))
+        if values.size != big_n[i]:
+            raise ValueError(f"window[{name!r}] holds {values.size} confidences but population "
+                             f"is {int(big_n[i])}: it must list every verdict of the stratum")
+        out[:, i] = values.size - np.searchsorted(values, cand, side="left")
+    return out
+
+
+def _drop_unreachable(support: Mapping[str, float] | None, names: list[str],
+                      cand: np.ndarray) -> np.ndarray:
+    """Per candidate and stratum: can the candidate accept any of the stratum's verdicts?
+
+    A stratum whose verdicts all have confidence below ``support[s]`` (known by construction,
+    not from labels) cannot be accepted at ``tau >= support[s]``: its accepted share is 0 for
+    sure, so it needs no statement and takes no weight; the other strata then share delta (one
+    left: all of it, Clopper-Pearson). Supports of strata pooled into the census are ignored.
+    """
+    out = np.ones((cand.size, len(names)), dtype=bool)
+    if not support:
+        return out
+    unknown = sorted(set(support) - set(names))
+    if unknown:
+        raise ValueError(f"support names strata {unknown[:5]} that are not in population")
+    for i, name in enumerate(names):
+        if name in support:
+            out[:, i] = cand < float(support[name])
+    return out
+
+
 def tune_threshold_stratified(
     confidence: Any,
     correct: Any,
@@ -267,6 +341,8 @@ def tune_threshold_stratified(
     max_candidates: int = 200,
     chains: int = DEFAULT_CHAINS,
     bound: str = "weighted",
+    window: Mapping[str, Any] | None = None,
+    support: Mapping[str, float] | None = None,
 ) -> ThresholdReport:
     """Smallest ``tau`` whose stratified precision bound meets the target (module docstring).
 
@@ -276,7 +352,14 @@ def tune_threshold_stratified(
     ``min_count`` and ``max_candidates`` as in :func:`tune_threshold`. Strata labelled in full
     are pooled into one first (:func:`_pool_census`). ``chains``: how many label-free starts
     share delta in the fallback scan (1: plain fixed-sequence testing). ``bound``: a name in
-    :data:`BOUNDS` (``weighted``, the default, or ``even``, the previous split of delta).
+    :data:`BOUNDS` (``weighted``, the default, or ``even``, the previous split of delta, or
+    ``window``). ``window``: with ``bound="window"`` only and required there, the confidences of
+    every verdict of each stratum (labelled or not; ``len == population[s]``): the bound is then
+    on the realised precision of those verdicts' accepted part (:mod:`.window_bound`), not on
+    future traffic's. ``support``: for strata known by construction to hold only confidences
+    below a value (e.g. ``review`` routed by this very confidence at one fixed threshold), that
+    value; a candidate at or above it accepts none of the stratum's verdicts, now or in future
+    traffic, so the stratum leaves that candidate's bound (:func:`_drop_unreachable`).
     """
     target = check_unit_open("target_precision", target_precision)
     delta = check_unit_open("delta", delta)
@@ -289,12 +372,19 @@ def tune_threshold_stratified(
         raise ValueError(f"chains must be an integer >= 1, got {chains!r}")
     if bound not in BOUNDS:
         raise ValueError(f"bound must be one of {sorted(BOUNDS)}, got {bound!r}")
+    if bound.startswith("window") != (window is not None):
+        raise ValueError("bound='window' needs window= (every verdict's confidence per stratum), "
+                         "and window= is only read by bound='window'")
     bound_of = BOUNDS[bound]
     c, z = check_pair(confidence, correct)
     names_arr = np.asarray(stratum)
     if names_arr.shape != c.shape:
         raise ValueError(f"stratum must have shape ({c.size},), got {names_arr.shape}")
-    names_arr, population = _pool_census(names_arr, population)
+    pooled_names, population = _pool_census(names_arr, population)
+    if support and CENSUS in population and CENSUS not in names_arr.tolist():
+        support = {k: v for k, v in support.items() if k in population}
+    window = _pool_window(window, names_arr, pooled_names)
+    names_arr = pooled_names
     names = sorted(population)
     index = {name: i for i, name in enumerate(names)}
     big_n = np.empty(len(names))
@@ -325,6 +415,23 @@ def tune_threshold_stratified(
     cum_a = np.vstack([np.zeros(len(names)), np.cumsum(one_hot, axis=0)])
     cum_e = np.vstack([np.zeros(len(names)), np.cumsum(one_hot * wrong_desc[:, None], axis=0)])
     acc_s, err_s = cum_a[n_acc], cum_e[n_acc]  # (cands, S)
+    big_m = None if window is None else _window_accepted(window, names, big_n, cand)
+
+    reachable = _drop_unreachable(support, names, cand)
+
+    def bound_at(rows: np.ndarray, errors: np.ndarray, level: float) -> np.ndarray:
+        out = np.empty(int(rows.sum()))
+        live_rows = reachable[rows]
+        # candidates sharing the set of strata they can reach share one call (at most S + 1)
+        for live in np.unique(live_rows, axis=0):
+            sub = (live_rows == live).all(axis=1)
+            pop = np.where(live, big_n, 0.0)
+            if big_m is None:
+                out[sub] = bound_of(acc_s[rows][sub], errors[sub], n_lab, pop, delta=level)
+            else:
+                out[sub] = bound_of(acc_s[rows][sub], errors[sub], n_lab, pop, big_m[rows][sub],
+                                    delta=level)
+        return out
 
     g = np.divide(big_n, n_lab, out=np.zeros(len(names)), where=n_lab > 0)
     pop_acc = acc_s @ g
@@ -343,8 +450,7 @@ def tune_threshold_stratified(
         # label-free start, as in tune_threshold: from where this share could pass error-free
         from_here = eligible & (np.arange(cand.size) >= start)
         perfect = np.full(cand.size, -np.inf)
-        perfect[from_here] = bound_of(acc_s[from_here], np.zeros_like(err_s[from_here]), n_lab,
-                                      big_n, delta=share)
+        perfect[from_here] = bound_at(from_here, np.zeros_like(err_s[from_here]), share)
         at = first_reachable(from_here, perfect, target)
         if at < cand.size:
             alpha_at[at] += share
@@ -356,7 +462,7 @@ def tune_threshold_stratified(
     def lower_at(level: float) -> np.ndarray:
         if level not in cache:
             cache[level] = np.full(cand.size, np.nan)
-            cache[level][tested] = bound_of(acc_s[tested], err_s[tested], n_lab, big_n, delta=level)
+            cache[level][tested] = bound_at(tested, err_s[tested], level)
         return cache[level]
 
     best, steps = fallback_scan(tested, alpha_at, lower_at, target)
