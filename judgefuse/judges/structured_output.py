@@ -13,12 +13,11 @@ case, for providers without structured outputs.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Awaitable, Callable
 
 from judgefuse.judges.config import JudgeConfig
 from judgefuse.judges.transport.errors import Unsupported
-from judgefuse.judges.transport.request import ChatRequest, ChatResponse
+from judgefuse.judges.transport.request import ChatRequest, ChatResponse, evolve
 from judgefuse.prompts.verdict_schema import verdict_response_format
 
 FEATURE = "response_format"
@@ -47,7 +46,7 @@ async def call_structured(
     key = (config.name, request.model)
     if not config.structured_output or key in _refused:
         return await send(request), []
-    constrained = dataclasses.replace(request, extra={**request.extra, FEATURE: verdict_response_format()})
+    constrained = evolve(request, extra={**request.extra, FEATURE: verdict_response_format()})
     try:
         return await send(constrained), []
     except Unsupported as exc:

@@ -288,3 +288,20 @@ def test_direct_body_is_the_plain_encoding_whether_its_prompt_was_encoded_before
         assert direct.encode_body(request) == plain  # from the cache when cacheable
         assert json.loads(plain)["model"] == "judge-\u00fc"
     assert len(direct._encoded_messages) <= direct._MESSAGES_CACHE_SIZE
+
+
+def test_evolve_copies_a_request_with_changes_like_dataclasses_replace():
+    """``evolve`` (the hot path's copy: an ``extra`` added for structured output, a retry's
+    shorter timeout) gives what ``dataclasses.replace`` gives, leaves the original alone, and
+    refuses a name that is not a field."""
+    import dataclasses
+
+    from judgefuse.judges.transport.request import evolve
+
+    request = ChatRequest(model="m", messages=MESSAGES, timeout_s=10.0, extra={"a": 1}, n=2, seed=3)
+    for changes in ({"extra": {"a": 1, "response_format": {"type": "json_object"}}}, {"timeout_s": 2.5}, {}):
+        copy = evolve(request, **changes)
+        assert copy == dataclasses.replace(request, **changes) and copy is not request
+    assert request.extra == {"a": 1} and request.timeout_s == 10.0
+    with pytest.raises(TypeError, match="tmeout_s"):
+        evolve(request, tmeout_s=1.0)
