@@ -881,7 +881,7 @@ async def run_bench(args: argparse.Namespace, workdir: str, base_folder: str, st
         proxy = f"http://127.0.0.1:{proxy_port}"
         pids[proxy] = procs[-1].pid
     try:
-        await wait_http(base + "/readyz")
+        await wait_http(base + "/readyz", timeout=300)  # a gateway starts slowly on a busy machine
         if other is not None:
             await wait_http(other + "/readyz")
         if proxy is not None:
@@ -899,10 +899,22 @@ async def run_bench(args: argparse.Namespace, workdir: str, base_folder: str, st
         conc = args.concurrency
         FUSE["votes"] = [{"judge": f"judge{i}", "choice": "A", "confidence": 0.85} for i in range(args.judges)]
 
+        if args.only_refit and args.refit_rate > 0:  # (f) alone at a given rate: A/B runs on a busy machine
+            print(f"\n(f) loop lag under /v1/judge at {args.refit_rate:g}/s (given), without and with the "
+                  f"largest allowed refit running back to back in the background "
+                  f"(load average {os.getloadavg()[0]:.1f})")
+            await refit_lag(base, args.refit_rate, args.seconds, delay_s, args.refit_labels)
+            return
         print(f"\n(a) max sustained verdicts/s (closed loop, no errors), {args.judges} judges")
         jf = await max_rate(Target("judgefuse /v1/judge", base + "/v1/judge", pid=pids[base]), conc, args.seconds,
                             Measured("judgefuse /v1/judge"))
         show_points(jf)
+        if args.only_refit:  # (f) alone, at half of the max just measured
+            print(f"\n(f) loop lag under /v1/judge at 50% of its max ({jf.max_rate / 2:.1f}/s), without and "
+                  f"with the largest allowed refit running back to back in the background "
+                  f"(load average {os.getloadavg()[0]:.1f})")
+            await refit_lag(base, jf.max_rate / 2, args.seconds, delay_s, args.refit_labels)
+            return
         bm = await max_rate(Target("bare", bare + "/v1/judge", pid=pids[bare]), conc, args.seconds, Measured("bare aiohttp fan-out"))
         show_points(bm)
         fu = await max_rate(Target("fuse", base + "/v1/fuse", FUSE, pid=pids[base]), conc, args.seconds,
@@ -1018,7 +1030,9 @@ async def refit_lag(base: str, rate: float, seconds: float, delay_s: float, labe
     rng = random.Random(1)
     timeout = aiohttp.ClientTimeout(total=600)
     started = time.perf_counter()
-    async with aiohttp.ClientSession(timeout=timeout) as session:
+    # a new connection per batch: two runs at load ~20 failed here with ServerDisconnectedError
+    # (a kept-alive connection the server had closed, presumably)
+    async with aiohttp.ClientSession(timeout=timeout, connector=aiohttp.TCPConnector(force_close=True)) as session:
         for first in range(0, labels, 200):
             items = [labelled_item(i, rng) for i in range(first, min(first + 200, labels))]
             async with session.post(base + "/v1/fuse/batch", json={"items": items}) as response:
@@ -1150,6 +1164,10 @@ def main() -> None:
     parser.add_argument("--refit-labels", type=int, default=1000,
                         help="(f): labelled verdicts stored before the refits in the background "
                              "(0: skip (f))")
+    parser.add_argument("--only-refit", action="store_true",
+                        help="only the /v1/judge closed-loop max and (f) at half of it (refit A/B runs)")
+    parser.add_argument("--refit-rate", type=float, default=0.0,
+                        help="with --only-refit: (f) at this many requests/s, no max measured (0: half the max)")
     parser.add_argument("--scaling", type=int, nargs="*", default=[],
                         help="(g): judgefuse serve --workers N for each N given (e.g. 1 2)")
     parser.add_argument("--scaling-seconds", type=float, default=4.0)

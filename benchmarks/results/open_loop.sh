@@ -13,9 +13,9 @@ PY=${PY:-.venv/bin/python}
 VENV=${LITELLM_PROXY_VENV:-/tmp/litellm-proxy-venv}
 {
   echo "### $(date -u +%FT%TZ) $(git rev-parse --short HEAD); uptime: $(uptime)"
-  echo "### command: LITELLM_LOCAL_MODEL_COST_MAP=True $PY benchmarks/bench_gateway.py --labels 0 --anchor litellm-proxy --litellm-venv $VENV --scaling 1 2"
+  echo "### command: LITELLM_LOCAL_MODEL_COST_MAP=True $PY benchmarks/bench_gateway.py --labels 0 --anchor litellm-proxy --litellm-venv $VENV --scaling 1 2 --refit-labels 2000"
   started=$(date +%s)
   LITELLM_LOCAL_MODEL_COST_MAP=True $PY benchmarks/bench_gateway.py --labels 0 --anchor litellm-proxy \
-    --litellm-venv "$VENV" --scaling 1 2 2>&1
+    --litellm-venv "$VENV" --scaling 1 2 --refit-labels 2000 2>&1
   echo "### wall $(( $(date +%s) - started )) s; $(date -u +%FT%TZ); uptime: $(uptime)"
 } > benchmarks/results/open_loop.txt
