@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import hashlib
 import os
 import random
@@ -55,6 +56,29 @@ class InThread:
 
     async def run(self, fn, *args):  # type: ignore[no-untyped-def]
         return await asyncio.to_thread(fn, *args)
+
+    @contextlib.asynccontextmanager
+    async def session(self, fn, *args):  # type: ignore[no-untyped-def]
+        """A generator job (the refit reads its labels, then asks to fit), driven in a thread."""
+        yield _ThreadJob(fn(*args))
+
+
+class _ThreadJob:
+    def __init__(self, job) -> None:  # type: ignore[no-untyped-def]
+        self.job = job
+
+    async def question(self):  # type: ignore[no-untyped-def]
+        return await asyncio.to_thread(next, self.job)
+
+    async def result(self, answer):  # type: ignore[no-untyped-def]
+        def finish():  # type: ignore[no-untyped-def]
+            try:
+                self.job.send(answer)
+            except StopIteration as done:
+                return done.value
+            raise RuntimeError("the refit job asked a second question")
+
+        return await asyncio.to_thread(finish)
 
 
 def serve_gateway(port: int, stub_url: str, workdir: str) -> None:
