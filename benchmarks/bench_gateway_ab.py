@@ -97,7 +97,7 @@ async def main_async(args: argparse.Namespace) -> None:
             procs.append(proc)
             bases[name] = (base, proc.pid)
         for base, _ in bases.values():
-            await bg.wait_http(base + "/readyz")
+            await bg.wait_http(base + "/readyz", timeout=300)  # both start on one pinned core
             await bg.closed_loop(base + "/v1/judge", 8, 1.0)  # warm-up
             await bg.closed_loop(base + "/v1/fuse", 8, 1.0, bg.FUSE)
         print(f"A/B: old={trees['old']} {' '.join(args.old_env)} new={trees['new']} "
