@@ -11,6 +11,14 @@ certified little. Two changes, compared here with the previous tuner on the same
   ends the tune.
 
 "today" is ``bound="even", chains=1``; "new" is the default (``bound="weighted", chains=4``).
+Round 3 adds (issue 28, item 1 again): "support" = new with ``support={"review": tau0}`` (the
+review stratum holds exactly the verdicts below ``tau0``, so a candidate at or above it cannot
+accept any: Part 1 only, where that is true by construction); "window" and "window_future"
+(:mod:`judgefuse.calibration.window_bound`: the window's own accepted precision, exact
+hypergeometric; and that plus a Clopper-Pearson step to future traffic). Every row prints the
+share of streams below target on the pool (future traffic) and on the window next to delta;
+only "window" promises the window alone. ``--part``, ``--pool`` and ``--tuners`` select rows
+(the recorded runs ran them as parallel processes).
 
 Part 1, certification at 100, 150 and 300 audit labels. One stream: verdicts drawn with
 replacement from a recorded pool, routed at ``tau0`` = the pool's median confidence; every
