@@ -266,7 +266,7 @@ class CascadeRun:
                 "threshold": threshold,
                 "model_version": version,
                 "notes": [*verdict.notes, *self.notes],
-                "degraded": verdict.degraded or any(not v.valid for v in votes),
+                "degraded": verdict.degraded or any(v.failed for v in votes),
             }
         )
         return CascadeDecision(

@@ -158,6 +158,12 @@ class JudgeVote(BaseModel):
         return self.choice is not None
 
     @property
+    def failed(self) -> bool:
+        """True when the vote gave no usable answer (no letter and no tie): the judge failed or
+        abstained. A tie vote is an answer, so its verdict is not degraded by it."""
+        return self.choice is None and not self.tie
+
+    @property
     def outcome(self) -> Outcome | None:
         """``A``, ``B``, ``tie``, or None for a vote that gave no usable answer."""
         return "tie" if self.tie else self.choice

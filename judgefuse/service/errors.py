@@ -175,7 +175,7 @@ class QuorumLost(ServiceError):
             valid_votes=valid,
             failed_judges=[
                 {"judge": v.judge, "reason": v.error or "no usable vote"}
-                for v in votes if not v.valid
+                for v in votes if v.failed
             ],
         )
 

@@ -365,7 +365,7 @@ class VerdictOut(BaseModel):
             model_version=verdict.model_version, degraded=verdict.degraded,
             failed_judges=[
                 FailedJudge.model_construct(judge=v.judge, reason=v.error or "no usable vote")
-                for v in verdict.votes if not v.valid
+                for v in verdict.votes if v.failed
             ],
             votes=[VoteOut.of(v) for v in verdict.votes], n_valid=verdict.n_valid,
             n_invalid=verdict.n_invalid, tie_broken=verdict.tie_broken, notes=verdict.notes,

@@ -247,7 +247,7 @@ class JudgePipeline:
         created_at = self.clock()
         verdict = verdict.model_copy(update={
             "id": verdict_id, "route": route, "threshold": used.value,
-            "degraded": any(not v.valid for v in ballot.votes),
+            "degraded": any(v.failed for v in ballot.votes),
             "timings": {**verdict.timings, "judges_s": judged - started, "fuse_s": fused - judged,
                         "slowest_judge_s": ballot.slowest_s},
         })

@@ -191,6 +191,10 @@ async def test_a_posted_p_a_of_one_half_is_a_tie_vote_and_choice_null_an_abstent
     assert abstained.json()["confidence"] == 1.0
     assert [(v["choice"], v["p_a"], v["error"]) for v in tied.json()["votes"]][2] == (None, 0.5, None)
     assert abstained.json()["votes"][2]["error"] == "abstained (posted vote)"
+    # a tie is an answer: the tie judge did not fail, so the verdict is not degraded by it
+    assert (tied.json()["degraded"], tied.json()["failed_judges"]) == (False, [])
+    assert abstained.json()["degraded"] is True
+    assert [f["judge"] for f in abstained.json()["failed_judges"]] == ["e3"]
     stored = await storage.get_verdict("tenant-a", "tied")
     assert [v.tie for v in stored.verdict.votes] == [False, False, True]
 
