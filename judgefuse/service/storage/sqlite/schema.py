@@ -151,8 +151,16 @@ def create_schema(conn: sqlite3.Connection, path: Path) -> None:
     """Create the tables (if missing) and stamp or check the schema version, in one transaction.
 
     A file whose schema is newer than this code raises :class:`StorageError` and is left as it
-    was (the transaction rolls back).
+    was (the transaction rolls back). A file already at this version is only read: no write
+    lock (a refit's worker process opens the store at a low CPU priority, and its schema
+    transaction once held every verdict's write behind it: docs/design.md, 'Bounded learning').
     """
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE name = 'schema'").fetchone()
+    except sqlite3.OperationalError:  # no meta table yet: a new file
+        row = None
+    if row is not None and int(row[0]) == SCHEMA_VERSION:
+        return
     conn.execute("BEGIN IMMEDIATE")
     try:
         # not executescript: it would commit; the schema goes in as one transaction
