@@ -88,7 +88,14 @@ def prepare_new_file(conn: sqlite3.Connection) -> None:
 
 
 def create_retention_indexes(conn: sqlite3.Connection) -> None:
-    """The scan-order indexes (module docstring), in one transaction."""
+    """The scan-order indexes (module docstring), in one transaction; none when they all exist
+    (no write lock: see :func:`~judgefuse.service.storage.sqlite.schema.create_schema`)."""
+    names = [statement.split(" IF NOT EXISTS ", 1)[1].split()[0] for statement in RETENTION_INDEXES]
+    found = {row[0] for row in conn.execute(
+        f"SELECT name FROM sqlite_master WHERE type = 'index' AND name IN ({','.join('?' * len(names))})",
+        names)}
+    if found == set(names):
+        return
     conn.execute("BEGIN IMMEDIATE")
     try:
         for statement in RETENTION_INDEXES:
