@@ -10,6 +10,7 @@ so a TTL expiry that finds the same version does not restore (unpickle, rebuild)
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -63,7 +64,10 @@ class StateCache:
                 rkey = (tenant, panel, record.version)
                 restored = self._restored.get(rkey)
                 if restored is None:
-                    restored = restore_method(record.method or LEARNED_METHOD, record.params)
+                    # in a thread: the first model a gateway serves imports its method's modules
+                    # (sklearn, ~1-2 s); on the loop that held every request once a refit promoted
+                    restored = await asyncio.to_thread(restore_method, record.method or LEARNED_METHOD,
+                                                       record.params)
                     self._restored = {k: v for k, v in self._restored.items() if k[:2] != key}
                     self._restored[rkey] = restored
                 value = (record, restored)
