@@ -3,15 +3,15 @@
 # max, then open loop at half of it without and with the largest allowed refit, 2,000 labels of
 # 13 judges x 16 signals, running back to back in the background), on the code before the refit
 # isolation (OLD, default ae12f58: the gateway reads and pickles the records and the worker
-# inherits the gateway's pinned core) and after it (NEW, default a6fb8f3), each a clean export
+# inherits the gateway's pinned core) and after it (NEW, default cb90d9c), each a clean export
 # of its commit, alternately in the same minutes:
-#   RATE=20 PAIRS=2 bash benchmarks/results/refit_isolation_ab.sh   # output: refit_isolation_ab.txt
+#   RATE=10 bash benchmarks/results/refit_isolation_ab.sh   # output: refit_isolation_ab.txt (overwritten)
 # PAIRS=2 runs OLD NEW NEW OLD. The machine's load average is printed before each run.
 set -u
 cd "$(dirname "$0")/../.."
 PY=$PWD/${PY:-.venv/bin/python}
 OLD=${OLD:-ae12f58}
-NEW=${NEW:-a6fb8f3}
+NEW=${NEW:-cb90d9c}
 PAIRS=${PAIRS:-1}
 RATE=${RATE:-0}  # requests/s for (f); 0: half of each run's own /v1/judge max (the rates then differ)
 trees=$(mktemp -d /tmp/refit-ab-XXXX)
