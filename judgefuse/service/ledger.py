@@ -19,6 +19,17 @@ separately**, never fed as 0.5-and-wrong: ``{panel}/abstain/judge/{judge}`` and
 ``{panel}/abstain/method/{method}`` hold one integer field ``n``. Calibration metrics are thus
 over answered items; the abstention counts sit beside them in ``GET /v1/calibration``.
 
+**Agreement counters.** A judge's tie vote (``JudgeVote.tie``: the answers are equally good) is
+a judgment, not a failure (docs/design.md, 'Fusion'): it feeds no calibration key (there is no
+letter to be right or wrong) and is not an abstention. What every judge and method answered
+against each A/B label is counted in ``{panel}/agreement/judge/{judge}`` and
+``{panel}/agreement/method/{method}``, one field per (answer, label) pair,
+``{answer}|{label}`` (:func:`agreement_field`) with answer ``A``, ``B``, ``tie`` or ``none``
+(no answer: the same votes and verdicts the abstention counters count). The tie counts, the
+confusion matrix and Cohen's kappa of ``GET /v1/calibration`` are reads of these fields, so
+they follow relabels, undos and the window like every counter; a counter written before them
+reads as zero (an older tie vote stays in the abstention count it was written to).
+
 **Stratum copies.** Per review stratum (docs/design.md, 'The review loop'), every label also
 feeds a copy of its method and judge keys with a fifth part, the stratum key of the labelled
 verdict (:func:`label_stratum_key`)::
@@ -63,6 +74,7 @@ from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
 from judgefuse.calibration import FIXED_POINT_SCALE, CalibrationAccumulator
+from judgefuse.fusion.verdict import is_tie
 from judgefuse.service.storage import (
     DECIDED,
     LabelKind,
@@ -81,8 +93,11 @@ __all__ = [
     "REVIEW",
     "UNSOLICITED",
     "AccumulatorKey",
+    "AGREEMENT_ANSWERS",
     "abstain_key",
     "accepted_stratum",
+    "agreement_field",
+    "agreement_key",
     "auto_key",
     "is_population_stratum",
     "judge_key",
@@ -126,7 +141,7 @@ def _q(part: str) -> str:
 @dataclass(frozen=True)
 class AccumulatorKey:
     panel: str
-    kind: str  # method | judge | mode | abstain (| traffic: listed beside them, never reported)
+    kind: str  # method | judge | mode | abstain | agreement (| traffic: listed, never reported)
     name: str
     mode: str
 
@@ -162,6 +177,20 @@ def mode_key(panel: str, mode: str) -> str:
 
 def abstain_key(panel: str, kind: str, name: str) -> str:
     return str(AccumulatorKey(panel, "abstain", kind, name))
+
+
+AGREEMENT_ANSWERS = ("A", "B", "tie", "none")
+"""What a judge or method can answer on a labelled verdict (``none``: no answer)."""
+
+
+def agreement_key(panel: str, kind: str, name: str) -> str:
+    """The agreement counter of one judge or method (``kind``); fields :func:`agreement_field`."""
+    return str(AccumulatorKey(panel, "agreement", kind, name))
+
+
+def agreement_field(answer: str, label: str) -> str:
+    """The field counting answer ``answer`` (:data:`AGREEMENT_ANSWERS`) on A/B label ``label``."""
+    return f"{answer}|{label}"
 
 
 def stratum_copy(key: str, stratum_key: str) -> str:
@@ -315,22 +344,33 @@ def label_increments(record: VerdictRecord, label: LabelKind) -> dict[str, dict[
         return {label_kind_key(panel, label): {"n": 1}}
     stratum = label_stratum_key(record)
     out: dict[str, dict[str, Number]] = {}
-    if verdict.choice is None:
-        _add(out, abstain_key(panel, "method", verdict.method), {"n": 1})
-    else:
+    answer: str
+    if verdict.choice is not None:
+        answer = verdict.choice
         key = method_key(panel, verdict.method)
         fields = ACCUMULATOR.increments(verdict.confidence, verdict.choice == label)
         _add(out, key, fields)
         _add(out, stratum_copy(key, stratum), fields)
+    elif is_tie(verdict):
+        answer = "tie"
+    else:
+        answer = "none"
+        _add(out, abstain_key(panel, "method", verdict.method), {"n": 1})
+    _add(out, agreement_key(panel, "method", verdict.method), {agreement_field(answer, label): 1})
     for vote in verdict.votes:
-        if vote.choice is None or vote.confidence is None:
+        if vote.tie:
+            answer = "tie"
+        elif vote.choice is None or vote.confidence is None:
+            answer = "none"
             _add(out, abstain_key(panel, "judge", vote.judge), {"n": 1})
-            continue
-        fields = ACCUMULATOR.increments(vote.confidence, vote.choice == label)
-        key = judge_key(panel, vote.judge, vote.mode)
-        _add(out, key, fields)
-        _add(out, stratum_copy(key, stratum), fields)
-        _add(out, mode_key(panel, vote.mode), fields)
+        else:
+            answer = vote.choice
+            fields = ACCUMULATOR.increments(vote.confidence, vote.choice == label)
+            key = judge_key(panel, vote.judge, vote.mode)
+            _add(out, key, fields)
+            _add(out, stratum_copy(key, stratum), fields)
+            _add(out, mode_key(panel, vote.mode), fields)
+        _add(out, agreement_key(panel, "judge", vote.judge), {agreement_field(answer, label): 1})
     return out
 
 

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from judgefuse.service.schemas import ReviewItemOut
 from judgefuse.service.storage import ModelRecord, ThresholdRecord
 
 __all__ = [
+    "AgreementBlockOut",
+    "AgreementOut",
     "CalibrationKeyOut",
     "CalibrationOut",
     "HealthOut",
@@ -32,6 +34,7 @@ __all__ = [
     "ThresholdOut",
     "ThresholdsOut",
     "TuneOut",
+    "ConfusionOut",
 ]
 
 
@@ -52,6 +55,45 @@ class ReadyOut(BaseModel):
     """Panel name -> started (empty before the lifespan started them)."""
 
 
+class ConfusionOut(BaseModel):
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    labels: list[str]
+    """The rows: what the label says (``A``, ``B``)."""
+    answers: list[str]
+    """The columns: what the judge or method answered (``A``, ``B``)."""
+    counts: list[list[int]]
+    """``counts[i][j]``: verdicts labelled ``labels[i]`` answered ``answers[j]``."""
+
+
+class AgreementBlockOut(BaseModel):
+    """One judge's or method's answers against the labels, over labelled verdicts (the review
+    loop's review, audit, inline and unsolicited labels), not over all traffic."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    n: int
+    """Labelled verdicts it answered A or B (the confusion matrix's total)."""
+    cohen_kappa: float | None
+    """Cohen's kappa of its A/B answers against the A/B labels over labelled verdicts (review
+    plus audit labels, not a uniform sample of the population); tie votes and missing answers
+    are left out and counted beside it. None: undefined (no answer, or one letter throughout
+    on both sides)."""
+    confusion: ConfusionOut
+    ties: dict[str, int]
+    """Tie votes per label (``A``, ``B``)."""
+    no_answer: dict[str, int]
+    """Failed votes or undecided verdicts per label (``A``, ``B``)."""
+
+
+class AgreementOut(BaseModel):
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    all_time: AgreementBlockOut
+    window: AgreementBlockOut | None
+    """The same over the window (None: no window asked for)."""
+
+
 class CalibrationKeyOut(_Open):
     """One calibration key (``method:<name>:fused``, ``judge:<name>:<mode>``, ``mode:all:<mode>``)."""
 
@@ -67,8 +109,17 @@ class CalibrationKeyOut(_Open):
     window: dict[str, Any] | None
     """The same over the window (None: no window asked for)."""
     abstained: dict[str, int] | None
+    """Labelled verdicts without an answer of this judge or method (a failed vote, an undecided
+    verdict), ``all_time`` and over the ``window`` (None: a mode key)."""
     population: dict[str, Any] | None
     """Estimates for all traffic, per review stratum (None: not asked for, or a mode key)."""
+    ties: dict[str, int] | None = Field(default=None, description=(
+        "Tie votes of this judge (fused ties, for a method) on A/B-labelled verdicts, all_time and "
+        "over the window: judgments, not abstentions, in no calibration metric. Null: a mode key."))
+    agreement: AgreementOut | None = Field(default=None, description=(
+        "Agreement with the A/B labels over labelled verdicts (review + audit labels, not the "
+        "population): Cohen's kappa, the 2x2 confusion matrix, ties and missing answers per "
+        "label. Null: a mode key."))
 
 
 class JudgeEstimateOut(_Open):

@@ -141,6 +141,9 @@ class VoteOut(BaseModel):
     choice: Letter | None
     confidence: float | None
     p_a: float | None
+    tie: bool = Field(default=False, description=(
+        "The judge said the answers are equally good: a judgment (choice and error null, p_a "
+        "0.5), not a failure. A vote with choice null and tie false failed (see error)."))
     explanation: str = ""
     error: str | None = None
     latency_s: float = 0.0
@@ -155,7 +158,7 @@ class VoteOut(BaseModel):
         # the vote is already validated: construct without validating again
         return cls.model_construct(
             judge=vote.judge, mode=vote.mode, choice=vote.choice, confidence=vote.confidence,
-            p_a=vote.p_a, explanation=vote.explanation, error=vote.error,
+            p_a=vote.p_a, tie=vote.tie, explanation=vote.explanation, error=vote.error,
             latency_s=vote.latency_s, calls=vote.calls, prompt_tokens=vote.prompt_tokens,
             completion_tokens=vote.completion_tokens, cost_usd=vote.cost_usd, notes=vote.notes,
         )

@@ -15,6 +15,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from judgefuse.service.estimates.agreement import agreement_block, tie_count
 from judgefuse.service.estimates.population import population_block
 from judgefuse.service.ledger import ACCUMULATOR, AccumulatorKey, panel_prefix, parse_key
 from judgefuse.service.storage import Storage, hour_of
@@ -84,6 +85,7 @@ async def calibration_report(
     keys = await storage.list_accumulators(tenant, prefix)
     since = hour_of(now) - window_hours + 1 if window_hours else None
     abstained: dict[tuple[str, str], dict[str, int]] = {}
+    agreed: dict[tuple[str, str], tuple[dict[str, Any], dict[str, Any]]] = {}
     entries: list[tuple[AccumulatorKey, str]] = []
     for raw in keys:
         try:
@@ -92,16 +94,19 @@ async def calibration_report(
             continue
         if key.kind == "traffic":
             continue
-        if key.kind == "abstain":
+        if key.kind in ("abstain", "agreement"):
             total = await storage.read_accumulator(tenant, raw)
             win = (
                 await storage.read_accumulator(tenant, raw, since_hour=since)
                 if since is not None else total
             )
-            abstained[(key.name, key.mode)] = {
-                "all_time": int(total.get("n", 0)),
-                "window": int(win.get("n", 0)),
-            }
+            if key.kind == "abstain":
+                abstained[(key.name, key.mode)] = {
+                    "all_time": int(total.get("n", 0)),
+                    "window": int(win.get("n", 0)),
+                }
+            else:
+                agreed[(key.name, key.mode)] = (total, win)
         else:
             entries.append((key, raw))
     out = []
@@ -126,19 +131,43 @@ async def calibration_report(
             abstained.get((key.kind, key.name), {"all_time": 0, "window": 0})
             if key.kind in ("method", "judge") else None
         )
+        entry.update(_agreement_entry(agreed, key.kind, key.name, windowed=since is not None))
         entry["population"] = (
             await population_block(storage, tenant, key, raw, since_hour=since, n_bins=n_bins,
                                    eps=eps)
             if population else None
         )
         out.append(entry)
-    # judges that only ever abstained still deserve a line
+    # judges that only ever abstained or tied still deserve a line
     seen = {(e["kind"], e["name"]) for e in out}
-    for (kind, name), counts in sorted(abstained.items()):
+    for kind, name in sorted(set(abstained) | set(agreed)):
         if (kind, name) not in seen:
             out.append({
                 "key": f"{kind}:{name}:-", "storage_key": None, "panel": panel, "kind": kind,
                 "name": name, "mode": None, "sample": "labelled", "all_time": None, "window": None,
-                "abstained": counts, "population": None,
+                "abstained": abstained.get((kind, name), {"all_time": 0, "window": 0}),
+                "population": None,
+                **_agreement_entry(agreed, kind, name, windowed=since is not None),
             })
     return out
+
+
+def _agreement_entry(
+    agreed: Mapping[tuple[str, str], tuple[dict[str, Any], dict[str, Any]]],
+    kind: str,
+    name: str,
+    *,
+    windowed: bool,
+) -> dict[str, Any]:
+    """``ties`` (counted like ``abstained``) and ``agreement`` of a method or judge entry from
+    its agreement counter (zero without one: a counter from before them); None for a mode key."""
+    if kind not in ("method", "judge"):
+        return {"ties": None, "agreement": None}
+    total, window = agreed.get((kind, name), ({}, {}))
+    return {
+        "ties": {"all_time": tie_count(total), "window": tie_count(window)},
+        "agreement": {
+            "all_time": agreement_block(total),
+            "window": agreement_block(window) if windowed else None,
+        },
+    }

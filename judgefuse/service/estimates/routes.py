@@ -34,7 +34,11 @@ async def calibration(
 
     ``window_hours`` 0 skips the window. Metrics are those of ``metrics_from_fields`` (n,
     accuracy, ece, adaptive_ce, mce, brier, nll, ice, th_score, macroce, auroc, aurc) plus the
-    reliability bins; invalid votes and undecided verdicts are counted in ``abstained``.
+    reliability bins; invalid votes and undecided verdicts are counted in ``abstained``, tie
+    votes (fused ties, for a method) in ``ties``: a tie is a judgment, in no metric. Each
+    method and judge key's ``agreement``: Cohen's kappa of its A/B answers against the A/B
+    labels, the 2x2 confusion matrix, ties and missing answers per label, over labelled
+    verdicts (review and audit labels, not the population).
     Every key counts A/B labels only: ``label_kinds`` gives the ``tie`` and ``both_bad``
     labels (all time and over the window), which no accuracy or calibration figure includes.
     Those are the labelled sample's (``"sample": "labelled"``); each method and judge key also

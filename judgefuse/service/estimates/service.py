@@ -97,7 +97,7 @@ class CalibrationService:
                 key = parse_key(raw)
             except ValueError:
                 continue
-            if key.kind in ("abstain", "traffic"):
+            if key.kind in ("abstain", "agreement", "traffic"):
                 continue
             fields = await self.storage.read_accumulator(tenant, raw)
             values = metrics_json(fields, n_bins=settings.estimates.calibration_bins, eps=settings.estimates.th_eps)
