@@ -107,6 +107,8 @@ class JudgeFigures:
     judge: str
     votes: int = 0
     invalid: int = 0
+    """Votes without an answer (failed or abstained; a tie vote is an answer)."""
+    ties: int = 0
     calls: int = 0
     cost_usd: float = 0.0
     latencies: list[float] = field(default_factory=list)
@@ -120,7 +122,7 @@ class JudgeFigures:
 
     def as_row(self) -> dict[str, Any]:
         return {
-            "judge": self.judge, "votes": self.votes, "invalid": self.invalid,
+            "judge": self.judge, "votes": self.votes, "invalid": self.invalid, "ties": self.ties,
             "invalid_share": self.invalid / self.votes if self.votes else None,
             "latency_p50": self.latency(0.5), "latency_p95": self.latency(0.95),
             "calls": self.calls, "cost_usd": self.cost_usd,
@@ -142,7 +144,8 @@ async def judge_figures(
         for vote in record.verdict.votes:
             row = figures.setdefault(vote.judge, JudgeFigures(vote.judge))
             row.votes += 1
-            row.invalid += vote.choice is None
+            row.invalid += vote.failed
+            row.ties += vote.tie
             row.calls += vote.calls
             row.cost_usd += vote.cost_usd
             row.latencies.append(vote.latency_s)

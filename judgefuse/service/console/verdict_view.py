@@ -65,7 +65,7 @@ def verdict_view(
     ``history`` the verdict's label history (storage's, oldest first)."""
     verdict = record.verdict
     votes = [{
-        "judge": v.judge, "mode": v.mode, "choice": v.choice, "confidence": v.confidence,
+        "judge": v.judge, "mode": v.mode, "choice": v.choice, "tie": v.tie, "confidence": v.confidence,
         "p_a": v.p_a, "explanation": v.explanation, "latency_s": v.latency_s, "calls": v.calls,
         "tokens": v.prompt_tokens + v.completion_tokens, "cost_usd": v.cost_usd, "error": v.error,
         "agrees": v.choice is not None and v.choice == verdict.choice,

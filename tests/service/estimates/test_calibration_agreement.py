@@ -7,6 +7,8 @@ like every accumulator, and a counter written before them reads as zero."""
 
 from __future__ import annotations
 
+import re
+
 import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import httpx
 from panel_support import EXT, PAIR, H, external_panel
@@ -152,3 +154,22 @@ async def test_a_counter_from_before_the_agreement_fields_reads_as_zero(storage,
     assert e1["ties"] == {"all_time": 0, "window": 0}
     block = e1["agreement"]["all_time"]
     assert (block["n"], block["cohen_kappa"], block["confusion"]["counts"]) == (0, None, [[0, 0], [0, 0]])
+
+
+async def test_the_console_shows_a_tie_vote_as_a_tie_not_a_failure(storage, tmp_path):
+    settings = S.make_settings(tmp_path, [external_panel(tmp_path)])
+    app = create_app(settings, storage=storage)
+    async with S.uvicorn_server(app) as url, httpx.AsyncClient(base_url=url, timeout=30) as client:
+        for vid, votes in (("c0", ("A", "B", TIE)), ("c1", ("A", "A", None)), ("c2", ("B", "B", TIE))):
+            r = await client.post("/v1/fuse", json={
+                **PAIR, "id": vid, "votes": [_vote(j, a) for j, a in zip(EXT, votes, strict=True)]},
+                headers=H)
+            assert r.status_code == 200, r.text
+        overview = (await client.get("/console", headers=H)).text
+        page = (await client.get("/console/verdicts/c0", headers=H)).text
+    row = re.search(r'<tr data-judge="e3">(.*?)</tr>', overview, re.S)
+    assert row, "no row for e3"
+    cells = dict(re.findall(r'<td class="(failed|ties)">(\d+)</td>', row.group(1)))
+    assert cells == {"failed": "1", "ties": "2"}
+    e3 = re.search(r'<tr data-judge="e3">(.*?)</tr>', page, re.S)
+    assert e3 and '<span class="tie">tie</span>' in e3.group(1) and "failed" not in e3.group(1)
