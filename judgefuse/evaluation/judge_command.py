@@ -5,7 +5,9 @@
 
 Input lines may be JudgeBench pairs (``pair_id``, ``question``, ``response_A``, ``response_B``,
 optional ``label`` ``"A>B"``/``"B>A"``, ``source``), our :class:`PairwiseItem` JSON, or lines of
-a votes file (``{"item": ...}``: the items are judged again). ``--panel`` defaults to the
+a votes file (``{"item": ...}``: the items are judged again), or the Hugging Face preference
+layout (``chosen`` / ``rejected``); a ``.parquet`` file holds the same records one a row
+(:mod:`~judgefuse.evaluation.loaders.parquet`). ``--panel`` defaults to the
 packaged no-API-key panel (a local SmolLM2; see ``judgefuse/judges/local/INSTALL.md``).
 
 ``--out`` is written with :class:`~judgefuse.evaluation.loaders.VotesWriter` as each item
@@ -42,7 +44,7 @@ from judgefuse.evaluation.judge_batch import add_batch_arguments, judge_in_batch
 from judgefuse.evaluation.loaders import DatasetError, VotesWriter, done_ids, load_csv
 from judgefuse.evaluation.loaders.csv_pairs import SUFFIX as CSV_SUFFIX
 from judgefuse.evaluation.loaders.errors import from_validation
-from judgefuse.evaluation.loaders.jsonl import iter_jsonl
+from judgefuse.evaluation.loaders.parquet import iter_records
 from judgefuse.evaluation.progress import progress_bar
 from judgefuse.judges.batch import BatchAPIError, state_path
 from judgefuse.judges.config import PanelConfig, load_panel_config
@@ -146,16 +148,17 @@ def _pair_from_preference(record: dict[str, Any], path: Path, line: int) -> Pair
 
 
 def read_pairs(path: str | Path) -> list[PairwiseItem]:
-    """Items from a JSONL file (module docstring) or a CSV file (:mod:`~judgefuse.evaluation.loaders.csv_pairs`;
-    its vote columns are not read here); a fault is a DatasetError naming file and line."""
+    """Items from a JSONL or Parquet file (module docstring; :mod:`~judgefuse.evaluation.loaders.parquet`) or a
+    CSV file (:mod:`~judgefuse.evaluation.loaders.csv_pairs`; its vote columns are not read here); a fault is a
+    DatasetError naming file and line (the row, for Parquet)."""
     path = Path(path)
     if path.suffix.lower() == CSV_SUFFIX:
         return [judged.item for judged in load_csv(path)]
     items: list[PairwiseItem] = []
     first_line: dict[str, int] = {}
-    for line, record in iter_jsonl(path):
+    for line, record in iter_records(path):
         try:
-            if "chosen" in record and "rejected" in record:
+            if "chosen" in record or "rejected" in record:  # one missing is this layout's error
                 item = _pair_from_preference(record, path, line)
             elif "pair_id" in record:
                 item = _pair_from_judgebench(record, path, line)
@@ -395,7 +398,7 @@ def add_commands(subcommands: argparse._SubParsersAction) -> None:
         help="run a judge panel on one pair or a JSONL file of pairs",
         description="Judge pairs with a panel (YAML); write votes JSONL as items finish; resumable.",
     )
-    parser.add_argument("input", nargs="?", type=Path, help="JSONL of pairs (JudgeBench pairs or PairwiseItem lines), or a CSV of pairs")
+    parser.add_argument("input", nargs="?", type=Path, help="JSONL or Parquet of pairs (JudgeBench, PairwiseItem, chosen/rejected), or a CSV")
     parser.add_argument("--question", help="single pair: the instruction")
     parser.add_argument("--answer-a", dest="answer_a", help="single pair: output (a)")
     parser.add_argument("--answer-b", dest="answer_b", help="single pair: output (b)")

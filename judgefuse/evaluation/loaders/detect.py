@@ -6,7 +6,8 @@ Detection, per path (all paths must agree):
   inside or in ``outputs/`` -> judgebench; otherwise the ``*.jsonl`` files inside decide.
 * a file, by name: ``llmbar_decisions_compact.jsonl`` / ``dataset.json`` -> llmbar,
   ``*.calibration.jsonl`` -> toe, ``dataset=judgebench*`` -> judgebench, ``*.csv`` -> csv
-  (:mod:`.csv_pairs`); else by the first
+  (:mod:`.csv_pairs`); ``*.parquet`` by its first row's columns (:mod:`.parquet`: votes rows,
+  or an export); else by the first
   record's keys: ``item`` + ``votes`` -> votes, ``pair_id`` + ``judgments``/``response_A`` ->
   judgebench, ``instruction`` + ``outputs`` + ``probs`` -> toe, ``subset`` + ``idx`` + ``base_llm`` +
   ``strategy`` -> llmbar.
@@ -28,9 +29,11 @@ from judgefuse.evaluation.loaders.errors import DatasetError
 from judgefuse.evaluation.loaders.jsonl import first_record
 from judgefuse.evaluation.loaders.judgebench import load_judgebench_paths
 from judgefuse.evaluation.loaders.llmbar import DECISIONS_FILE, llmbar_root, load_llmbar
+from judgefuse.evaluation.loaders.parquet import SUFFIX as PARQUET_SUFFIX
+from judgefuse.evaluation.loaders.parquet import is_parquet, iter_parquet
 from judgefuse.evaluation.loaders.trust_or_escalate import SUFFIX as TOE_SUFFIX
 from judgefuse.evaluation.loaders.trust_or_escalate import load_toe, toe_files
-from judgefuse.evaluation.loaders.votes import read_votes
+from judgefuse.evaluation.loaders.votes import read_parquet_votes, read_votes
 from judgefuse.judges.types import JudgedItem
 
 Format = Literal["judgebench", "llmbar", "toe", "votes", "csv"]
@@ -49,7 +52,7 @@ def _as_paths(paths: PathsLike) -> list[Path]:
 
 
 def _by_keys(path: Path) -> Format | None:
-    record = first_record(path)
+    record = next((r for _, r in iter_parquet(path)), None) if is_parquet(path) else first_record(path)
     if record is None:
         return None
     keys = set(record)
@@ -93,7 +96,7 @@ def _detect_dir(path: Path) -> Format | None:
         return "toe"
     if any(path.glob("dataset=judgebench*.jsonl")) or any(path.glob("outputs/dataset=judgebench*.jsonl")):
         return "judgebench"
-    found = {_detect_file(p) for p in sorted(path.glob("*.jsonl"))}
+    found = {_detect_file(p) for p in sorted([*path.glob("*.jsonl"), *path.glob(f"*{PARQUET_SUFFIX}")])}
     if not found and any(path.glob(f"*{CSV_SUFFIX}")):
         return "csv"
     return found.pop() if len(found) == 1 else None
@@ -123,11 +126,15 @@ def detect_format(paths: PathsLike) -> Format:
     return next(iter(found))
 
 
-def _votes_files(paths: list[Path], suffix: str = ".jsonl") -> list[Path]:
+def _votes_files(paths: list[Path], suffixes: tuple[str, ...] = (".jsonl", PARQUET_SUFFIX)) -> list[Path]:
     files: list[Path] = []
     for path in paths:
-        files.extend(sorted(path.glob(f"*{suffix}")) if path.is_dir() else [path])
+        files.extend(sorted(p for s in suffixes for p in path.glob(f"*{s}")) if path.is_dir() else [path])
     return files
+
+
+def _read_votes_file(path: Path) -> list[JudgedItem]:
+    return read_parquet_votes(path) if is_parquet(path) else read_votes(path)
 
 
 def load(
@@ -156,8 +163,8 @@ def load(
         return load_toe(toe_files(path_list), answers=answers)
     items: list[JudgedItem] = []
     where: dict[str, Path] = {}
-    for path in _votes_files(path_list, CSV_SUFFIX if fmt == "csv" else ".jsonl"):
-        for judged in load_csv(path) if fmt == "csv" else read_votes(path):
+    for path in _votes_files(path_list, (CSV_SUFFIX,)) if fmt == "csv" else _votes_files(path_list):
+        for judged in load_csv(path) if fmt == "csv" else _read_votes_file(path):
             if judged.item.id in where:
                 raise DatasetError(path, f"item {judged.item.id!r} is also in {where[judged.item.id]}", field="item.id")
             where[judged.item.id] = path

@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from judgefuse.evaluation.loaders.errors import DatasetError, from_validation
 from judgefuse.evaluation.loaders.jsonl import paused_gc
+from judgefuse.evaluation.loaders.parquet import iter_parquet
 from judgefuse.judges.types import JudgedItem
 
 log = logging.getLogger(__name__)
@@ -74,6 +75,21 @@ def read_votes(path: str | Path, *, notes: list[str] | None = None) -> list[Judg
                     notes.append(note)
             else:
                 _add(items, first_line, item, path, number)
+    return items
+
+
+def read_parquet_votes(path: str | Path) -> list[JudgedItem]:
+    """Every item of a votes file in Parquet (one votes record a row, or an export's ``judged_item``
+    column; :mod:`.parquet`), in row order; a fault names the row."""
+    path = Path(path)
+    items: list[JudgedItem] = []
+    first_line: dict[str, int] = {}
+    for number, record in iter_parquet(path):
+        try:
+            item = JudgedItem.model_validate(record)
+        except ValidationError as exc:
+            raise from_validation(exc, path, number) from exc
+        _add(items, first_line, item, path, number)
     return items
 
 
