@@ -110,3 +110,64 @@ def test_without_pyarrow_the_command_names_the_extra(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stderr
     assert f"{path}: reading Parquet needs pyarrow, which is not installed: {PARQUET_EXTRA}" in done.stderr
     assert "pip install 'judgefuse[parquet]'" in PARQUET_EXTRA
+
+
+def test_an_empty_parquet_file_is_called_empty_and_a_folder_of_parquet_is_read(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.parquet"
+    pq.write_table(pa.table({"item": pa.array([], pa.string())}), empty)
+    with pytest.raises(DatasetError, match="empty file"):
+        load(empty)
+    folder = tmp_path / "votes"
+    folder.mkdir()
+    write_parquet(folder / "a.parquet", TIES_VOTES[:2])
+    write_parquet(folder / "b.parquet", TIES_VOTES[2:])
+    assert load(folder) == load(FIXTURES / "ties_votes.jsonl")
+
+
+def test_compare_and_tune_read_parquet(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    parquet = write_parquet(tmp_path / "votes.parquet", csv_records())
+    assert main(["compare", str(parquet), "--judges", "j1", "j2", "--bootstrap", "10"]) == 0
+    from_parquet = capsys.readouterr().out
+    assert main(["compare", str(FIXTURES / "pairs_with_ties.csv"), "--judges", "j1", "j2", "--bootstrap", "10"]) == 0
+    assert from_parquet.replace(str(parquet), "X") == capsys.readouterr().out.replace(
+        str(FIXTURES / "pairs_with_ties.csv"), "X"
+    )
+
+
+async def test_judge_runs_a_panel_on_a_parquet_preference_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """End to end on the stub (tests/evaluation/test_judge_command.py's judge): the same votes as from JSONL."""
+    import asyncio
+    import re
+
+    from jf_test_support import openai_stub as S
+    from jf_test_support.judge_cli import parse
+
+    from judgefuse.evaluation.loaders import read_votes
+
+    def reply(body: dict[str, Any]) -> Any:
+        output_a = re.split(r"</?output_a_[0-9a-f]+>", body["messages"][-1]["content"])[1]
+        choice = "a" if "good" in output_a else "b"
+        text = json.dumps({"selected_output": f"Output ({choice})", "confidence_score": 80, "explanation": "x"})
+        return S.Reply(texts=text, usage=(100, 10))
+
+    server = await S.StubServer().start()
+    server.handler = reply
+    try:
+        panel = tmp_path / "panel.yaml"
+        panel.write_text(f"name: one\nfusion: majority\njudges:\n  - name: j\n    model: openai/j\n    backend: direct\n"
+                         f"    api_base: {server.url}\n    timeout_s: 5\n", encoding="utf-8")  # fmt: skip
+        rows = [{"id": f"p{i}", "prompt": f"q{i}", "chosen": f"good {i}", "rejected": f"bad {i}"} for i in range(6)]
+        votes = {}
+        for kind, path in (("parquet", write_parquet(tmp_path / "prefs.parquet", rows)),
+                           ("jsonl", write_jsonl(tmp_path / "prefs.jsonl", rows))):  # fmt: skip
+            out = tmp_path / f"votes-{kind}.jsonl"
+            args = parse(str(path), "--panel", str(panel), "--out", str(out), "--quiet")
+            assert await asyncio.to_thread(args.handler, args) == 0
+            votes[kind] = sorted((j.item.id, j.item.label, j.votes[0].choice) for j in read_votes(out))
+    finally:
+        await server.stop()
+    assert "judged 6 items" in capsys.readouterr().out
+    assert votes["parquet"] == votes["jsonl"] and len(votes["parquet"]) == 6
+    assert all(label == choice for _, label, choice in votes["parquet"])  # the stub's judge picks "good"

@@ -68,7 +68,9 @@ def _by_keys(path: Path) -> Format | None:
 
 
 def _is_empty(path: Path) -> bool:
-    """No non-blank line in the file (or it cannot be read as text, which the loader will say)."""
+    """No non-blank line in the file, no row in a Parquet file (or it cannot be read, which the loader will say)."""
+    if is_parquet(path):
+        return next(iter_parquet(path), None) is None
     try:
         with path.open("rb") as handle:
             return all(not line.strip() for line in handle)
