@@ -226,6 +226,7 @@ class ServiceMetrics:
                     self.judge_latency.labels(panel, vote.judge),
                     self.judge_votes.labels(panel, vote.judge, "valid"),
                     self.judge_votes.labels(panel, vote.judge, "invalid"),
+                    self.judge_votes.labels(panel, vote.judge, "tie"),
                     self.judge_errors.labels(panel, vote.judge),
                     self.judge_calls.labels(panel, vote.judge),
                     self.judge_tokens.labels(panel, vote.judge, "prompt"),
@@ -233,7 +234,9 @@ class ServiceMetrics:
                     self.judge_cost.labels(panel, vote.judge),
                 )
                 self._judge_children[(panel, vote.judge)] = children
-            latency, valid, invalid, errors, calls, prompt, completion, cost = children
+            latency, valid, invalid, tie, errors, calls, prompt, completion, cost = children
+            # a tie vote is an answer, not an error (docs/design.md, 'Fusion'): its own outcome
+            outcome = "valid" if vote.valid else "tie" if vote.tie else "invalid"
             latency.observe(vote.latency_s)
             n_calls = vote_calls(vote)
             calls.inc(n_calls)
@@ -254,16 +257,18 @@ class ServiceMetrics:
                 own["completion_tokens"] += vote.completion_tokens
                 own["usd"] += vote.cost_usd
                 own_health = self.tenant_judge_health.setdefault(
-                    (tenant, panel, vote.judge), {"valid": 0, "invalid": 0})
-                own_health["valid" if vote.valid else "invalid"] += 1
-            health = self.judge_health.setdefault((panel, vote.judge), {"valid": 0, "invalid": 0})
-            if vote.valid:
+                    (tenant, panel, vote.judge), {"valid": 0, "invalid": 0, "tie": 0})
+                own_health[outcome] += 1
+            health = self.judge_health.setdefault(
+                (panel, vote.judge), {"valid": 0, "invalid": 0, "tie": 0})
+            health[outcome] += 1
+            if outcome == "valid":
                 valid.inc()
-                health["valid"] += 1
+            elif outcome == "tie":
+                tie.inc()
             else:
                 invalid.inc()
                 errors.inc()
-                health["invalid"] += 1
 
     def set_circuits(self, judges: Iterable[tuple[str, str, Any]]) -> None:
         """Refresh the circuit gauges from (panel, judge name, breaker or None) triples."""

@@ -167,6 +167,15 @@ async def test_the_console_shows_a_tie_vote_as_a_tie_not_a_failure(storage, tmp_
             assert r.status_code == 200, r.text
         overview = (await client.get("/console", headers=H)).text
         page = (await client.get("/console/verdicts/c0", headers=H)).text
+        metrics = (await client.get("/metrics", headers=S.admin())).text
+        dashboard = (await client.get("/dashboard", headers=H)).text
+    # /metrics: a tie vote is its own outcome, not an invalid vote or a judge error
+    series = dict(re.findall(r'^(judgefuse_judge_(?:votes|errors)_total\{[^}]*judge="e3"[^}]*\}) (\S+)$',
+                             metrics, re.M))
+    assert float(series['judgefuse_judge_votes_total{judge="e3",outcome="tie",panel="ext"}']) == 2
+    assert float(series['judgefuse_judge_votes_total{judge="e3",outcome="invalid",panel="ext"}']) == 1
+    assert float(series['judgefuse_judge_errors_total{judge="e3",panel="ext"}']) == 1
+    assert "<td>e3</td><td>0</td><td>1</td><td>2</td>" in dashboard  # valid, invalid, tie votes
     row = re.search(r'<tr data-judge="e3">(.*?)</tr>', overview, re.S)
     assert row, "no row for e3"
     cells = dict(re.findall(r'<td class="(failed|ties)">(\d+)</td>', row.group(1)))
