@@ -37,6 +37,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from judgefuse.fusion.verdict import is_tie
 from judgefuse.service.errors import FieldProblem, ServiceError
 from judgefuse.service.judging.panels import PanelRuntime
 from judgefuse.service.judging.request_checks import encodable
@@ -89,7 +90,7 @@ def item_out(lease: ReviewLease, runtime: PanelRuntime | None) -> ReviewItemOut:
     verdict: dict[str, Any] | None = None
     if runtime is not None and runtime.panel.config.review_shows_verdict:
         verdict = {"choice": record.verdict.choice, "confidence": record.verdict.confidence,
-                   "method": record.verdict.method}
+                   "method": record.verdict.method, "tie": is_tie(record.verdict)}
     return ReviewItemOut(
         verdict_id=record.id,
         question=item.question if item else "",

@@ -182,3 +182,23 @@ async def test_the_console_shows_a_tie_vote_as_a_tie_not_a_failure(storage, tmp_
     assert cells == {"failed": "1", "ties": "2"}
     e3 = re.search(r'<tr data-judge="e3">(.*?)</tr>', page, re.S)
     assert e3 and '<span class="tie">tie</span>' in e3.group(1) and "failed" not in e3.group(1)
+
+
+async def test_the_review_page_says_a_fused_tie_is_a_tie(storage, tmp_path):
+    """With ``review_shows_verdict``, a fused exact tie reads as a tie (``verdict.tie``), not as
+    "the judges chose neither", the words of a verdict without any usable vote."""
+    settings = S.make_settings(tmp_path, [external_panel(tmp_path, shows_verdict=True)])
+    app = create_app(settings, storage=storage)
+    async with S.uvicorn_server(app) as url, httpx.AsyncClient(base_url=url, timeout=30) as client:
+        r = await client.post("/v1/fuse", json={**PAIR, "id": "t0", "votes": [
+            _vote("e1", "A"), _vote("e2", "B"), _vote("e3", TIE)]}, headers=H)
+        assert r.status_code == 200 and r.json()["choice"] is None, r.text
+        items = (await client.get("/v1/review/next", params={"panel": "ext", "annotator": "ann"},
+                                  headers=H)).json()["items"]
+        assert [(i["verdict_id"], i["verdict"]["tie"]) for i in items] == [("t0", True)]
+        login = await client.post("/review/login", data={"api_key": S.TENANT_KEYS["tenant-a"],
+                                                         "annotator": "ann"})
+        assert login.status_code == 303, login.text
+        page = (await client.get("/review")).text
+    assert "the judges found the answers equal (an exact tie)" in page
+    assert "chose neither" not in page
