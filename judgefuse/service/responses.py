@@ -153,6 +153,24 @@ class PanelStructureOut(_Open):
     definition: str
 
 
+class DisagreementOut(_Open):
+    id: str
+    method: str
+    choice: str
+    """The fused answer, ``A`` or ``B``."""
+    confidence: float
+    label: str
+    """The A/B label that contradicts it."""
+    created_at: float
+
+
+class DisagreementsOut(_Open):
+    scanned: int
+    """How many of the newest labelled verdicts were read (at most 500)."""
+    items: list[DisagreementOut]
+    """Labelled verdicts whose fused answer the label contradicts, most confident first."""
+
+
 class CalibrationOut(_Open):
     panel: str
     window_hours: int | None
@@ -165,6 +183,8 @@ class CalibrationOut(_Open):
     label_kinds: dict[str, dict[str, int | None]] = {}
     """``tie`` and ``both_bad`` labels, ``all_time`` and over the ``window`` (None: no window):
     stored and counted, but in no key above (accuracy and calibration are over A/B labels)."""
+    disagreements: DisagreementsOut | None = None
+    """The most confident disagreements with the labels (None: ``disagreements=0``)."""
 
 
 class RefitOut(_Open):

@@ -29,6 +29,7 @@ async def calibration(
     n_bins: Annotated[int | None, Query(ge=1, le=1000)] = None,
     population: Annotated[bool, Query()] = True,
     structure: Annotated[bool, Query()] = True,
+    disagreements: Annotated[int, Query(ge=0, le=100)] = 10,
 ) -> CalibrationOut:
     """Keys: ``method:<name>:fused``, ``judge:<name>:<mode>``, ``mode:all:<mode>``.
 
@@ -52,6 +53,10 @@ async def calibration(
     errors (against the labels; and, label-free, against the Dawid-Skene consensus), over the
     newest ``panel_structure_window`` verdicts, at most ``panel_structure_ttl_s`` old
     (``structure=false`` skips it).
+
+    ``disagreements``: the labelled verdicts of the window whose fused A/B answer the label
+    contradicts, most confident first, at most ``disagreements`` of them (0 skips the list)
+    from the newest 500 labelled verdicts.
     """
     from judgefuse.service.errors import FieldProblem
 
@@ -71,9 +76,12 @@ async def calibration(
     )
     estimates = await service.structure(tenant, runtime) if structure else None
     label_kinds = await service.label_kinds(tenant, runtime.name, window_hours=window_hours or None)
+    missed = (await service.disagreements(tenant, runtime.name, window_hours=window_hours or None,
+                                          limit=disagreements) if disagreements else None)
     return CalibrationOut.model_validate({
         "panel": runtime.name, "window_hours": window_hours or None, "eps": eps,
         "n_bins": n_bins, "keys": keys, "panel_structure": estimates, "label_kinds": label_kinds,
+        "disagreements": missed,
     })
 
 

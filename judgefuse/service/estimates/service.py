@@ -29,6 +29,11 @@ from judgefuse.service.storage import Storage, hour_of
 __all__ = ["CalibrationService"]
 
 
+DISAGREEMENT_SCAN = 500
+"""How many of the newest labelled verdicts ``/v1/calibration`` reads for its disagreement list
+(one bounded read per call; older misses are in the console's verdict list, filter ``wrong``)."""
+
+
 class CalibrationService:
     def __init__(
         self, settings: Settings, storage: Storage, *, clock: Callable[[], float] = time.time
@@ -70,6 +75,27 @@ class CalibrationService:
                   if window_hours else None)
         return {kind: {"all_time": n, "window": window[kind] if window else None}
                 for kind, n in total.items()}
+
+    async def disagreements(
+        self, tenant: str, panel: str, *, window_hours: int | None, limit: int
+    ) -> dict[str, Any]:
+        """The labelled verdicts whose fused answer (A or B) the A/B label contradicts, most
+        confident first: at most ``limit`` of the newest ``DISAGREEMENT_SCAN`` labelled
+        verdicts of the window (None: all time). These are the items a reviewer should read
+        first: a confident miss says more about a panel than its accuracy. Labels come from the
+        review loop, so this lists labelled verdicts, not a sample of the population."""
+        records = await self.storage.iter_labelled(tenant, panel, limit=DISAGREEMENT_SCAN)
+        since = None if not window_hours else self.clock() - 3600.0 * window_hours
+        missed = [r for r in records
+                  if (since is None or r.created_at >= since)
+                  and r.verdict.choice in ("A", "B") and r.verdict.choice != r.label]
+        missed.sort(key=lambda r: (-r.verdict.confidence, -r.created_at, r.id))
+        return {
+            "scanned": len(records),
+            "items": [{"id": r.id, "method": r.verdict.method, "choice": r.verdict.choice,
+                       "confidence": r.verdict.confidence, "label": r.label,
+                       "created_at": r.created_at} for r in missed[:limit]],
+        }
 
     async def history(
         self, tenant: str, storage_key: str, *, days: int, n_bins: int, eps: float

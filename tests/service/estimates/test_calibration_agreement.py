@@ -76,6 +76,7 @@ async def test_tie_votes_and_agreement_with_the_labels(storage, tmp_path):
         answers: dict[str, list[str]] = {j: [] for j in EXT}
         answers["majority"] = []
         ids = []
+        fused: list[tuple[str, str | None, float]] = []
         for i, (votes, label) in enumerate(CASES):
             r = await client.post("/v1/fuse", json={
                 **PAIR, "id": f"ag{i}", "votes": [_vote(j, a) for j, a in zip(EXT, votes, strict=True)]},
@@ -90,6 +91,7 @@ async def test_tie_votes_and_agreement_with_the_labels(storage, tmp_path):
             fused_tie = out["choice"] is None and any(n.startswith("exact tie") for n in out["notes"])
             answers["majority"].append(out["choice"] or (TIE if fused_tie else "none"))
             ids.append(out["id"])
+            fused.append((out["id"], out["choice"], out["confidence"]))
             r = await client.post("/v1/feedback", json={"verdict_id": out["id"], "label": label}, headers=H)
             assert r.status_code == 200, r.text
         labels = [label for _votes, label in CASES]
@@ -100,6 +102,24 @@ async def test_tie_votes_and_agreement_with_the_labels(storage, tmp_path):
         cal = (await client.get("/v1/calibration", params={"panel": "ext"}, headers=H)).json()
         for judge in EXT:
             _check(cal, "judge", judge, answers[judge], labels)
+        # the most confident disagreements with the labels: fused A/B answers the label
+        # contradicts, most confident first (equal confidences: the newer first)
+        missed = [(vid, choice, conf, lab) for (vid, choice, conf), lab in zip(fused, labels, strict=True)
+                  if choice in ("A", "B") and choice != lab]
+        assert missed, "the cases must hold a disagreement"
+        missed.sort(key=lambda m: -m[2])
+        got = cal["disagreements"]
+        assert got["scanned"] == len(CASES)
+        assert ({(d["id"], d["choice"], d["confidence"], d["label"]) for d in got["items"]}
+                == set(missed))
+        assert all(d["method"] == "majority" for d in got["items"])
+        assert [d["confidence"] for d in got["items"]] == sorted((m[2] for m in missed), reverse=True)
+        one = (await client.get("/v1/calibration", params={"panel": "ext", "disagreements": 1},
+                                headers=H)).json()["disagreements"]["items"]
+        assert len(one) == 1 and one[0]["confidence"] == max(m[2] for m in missed)
+        off = (await client.get("/v1/calibration", params={"panel": "ext", "disagreements": 0},
+                                headers=H)).json()
+        assert off["disagreements"] is None
         _check(cal, "method", "majority", answers["majority"], labels)
         e3 = _entry(cal, "judge", "e3")
         assert e3["ties"]["all_time"] == 2 and e3["abstained"]["all_time"] == 1
