@@ -12,11 +12,14 @@ Spoken with aiohttp, as the direct chat client speaks chat completions (docs/des
 
 A failure of these endpoints is a :class:`BatchAPIError` (its message redacted of the key): the
 run cannot go on without them, unlike a failed request *inside* a batch, which only degrades
-its vote.
+its vote. Both APIs share their session, calls and errors (``_BatchHTTP``) and are polled by
+the same loop (:func:`judgefuse.judges.batch.polling.poll_until_ended`), each with its own
+terminal statuses.
 """
 
 from __future__ import annotations
 
+import abc
 import hashlib
 import io
 import json
@@ -33,7 +36,9 @@ from judgefuse.judges.transport.errors import redact
 
 __all__ = [
     "ANTHROPIC_API_BASE",
+    "ANTHROPIC_TERMINAL_STATUSES",
     "ANTHROPIC_VERSION",
+    "OPENAI_TERMINAL_STATUSES",
     "TERMINAL_STATUSES",
     "AnthropicBatchAPI",
     "BatchAPIError",
@@ -41,9 +46,12 @@ __all__ = [
     "OpenAIBatchAPI",
 ]
 
-TERMINAL_STATUSES = frozenset({"completed", "failed", "expired", "cancelled", "ended"})
-"""Statuses after which a batch changes no more (its files, if any, are final); ``ended`` is
-Anthropic's only one."""
+OPENAI_TERMINAL_STATUSES = frozenset({"completed", "failed", "expired", "cancelled"})
+"""An OpenAI batch's statuses after which it changes no more (its files, if any, are final)."""
+ANTHROPIC_TERMINAL_STATUSES = frozenset({"ended"})
+"""A message batch's only final ``processing_status``."""
+TERMINAL_STATUSES = OPENAI_TERMINAL_STATUSES | ANTHROPIC_TERMINAL_STATUSES
+"""Either provider's final statuses (:attr:`BatchStatus.finished`)."""
 ANTHROPIC_API_BASE = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
 """The ``anthropic-version`` header sent with every Anthropic call."""
@@ -94,33 +102,74 @@ class BatchStatus:
         )
 
 
-class OpenAIBatchAPI:
-    """The four calls of the module docstring against one ``api_base``; call :meth:`aclose`."""
+class _BatchHTTP(abc.ABC):
+    """What both batch APIs share: an aiohttp session against ``api_base`` with the provider's
+    auth headers (:meth:`_headers`), and calls whose failures are :class:`BatchAPIError` with the
+    key redacted. ``terminal_statuses`` are the provider's statuses after which a batch changes
+    no more (what :func:`~judgefuse.judges.batch.polling.poll_until_ended` waits for)."""
 
-    def __init__(self, api_base: str, api_key: SecretStr | None = None, *, timeout_s: float = 120.0) -> None:
-        self.api_base = api_base.rstrip("/")
+    terminal_statuses: frozenset[str] = TERMINAL_STATUSES
+
+    def __init__(self, api_base: str, api_key: SecretStr | None, *, timeout_s: float) -> None:
+        self.api_base = api_base
         self._api_key = api_key
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
         self._session: aiohttp.ClientSession | None = None
 
     def __repr__(self) -> str:
-        return f"OpenAIBatchAPI(api_base={self.api_base!r})"
+        return f"{type(self).__name__}(api_base={self.api_base!r})"
+
+    @abc.abstractmethod
+    def _headers(self, secret: str | None) -> dict[str, str]:
+        """The headers every call carries (the key among them when there is one)."""
 
     def _secret(self) -> str | None:
         return self._api_key.get_secret_value() if self._api_key is not None else None
 
     def _get_session(self) -> aiohttp.ClientSession:
         if self._session is None:
-            secret = self._secret()
-            headers = {"Authorization": f"Bearer {secret}"} if secret else {}
-            self._session = aiohttp.ClientSession(headers=headers, timeout=self._timeout)
+            self._session = aiohttp.ClientSession(headers=self._headers(self._secret()), timeout=self._timeout)
         return self._session
 
     async def _call(self, method: str, path: str, **kwargs: Any) -> bytes:
-        return await _Caller(self).raw(method, path, **kwargs)
+        """``method path`` on ``api_base``: the answer's bytes, or a :class:`BatchAPIError`
+        (``transient`` for a 5xx, a 429, a broken connection or a timeout)."""
+        secret = self._secret()
+        try:
+            async with self._get_session().request(method, f"{self.api_base}{path}", **kwargs) as response:
+                raw = await response.read()
+                status = response.status
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            detail = redact(str(exc), secret)
+            raise BatchAPIError(f"{method} {path}: {type(exc).__name__}: {detail}", transient=True) from exc
+        if status >= 300:
+            detail = redact(raw.decode("utf-8", "replace"), secret)
+            raise BatchAPIError(f"{method} {path}: HTTP {status}: {detail}", transient=status >= 500 or status == 429)
+        return raw
 
     async def _json(self, method: str, path: str, **kwargs: Any) -> Any:
-        return await _Caller(self).json(method, path, **kwargs)
+        raw = await self._call(method, path, **kwargs)
+        try:
+            return json.loads(raw)
+        except ValueError as exc:
+            raise BatchAPIError(f"{method} {path}: the answer is not JSON") from exc
+
+    async def aclose(self) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+
+
+class OpenAIBatchAPI(_BatchHTTP):
+    """The four calls of the module docstring against one ``api_base``; call :meth:`aclose`."""
+
+    terminal_statuses = OPENAI_TERMINAL_STATUSES
+
+    def __init__(self, api_base: str, api_key: SecretStr | None = None, *, timeout_s: float = 120.0) -> None:
+        super().__init__(api_base.rstrip("/"), api_key, timeout_s=timeout_s)
+
+    def _headers(self, secret: str | None) -> dict[str, str]:
+        return {"Authorization": f"Bearer {secret}"} if secret else {}
 
     async def upload(self, data: bytes, filename: str = "judgefuse-batch.jsonl") -> str:
         """Upload a batch input file; its id."""
@@ -144,13 +193,8 @@ class OpenAIBatchAPI:
         """A file's bytes (an output or error file: JSONL)."""
         return await self._call("GET", f"/files/{file_id}/content")
 
-    async def aclose(self) -> None:
-        session, self._session = self._session, None
-        if session is not None:
-            await session.close()
 
-
-class AnthropicBatchAPI:
+class AnthropicBatchAPI(_BatchHTTP):
     """Anthropic's Message Batches API, behind the same four calls as :class:`OpenAIBatchAPI`.
 
     Anthropic takes the requests in the create call itself (``POST /v1/messages/batches`` with
@@ -165,30 +209,19 @@ class AnthropicBatchAPI:
     only to ``api_base``'s origin: a ``results_url`` elsewhere is refused, not followed.
     """
 
+    terminal_statuses = ANTHROPIC_TERMINAL_STATUSES
+
     def __init__(
         self, api_base: str, api_key: SecretStr | None = None, *, spool: Path, timeout_s: float = 120.0
     ) -> None:
-        self.api_base = api_base.rstrip("/").removesuffix("/v1")
+        super().__init__(api_base.rstrip("/").removesuffix("/v1"), api_key, timeout_s=timeout_s)
         self.spool = spool
-        self._api_key = api_key
-        self._timeout = aiohttp.ClientTimeout(total=timeout_s)
-        self._session: aiohttp.ClientSession | None = None
-        self._calls = _Caller(self)
 
-    def __repr__(self) -> str:
-        return f"AnthropicBatchAPI(api_base={self.api_base!r})"
-
-    def _secret(self) -> str | None:
-        return self._api_key.get_secret_value() if self._api_key is not None else None
-
-    def _get_session(self) -> aiohttp.ClientSession:
-        if self._session is None:
-            secret = self._secret()
-            headers = {"anthropic-version": ANTHROPIC_VERSION}
-            if secret:
-                headers["x-api-key"] = secret
-            self._session = aiohttp.ClientSession(headers=headers, timeout=self._timeout)
-        return self._session
+    def _headers(self, secret: str | None) -> dict[str, str]:
+        headers = {"anthropic-version": ANTHROPIC_VERSION}
+        if secret:
+            headers["x-api-key"] = secret
+        return headers
 
     async def upload(self, data: bytes, filename: str = "judgefuse-batch.jsonl") -> str:
         """Keep the request lines (one ``{custom_id, params}`` per line) for :meth:`create`."""
@@ -208,13 +241,13 @@ class AnthropicBatchAPI:
             lines = [json.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
         except (OSError, ValueError) as exc:
             raise BatchAPIError(f"the batch's request file {path} cannot be read: {exc}") from exc
-        answer = await self._calls.json("POST", "/v1/messages/batches", json={"requests": lines})
+        answer = await self._json("POST", "/v1/messages/batches", json={"requests": lines})
         status = anthropic_status(answer)
         path.unlink(missing_ok=True)  # the provider holds the requests now
         return status
 
     async def retrieve(self, batch_id: str) -> BatchStatus:
-        return anthropic_status(await self._calls.json("GET", f"/v1/messages/batches/{batch_id}"))
+        return anthropic_status(await self._json("GET", f"/v1/messages/batches/{batch_id}"))
 
     async def content(self, file_id: str) -> bytes:
         """The results JSONL at ``results_url`` (``file_id``), on ``api_base``'s origin only."""
@@ -222,12 +255,7 @@ class AnthropicBatchAPI:
             raise BatchAPIError(
                 f"results_url {file_id[:120]!r} is not on {self.api_base}: not sending the key there"
             )
-        return await self._calls.raw("GET", file_id.removeprefix(self.api_base))
-
-    async def aclose(self) -> None:
-        session, self._session = self._session, None
-        if session is not None:
-            await session.close()
+        return await self._call("GET", file_id.removeprefix(self.api_base))
 
 
 def anthropic_status(data: Any) -> BatchStatus:
@@ -248,33 +276,3 @@ def anthropic_status(data: Any) -> BatchStatus:
         failed=count("errored", "canceled", "expired"),
         output_file_id=data.get("results_url") or None,
     )
-
-
-class _Caller:
-    """HTTP calls against an API object's ``api_base`` and session, errors as
-    :class:`BatchAPIError` with the key redacted (shared by both APIs)."""
-
-    def __init__(self, api: OpenAIBatchAPI | AnthropicBatchAPI) -> None:
-        self.api = api
-
-    async def raw(self, method: str, path: str, **kwargs: Any) -> bytes:
-        api = self.api
-        secret = api._secret()
-        try:
-            async with api._get_session().request(method, f"{api.api_base}{path}", **kwargs) as response:
-                raw = await response.read()
-                status = response.status
-        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
-            detail = redact(str(exc), secret)
-            raise BatchAPIError(f"{method} {path}: {type(exc).__name__}: {detail}", transient=True) from exc
-        if status >= 300:
-            detail = redact(raw.decode("utf-8", "replace"), secret)
-            raise BatchAPIError(f"{method} {path}: HTTP {status}: {detail}", transient=status >= 500 or status == 429)
-        return raw
-
-    async def json(self, method: str, path: str, **kwargs: Any) -> Any:
-        raw = await self.raw(method, path, **kwargs)
-        try:
-            return json.loads(raw)
-        except ValueError as exc:
-            raise BatchAPIError(f"{method} {path}: the answer is not JSON") from exc

@@ -36,13 +36,8 @@ from pydantic import SecretStr
 
 from judgefuse.errors import InputError
 from judgefuse.judges.batch.answers import AnsweringClient, AnswerStore, anthropic_line, anthropic_refusal, batch_line
-from judgefuse.judges.batch.api import (
-    ANTHROPIC_API_BASE,
-    AnthropicBatchAPI,
-    BatchAPIError,
-    BatchStatus,
-    OpenAIBatchAPI,
-)
+from judgefuse.judges.batch.api import ANTHROPIC_API_BASE, AnthropicBatchAPI, BatchStatus, OpenAIBatchAPI
+from judgefuse.judges.batch.polling import PollSchedule, poll_until_ended
 from judgefuse.judges.batch.state import BatchState, SubmittedBatch
 from judgefuse.judges.config import JudgeConfig, PanelConfig
 from judgefuse.judges.judge import Judge, read_api_key
@@ -66,8 +61,6 @@ __all__ = [
 OPENAI_API_BASE = "https://api.openai.com/v1"
 MAX_LINES = 50_000
 """Requests per batch (OpenAI's limit; Anthropic's is 100,000): more are split over several batches."""
-POLL_RETRIES = 5
-"""Transient poll failures in a row (5xx, 429, connection) waited out before the run stops."""
 
 
 class BatchUnsupported(InputError, ValueError):
@@ -140,7 +133,8 @@ def _silent(_batch: SubmittedBatch, _status: BatchStatus) -> None:
 class BatchRun:
     """One ``judge --batch`` run of ``config`` writing beside ``out`` (module docstring).
 
-    ``poll_s`` is the wait between two polls of a running batch; ``retry_online`` sends a
+    ``poll_s`` is the wait between two polls of a running batch (``poll_schedule``, when given,
+    sets the whole schedule instead: backoff, deadline; :mod:`.polling`); ``retry_online`` sends a
     failed or expired request online once (the judge's own client, with its retries);
     ``on_progress`` hears every poll; ``apis`` injects the batch API per judge name (default:
     :class:`OpenAIBatchAPI` at :func:`batch_endpoint` with the judge's key).
@@ -152,6 +146,7 @@ class BatchRun:
         out: Path,
         *,
         poll_s: float = 10.0,
+        poll_schedule: PollSchedule | None = None,
         retry_online: bool = False,
         max_rounds: int = 4,
         environ: Mapping[str, str] | None = None,
@@ -161,7 +156,7 @@ class BatchRun:
         if max_rounds < 1:
             raise ValueError(f"max_rounds must be >= 1, got {max_rounds}")
         self.config = config
-        self.poll_s = poll_s
+        self.poll = poll_schedule if poll_schedule is not None else PollSchedule(interval_s=poll_s)
         self.max_rounds = max_rounds
         self.on_progress = on_progress
         self._sleep = sleep
@@ -285,22 +280,12 @@ class BatchRun:
     async def _collect(self, batch: SubmittedBatch) -> None:
         api = self._api(batch)
         assert batch.batch_id is not None
-        failures = 0
-        while True:
-            try:
-                status = await api.retrieve(batch.batch_id)
-            except BatchAPIError as exc:
-                failures += 1
-                if not exc.transient or failures > POLL_RETRIES:
-                    raise
-                await self._sleep(self.poll_s)
-                continue
-            failures = 0
+
+        def heard(status: BatchStatus) -> None:
             batch.status = status.status
             self.on_progress(batch, status)
-            if status.finished:
-                break
-            await self._sleep(self.poll_s)
+
+        status = await poll_until_ended(api, batch.batch_id, self.poll, on_status=heard, sleep=self._sleep)
         for file_id in (status.output_file_id, status.error_file_id):
             if file_id is not None:
                 self.store.add_file(await api.content(file_id))
