@@ -11,7 +11,17 @@ from pathlib import Path
 
 import pytest
 from jf_test_support import openai_stub as S
-from jf_test_support.judge_cli import batch_args, comparable, output_a, parse, prefers_correct
+from jf_test_support.judge_cli import (
+    FAIL,
+    batch_args,
+    comparable,
+    output_a,
+    parse,
+    prefers_correct,
+    serving,
+    stub_panel,
+    write_pairs,
+)
 
 from judgefuse.evaluation.judge_command import JudgeCommandError, arun_judge
 from judgefuse.evaluation.loaders import read_votes
@@ -19,8 +29,6 @@ from judgefuse.judges.batch import BatchUnsupported, answers_path, state_path
 from judgefuse.judges.batch.runner import batch_endpoint
 from judgefuse.judges.config import JudgeConfig
 from judgefuse.judges.structured_output import forget_refusals
-
-FAIL = "please fail"
 
 
 def reply(body: dict) -> S.Action:
@@ -37,56 +45,17 @@ def reply(body: dict) -> S.Action:
 
 @pytest.fixture
 async def stub() -> AsyncIterator[S.StubServer]:
-    server = await S.StubServer().start()
-    server.handler = reply
-    try:
+    async with serving(reply) as server:
         yield server
-    finally:
-        await server.stop()
-
-
-def write_pairs(path: Path, n: int, *, failing: frozenset[int] | set[int] = frozenset()) -> Path:
-    with path.open("w", encoding="utf-8") as handle:
-        for i in range(n):
-            a_wins = i % 3 != 0
-            record = {
-                "pair_id": f"p{i}",
-                "question": f"question {i}" + (f" {FAIL}" if i in failing else ""),
-                "response_A": "the correct answer" if a_wins else "wrong",
-                "response_B": "wrong" if a_wins else "the correct answer",
-                "label": "A>B" if a_wins else "B>A",
-            }
-            handle.write(json.dumps(record) + "\n")
-    return path
 
 
 @pytest.fixture
 def panel_yaml(tmp_path: Path, stub: S.StubServer) -> Path:
-    path = tmp_path / "panel.yaml"
-    retries = "{attempts: 1, base_delay_s: 0, max_delay_s: 0}"
-    path.write_text(
-        f"""\
-name: two
-fusion: majority
-judges:
-  - name: sc-judge
-    model: openai/gpt-4o-mini
-    backend: direct
-    api_base: {stub.url}
-    timeout_s: 5
-    retries: {retries}
-  - name: logprob-judge
-    model: openai/gpt-4o-mini
-    mode: logprob
-    position_swap: true
-    backend: direct
-    api_base: {stub.url}
-    timeout_s: 5
-    retries: {retries}
-""",
-        encoding="utf-8",
-    )
-    return path
+    return stub_panel(tmp_path / "panel.yaml", stub.url, [
+        {"name": "sc-judge", "model": "openai/gpt-4o-mini", "backend": "direct"},
+        {"name": "logprob-judge", "model": "openai/gpt-4o-mini", "mode": "logprob", "position_swap": True,
+         "backend": "direct"},
+    ], name="two")  # fmt: skip
 
 
 def created_batches(out: Path) -> list[str]:

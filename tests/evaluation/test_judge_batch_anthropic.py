@@ -11,13 +11,13 @@ their reason, and ``--batch-retry-online`` sends exactly those online.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from jf_test_support import openai_stub as S
-from jf_test_support.judge_cli import RETRIES_ONCE, batch_args, comparable, parse, prefers_correct, write_panel
+from jf_test_support.judge_cli import FAIL, batch_args, comparable, parse, prefers_correct, serving, stub_panel
+from jf_test_support.judge_cli import write_pairs as write_judgebench_pairs
 
 from judgefuse.evaluation.judge_command import arun_judge
 from judgefuse.evaluation.loaders import read_votes
@@ -26,7 +26,6 @@ from judgefuse.judges.batch.answers import anthropic_record
 from judgefuse.judges.batch.runner import batch_endpoint
 from judgefuse.judges.config import JudgeConfig
 
-FAIL = "please fail"
 KEY = "sk-ant-test-key"
 MODEL = "anthropic/claude-haiku-4-5"  # priced in litellm's table: the cost ratio is checked
 
@@ -41,13 +40,8 @@ def reply(body: dict) -> S.Action:
 
 @pytest.fixture
 async def stub() -> AsyncIterator[S.StubServer]:
-    server = await S.StubServer().start()
-    server.handler = reply
-    server.require_key = KEY
-    try:
+    async with serving(reply, require_key=KEY) as server:
         yield server
-    finally:
-        await server.stop()
 
 
 @pytest.fixture(autouse=True)
@@ -57,24 +51,14 @@ def anthropic_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def panel(tmp_path: Path, stub: S.StubServer) -> Path:
-    base = stub.url.removesuffix("/v1")
-    judges = (
-        f"  - {{name: claude, model: {MODEL}, api_base: '{base}', api_key_env: ANTHROPIC_API_KEY,"
-        f" structured_output: false, timeout_s: 120, retries: {RETRIES_ONCE}}}\n"
-    )
-    return write_panel(tmp_path / "panel.yaml", judges, name="claude")
+    return stub_panel(tmp_path / "panel.yaml", stub.url.removesuffix("/v1"), [
+        {"name": "claude", "model": MODEL, "api_key_env": "ANTHROPIC_API_KEY", "structured_output": False},
+    ], name="claude", timeout_s=120)  # fmt: skip
 
 
 def write_pairs(path: Path, n: int, *, failing: set[int] | frozenset[int] = frozenset()) -> Path:
-    with path.open("w", encoding="utf-8") as handle:
-        for i in range(n):
-            a_wins = i % 3 != 0
-            handle.write(json.dumps({
-                "id": f"p{i}", "question": f"question {i}" + (f" {FAIL}" if i in failing else ""),
-                "answer_a": "the correct answer" if a_wins else "wrong",
-                "answer_b": "wrong" if a_wins else "the correct answer", "label": "A" if a_wins else "B",
-            }) + "\n")  # fmt: skip
-    return path
+    """Pairs as our items (``id``, ``answer_a``, ``label: A``), the other input format."""
+    return write_judgebench_pairs(path, n, failing=failing, style="items")
 
 
 async def test_batch_votes_equal_litellms_online_votes_at_half_the_cost(stub, panel, tmp_path, capsys):

@@ -6,11 +6,12 @@ import asyncio
 import json
 import re
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from jf_test_support import openai_stub as S
-from jf_test_support.judge_cli import parse
+from jf_test_support.judge_cli import parse, prefers_correct, serving, stub_panel, write_pairs
 
 from judgefuse.evaluation.judge_command import (
     JudgeCommandError,
@@ -20,69 +21,28 @@ from judgefuse.evaluation.judge_command import (
 from judgefuse.evaluation.loaders import DatasetError, read_votes
 
 
-def sc_reply(body: dict, delay_s: float = 0.0):
+def sc_reply(body: dict, delay_s: float = 0.0) -> S.Reply:
     """A judge that prefers whichever output mentions 'correct'."""
-    user = body["messages"][-1]["content"]
-    output_a = re.split(r"</?output_a_[0-9a-f]+>", user)[1]  # the block between its nonce tags
-    choice = "a" if "correct" in output_a else "b"
-    text = json.dumps({"selected_output": f"Output ({choice})", "confidence_score": 80, "explanation": "x"})
-    return S.Reply(texts=text, usage=(100, 10), delay_s=delay_s)
+    return replace(prefers_correct(body), delay_s=delay_s)
 
 
 @pytest.fixture
-async def stub() -> AsyncIterator[object]:
-    server = await S.StubServer().start()
-    server.handler = sc_reply
-    try:
+async def stub() -> AsyncIterator[S.StubServer]:
+    async with serving(sc_reply) as server:
         yield server
-    finally:
-        await server.stop()
 
 
 @pytest.fixture
 def pairs(tmp_path: Path) -> Path:
-    path = tmp_path / "pairs.jsonl"
-    with path.open("w", encoding="utf-8") as handle:
-        for i in range(6):
-            a_wins = i % 2 == 0
-            record = {
-                "pair_id": f"p{i}",
-                "original_id": f"o{i}",
-                "source": "mmlu-pro-math",
-                "question": f"question {i}",
-                "response_A": "the correct answer" if a_wins else "wrong",
-                "response_B": "wrong" if a_wins else "the correct answer",
-                "label": "A>B" if a_wins else "B>A",
-            }
-            handle.write(json.dumps(record) + "\n")
-    return path
+    return write_pairs(tmp_path / "pairs.jsonl", 6, a_wins=lambda i: i % 2 == 0, extra={"source": "mmlu-pro-math"})
 
 
 @pytest.fixture
-def panel_yaml(tmp_path: Path, stub) -> Path:
-    path = tmp_path / "panel.yaml"
-    retries = "{attempts: 2, base_delay_s: 0, max_delay_s: 0}"
-    path.write_text(
-        f"""\
-name: two
-fusion: majority
-judges:
-  - name: direct-judge
-    model: openai/judge-one
-    backend: direct
-    api_base: {stub.url}
-    timeout_s: 5
-    retries: {retries}
-  - name: litellm-judge
-    model: openai/judge-two
-    backend: litellm
-    api_base: {stub.url}
-    timeout_s: 5
-    retries: {retries}
-""",
-        encoding="utf-8",
-    )
-    return path
+def panel_yaml(tmp_path: Path, stub: S.StubServer) -> Path:
+    return stub_panel(tmp_path / "panel.yaml", stub.url, [
+        {"name": "direct-judge", "model": "openai/judge-one", "backend": "direct"},
+        {"name": "litellm-judge", "model": "openai/judge-two", "backend": "litellm"},
+    ], name="two", attempts=2)  # fmt: skip
 
 
 async def test_file_run_writes_votes_and_a_rerun_judges_only_missing_items(pairs, panel_yaml, stub, tmp_path, capsys):
