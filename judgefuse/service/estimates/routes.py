@@ -56,7 +56,7 @@ async def calibration(
 
     ``disagreements``: the labelled verdicts of the window whose fused A/B answer the label
     contradicts, most confident first, at most ``disagreements`` of them (0 skips the list)
-    from the newest 500 labelled verdicts.
+    from the newest 500 labelled verdicts (read again only after a label changed).
     """
     from judgefuse.service.errors import FieldProblem
 

@@ -19,6 +19,7 @@ from judgefuse.service.estimates.calibration_store import (
     calibration_report,
     metrics_json,
 )
+from judgefuse.service.estimates.disagreements import DisagreementCache
 from judgefuse.service.estimates.panel_estimates import PanelEstimatesCache
 from judgefuse.service.estimates.win_rates import WinRateOut, panel_win_rate
 from judgefuse.service.judging.panels import PanelRuntime
@@ -27,11 +28,6 @@ from judgefuse.service.settings import Settings
 from judgefuse.service.storage import Storage, hour_of
 
 __all__ = ["CalibrationService"]
-
-
-DISAGREEMENT_SCAN = 500
-"""How many of the newest labelled verdicts ``/v1/calibration`` reads for its disagreement list
-(one bounded read per call; older misses are in the console's verdict list, filter ``wrong``)."""
 
 
 class CalibrationService:
@@ -43,6 +39,8 @@ class CalibrationService:
         self.clock = clock
         self.panel_structure = PanelEstimatesCache(settings.estimates.panel_structure_ttl_s)
         """The panel structure, per panel, for ``panel_structure_ttl_s``."""
+        self.disagreement_lists = DisagreementCache(clock=clock)
+        """The disagreement list, per panel, until a label changes (:mod:`.disagreements`)."""
 
     async def report(
         self, tenant: str, panel: str, *, window_hours: int | None, n_bins: int, eps: float,
@@ -83,19 +81,10 @@ class CalibrationService:
         confident first: at most ``limit`` of the newest ``DISAGREEMENT_SCAN`` labelled
         verdicts of the window (None: all time). These are the items a reviewer should read
         first: a confident miss says more about a panel than its accuracy. Labels come from the
-        review loop, so this lists labelled verdicts, not a sample of the population."""
-        records = await self.storage.iter_labelled(tenant, panel, limit=DISAGREEMENT_SCAN)
+        review loop, so this lists labelled verdicts, not a sample of the population. The
+        verdicts are read again only after a label changed (:mod:`.disagreements`)."""
         since = None if not window_hours else self.clock() - 3600.0 * window_hours
-        missed = [r for r in records
-                  if (since is None or r.created_at >= since)
-                  and r.verdict.choice in ("A", "B") and r.verdict.choice != r.label]
-        missed.sort(key=lambda r: (-r.verdict.confidence, -r.created_at, r.id))
-        return {
-            "scanned": len(records),
-            "items": [{"id": r.id, "method": r.verdict.method, "choice": r.verdict.choice,
-                       "confidence": r.verdict.confidence, "label": r.label,
-                       "created_at": r.created_at} for r in missed[:limit]],
-        }
+        return await self.disagreement_lists.get(self.storage, tenant, panel, since=since, limit=limit)
 
     async def history(
         self, tenant: str, storage_key: str, *, days: int, n_bins: int, eps: float
