@@ -17,6 +17,7 @@ from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import HTMLResponse
 
 from judgefuse.service.console.overview import ConsoleSources, panel_overview
+from judgefuse.service.console.replica import replica_figures
 from judgefuse.service.console.verdict_list import FILTER_FIELDS, ListParams, show_time
 from judgefuse.service.console.verdict_view import fmt, usd, verdict_view
 from judgefuse.service.errors import NotFound
@@ -77,9 +78,11 @@ async def overview(
             views.append({"tenant": tenant, **await panel_overview(
                 tenant, runtime, sources, calibration=calibration, queue=queue,
                 monitoring=monitoring)})
+    replica = replica_figures(request.app.state.metrics,
+                              None if caller.tenant is None else [caller.tenant])
     return _page(request, "console_overview.html.j2", views=views, operator=caller.tenant is None,
                  tenant=caller.tenant, refresh_s=refresh, panels=list(gateway.panels),
-                 selected=panel)
+                 selected=panel, replica=replica)
 
 
 @router.get("/console/verdicts", response_class=HTMLResponse, include_in_schema=False)
