@@ -90,6 +90,20 @@ def record(i: int, rng: random.Random, *, panel: str = PANEL, created_at: float 
                          item=item, review=stamp, threshold_version=1)
 
 
+def bench_app(url: str, storage: Storage, workdir: Path) -> Any:
+    """The gateway app on ``storage`` with the panel of the seeded verdicts (its judges
+    external), no refits; its panel file is written into ``workdir``."""
+    panel = workdir / "panel.yaml"
+    panel.write_text(textwrap.dedent(f"""\
+        name: {PANEL}
+        fusion: majority
+        quorum: 2
+        judges:
+        """) + "".join(f"  - {{name: {j}, external: true}}\n" for j in JUDGES), encoding="utf-8")
+    settings = Settings(storage_url=url, panels=[panel], refit_every_labels=0)
+    return create_app(settings, storage=storage, environ={})
+
+
 async def seed(storage: Storage, n: int, chunk: int = 500) -> float:
     """Store ``n`` verdicts, ``chunk`` saves at a time, and label one in ten."""
     rng = random.Random(11)
@@ -189,15 +203,7 @@ async def main() -> None:
         times, rows = await walk_store(storage, VerdictQuery(panel=PANEL), args.page)
         results.append(summary("(a) Storage.list_verdicts, unfiltered", times, rows))
         print(results[-1], flush=True)
-        panel = Path(workdir) / "panel.yaml"
-        panel.write_text(textwrap.dedent(f"""\
-            name: {PANEL}
-            fusion: majority
-            quorum: 2
-            judges:
-            """) + "".join(f"  - {{name: {j}, external: true}}\n" for j in JUDGES), encoding="utf-8")
-        settings = Settings(storage_url=store.url, panels=[panel], refit_every_labels=0)
-        app = create_app(settings, storage=storage, environ={})
+        app = bench_app(store.url, storage, Path(workdir))
         async with app.router.lifespan_context(app):
             transport = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
