@@ -397,7 +397,35 @@ class StubBatch:
         }
 
 
-class BatchStub:
+class _BatchEndpoints:
+    """What both batch APIs' stubs share: the switches ``created`` (batches created so far),
+    ``hold`` (keep every batch in progress) and ``expire_after`` (None: never; else the requests
+    from that index on are not run), and how one request of a batch is answered: by the server's
+    next action, exactly as the same request online."""
+
+    def __init__(self, server: StubServer) -> None:
+        self.server = server
+        self.created = 0
+        self.hold = False
+        self.expire_after: int | None = None
+        self._ids = itertools.count()
+
+    def expires(self, index: int) -> bool:
+        """Whether the batch's request at ``index`` runs out of time before it is run."""
+        return self.expire_after is not None and index >= self.expire_after
+
+    def answer(self, body: dict[str, Any]) -> tuple[int, Any, str | None]:
+        """(200, the completion's JSON, None) for a chat ``body`` the next action answers, or
+        (HTTP status, error message, the parameter it names) for one it fails."""
+        action = self.server.next_action(body)
+        if isinstance(action, Reply):
+            return 200, json.loads(self.server.completion(action, body)), None
+        if isinstance(action, Status):
+            return action.status, action.message, action.param
+        return 500, "server error", None
+
+
+class BatchStub(_BatchEndpoints):
     """The files and batches endpoints of :class:`StubServer` (module docstring).
 
     ``files`` holds every uploaded or produced file (id -> bytes); ``created`` counts batch
@@ -408,17 +436,13 @@ class BatchStub:
     """
 
     def __init__(self, server: StubServer) -> None:
-        self.server = server
+        super().__init__(server)
         self.files: dict[str, bytes] = {}
         self.purposes: dict[str, str] = {}
         self.batches: dict[str, StubBatch] = {}
-        self.created = 0
-        self.hold = False
-        self.expire_after: int | None = None
         self.fail_validation = False
         self.failing_retrieves = 0
         """The next this-many retrieves answer 503 (a provider's passing trouble)."""
-        self._ids = itertools.count()
 
     def add_routes(self, app: web.Application) -> None:
         app.router.add_post("/v1/files", self._upload)
@@ -483,18 +507,15 @@ class BatchStub:
         expired = {"code": "batch_expired", "message": "not executed before the completion window expired"}
         for index, line in enumerate(batch.lines):
             custom_id = line.get("custom_id")
-            if self.expire_after is not None and index >= self.expire_after:
+            if self.expires(index):
                 errors.append(_result_line(index, custom_id, None, expired))
                 continue
-            action = self.server.next_action(line["body"])
-            if isinstance(action, Reply):
-                body = json.loads(self.server.completion(action, line["body"]))
-                output.append(_result_line(index, custom_id, {"status_code": 200, "body": body}, None))
+            status, answer, param = self.answer(line["body"])
+            if status == 200:
+                output.append(_result_line(index, custom_id, {"status_code": 200, "body": answer}, None))
                 continue
-            status, message = (action.status, action.message) if isinstance(action, Status) else (500, "server error")
             kind = "server_error" if status >= 500 else "invalid_request_error"
-            param = action.param if isinstance(action, Status) else None
-            response = {"status_code": status, "body": {"error": {"message": message, "type": kind, "param": param}}}
+            response = {"status_code": status, "body": {"error": {"message": answer, "type": kind, "param": param}}}
             errors.append(_result_line(index, custom_id, response, None))
         batch.completed, batch.failed = len(output), len(errors)
         if output:
@@ -532,7 +553,7 @@ class AnthropicStubBatch:
     retrieves: int = 0
 
 
-class AnthropicBatchStub:
+class AnthropicBatchStub(_BatchEndpoints):
     """Anthropic's message batches and ``/v1/messages`` on :class:`StubServer` (module docstring).
 
     Every call needs the ``anthropic-version`` header (400 without) and, when the server has
@@ -541,13 +562,9 @@ class AnthropicBatchStub:
     call's headers."""
 
     def __init__(self, server: StubServer) -> None:
-        self.server = server
+        super().__init__(server)
         self.batches: dict[str, AnthropicStubBatch] = {}
-        self.created = 0
-        self.hold = False
-        self.expire_after: int | None = None
         self.headers: list[dict[str, str]] = []
-        self._ids = itertools.count()
 
     def add_routes(self, app: web.Application) -> None:
         app.router.add_post("/v1/messages", self._message)
@@ -583,21 +600,18 @@ class AnthropicBatchStub:
 
     def _result(self, params: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """(HTTP status, message or error object) for one request, by the server's next action."""
-        body = self.chat_body(params)
-        action = self.server.next_action(body)
-        if isinstance(action, Reply):
-            completion = json.loads(self.server.completion(action, body))
-            text = completion["choices"][0]["message"]["content"]
-            usage = completion.get("usage") or {}
+        status, answer, _param = self.answer(self.chat_body(params))
+        if status == 200:
+            text = answer["choices"][0]["message"]["content"]
+            usage = answer.get("usage") or {}
             message = {
                 "id": f"msg_stub{next(self._ids)}", "type": "message", "role": "assistant",
-                "model": completion["model"], "content": [{"type": "text", "text": text}],
+                "model": answer["model"], "content": [{"type": "text", "text": text}],
                 "stop_reason": "end_turn", "stop_sequence": None,
                 "usage": {"input_tokens": usage.get("prompt_tokens", 0), "output_tokens": usage.get("completion_tokens", 0)},
             }  # fmt: skip
             return 200, message
-        status, text = (action.status, action.message) if isinstance(action, Status) else (500, "server error")
-        return status, _anthropic_error(status, text)
+        return status, _anthropic_error(status, answer)
 
     async def _message(self, request: web.Request) -> web.Response:
         refused = self._refused(request)
@@ -653,7 +667,7 @@ class AnthropicBatchStub:
     def _finish(self, batch: AnthropicStubBatch) -> None:
         for index, entry in enumerate(batch.requests):
             result: dict[str, Any]
-            if self.expire_after is not None and index >= self.expire_after:
+            if self.expires(index):
                 result = {"type": "expired"}
             else:
                 status, answer = self._result(entry["params"])
