@@ -119,11 +119,8 @@ from .thresholds import (
     DEFAULT_CHAINS,
     ScanStep,
     ThresholdReport,
-    chain_levels,
-    chain_starts,
     check_unit_open,
-    fallback_scan,
-    first_reachable,
+    scan_from_starts,
     threshold_candidates,
 )
 from .validation import check_pair
@@ -443,29 +440,9 @@ def tune_threshold_stratified(
 
     # one high-to-low scan by the fallback procedure (thresholds.fallback_scan): shares of delta
     # at label-free starts, carried down while the scan passes
-    eligible = n_acc >= min_count
-    starts = chain_starts(n_acc, eligible, min_count, chains)
-    alpha_at = np.zeros(cand.size)
-    for start, share in zip(starts.tolist(), chain_levels(delta, starts.size), strict=True):
-        # label-free start, as in tune_threshold: from where this share could pass error-free
-        from_here = eligible & (np.arange(cand.size) >= start)
-        perfect = np.full(cand.size, -np.inf)
-        perfect[from_here] = bound_at(from_here, np.zeros_like(err_s[from_here]), share)
-        at = first_reachable(from_here, perfect, target)
-        if at < cand.size:
-            alpha_at[at] += share
-    first = int(np.argmax(alpha_at > 0)) if alpha_at.any() else cand.size
-    tested = eligible & (np.arange(cand.size) >= first)
+    best, steps, tested = scan_from_starts(n_acc, err_s, bound_at, min_count=int(min_count),
+                                           chains=int(chains), delta=delta, target=target)
     n_skipped = int((~tested).sum())
-    cache: dict[float, np.ndarray] = {}
-
-    def lower_at(level: float) -> np.ndarray:
-        if level not in cache:
-            cache[level] = np.full(cand.size, np.nan)
-            cache[level][tested] = bound_at(tested, err_s[tested], level)
-        return cache[level]
-
-    best, steps = fallback_scan(tested, alpha_at, lower_at, target)
     failed = [i for i, low in steps if low < target]
     first_fail = failed[0] if failed else None
     lower = np.full(cand.size, np.nan)

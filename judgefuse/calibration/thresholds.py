@@ -243,6 +243,46 @@ def fallback_scan(tested: np.ndarray, alpha_at: np.ndarray, lower_at: Callable[[
     return best, steps
 
 
+def scan_from_starts(
+    n_acc: np.ndarray, errors: np.ndarray, bound_at: Callable[[np.ndarray, np.ndarray, float], np.ndarray],
+    *, min_count: int, chains: int, delta: float, target: float,
+) -> tuple[int | None, list[tuple[int, float]], np.ndarray]:
+    """The stratified tuners' scan: shares of ``delta`` at label-free starts, then :func:`fallback_scan`.
+
+    ``n_acc``: labelled items each candidate (high to low) accepts; ``errors``: per candidate
+    the error counts ``bound_at`` reads (any trailing shape); ``bound_at(rows, errors[rows],
+    level)`` gives the lower bounds of the candidates in the mask ``rows``. Each start
+    (:func:`chain_starts`, :func:`chain_levels`) moves down to the first candidate whose bound
+    with no error at all could reach ``target`` (:func:`first_reachable`), so no share is spent
+    on a set too small to pass: counts and confidences only, never labels. Returns the answer's
+    index (or ``None``), the tested ``(index, lower bound)`` steps and the mask of candidates
+    the scan could test.
+    """
+    size = n_acc.size
+    eligible = n_acc >= min_count
+    starts = chain_starts(n_acc, eligible, min_count, chains)
+    alpha_at = np.zeros(size)
+    for start, share in zip(starts.tolist(), chain_levels(delta, starts.size), strict=True):
+        from_here = eligible & (np.arange(size) >= start)
+        perfect = np.full(size, -np.inf)
+        perfect[from_here] = bound_at(from_here, np.zeros_like(errors[from_here]), share)
+        at = first_reachable(from_here, perfect, target)
+        if at < size:
+            alpha_at[at] += share
+    first = int(np.argmax(alpha_at > 0)) if alpha_at.any() else size
+    tested = eligible & (np.arange(size) >= first)
+    cache: dict[float, np.ndarray] = {}
+
+    def lower_at(level: float) -> np.ndarray:
+        if level not in cache:
+            cache[level] = np.full(size, np.nan)
+            cache[level][tested] = bound_at(tested, errors[tested], level)
+        return cache[level]
+
+    best, steps = fallback_scan(tested, alpha_at, lower_at, target)
+    return best, steps, tested
+
+
 def tune_threshold(
     confidence: Any,
     correct: Any,
