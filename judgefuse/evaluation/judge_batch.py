@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from rich.progress import TaskID
 
+from judgefuse.evaluation.arguments import float_in
 from judgefuse.evaluation.loaders import VotesWriter
 from judgefuse.evaluation.progress import progress_bar
 from judgefuse.judges.batch import BatchRun
@@ -52,7 +53,7 @@ def add_batch_arguments(parser: argparse.ArgumentParser) -> None:
         help="send the requests through the provider's batch API (half price, resumable)",
     )
     parser.add_argument(
-        "--batch-poll-s", dest="batch_poll_s", type=float, default=30.0, help="seconds between polls (default 30)"
+        "--batch-poll-s", dest="batch_poll_s", type=float_in(0.0, 86400.0, low_open=False), default=30.0, help="seconds between polls (default 30)"
     )
     parser.add_argument(
         "--batch-retry-online",

@@ -124,3 +124,10 @@ def test_a_schedule_that_cannot_work_is_refused():
         PollSchedule(backoff=0.5)
     with pytest.raises(ValueError, match="max_interval_s must be >= interval_s"):
         PollSchedule(interval_s=10, max_interval_s=1)
+
+
+def test_a_negative_poll_interval_is_a_usage_error_naming_the_flag(capsys, tmp_path):
+    from judgefuse.cli import main
+
+    assert main(["judge", str(tmp_path / "pairs.jsonl"), "--batch", "--batch-poll-s", "-1"]) == 2
+    assert "argument --batch-poll-s: must be a number in [0, 86400) (got -1)" in capsys.readouterr().err
