@@ -18,7 +18,12 @@ accept any: Part 1 only, where that is true by construction); "window" and "wind
 hypergeometric; and that plus a Clopper-Pearson step to future traffic). Every row prints the
 share of streams below target on the pool (future traffic) and on the window next to delta;
 only "window" promises the window alone. ``--part``, ``--pool`` and ``--tuners`` select rows
-(the recorded runs ran them as parallel processes).
+(the recorded runs ran them as parallel processes). Round 4 (issue 28, item 1: the mid-stream
+retune): "pooled" = :func:`judgefuse.calibration.pooled_tuning.tune_threshold_pooled` (labels
+pooled by constant inclusion probability: each label's period threshold, warm-up NaN);
+"pooled_split" and "pooled_known" its ``mixed="split"`` variants (boxed and known cell
+weights); "pooled_fresh" pooled without the warm-up's labels
+(``benchmarks/results/bench_precision_bound_pooled.txt``).
 
 Part 1, certification at 100, 150 and 300 audit labels. One stream: verdicts drawn with
 replacement from a recorded pool, routed at ``tau0`` = the pool's median confidence; every
@@ -53,6 +58,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_review_sim import data_dir, load_judgebench_fused, load_toe, simulate  # noqa: E402
 
+from judgefuse.calibration.pooled_tuning import tune_threshold_pooled  # noqa: E402
 from judgefuse.calibration.stratified_tuning import tune_threshold_stratified  # noqa: E402
 
 DELTA = 0.1
@@ -61,7 +67,11 @@ CHECKPOINTS = (100, 150, 300)
 TUNERS: dict[str, dict[str, Any]] = {"today": {"bound": "even", "chains": 1}, "new": {},
                                      "support": {"support": "tau0"},
                                      "window": {"bound": "window"},
-                                     "window_future": {"bound": "window_future"}}
+                                     "window_future": {"bound": "window_future"},
+                                     "pooled": {"pooled": {}},
+                                     "pooled_split": {"pooled": {"mixed": "split"}},
+                                     "pooled_known": {"pooled": {"mixed": "split", "weights": "known"}},
+                                     "pooled_fresh": {"pooled": {"fresh": True}}}
 """``window`` bounds the realised precision of the stream's own accepted verdicts so far (it is
 given every verdict's confidence); its failures are counted against that window precision and,
 separately, against the pool's (future traffic), which it does not promise."""
@@ -75,6 +85,14 @@ def pools() -> dict[str, tuple[np.ndarray, np.ndarray, float]]:
     for method, (c, z) in load_judgebench_fused(root / "judgebench").items():
         out[f"JudgeBench GPT-4o, 10 judges, {method}"] = (c, z, 0.8)
     return out
+
+
+def _outcome(tau: float | None, pool_c: np.ndarray, pool_z: np.ndarray, c: np.ndarray,
+             z: np.ndarray, target: float) -> tuple[bool, bool, bool]:
+    """(certified, pool precision below target, window precision below target)."""
+    realised = float(pool_z[pool_c >= tau].mean()) if tau is not None else 1.0
+    in_window = float(z[c >= tau].mean()) if tau is not None else 1.0
+    return tau is not None, realised < target - 1e-12, in_window < target - 1e-12
 
 
 def certification(pool_c: np.ndarray, pool_z: np.ndarray, target: float, streams: int,
@@ -100,6 +118,14 @@ def certification(pool_c: np.ndarray, pool_z: np.ndarray, target: float, streams
             population = {"review": int((~head_auto).sum()), f"auto@{AUDIT_RATE:g}": int(head_auto.sum())}
             window = {"review": c[:end][~head_auto], f"auto@{AUDIT_RATE:g}": c[:end][head_auto]}
             for name, options in tuners.items():
+                if "pooled" in options:  # every label was routed at tau0 (review below, audit above)
+                    lab_c = c[:end][head_lab]
+                    tau = tune_threshold_pooled(
+                        lab_c, z[:end][head_lab], np.full(lab_c.size, tau0), c[:end],
+                        target_precision=target, delta=DELTA,
+                        **{k: v for k, v in options["pooled"].items() if k != "fresh"}).threshold
+                    got[name][k].append(_outcome(tau, pool_c, pool_z, c[:end], z[:end], target))
+                    continue
                 extra: dict[str, Any] = dict(options)
                 if str(options.get("bound")).startswith("window"):
                     extra["window"] = window
@@ -108,10 +134,7 @@ def certification(pool_c: np.ndarray, pool_z: np.ndarray, target: float, streams
                 tau = tune_threshold_stratified(c[:end][head_lab], z[:end][head_lab], strata, population,
                                                 target_precision=target, delta=DELTA,
                                                 **extra).threshold
-                realised = float(pool_z[pool_c >= tau].mean()) if tau is not None else 1.0
-                in_window = float(z[:end][c[:end] >= tau].mean()) if tau is not None else 1.0
-                got[name][k].append((tau is not None, realised < target - 1e-12,
-                                     in_window < target - 1e-12))
+                got[name][k].append(_outcome(tau, pool_c, pool_z, c[:end], z[:end], target))
     return {name: {k: tuple(float(x) for x in np.mean(np.array(v, dtype=float), axis=0))
                    for k, v in per.items()} for name, per in got.items()}
 

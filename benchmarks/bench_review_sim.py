@@ -130,6 +130,7 @@ from judgefuse.calibration import (
     summarize,
     tune_threshold_stratified,
 )
+from judgefuse.calibration.pooled_tuning import tune_threshold_pooled
 
 METRICS = ("accuracy", "ece", "brier", "th_score", "precision")
 ACC = CalibrationAccumulator()
@@ -208,10 +209,26 @@ def _record_tune(res: SimResult, which: str, tau: float | None, pool_c: np.ndarr
 
 def _tune(c: np.ndarray, z: np.ndarray, strata: np.ndarray, population: dict[str, int],
           target: float, delta: float, options: dict[str, Any],
-          window: dict[str, np.ndarray]) -> float | None:
-    """``window``: every verdict's confidence per stratum, passed to the ``window`` bounds only."""
+          window: dict[str, np.ndarray], routed_at: np.ndarray | None = None) -> float | None:
+    """``window``: every verdict's confidence per stratum, passed to the ``window`` bounds only.
+
+    ``options["pooled"]`` (a dict of :func:`tune_threshold_pooled` options) tunes by pooling
+    instead: ``routed_at`` is each label's period threshold (NaN: none); with ``fresh: True``
+    in it, only the labels of periods routed by a threshold are used (not the warm-up's).
+    """
     if c.size == 0:
         return None
+    if "pooled" in options:
+        pooled = dict(options["pooled"])
+        routed = np.full(c.size, np.nan) if routed_at is None else routed_at
+        if pooled.pop("fresh", False):
+            keep = ~np.isnan(routed)
+            if not keep.any():  # no threshold yet: the warm-up is all there is
+                keep = np.ones(c.size, dtype=bool)
+            c, z, routed = c[keep], z[keep], routed[keep]
+        every = np.concatenate([np.asarray(v, dtype=np.float64) for v in window.values()])
+        return tune_threshold_pooled(c, z, routed, every, target_precision=target, delta=delta,
+                                     **pooled).threshold
     extra = {"window": window} if str(options.get("bound", "")).startswith("window") else {}
     return tune_threshold_stratified(c, z, strata, population, target_precision=target,
                                      delta=delta, **options, **extra).threshold
@@ -257,14 +274,17 @@ def simulate(
         c, z = pool_c[idx], pool_z[idx]
         route = np.full(stream_len, "review", dtype=object)
         labelled = np.zeros(stream_len, dtype=bool)
+        routed_at = np.full(stream_len, np.nan)  # each verdict's period threshold (NaN: none)
         labels_given = rng.uniform(size=stream_len) < label_share
         audit_draw = rng.uniform(size=stream_len) < audit_rate
 
         def route_block(lo: int, hi: int, tau: float | None, c: np.ndarray = c,
                         route: np.ndarray = route, audit_draw: np.ndarray = audit_draw,
-                        labelled: np.ndarray = labelled, labels_given: np.ndarray = labels_given) -> None:
+                        labelled: np.ndarray = labelled, labels_given: np.ndarray = labels_given,
+                        routed_at: np.ndarray = routed_at) -> None:
             """Route and label the block [lo, hi) of this run's arrays (bound now: B023)."""
             if tau is not None:
+                routed_at[lo:hi] = tau
                 auto = c[lo:hi] >= tau
                 route[lo:hi] = np.where(auto, np.where(audit_draw[lo:hi], "audit", "none"),
                                         "review")
@@ -285,7 +305,7 @@ def simulate(
                       auto_name: int((route[head] != "review").sum())}
         window = {name: c[head][strata_of == name] for name in population}
         tau2 = _tune(c[head][lab], z[head][lab], strata_of[lab], population, target, delta,
-                     second_options, window)
+                     second_options, window, routed_at[head][lab])
         _record_tune(res, "second", tau2, pool_c, pool_z, c[retune_at:], (c[head], z[head]))
         route_block(retune_at, stream_len, tau2)
         if on_stream is not None:
