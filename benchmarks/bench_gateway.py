@@ -47,6 +47,12 @@ share the cores).
     (``pip install -e '.[bench]'``); without it the flag says so and stops.
 (e) bytes per verdict in the store after (a) and (b) (before (c) and (d) add theirs): the SQLite
     file, Redis's used_memory growth, or PostgreSQL's verdict partitions + verdict_ids.
+(h) ``--only-scrape``: ``--scrape-votes`` verdicts of the external panel fused first, then
+    ``/v1/judge`` at ``--scrape-rate`` without and with a client reading ``/metrics`` every
+    ``--scrape-every`` s: latency, loop lag and the scrapes' own time.
+``--only-fuse``: ``/v1/fuse`` alone: its closed-loop max (or ``--fuse-max``), open loop at 50%
+and 150% of it, and its two targets. The gateway runs as ``judgefuse serve`` runs it
+(``uvicorn_config``: its HTTP protocol, with the read time backpressure sees).
 """
 
 from __future__ import annotations
@@ -153,8 +159,11 @@ def serve_gateway(port: int, stub_url: str, judges: int, workdir: str, storage_u
         settings = settings.model_copy(update={"server": settings.server.model_copy(update={
             "workers": workers, "host": "127.0.0.1", "port": port, "log_level": "error"})})
         raise SystemExit(run_workers(settings))
-    uvicorn.run(create_app(settings), host="127.0.0.1", port=port, log_level="error",
-                access_log=False)
+    from judgefuse.service.ops.serve_command import uvicorn_config
+
+    # the server judgefuse serve runs (its HTTP protocol: deadlines, the read time backpressure sees)
+    uvicorn.Server(uvicorn_config(create_app(settings), settings, host="127.0.0.1", port=port,
+                                  log_level="error")).run()
 
 
 def serve_bare(port: int, stub_url: str, judges: int) -> None:
@@ -760,21 +769,28 @@ def show_targets(jf: Measured, bm: Measured, jl: dict[float, OpenRun], bare_same
 
     j50, b50 = p99(jl[0.5], delay_s), p99(bare_same, delay_s)
     inside = pct([x[2] for x in jl[0.5].samples if x[2] is not None], 99) * 1e3
-    f50, f150 = p99(fl[0.5], 0.0), p99(fl[1.5], 0.0)
-    over = fl[1.5]
     print("\n    targets:")
     print(f"    - /v1/judge at 50%: latency - stub p99 {j50:.1f} ms <= 3x the bare fan-out's {b50:.1f} ms "
           f"at the same rate: {met(j50 <= 3 * b50)}; in-app overhead p99 {inside:.1f} ms <= 20 ms: "
           f"{met(inside <= 20)}; errors {jl[0.5].errors} == 0: {met(jl[0.5].errors == 0)}")
     print(f"    - /v1/judge at 80%: errors {jl[0.8].errors} == 0: {met(jl[0.8].errors == 0)} "
           f"(p99 {p99(jl[0.8], delay_s):.1f} ms)")
-    print(f"    - /v1/fuse at 50%: errors {fl[0.5].errors} == 0, p99 {f50:.1f} ms <= 50 ms: "
-          f"{met(fl[0.5].errors == 0 and f50 <= 50)}")
-    print(f"    - /v1/fuse at 150%: {over.refused_429} x 429 ({over.retry_after_429} with Retry-After), "
-          f"5xx {over.server_5xx}, timeouts/other {over.other}, accepted p99 {f150:.1f} ms <= 100 ms: "
-          f"{met(over.refused_429 > 0 and over.retry_after_429 == over.refused_429 and over.server_5xx == 0 and over.other == 0 and f150 <= 100)}")
+    print(fuse_targets(fl))
     print(f"    - closed-loop /v1/judge max {jf.max_rate:.1f}/s >= 0.6x the bare fan-out's {bm.max_rate:.1f}/s: "
           f"{met(jf.max_rate >= 0.6 * bm.max_rate)}")
+
+
+def fuse_targets(fl: dict[float, OpenRun]) -> str:
+    """The two /v1/fuse targets (50% and 150% of its max), each met / NOT met."""
+    f50, f150 = (pct([x[0] for x in fl[f].samples], 99) * 1e3 for f in (0.5, 1.5))
+    over = fl[1.5]
+    refused_well = (over.refused_429 > 0 and over.retry_after_429 == over.refused_429
+                    and over.server_5xx == 0 and over.other == 0)
+    return (f"    - /v1/fuse at 50%: errors {fl[0.5].errors} == 0, p99 {f50:.1f} ms <= 50 ms: "
+            f"{met(fl[0.5].errors == 0 and f50 <= 50)}\n"
+            f"    - /v1/fuse at 150%: {over.refused_429} x 429 ({over.retry_after_429} with Retry-After), "
+            f"5xx {over.server_5xx}, timeouts/other {over.other}, accepted p99 {f150:.1f} ms <= 100 ms: "
+            f"{met(refused_well and f150 <= 100)}")
 
 
 def show_points(m: Measured) -> None:
@@ -899,6 +915,26 @@ async def run_bench(args: argparse.Namespace, workdir: str, base_folder: str, st
         conc = args.concurrency
         FUSE["votes"] = [{"judge": f"judge{i}", "choice": "A", "confidence": 0.85} for i in range(args.judges)]
 
+        if args.only_fuse:  # /v1/fuse alone: its max (or --fuse-max), then 50% and 150% of it
+            if args.fuse_max > 0:
+                fuse_max = args.fuse_max
+                print(f"\n/v1/fuse only, its max given: {fuse_max:g}/s (load average {os.getloadavg()[0]:.1f})")
+            else:
+                print(f"\n/v1/fuse only (load average {os.getloadavg()[0]:.1f})")
+                fu = await max_rate(Target("fuse", base + "/v1/fuse", FUSE, pid=pids[base]), conc,
+                                    args.seconds, Measured("judgefuse /v1/fuse"))
+                show_points(fu)
+                fuse_max = fu.max_rate
+            fl = await levels("judgefuse /v1/fuse", Target("fuse", base + "/v1/fuse", FUSE), fuse_max,
+                              (0.5, 1.5), args.seconds, 0.0, lag_from=base)
+            print(fuse_targets(fl))
+            return
+        if args.only_scrape:  # (h) alone at a given rate: A/B runs on a busy machine
+            print(f"\n(h) /metrics scraped every {args.scrape_every:g} s under /v1/judge at "
+                  f"{args.scrape_rate:g}/s (load average {os.getloadavg()[0]:.1f})")
+            await scrape_lag(base, args.scrape_rate, args.seconds, delay_s, args.scrape_votes,
+                             args.scrape_every)
+            return
         if args.only_refit and args.refit_rate > 0:  # (f) alone at a given rate: A/B runs on a busy machine
             print(f"\n(f) loop lag under /v1/judge at {args.refit_rate:g}/s (given), without and with the "
                   f"largest allowed refit running back to back in the background "
@@ -1022,6 +1058,20 @@ def describe(store: Store, sqlite_sync: str) -> str:
     return f"storage {store.kind}"
 
 
+async def fuse_batches(base: str, n: int, items: Callable[[int, int], list[dict]], what: str, *,
+                       force_close: bool = False) -> None:
+    """``n`` items through ``/v1/fuse/batch``, 200 a request (``items(first, count)`` makes
+    each batch); any failure stops the benchmark naming ``what``."""
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=600),
+                                     connector=aiohttp.TCPConnector(force_close=force_close)) as session:
+        for first in range(0, n, 200):
+            body = {"items": items(first, min(200, n - first))}
+            async with session.post(base + "/v1/fuse/batch", json=body) as response:
+                out = await response.json()
+            if response.status != 200 or out["n_failed"]:
+                raise SystemExit(f"{what} failed: {str(out)[:300]}")
+
+
 async def refit_lag(base: str, rate: float, seconds: float, delay_s: float, labels: int) -> None:
     """(f) The loop's lag under ``/v1/judge`` at ``rate`` (50% of its max), without and with
     refits of the largest allowed model running back to back in the background: ``labels``
@@ -1032,13 +1082,8 @@ async def refit_lag(base: str, rate: float, seconds: float, delay_s: float, labe
     started = time.perf_counter()
     # a new connection per batch: two runs at load ~20 failed here with ServerDisconnectedError
     # (a kept-alive connection the server had closed, presumably)
-    async with aiohttp.ClientSession(timeout=timeout, connector=aiohttp.TCPConnector(force_close=True)) as session:
-        for first in range(0, labels, 200):
-            items = [labelled_item(i, rng) for i in range(first, min(first + 200, labels))]
-            async with session.post(base + "/v1/fuse/batch", json={"items": items}) as response:
-                out = await response.json()
-            if response.status != 200 or out["n_failed"]:
-                raise SystemExit(f"(f): storing the labelled verdicts failed: {str(out)[:300]}")
+    await fuse_batches(base, labels, lambda first, n: [labelled_item(i, rng) for i in range(first, first + n)],
+                       "(f): storing the labelled verdicts", force_close=True)
     print(f"    {labels:,} labelled verdicts of panel {REFIT_PANEL!r} stored in "
           f"{time.perf_counter() - started:.1f} s (13 external judges, 16 signals a vote)")
     next_label = [labels]
@@ -1072,6 +1117,45 @@ async def refit_lag(base: str, rate: float, seconds: float, delay_s: float, labe
             took = sorted(r[0] for r in runs)
             print(f"    {'':<28} refits: {len(runs)} back to back, {took[0]:.2f}-{took[-1]:.2f} s each; "
                   f"statuses {sorted({r[1] for r in runs})}; the first: {runs[0][2][:160]}")
+
+
+async def scrape_lag(base: str, rate: float, seconds: float, delay_s: float, votes: int,
+                     every_s: float) -> None:
+    """(h) ``/v1/judge`` at ``rate`` without and with a scraper reading ``/metrics`` every
+    ``every_s``: the loop's lag, the latency and the scrapes' own time. ``votes`` verdicts of
+    the external panel are fused first (``/v1/fuse/batch``), so each judge's vote-drift
+    detector holds that many votes, as on a gateway that has served them (a report's cost
+    grows with them: ~90 ms a judge at 10,000)."""
+    started = time.perf_counter()
+    await fuse_batches(base, votes, lambda _first, n: [FUSE] * n, "(h): fusing the votes")
+    print(f"    {votes:,} verdicts of panel {FUSE['panel']!r} fused in {time.perf_counter() - started:.1f} s "
+          f"({len(FUSE['votes'])} judges' vote drift each hold {votes:,} votes)")
+
+    async def scraper(stop: asyncio.Event, took: list[float]) -> None:
+        async with aiohttp.ClientSession() as session:
+            while not stop.is_set():
+                began = time.perf_counter()
+                async with session.get(base + "/metrics") as response:
+                    await response.read()
+                took.append(time.perf_counter() - began)
+                await asyncio.sleep(max(0.0, every_s - (time.perf_counter() - began)))
+
+    for scraping in (False, True):
+        stop = asyncio.Event()
+        took: list[float] = []
+        task = asyncio.create_task(scraper(stop, took)) if scraping else None
+        before = await lag_buckets(base)
+        run = await open_loop_run(base + "/v1/judge", rate, seconds)
+        stop.set()
+        if task is not None:
+            await task
+        after = await lag_buckets(base)
+        name = f"scrape every {every_s:g} s" if scraping else "no scraper"
+        print(level_line(f"/v1/judge, {name}", "", rate, run, delay_s))
+        print(f"    {'':<28} {lag_summary(before, after)}")
+        if took:
+            print(f"    {'':<28} scrapes: {len(took)}, each p50 {pct(took, 50) * 1e3:.1f} ms, "
+                  f"max {max(took) * 1e3:.1f} ms")
 
 
 async def workers_scaling(args: argparse.Namespace, start: Callable[[int], str],
@@ -1168,6 +1252,17 @@ def main() -> None:
                         help="only the /v1/judge closed-loop max and (f) at half of it (refit A/B runs)")
     parser.add_argument("--refit-rate", type=float, default=0.0,
                         help="with --only-refit: (f) at this many requests/s, no max measured (0: half the max)")
+    parser.add_argument("--only-fuse", action="store_true",
+                        help="only /v1/fuse: its closed-loop max (or --fuse-max), then open loop at "
+                             "50%% and 150%% of it, and its two targets")
+    parser.add_argument("--fuse-max", type=float, default=0.0,
+                        help="with --only-fuse: take this as the max, measure none (A/B runs)")
+    parser.add_argument("--only-scrape", action="store_true",
+                        help="only (h): /v1/judge at --scrape-rate without and with a /metrics "
+                             "scraper every --scrape-every s, after --scrape-votes fused verdicts")
+    parser.add_argument("--scrape-rate", type=float, default=150.0)
+    parser.add_argument("--scrape-every", type=float, default=1.0)
+    parser.add_argument("--scrape-votes", type=int, default=10_000)
     parser.add_argument("--scaling", type=int, nargs="*", default=[],
                         help="(g): judgefuse serve --workers N for each N given (e.g. 1 2)")
     parser.add_argument("--scaling-seconds", type=float, default=4.0)

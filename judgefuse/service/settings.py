@@ -338,6 +338,11 @@ class MonitoringSettings(_Section):
     """False-alarm budget of each precision monitor (one per tenant, panel and threshold
     version): the chance it ever alarms while the auto-accept precision stays at or above the
     target is at most this, however often it is read (:mod:`judgefuse.service.monitoring.monitor`)."""
+    metrics_max_age_s: float = Field(default=10.0, ge=0.0, le=3600.0, allow_inf_nan=False)
+    """How old a judge's vote-drift report on ``/metrics`` may be: each is computed in a worker
+    thread (~100 ms a judge at 10,000 votes) at most once per this many seconds while votes
+    arrive (:mod:`judgefuse.service.monitoring.snapshot`); 0: every scrape recomputes it.
+    ``GET /v1/monitor`` always reports every vote so far."""
 
 
 class ServerSettings(_Section):

@@ -1,5 +1,7 @@
 """``GET /metrics``: Prometheus text; calibration gauges are refreshed from storage and circuit
-gauges from the judges on scrape.
+gauges from the judges on scrape, the monitor gauges from a snapshot whose detector reports are
+computed in a worker thread, a judge's vote-drift report at most ``monitoring.metrics_max_age_s``
+old (:mod:`judgefuse.service.monitoring.snapshot`).
 
 With tenant keys configured: the metrics token (``settings.web.metrics_token``) reads every series,
 a tenant key only its own tenant's (:meth:`ServiceMetrics.render_for_tenant`), no key is a 401.
@@ -41,10 +43,12 @@ async def metrics(
                 registry.set_calibration(tenant, panel, key, values)
     except Exception as exc:  # a scrape still returns the process metrics
         log.warning("calibration gauges not refreshed: %s", type(exc).__name__)
+    max_age_s = request.app.state.settings.monitoring.metrics_max_age_s
     try:
         for tenant in tenants:
             for name in gateway.panels:
-                registry.set_monitor(tenant, name, await monitoring.current_snapshot(tenant, name))
+                registry.set_monitor(tenant, name, await monitoring.current_snapshot(
+                    tenant, name, max_age_s=max_age_s))
     except Exception as exc:  # a scrape still returns the process metrics
         log.warning("monitor gauges not refreshed: %s", type(exc).__name__)
     body = registry.render() if caller.admin else registry.render_for_tenant(caller.tenant or "")

@@ -62,13 +62,16 @@ class MonitorService:
             **{k: v for k, v in snap.items() if k != "alarm"},
         )
 
-    async def snapshot(self, tenant: str, panel: str, threshold: ThresholdRecord | None) -> dict[str, Any]:
-        """The monitor of ``threshold``'s version (the one the caller shows beside it)."""
-        return await self.monitors.snapshot(tenant, panel, threshold)
+    async def snapshot(self, tenant: str, panel: str, threshold: ThresholdRecord | None, *,
+                       max_age_s: float = 0.0) -> dict[str, Any]:
+        """The monitor of ``threshold``'s version (the one the caller shows beside it); a
+        judge's vote-drift report may be up to ``max_age_s`` old."""
+        return await self.monitors.snapshot(tenant, panel, threshold, max_age_s=max_age_s)
 
-    async def current_snapshot(self, tenant: str, panel: str) -> dict[str, Any]:
+    async def current_snapshot(self, tenant: str, panel: str, *, max_age_s: float = 0.0) -> dict[str, Any]:
         """The monitor of the panel's current (latest stored) threshold version."""
-        return await self.snapshot(tenant, panel, await self.storage.get_threshold(tenant, panel))
+        return await self.snapshot(tenant, panel, await self.storage.get_threshold(tenant, panel),
+                                   max_age_s=max_age_s)
 
     async def clear(self, tenant: str, runtime: PanelRuntime) -> MonitorClearOut:
         """End the alarm of the panel's current threshold version and restart its monitor (the
