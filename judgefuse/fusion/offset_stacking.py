@@ -6,20 +6,29 @@ panels (50-200 labels) its cross-fitted Brier is worse than the label-free
 freedom than its labels support. Here the default *is* the rule, and the labels only learn a
 correction:
 
-    logit P(A) = o(votes) + b + w . x(votes)
+    logit P(A) = (1 + s) * o(votes) + b + w . x(votes)
 
 * ``o`` is the log-odds of ``mean_probability``'s P(A) (the mean of the votes' ``p_a``), clipped
   like every log-odds (``P_CLIP``); 0 when no vote carries one;
 * ``x`` are ``stacked``'s per-judge features (signed log-odds, missing and invalid flags,
   standardised signals: :class:`~judgefuse.fusion.stacking.StackedFusion`);
-* ``b`` and ``w`` are fitted by L2-penalised logistic regression (Newton steps, the offset held
-  fixed, the intercept not penalised), with the penalty ``lam`` chosen by inner cross-validation
-  (stratified folds, mean log-loss) from :data:`PENALTIES`. The largest penalty pins ``w`` near
-  0: the rule, with at most a shift of its log-odds.
+* ``s`` rescales the rule's own log-odds (a temperature: Trust-or-Escalate's judges put some
+  items at log-odds +-9 that a learned correction could not otherwise undo);
+* ``b``, ``s`` and ``w`` are fitted by L2-penalised logistic regression (Newton steps, the
+  offset held fixed), all shrunk toward 0, i.e. toward the rule: ``s`` and ``w`` with the
+  penalty ``lam``, ``b`` with ``max(lam, INTERCEPT_FLOOR)``. An unpenalised intercept was the main cost on small panels
+  whose rule is already calibrated (Trust-or-Escalate, 50 labels: a few items in the
+  rule's middle range decide it, and a subset's chance label skew moved it by up to 1 in
+  log-odds);
+* ``lam`` is chosen by inner cross-validation (stratified folds, per-item log-loss) from
+  :data:`PENALTIES`, whose first entry ``inf`` is *exactly* the rule (``b = 0``, ``w = 0``), with
+  the one-standard-error rule: the most regularised candidate whose held-out loss is within one
+  standard error (of its paired per-item difference) of the best one's. So a correction is
+  taken only when the labels show it helps by more than the noise of the choice.
 
-So with few or uninformative labels the inner CV keeps the rule (no worse than
-``mean_probability`` in expectation); with more labels the correction grows as far as held-out
-log-loss says it helps. ``model_version`` digests the chosen penalty and the coefficients.
+So with few or uninformative labels the fit *is* ``mean_probability`` (its probabilities, up
+to the log-odds clip); with more labels the correction grows as far as held-out log-loss says
+it helps. ``model_version`` digests the chosen penalty and the coefficients.
 """
 
 from __future__ import annotations
@@ -37,11 +46,16 @@ from judgefuse.fusion.stacking import P_CLIP, StackedFusion, check_labels
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote
 
-__all__ = ["PENALTIES", "OffsetStackedFusion", "fit_offset_logistic"]
+__all__ = ["PENALTIES", "RULE", "OffsetStackedFusion", "choose_penalty", "fit_offset_logistic"]
 
 PARAMS_FORMAT = "judgefuse.offset_stacked/1"
-PENALTIES = (1e4, 300.0, 100.0, 30.0, 10.0, 3.0, 1.0)
-"""L2 penalties the inner cross-validation chooses from (largest first: the rule)."""
+RULE = math.inf
+"""The penalty that means "no correction": the fit is the cold-start rule itself."""
+PENALTIES = (RULE, 1e4, 300.0, 100.0, 30.0, 10.0, 3.0, 1.0)
+"""L2 penalties the inner cross-validation chooses from, most regularised first."""
+INTERCEPT_FLOOR = 30.0
+"""The intercept's penalty is ``max(lam, INTERCEPT_FLOOR)``: a shift of the rule's log-odds
+is the least-supported correction on small panels (module docstring)."""
 INNER_FOLDS = 5
 
 
@@ -51,14 +65,17 @@ def _sigmoid(z: NDArray[np.float64]) -> NDArray[np.float64]:
 
 def fit_offset_logistic(
     x: NDArray[np.float64], y: NDArray[np.float64], offset: NDArray[np.float64], lam: float,
-    *, iterations: int = 50,
+    *, intercept_penalty: float | None = None, iterations: int = 50,
 ) -> tuple[float, NDArray[np.float64]]:
     """(intercept, weights) minimising the log-loss of ``sigmoid(offset + b + x w)`` plus
-    ``lam / 2 * |w|^2`` (Newton's method; ``b`` unpenalised)."""
+    ``lam / 2 * |w|^2 + intercept_penalty / 2 * b^2`` (Newton's method; ``intercept_penalty``
+    defaults to ``max(lam, INTERCEPT_FLOOR)``). ``lam = inf`` is the rule: (0, zeros)."""
     n, d = x.shape
+    if math.isinf(lam):
+        return 0.0, np.zeros(d)
     design = np.hstack([np.ones((n, 1)), x])
     penalty = np.full(d + 1, lam)
-    penalty[0] = 1e-8  # the intercept is free (a tiny ridge keeps one-class folds finite)
+    penalty[0] = max(lam, INTERCEPT_FLOOR) if intercept_penalty is None else intercept_penalty
     beta = np.zeros(d + 1)
     for _ in range(iterations):
         p = _sigmoid(offset + design @ beta)
@@ -71,9 +88,10 @@ def fit_offset_logistic(
     return float(beta[0]), beta[1:]
 
 
-def _log_loss(y: NDArray[np.float64], p: NDArray[np.float64]) -> float:
+def _log_losses(y: NDArray[np.float64], p: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Per-item log-loss."""
     p = np.clip(p, 1e-12, 1.0 - 1e-12)
-    return float(-np.mean(y * np.log(p) + (1.0 - y) * np.log1p(-p)))
+    return -(y * np.log(p) + (1.0 - y) * np.log1p(-p))
 
 
 def _inner_folds(y: NDArray[np.float64], k: int) -> list[NDArray[np.int64]]:
@@ -85,23 +103,37 @@ def _inner_folds(y: NDArray[np.float64], k: int) -> list[NDArray[np.int64]]:
     return [np.flatnonzero(fold == f) for f in range(k)]
 
 
-def choose_penalty(x: NDArray[np.float64], y: NDArray[np.float64], offset: NDArray[np.float64]) -> float:
-    """The penalty of :data:`PENALTIES` with the lowest inner cross-validated log-loss (ties:
-    the larger penalty, i.e. closer to the rule)."""
+def held_out_losses(
+    x: NDArray[np.float64], y: NDArray[np.float64], offset: NDArray[np.float64]
+) -> dict[float, NDArray[np.float64]] | None:
+    """Each penalty's per-item inner cross-validated log-loss (None: too few of a class to fold)."""
     k = min(INNER_FOLDS, int(min(y.sum(), y.size - y.sum())))
     if k < 2:
-        return PENALTIES[0]
+        return None
     folds = _inner_folds(y, k)
-    best, best_loss = PENALTIES[0], math.inf
+    out = {}
     for lam in PENALTIES:
-        losses = []
+        losses = np.empty(y.size)
         for held in folds:
             train = np.setdiff1d(np.arange(y.size), held)
             b, w = fit_offset_logistic(x[train], y[train], offset[train], lam)
-            losses.append(_log_loss(y[held], _sigmoid(offset[held] + b + x[held] @ w)) * held.size)
-        loss = sum(losses) / y.size
-        if loss < best_loss - 1e-12:
-            best, best_loss = lam, loss
+            losses[held] = _log_losses(y[held], _sigmoid(offset[held] + b + x[held] @ w))
+        out[lam] = losses
+    return out
+
+
+def choose_penalty(x: NDArray[np.float64], y: NDArray[np.float64], offset: NDArray[np.float64]) -> float:
+    """The most regularised penalty of :data:`PENALTIES` whose inner cross-validated log-loss is
+    within one standard error of the best one's (the SE of the paired per-item difference);
+    :data:`RULE` when the labels cannot be folded."""
+    losses = held_out_losses(x, y, offset)
+    if losses is None:
+        return RULE
+    best = min(PENALTIES, key=lambda lam: float(losses[lam].mean()))
+    for lam in PENALTIES:  # most regularised first; ``best`` itself always qualifies
+        diff = losses[lam] - losses[best]
+        if float(diff.mean()) <= float(diff.std(ddof=1)) / math.sqrt(y.size):
+            return lam
     return best
 
 
@@ -124,6 +156,7 @@ class OffsetStackedFusion(StackedFusion):
         super().__init__(min_labels=min_labels, use_signals=use_signals, name=name)
         self.penalty: float | None = None
         self._intercept = 0.0
+        self._scale = 0.0
         self._weights: NDArray[np.float64] = np.zeros(0)
 
     @property
@@ -133,13 +166,14 @@ class OffsetStackedFusion(StackedFusion):
     def fit(self, batches: Sequence[Sequence[JudgeVote]], labels: Sequence[Literal["A", "B"]]) -> Self:
         y = check_labels(batches, labels, min_labels=self.min_labels, min_per_class=1).astype(float)
         self._freeze_features(batches)
-        x, _ = self._matrix(batches)
         offset = rule_logodds(batches)
+        x = np.hstack([offset[:, None], self._matrix(batches)[0]])
         self.penalty = choose_penalty(x, y, offset)
-        self._intercept, self._weights = fit_offset_logistic(x, y, offset, self.penalty)
+        self._intercept, coef = fit_offset_logistic(x, y, offset, self.penalty)
+        self._scale, self._weights = float(coef[0]), coef[1:]
         digest = hashlib.sha256()
         digest.update(("\n".join(self.feature_names) + f"\n{self.penalty!r}").encode())
-        digest.update(np.round(self._weights, 10).tobytes() + np.round([self._intercept], 10).tobytes())
+        digest.update(np.round(self._weights, 10).tobytes() + np.round([self._intercept, self._scale], 10).tobytes())
         digest.update(np.round(self._mean, 10).tobytes() + np.round(self._std, 10).tobytes())
         self.model_version = digest.hexdigest()[:12]
         return self
@@ -149,24 +183,28 @@ class OffsetStackedFusion(StackedFusion):
         if self.penalty is None:
             raise NotFitted(f"{self.name} is not fitted")
         out = dict(zip(self.feature_names, map(float, self._weights), strict=True))
+        out["rule_scale"] = self._scale
         out["intercept"] = self._intercept
         return out
 
     def predict_p_a(self, batches: Sequence[Sequence[JudgeVote]]) -> NDArray[np.float64]:
         if self.penalty is None:
             raise NotFitted(f"{self.name} must be fitted before use")
-        x, _ = self._matrix(batches)
-        return _sigmoid(rule_logodds(batches) + self._intercept + x @ self._weights)
+        return self._p_a(batches, self._matrix(batches)[0])
+
+    def _p_a(self, batches: Sequence[Sequence[JudgeVote]], x: NDArray[np.float64]) -> NDArray[np.float64]:
+        return _sigmoid((1.0 + self._scale) * rule_logodds(batches) + self._intercept + x @ self._weights)
 
     def predict(self, batches: Sequence[Sequence[JudgeVote]]) -> list[Verdict]:
         if self.penalty is None:
             raise NotFitted(f"{self.name} must be fitted before use")
         x, notes = self._matrix(batches)
-        probs = _sigmoid(rule_logodds(batches) + self._intercept + x @ self._weights)
+        probs = self._p_a(batches, x)
         return [self._verdict(batch, float(p), n) for batch, p, n in zip(batches, probs, notes, strict=True)]
 
     def to_params(self) -> dict[str, Any]:
-        return {"format": PARAMS_FORMAT, "penalty": self.penalty, **self._feature_params()}
+        penalty = None if self.penalty is None or math.isinf(self.penalty) else self.penalty
+        return {"format": PARAMS_FORMAT, "penalty": penalty, "rule_scale": self._scale, **self._feature_params()}
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> OffsetStackedFusion:
@@ -175,7 +213,8 @@ class OffsetStackedFusion(StackedFusion):
         model = cls(min_labels=int(params["min_labels"]), use_signals=bool(params["use_signals"]))
         model._weights = model._restore_features(params)
         model._intercept = float(params["intercept"])
-        model.penalty = float(params["penalty"])
+        model._scale = float(params.get("rule_scale", 0.0))  # absent: saved before the scale existed
+        model.penalty = RULE if params["penalty"] is None else float(params["penalty"])
         return model
 
     def __repr__(self) -> str:

@@ -3,13 +3,24 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from scipy.optimize import minimize
 
 from judgefuse.fusion import get_method, mean_probability
 from judgefuse.fusion.capabilities import capabilities, method_params, restore_method
-from judgefuse.fusion.offset_stacking import PENALTIES, OffsetStackedFusion, fit_offset_logistic, rule_logodds
+from judgefuse.fusion.offset_stacking import (
+    INTERCEPT_FLOOR,
+    PENALTIES,
+    RULE,
+    OffsetStackedFusion,
+    choose_penalty,
+    fit_offset_logistic,
+    held_out_losses,
+    rule_logodds,
+)
 from judgefuse.judges.types import JudgeVote
 
 
@@ -39,27 +50,62 @@ def test_newton_fit_matches_a_general_optimiser():
 
     def objective(beta):
         z = offset + beta[0] + x @ beta[1:]
-        return float(np.sum(np.logaddexp(0, z) - y * z) + lam / 2 * beta[1:] @ beta[1:])
+        penalty = lam / 2 * beta[1:] @ beta[1:] + INTERCEPT_FLOOR / 2 * beta[0] ** 2
+        return float(np.sum(np.logaddexp(0, z) - y * z) + penalty)
 
     b, w = fit_offset_logistic(x, y, offset, lam)
     reference = minimize(objective, np.zeros(4), method="BFGS", options={"gtol": 1e-10}).x
     assert np.allclose([b, *w], reference, atol=1e-4)
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_when_the_labels_teach_nothing_it_stays_at_the_rule(seed):
-    """Labels drawn from the rule's own P(A) (the rule is right about itself): inner CV finds
-    no correction worth its freedom."""
-    rng = np.random.default_rng(seed)
-    batches, _ = _votes(rng, 60, flipped_judge=False)
-    labels = ["A" if rng.random() < mean_probability(b).p_a else "B" for b in batches]
-    model = OffsetStackedFusion().fit(batches, labels)
-    test, _ = _votes(rng, 200, flipped_judge=False)
-    rule = np.array([mean_probability(b).p_a for b in test])
-    assert model.penalty >= 30.0
-    assert np.abs(np.array(list(model.coefficients.values())[:-1])).max() < 0.1
-    # only the free intercept can move it, and 60 coin flips move it little
-    assert np.abs(model.predict_p_a(test) - rule).mean() < 0.12
+def _rule_labels(rng: np.random.Generator, batches: list[list[JudgeVote]]) -> list[str]:
+    """Labels drawn from the rule's own P(A): the rule is right about itself, so no feature
+    carries anything the rule does not already say."""
+    return ["A" if rng.random() < mean_probability(b).p_a else "B" for b in batches]
+
+
+def test_when_the_labels_teach_nothing_it_is_the_rule():
+    """0 informative features, 24 panels of 50-200 labels: the inner CV keeps no correction in
+    most, and there the fit returns the rule's probabilities (to the log-odds clip) and
+    restores as the rule. (Seed 8 at 50 labels draws a chance sharpening that the one-SE rule
+    lets through: an honest rate, not a promise for every panel.)"""
+    exact, shifts = 0, []
+    for seed, n in itertools.product(range(1, 9), (50, 100, 200)):
+        rng = np.random.default_rng(seed)
+        batches, _ = _votes(rng, n, flipped_judge=False)
+        model = OffsetStackedFusion().fit(batches, _rule_labels(rng, batches))
+        test, _ = _votes(rng, 200, flipped_judge=False)
+        rule = np.array([mean_probability(b).p_a for b in test])
+        shifts.append(float(np.abs(model.predict_p_a(test) - rule).mean()))
+        if model.penalty == RULE:
+            exact += 1
+            assert set(model.coefficients.values()) == {0.0}
+            assert model.predict_p_a(test) == pytest.approx(rule, abs=1e-12)
+            assert restore_method("offset_stacked", method_params(model)).penalty == RULE
+    assert exact >= 20, (exact, shifts)  # 22 of 24 today; the old fit: 0 of 24
+    assert np.mean(shifts) < 0.01, shifts
+
+
+def test_the_rule_candidate_is_the_pure_offset_and_large_penalties_approach_it():
+    rng = np.random.default_rng(4)
+    x, offset = rng.normal(size=(60, 4)), rng.normal(size=60)
+    y = (rng.random(60) < 0.5).astype(float)
+    assert fit_offset_logistic(x, y, offset, RULE) == (0.0, pytest.approx(np.zeros(4)))
+    b, w = fit_offset_logistic(x, y, offset, 1e6)
+    assert abs(b) < 1e-4 and np.abs(w).max() < 1e-4  # the intercept is shrunk too, not free
+    b_free, _ = fit_offset_logistic(x, y, offset, 1e6, intercept_penalty=1e-8)
+    assert abs(b_free) > 10 * abs(b)
+
+
+def test_one_standard_error_rule_prefers_the_rule_over_a_noise_level_gain():
+    """Pure-noise features: whichever penalty fits the inner folds best, the choice is the most
+    regularised one within its standard error, i.e. the rule."""
+    rng = np.random.default_rng(5)
+    x, offset = rng.normal(size=(80, 6)), rng.normal(scale=1.5, size=80)
+    y = (rng.random(80) < 1 / (1 + np.exp(-offset))).astype(float)
+    losses = held_out_losses(x, y, offset)
+    assert losses is not None and set(losses) == set(PENALTIES)
+    assert choose_penalty(x, y, offset) == RULE
 
 
 def test_with_enough_labels_it_learns_what_the_rule_gets_wrong():
@@ -69,7 +115,7 @@ def test_with_enough_labels_it_learns_what_the_rule_gets_wrong():
     model = OffsetStackedFusion().fit(batches, labels)
     y = np.array([lab == "A" for lab in test_labels], dtype=float)
     rule = np.array([mean_probability(b).p_a for b in test])
-    assert model.penalty < PENALTIES[0]
+    assert model.penalty < PENALTIES[1]
     assert model.coefficients["j3:logodds"] < 0  # the reversed judge is turned around
     assert np.mean((model.predict_p_a(test) - y) ** 2) < np.mean((rule - y) ** 2) - 0.02
 
