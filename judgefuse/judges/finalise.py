@@ -48,11 +48,25 @@ def _bounded(text: str, scrubber: SecretScrubber, max_bytes: int) -> tuple[str, 
     return scrubber.drop_fragment(capped), True
 
 
+def _fits(vote: JudgeVote, max_raw_bytes: int) -> bool:
+    """Whether every text of ``vote`` is within its bound even at 4 UTF-8 bytes a character
+    (the common vote: a short reply, no error, no notes), so no cut can apply."""
+    raw_chars, note_chars = max_raw_bytes // 4, MAX_NOTE_BYTES // 4
+    return (
+        len(vote.raw) <= raw_chars
+        and len(vote.explanation) <= raw_chars
+        and (vote.error is None or len(vote.error) <= note_chars)
+        and all(len(note) <= note_chars for note in vote.notes)
+    )
+
+
 def finalise_vote(vote: JudgeVote, *, secrets: Iterable[str | None] = (), max_raw_bytes: int) -> JudgeVote:
     """``vote`` with its text scrubbed of ``secrets`` and bounded in size (module docstring)."""
     if max_raw_bytes < 1:
         raise ValueError(f"max_raw_bytes must be >= 1, got {max_raw_bytes}")
     scrubber = scrubber_for(*secrets)
+    if not scrubber and _fits(vote, max_raw_bytes):
+        return vote  # nothing to scrub, nothing to cut: the loop below would change nothing
     update: dict[str, object] = {}
     added: list[str] = []
     for field in ("raw", "explanation"):

@@ -17,10 +17,14 @@ from collections.abc import Awaitable, Callable
 
 from judgefuse.judges.config import JudgeConfig
 from judgefuse.judges.transport.errors import Unsupported
-from judgefuse.judges.transport.request import ChatRequest, ChatResponse, evolve
+from judgefuse.judges.transport.request import ChatRequest, ChatResponse, constant_extra, evolve
 from judgefuse.prompts.verdict_schema import verdict_response_format
 
 FEATURE = "response_format"
+
+_CONSTRAINED = constant_extra({FEATURE: verdict_response_format()})
+"""The ``extra`` of a constrained request that had none: one dict, encoded once by the direct
+client (:func:`~judgefuse.judges.transport.request.constant_extra`)."""
 
 _refused: set[tuple[str, str]] = set()
 """(judge name, model) pairs whose backend refused ``response_format``."""
@@ -46,7 +50,8 @@ async def call_structured(
     key = (config.name, request.model)
     if not config.structured_output or key in _refused:
         return await send(request), []
-    constrained = evolve(request, extra={**request.extra, FEATURE: verdict_response_format()})
+    extra = {**request.extra, FEATURE: verdict_response_format()} if request.extra else _CONSTRAINED
+    constrained = evolve(request, extra=extra)
     try:
         return await send(constrained), []
     except Unsupported as exc:

@@ -22,6 +22,7 @@ from judgefuse.judges.transport import (
     TransportError,
     Unsupported,
 )
+from judgefuse.judges.transport.request import constant_extra
 
 MESSAGES = [{"role": "user", "content": "Which output is better, A or B?"}]
 KINDS = ["direct", "litellm"]
@@ -265,6 +266,10 @@ async def test_litellm_without_any_key_is_a_fatal_error_not_a_server_error(opena
     {"max_tokens": 5, "temperature": 0.7},
     {"n": 3, "seed": 1, "logprobs": True, "top_logprobs": 2, "extra": {"response_format": {"type": "json_object"}}},
     {"extra": {"messages": [{"role": "user", "content": "overridden"}]}},
+    {"max_tokens": 7, "extra": constant_extra({"response_format": {"type": "json_object", "strict": True}})},
+    {"max_tokens": 7, "temperature": 0.25, "extra": constant_extra({"temperature": 0.5, "stop": ["\u00e9"]})},
+    {"temperature": -0.0, "extra": constant_extra({"max_tokens": 3})},
+    {"temperature": 0.0, "extra": constant_extra({"max_tokens": 3})},
 ])
 def test_direct_body_is_the_plain_encoding_whether_its_prompt_was_encoded_before_or_not(fields):
     """The direct client reuses a prompt's JSON for every judge sending it: the bytes are those
@@ -288,6 +293,28 @@ def test_direct_body_is_the_plain_encoding_whether_its_prompt_was_encoded_before
         assert direct.encode_body(request) == plain  # from the cache when cacheable
         assert json.loads(plain)["model"] == "judge-\u00fc"
     assert len(direct._encoded_messages) <= direct._MESSAGES_CACHE_SIZE
+    assert len(direct._encoded_rests) <= direct._MESSAGES_CACHE_SIZE
+
+
+def test_direct_body_of_a_constant_extra_follows_the_request_s_own_fields():
+    """The fields after ``messages`` are encoded once per distinct set (a constant ``extra``
+    such as the verdict's ``response_format``, keyed by identity): requests differing only in
+    an own field (temperature 0.0 / -0.0 / 0, max_tokens 5 / True, max_tokens absent) or in
+    which constant extra they carry each get their own plain encoding, in any order."""
+    from judgefuse.judges.transport import direct
+    from judgefuse.judges.transport.request import openai_body
+
+    one = constant_extra({"response_format": {"type": "json_object"}})
+    other = constant_extra({"response_format": {"type": "text"}})
+    requests = [
+        ChatRequest(model="m", messages=MESSAGES, **fields)
+        for extra in (one, other, {}, {"response_format": {"type": "json_object"}})
+        for fields in ({"extra": extra}, {"extra": extra, "temperature": -0.0},
+                       {"extra": extra, "temperature": 0}, {"extra": extra, "max_tokens": 5},
+                       {"extra": extra, "max_tokens": True})
+    ]
+    for request in [*requests, *reversed(requests)]:
+        assert direct.encode_body(request) == direct._dumps(openai_body(request))
 
 
 def test_evolve_copies_a_request_with_changes_like_dataclasses_replace():

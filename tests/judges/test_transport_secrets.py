@@ -301,3 +301,23 @@ async def test_a_key_in_the_model_name_or_a_logprob_token_is_scrubbed(kind, open
     assert response.first_token_top_logprobs[0][0] == ("A", -0.1)
     assert response.first_token_top_logprobs[0][1][0] == "***"
     assert PLANTED not in response.model and PLANTED not in repr(response)
+
+
+def test_a_vote_without_a_key_is_still_bounded_and_a_short_one_passes_untouched():
+    """Without a key to scrub, ``finalise_vote`` returns a vote whose texts fit even at four
+    bytes a character as it is (the same object), and still cuts one that does not fit: 300
+    four-byte characters against a 1,024-byte cap (under the cap in characters, over in
+    bytes), an error and a note over 2,048 bytes."""
+    from judgefuse.judges.finalise import MAX_NOTE_BYTES, finalise_vote
+    from judgefuse.judges.types import JudgeVote
+
+    short = JudgeVote(judge="j", mode="sc", choice="A", confidence=0.9, raw="r" * 256,
+                      explanation="e" * 256, notes=["n" * (MAX_NOTE_BYTES // 4)])
+    assert finalise_vote(short, secrets=(None,), max_raw_bytes=1024) is short
+    wide = short.model_copy(update={"raw": "\U0001f600" * 300, "notes": ["\u00e9" * 1100]})
+    cut = finalise_vote(wide, secrets=(None,), max_raw_bytes=1024)
+    assert len(cut.raw.encode()) <= 1024 < len(wide.raw.encode())
+    assert cut.notes[0] != wide.notes[0] and len(cut.notes[0].encode()) <= MAX_NOTE_BYTES
+    assert any(n.startswith("raw reply truncated: kept ") for n in cut.notes), cut.notes
+    failed = JudgeVote.invalid("j", "sc", "x" * (MAX_NOTE_BYTES + 1))
+    assert len(finalise_vote(failed, max_raw_bytes=1024).error.encode()) <= MAX_NOTE_BYTES

@@ -28,7 +28,13 @@ from judgefuse.judges.transport.errors import (
     redact,
 )
 from judgefuse.judges.transport.redaction import scrub_response, scrubber_for
-from judgefuse.judges.transport.request import ChatRequest, ChatResponse, TopLogprobs, openai_body
+from judgefuse.judges.transport.request import (
+    ChatRequest,
+    ChatResponse,
+    TopLogprobs,
+    is_constant_extra,
+    openai_body,
+)
 
 try:  # orjson only if it is already installed; never a requirement
     import orjson as _orjson
@@ -77,26 +83,69 @@ def _messages_key(messages: Any) -> tuple[str, ...] | None:
     return tuple(key) if size <= _MESSAGES_CACHE_MAX_CHARS else None
 
 
+_encoded_rests: dict[tuple[object, ...], bytes] = {}
+"""The JSON of recent bodies' fields after ``messages`` (temperature, max_tokens, ... and a
+constant ``extra``: the verdict's ``response_format``, ~20 us to encode on every call), by
+their keys, their values' ``repr`` and the extra's identity. Bounded like ``_encoded_messages``."""
+_SCALARS = (float, int, bool, str, type(None))
+
+
+def _rest_key(rest: dict[str, Any], extra: dict[str, Any]) -> tuple[object, ...] | None:
+    """The memo key of ``rest`` (the body after ``messages``: the request's own fields, then
+    ``extra``'s): None unless ``extra`` is empty or declared constant (``constant_extra``) and
+    every own field is a plain scalar (whose ``repr`` tells its JSON)."""
+    if not extra:
+        own = tuple(rest.values())
+    elif is_constant_extra(extra):
+        own = tuple([value for name, value in rest.items() if name not in extra])
+    else:
+        return None
+    for value in own:
+        if type(value) not in _SCALARS:
+            return None
+    return tuple(rest), repr(own), id(extra)
+
+
+def _memo(cache: dict[Any, bytes], key: Any, value: Any) -> bytes:
+    """``_dumps(value)``, kept under ``key`` in ``cache`` (the oldest entry goes first)."""
+    encoded = cache.get(key)
+    if encoded is None:
+        encoded = _dumps(value)
+        if len(cache) >= _MESSAGES_CACHE_SIZE:
+            cache.pop(next(iter(cache)), None)
+        cache[key] = encoded
+    return encoded
+
+
 def encode_body(request: ChatRequest) -> bytes:
     """The JSON body of ``request`` (the bytes ``_dumps(openai_body(request))`` gives), its
-    ``messages`` encoded once for every judge that sends the same prompt (``_encoded_messages``)."""
+    ``messages`` encoded once for every judge that sends the same prompt (``_encoded_messages``)
+    and the fields after them once for every call with the same ones (``_encoded_rests``)."""
     body = openai_body(request)
     messages = body["messages"]
     key = _messages_key(messages) if messages is request.messages else None
     if key is None:
         return _dumps(body)
-    encoded = _encoded_messages.get(key)
-    if encoded is None:
-        encoded = _dumps(messages)
-        if len(_encoded_messages) >= _MESSAGES_CACHE_SIZE:
-            _encoded_messages.pop(next(iter(_encoded_messages)), None)
-        _encoded_messages[key] = encoded
+    encoded = _memo(_encoded_messages, key, messages)
     del body["messages"]
     model = _dumps(body.pop("model"))
-    rest = _dumps(body)  # the fields after messages, in order
+    rest_key = _rest_key(body, request.extra)  # the fields after messages, in order
+    rest = _dumps(body) if rest_key is None else _memo(_encoded_rests, rest_key, body)
     return b'{"model":' + model + b',"messages":' + encoded + (b"," + rest[1:] if len(rest) > 2 else b"}")
 
 _JSON_HEADERS = {"Content-Type": "application/json", "Accept": "application/json"}
+_timeouts: dict[float, aiohttp.ClientTimeout] = {}
+
+
+def _client_timeout(total_s: float) -> aiohttp.ClientTimeout:
+    """``aiohttp.ClientTimeout(total=total_s)`` (frozen: one per distinct value, ~2 us saved a
+    call; the first 64 distinct values kept)."""
+    timeout = _timeouts.get(total_s)
+    if timeout is None:
+        timeout = aiohttp.ClientTimeout(total=total_s)
+        if len(_timeouts) < 64:
+            _timeouts[total_s] = timeout
+    return timeout
 
 
 def _first_token_top(logprobs: Any) -> TopLogprobs:
@@ -225,7 +274,7 @@ class DirectOpenAIClient:
                 url,
                 data=encode_body(request),
                 headers=headers,
-                timeout=aiohttp.ClientTimeout(total=request.timeout_s),
+                timeout=_client_timeout(request.timeout_s),
             ) as response:
                 raw = await response.read()
                 status = response.status
@@ -258,7 +307,7 @@ class DirectOpenAIClient:
             cost_usd=pricing.cost_usd(request.model, prompt_tokens, completion_tokens),
             model=model,
         )
-        return scrub_response(answer, secret)  # below the response cache: it never stores a key
+        return scrub_response(answer, secret) if secret else answer  # below the response cache: it never stores a key
 
     async def aclose(self) -> None:
         """Close the session and its connections."""

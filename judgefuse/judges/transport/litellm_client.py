@@ -21,6 +21,7 @@ locked openai (3.x) and the oldest and newest 2.x the ranges admit
 from __future__ import annotations
 
 import contextlib
+import copy
 import logging
 import os
 import time
@@ -46,7 +47,13 @@ from judgefuse.judges.transport.errors import (
     redact,
 )
 from judgefuse.judges.transport.redaction import scrub_response, scrubber_for
-from judgefuse.judges.transport.request import ChatRequest, ChatResponse, TopLogprobs, openai_body
+from judgefuse.judges.transport.request import (
+    ChatRequest,
+    ChatResponse,
+    TopLogprobs,
+    is_constant_extra,
+    openai_body,
+)
 
 __all__ = ["LiteLLMClient", "import_litellm"]
 
@@ -251,8 +258,11 @@ class LiteLLMClient:
         secret = key.get_secret_value() if key is not None else None
         if secret:
             _redactor.secrets.add(secret)
+        body = openai_body(request)
+        if is_constant_extra(request.extra):  # one dict shared by many calls: litellm's provider
+            body.update(copy.deepcopy(request.extra))  # code may edit what it is given
         kwargs: dict[str, Any] = {
-            **openai_body(request),
+            **body,
             "timeout": request.timeout_s,
             "max_retries": 0,
             "shared_session": self._get_session(),
