@@ -173,3 +173,16 @@ def test_the_retune_reusing_warm_up_labels_keeps_the_guarantee() -> None:
     print(f"retune: violation rate {rate:.3f} (target <= 0.1), threshold found in {found:.2f}")
     assert rate <= 0.1 + 2.5 * np.sqrt(0.1 * 0.9 / reps)
     assert found > 0.2
+
+
+def test_without_the_population_drop_gives_the_same_threshold_and_no_coverage() -> None:
+    """One cell needs no traffic shares: the threshold and bound are the same; coverage is
+    left to the caller (NaN); 'split' refuses to run without them."""
+    c, z, routed, every = _two_periods(2)
+    with_pop = tune_threshold_pooled(c, z, routed, every, target_precision=0.8, delta=0.1)
+    without = tune_threshold_pooled(c, z, routed, None, target_precision=0.8, delta=0.1)
+    assert with_pop.threshold is not None
+    assert (without.threshold, without.lower_bound) == (with_pop.threshold, with_pop.lower_bound)
+    assert np.isnan(without.coverage) and not np.isnan(with_pop.coverage)
+    with pytest.raises(ValueError, match="needs population_confidence"):
+        tune_threshold_pooled(c, z, routed, None, target_precision=0.8, delta=0.1, mixed="split")

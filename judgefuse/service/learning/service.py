@@ -27,6 +27,7 @@ from judgefuse.fusion.capabilities import LEARNED_METHOD
 from judgefuse.service.errors import FieldProblem
 from judgefuse.service.judging.panels import PanelRuntime
 from judgefuse.service.learning.cold_start import cold_start_fit
+from judgefuse.service.learning.pooled_inputs import PooledInputs, pooled_inputs, tune_pooled
 from judgefuse.service.learning.refit import (
     PromotionTarget,
     RefitBounds,
@@ -182,11 +183,23 @@ class LearningService:
             return {**base, "stored": False, "threshold": None, "version": None,
                     "reason": f"no labelled verdicts for method {method_name!r}: nothing stored",
                     "report": None}
-        report = await asyncio.to_thread(
-            tune_threshold_stratified, confidences, correct, strata, population,
-            target_precision=request.target_precision, delta=request.delta,
-            min_count=request.min_count,
-        )
+        # every stamp says how its label was routed by this method: pool by inclusion
+        # probability (pooled_inputs.py); otherwise the stratified bound
+        pooled = pooled_inputs(confidences, correct, [data.routing[i] for i in keep],
+                               on_drift=runtime.panel.config.on_drift)
+        if isinstance(pooled, PooledInputs):
+            report = await asyncio.to_thread(
+                tune_pooled, pooled, strata, population, target_precision=request.target_precision,
+                delta=request.delta, min_count=request.min_count)
+            how = f"{data.how}; pooled by inclusion probability ({len(keep)} labels)"
+        else:
+            report = await asyncio.to_thread(
+                tune_threshold_stratified, confidences, correct, strata, population,
+                target_precision=request.target_precision, delta=request.delta,
+                min_count=request.min_count,
+            )
+            how += f"; not pooled: {pooled}"
+        base["data"] = how
         details: dict[str, Any] = {"report": report.as_dict(), "data": how}
         if model_version:
             details["model_version"] = model_version

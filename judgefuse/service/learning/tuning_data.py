@@ -10,7 +10,11 @@ verdicts hold only the votes of the judges they consulted, so they are never re-
 
 Each point also carries the review stratum of its verdict (:func:`label_stratum_key`:
 ``review``, ``auto@{rate}`` or ``unsolicited``), so the tuner can weight it by the share of
-traffic its stratum stands for (docs/design.md, 'Tuning and monitoring on the population').
+traffic its stratum stands for (docs/design.md, 'Tuning and monitoring on the population'),
+and how it was routed (:class:`Routing`: the threshold that routed it, its inclusion
+probability and reason from the stamp, and whether the tuned method's own confidence routed it),
+so the tuner can pool labels by inclusion probability when every stamp says how
+(:mod:`judgefuse.service.learning.pooled_inputs`).
 """
 
 from __future__ import annotations
@@ -22,7 +26,28 @@ from judgefuse.service.judging.panels import PanelRuntime
 from judgefuse.service.ledger import label_stratum_key
 from judgefuse.service.storage import VerdictRecord
 
-__all__ = ["TuningData", "tuning_data"]
+__all__ = ["Routing", "TuningData", "tuning_data"]
+
+
+class Routing(NamedTuple):
+    """How one labelled verdict was routed, as stored with it."""
+
+    threshold: float | None
+    """The threshold value that routed the verdict (``Verdict.threshold``; None: none)."""
+    inclusion: float | None
+    """The stamp's inclusion probability (None: a record from before the review loop)."""
+    reason: str | None
+    """The stamp's reason (``no_threshold``, ``below_threshold``, ``audit``, ...)."""
+    by_tuned_method: bool
+    """Whether the verdict was made (and so routed) by the tuned method itself (and model
+    version): only then is the confidence tuned the one its route compared with the threshold."""
+
+
+def _routing(record: VerdictRecord, method_name: str, model_version: str | None) -> Routing:
+    v, stamp = record.verdict, record.review
+    same = v.method == method_name and (model_version is None or v.model_version == model_version)
+    return Routing(v.threshold, stamp.inclusion_probability if stamp else None,
+                   stamp.reason if stamp else None, same)
 
 
 class TuningData(NamedTuple):
@@ -33,6 +58,8 @@ class TuningData(NamedTuple):
     """Whether each verdict matched its label."""
     strata: list[str]
     """Each point's review stratum key."""
+    routing: list[Routing]
+    """Each point's routing (:class:`Routing`)."""
 
 
 def tuning_data(
@@ -43,6 +70,7 @@ def tuning_data(
     confidences: list[float] = []
     correct: list[bool] = []
     strata: list[str] = []
+    routing: list[Routing] = []
     how: str
     kind = runtime.capabilities(method_name, field="body.method")
     if kind.requires_fit or kind.fits_unlabelled:
@@ -54,6 +82,7 @@ def tuning_data(
                 confidences.append(v.confidence if v.choice else 0.5)
                 correct.append(v.choice == r.label)
                 strata.append(label_stratum_key(r))
+                routing.append(_routing(r, method_name, model_version))
     elif kind.reads_item:
         # it reads the item and calls a model: not re-runnable offline, only its own verdicts
         how = f"verdicts made by {method_name}"
@@ -62,6 +91,7 @@ def tuning_data(
                 confidences.append(r.verdict.confidence)
                 correct.append(r.verdict.choice == r.label)
                 strata.append(label_stratum_key(r))
+                routing.append(_routing(r, method_name, model_version))
     else:
         # a voting method is a pure function of the stored votes: re-fuse every record
         how = f"every labelled verdict's votes re-fused with {method_name}"
@@ -73,4 +103,5 @@ def tuning_data(
             confidences.append(v.confidence)
             correct.append(v.choice == r.label)
             strata.append(label_stratum_key(r))
-    return TuningData(how, confidences, correct, strata)
+            routing.append(_routing(r, method_name, model_version))
+    return TuningData(how, confidences, correct, strata, routing)
