@@ -1076,7 +1076,10 @@ async def refit_lag(base: str, rate: float, seconds: float, delay_s: float, labe
     """(f) The loop's lag under ``/v1/judge`` at ``rate`` (50% of its max), without and with
     refits of the largest allowed model running back to back in the background: ``labels``
     labelled verdicts of :data:`REFIT_PANEL` stored first, then, during the second run, one
-    more label and ``POST /v1/fusion/refit`` in a loop (each refit has a new label to fit)."""
+    more label and ``POST /v1/fusion/refit`` in a loop (each refit has a new label to fit); a
+    third run after the refits ended (the model promoted, no refit running) tells the refit's
+    own cost from what follows a promotion. The load is the 5-judge panel's, not
+    :data:`REFIT_PANEL`'s: the promoted model scores none of its verdicts."""
     rng = random.Random(1)
     timeout = aiohttp.ClientTimeout(total=600)
     started = time.perf_counter()
@@ -1100,7 +1103,8 @@ async def refit_lag(base: str, rate: float, seconds: float, delay_s: float, labe
                     out = await response.json()
                 runs.append((time.perf_counter() - began, str(out.get("status")), str(out.get("reason"))))
 
-    for background in (False, True):
+    for phase in ("no refit", "with refits", "after the refits"):
+        background = phase == "with refits"
         stop = asyncio.Event()
         runs: list[tuple[float, str, str]] = []
         task = asyncio.create_task(refits(stop, runs)) if background else None
@@ -1110,9 +1114,9 @@ async def refit_lag(base: str, rate: float, seconds: float, delay_s: float, labe
         stop.set()
         if task is not None:
             await task
-        name = "with refits" if background else "no refit"
-        print(level_line(f"/v1/judge, {name}", "50%", rate, run, delay_s))
+        print(level_line(f"/v1/judge, {phase}", "50%", rate, run, delay_s))
         print(f"    {'':<28} {lag_summary(before, after)}")
+        print(f"    {'':<28} where the time went, p50/p99 ms: {breakdown_line(run)}")
         if runs:
             took = sorted(r[0] for r in runs)
             print(f"    {'':<28} refits: {len(runs)} back to back, {took[0]:.2f}-{took[-1]:.2f} s each; "
