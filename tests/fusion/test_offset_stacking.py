@@ -67,8 +67,8 @@ def _rule_labels(rng: np.random.Generator, batches: list[list[JudgeVote]]) -> li
 def test_when_the_labels_teach_nothing_it_is_the_rule():
     """0 informative features, 24 panels of 50-200 labels: the inner CV keeps no correction in
     most, and there the fit returns the rule's probabilities (to the log-odds clip) and
-    restores as the rule. (Seed 8 at 50 labels draws a chance sharpening that the one-SE rule
-    lets through: an honest rate, not a promise for every panel.)"""
+    restores as the rule. (A chance sharpening can still pass the standard-error rule: an
+    honest rate, not a promise for every panel.)"""
     exact, shifts = 0, []
     for seed, n in itertools.product(range(1, 9), (50, 100, 200)):
         rng = np.random.default_rng(seed)
@@ -82,7 +82,9 @@ def test_when_the_labels_teach_nothing_it_is_the_rule():
             assert set(model.coefficients.values()) == {0.0}
             assert model.predict_p_a(test) == pytest.approx(rule, abs=1e-12)
             assert restore_method("offset_stacked", method_params(model)).penalty == RULE
-    assert exact >= 20, (exact, shifts)  # 22 of 24 today; the old fit: 0 of 24
+    # 23 of 24 today; 15 with the plain minimum instead of the standard-error rule; the old fit
+    # had no exact-rule candidate: 0
+    assert exact >= 20, (exact, shifts)
     assert np.mean(shifts) < 0.01, shifts
 
 
@@ -97,14 +99,15 @@ def test_the_rule_candidate_is_the_pure_offset_and_large_penalties_approach_it()
     assert abs(b_free) > 10 * abs(b)
 
 
-def test_one_standard_error_rule_prefers_the_rule_over_a_noise_level_gain():
+def test_the_standard_error_rule_prefers_the_rule_over_a_noise_level_gain():
     """Pure-noise features: whichever penalty fits the inner folds best, the choice is the most
-    regularised one within its standard error, i.e. the rule."""
+    regularised one within SE_RULE standard errors of it, i.e. the rule."""
     rng = np.random.default_rng(5)
     x, offset = rng.normal(size=(80, 6)), rng.normal(scale=1.5, size=80)
     y = (rng.random(80) < 1 / (1 + np.exp(-offset))).astype(float)
     losses = held_out_losses(x, y, offset)
     assert losses is not None and set(losses) == set(PENALTIES)
+    assert min(PENALTIES, key=lambda lam: losses[lam].mean()) != RULE  # the plain minimum corrects
     assert choose_penalty(x, y, offset) == RULE
 
 
