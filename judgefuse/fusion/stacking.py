@@ -6,7 +6,13 @@ Features, per judge seen at fit (sorted by name, frozen at fit):
   0 when the judge is absent or carries no ``p_a``. An abstaining vote that carries ``p_a``
   (e.g. from reward margins) contributes its log-odds.
 * ``missing``: 1 when the judge is absent from the item or its vote carries no ``p_a``.
-* ``invalid``: 1 when the judge's vote is present but has no choice (abstained/tie/error).
+* ``invalid``: 1 when the judge's votes are present and all *failed* (no letter and no tie:
+  abstained, unparsable, a transport error).
+* ``tie``: the share of the judge's votes that say the answers are equally good. A tie is an
+  answer, not a failure: its signed log-odds is 0 (``p_a`` 0.5, so ``missing`` is 0) and this
+  flag lets the model learn what a judge's tie means (docs/design.md, 'Fusion'). Models saved
+  before this column existed (three per judge) are restored with their old reading: a tie
+  counted as ``invalid``.
 * one column per numeric ``signals`` key the judge carried at fit (e.g. a reward margin),
   standardised with the fit mean/std (std 0 -> 1); a missing value is imputed with the fit mean
   (0 after standardising).
@@ -43,6 +49,10 @@ from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote, Letter
 
 P_CLIP = 1e-4
+VOTE_KINDS = ("logodds", "missing", "invalid", "tie")
+"""The per-judge features, in column order (module docstring)."""
+LEGACY_KINDS = VOTE_KINDS[:3]
+"""The per-judge features of models saved before ties had their own column."""
 PARAMS_FORMAT = "judgefuse.stacked/1"
 """The ``format`` tag of :meth:`StackedFusion.to_params` output."""
 
@@ -107,6 +117,7 @@ class StackedFusion:
         self.model_version: str | None = None
         self._mean: NDArray[np.float64] = np.zeros(0)
         self._std: NDArray[np.float64] = np.ones(0)
+        self._kinds: tuple[str, ...] = VOTE_KINDS
         self._model: LogisticRegression | None = None
 
     @property
@@ -129,18 +140,22 @@ class StackedFusion:
         absent = [j for j in self.judges if j not in by_judge]
         if absent:
             notes.append(f"absent judges (missing=1): {', '.join(absent)}")
-        block = np.zeros(3 * len(self.judges))
+        width = len(self._kinds)
+        block = np.zeros(width * len(self.judges))
         for k, judge in enumerate(self.judges):
             votes = by_judge.get(judge, [])
             if len(votes) > 1:
                 notes.append(f"judge {judge} cast {len(votes)} votes: averaged")
             carried = [v.p_a for v in votes if v.p_a is not None]
             if carried:
-                block[3 * k] = math.fsum(_logodds(p) for p in carried) / len(carried)
+                block[width * k] = math.fsum(_logodds(p) for p in carried) / len(carried)
             else:
-                block[3 * k + 1] = 1.0
-            if votes and not any(v.valid for v in votes):
-                block[3 * k + 2] = 1.0
+                block[width * k + 1] = 1.0
+            if width == len(LEGACY_KINDS):  # a model saved before ties had their own column
+                block[width * k + 2] = float(bool(votes) and not any(v.valid for v in votes))
+                continue
+            block[width * k + 2] = float(bool(votes) and all(v.failed for v in votes))
+            block[width * k + 3] = sum(v.tie for v in votes) / len(votes) if votes else 0.0
         signals = np.full(len(self.signal_keys), np.nan)
         for s, (judge, key) in enumerate(self.signal_keys):
             values = [v.signals[key] for v in by_judge.get(judge, []) if key in v.signals]
@@ -201,8 +216,9 @@ class StackedFusion:
             std = np.sqrt(np.nanmean((raw - mean) ** 2, axis=0))
             self._mean = mean
             self._std = np.where(std > 1e-12, std, 1.0)
+        self._kinds = VOTE_KINDS
         self.feature_names = [
-            f"{judge}:{kind}" for judge in self.judges for kind in ("logodds", "missing", "invalid")
+            f"{judge}:{kind}" for judge in self.judges for kind in self._kinds
         ] + [f"{judge}:signal:{key}" for judge, key in self.signal_keys]
 
     def _feature_params(self) -> dict[str, Any]:
@@ -229,6 +245,8 @@ class StackedFusion:
         self.judges = [str(j) for j in params["judges"]]
         self.signal_keys = [(str(k[0]), str(k[1])) for k in params["signal_keys"]]
         self.feature_names = [str(f) for f in params["feature_names"]]
+        tie_column = not self.judges or f"{self.judges[0]}:tie" in self.feature_names
+        self._kinds = VOTE_KINDS if tie_column else LEGACY_KINDS
         self.model_version = params["model_version"]
         self._mean = np.asarray(params["signal_mean"], dtype=float)
         self._std = np.asarray(params["signal_std"], dtype=float)

@@ -207,3 +207,83 @@ def test_cross_fit_order_seed_and_non_learned() -> None:
     voted = cross_fit_predict("majority", batches, labels)
     assert [v.p_a for v in voted] == [majority(x).p_a for x in batches]
     assert get_method("stacked").requires_fit
+
+
+# ------------------------------------------------------------------ tie votes
+def _tie_panel(n: int, seed: int = 0) -> tuple[list[list[JudgeVote]], list[str]]:
+    """j1 is right 75% of the time; j2 says "tie" on 60% of the B items and on 10% of the A
+    items, fails (a transport error) on 20% of all items, and otherwise flips a coin."""
+    rng = np.random.default_rng(seed)
+    batches, labels = [], []
+    for _ in range(n):
+        truth = "A" if rng.random() < 0.5 else "B"
+        right = rng.random() < 0.75
+        j1 = JudgeVote(judge="j1", mode="sc", choice=truth if right else ("B" if truth == "A" else "A"),
+                       confidence=0.75)
+        u = rng.random()
+        if u < (0.6 if truth == "B" else 0.1):
+            j2 = JudgeVote.tied("j2", "sc")
+        elif rng.random() < 0.2:
+            j2 = JudgeVote.invalid("j2", "sc", "timeout")
+        else:
+            j2 = JudgeVote(judge="j2", mode="sc", choice="A" if rng.random() < 0.5 else "B", confidence=0.6)
+        batches.append([j1, j2])
+        labels.append(truth)
+    return batches, labels
+
+
+def test_a_tie_vote_is_a_signed_zero_with_its_own_flag_not_a_failure() -> None:
+    batches, labels = _tie_panel(40)
+    model = StackedFusion().fit(batches, labels)
+    assert model.feature_names[:4] == ["j1:logodds", "j1:missing", "j1:invalid", "j1:tie"]
+    j1 = JudgeVote(judge="j1", mode="sc", choice="A", confidence=0.75)
+    rows = {name: model._matrix([[j1, vote]])[0][0, 4:8] for name, vote in (
+        ("tie", JudgeVote.tied("j2", "sc")),
+        ("failed", JudgeVote.invalid("j2", "sc", "timeout")),
+        ("abstained with p_a", JudgeVote.invalid("j2", "sc", "games disagree", p_a=0.5)),
+    )}
+    # logodds, missing, invalid, tie
+    assert rows["tie"].tolist() == [0.0, 0.0, 0.0, 1.0]
+    assert rows["failed"].tolist() == [0.0, 1.0, 1.0, 0.0]
+    assert rows["abstained with p_a"].tolist() == [0.0, 0.0, 1.0, 0.0]
+    # a position-swapped pair (one tie, one vote for A): half a tie, not a failure
+    half = model._matrix([[j1, JudgeVote.tied("j2", "sc"), JudgeVote.from_p_a("j2", "sc", 0.8)]])[0][0, 4:8]
+    assert half[2:].tolist() == [0.0, 0.5]
+
+
+def test_the_model_learns_what_a_judges_tie_means() -> None:
+    """j2's tie is evidence for B; before ties had their own column they shared the
+    ``invalid`` flag with j2's failures, which carry nothing, and the model could not tell."""
+    batches, labels = _tie_panel(600, seed=1)
+    model = StackedFusion().fit(batches, labels)
+    assert model.coefficients["j2:tie"] < -1.0
+    assert abs(model.coefficients["j2:invalid"]) < 0.5
+    j1 = JudgeVote(judge="j1", mode="sc", choice="A", confidence=0.75)
+    tie = model([j1, JudgeVote.tied("j2", "sc")]).p_a
+    failed = model([j1, JudgeVote.invalid("j2", "sc", "timeout")]).p_a
+    assert failed - tie > 0.2
+    # against the same panel with every tie recorded as a failure (the old reading)
+    def as_failures(panel: list[list[JudgeVote]]) -> list[list[JudgeVote]]:
+        return [[JudgeVote.invalid(v.judge, "sc", "tie") if v.tie else v for v in b] for b in panel]
+
+    old = StackedFusion().fit(as_failures(batches), labels)
+    test, test_labels = _tie_panel(2000, seed=2)
+    assert brier(model.predict(test), test_labels) < brier(old.predict(as_failures(test)), test_labels) - 0.01
+
+
+def test_a_model_saved_before_the_tie_column_restores_with_its_old_reading() -> None:
+    """Stored three-column parameters (log-odds, missing, invalid) still serve: a tie there
+    counts as ``invalid``, as it did when the model was fitted."""
+    j1 = JudgeVote(judge="j1", mode="sc", choice="A", confidence=0.75)
+    params = {
+        "format": "judgefuse.stacked/1", "C": 1.0, "use_signals": True, "min_labels": 10,
+        "judges": ["j1", "j2"], "signal_keys": [],
+        "feature_names": ["j1:logodds", "j1:missing", "j1:invalid", "j2:logodds", "j2:missing", "j2:invalid"],
+        "coef": [1.0, 0.0, 0.0, 1.0, 0.0, -2.0], "intercept": 0.0,
+        "signal_mean": [], "signal_std": [], "model_version": "legacy000000",
+    }
+    model = StackedFusion.from_params(params)
+    z = float(np.log(0.75 / 0.25))
+    assert model([j1, JudgeVote.tied("j2", "sc")]).p_a == pytest.approx(sigmoid(z - 2.0))
+    assert model([j1, JudgeVote.invalid("j2", "sc", "timeout")]).p_a == pytest.approx(sigmoid(z - 2.0))
+    assert model([j1, JudgeVote.from_p_a("j2", "sc", 0.75)]).p_a == pytest.approx(sigmoid(2 * z))

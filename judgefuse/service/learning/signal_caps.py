@@ -9,8 +9,8 @@ refit learns from, whatever is stored:
 
 * per judge, the ``max_signals_per_judge`` names carried by the most labelled votes (ties by
   name) are kept;
-* then, if the model would still have more than ``refit_max_features`` features (3 per judge:
-  log-odds, missing, invalid; plus one per kept signal), the kept names carried by the fewest
+* then, if the model would still have more than ``refit_max_features`` features (4 per judge:
+  log-odds, missing, invalid, tie; plus one per kept signal), the kept names carried by the fewest
   votes are dropped until it fits;
 * a panel whose judges alone need more features than the cap is not refitted
   (:class:`TooManyFeatures`).
@@ -26,12 +26,13 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from judgefuse.fusion.stacking import VOTE_KINDS
 from judgefuse.judges.types import JudgeVote
 
 __all__ = ["CappedSignals", "SignalCaps", "TooManyFeatures", "cap_signals"]
 
-FEATURES_PER_JUDGE = 3
-"""log-odds, missing and invalid (:mod:`judgefuse.fusion.stacking`)."""
+FEATURES_PER_JUDGE = len(VOTE_KINDS)
+"""log-odds, missing, invalid and tie (:mod:`judgefuse.fusion.stacking`)."""
 
 
 class TooManyFeatures(ValueError):
