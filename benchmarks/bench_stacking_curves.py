@@ -3,19 +3,24 @@
 Why (docs/design.md, 'Fusion'): plain ``stacked`` has more freedom than 50-200 labels support,
 so on small real panels its cross-fitted Brier is worse than ``mean_probability`` and the
 service never promotes it. ``offset_stacked`` (judgefuse/fusion/offset_stacking.py) starts at
-the rule (its log-odds as an offset) and learns a correction whose penalty inner CV chooses.
+the rule (its log-odds as an offset) and learns a correction whose penalty inner CV chooses,
+the rule itself (no correction) among the candidates, with a 1.5-standard-error rule.
 
 Per data set (JudgeBench: 10 recorded judges; Trust-or-Escalate: 3 judges with real
 probabilities; LLMBar: the recorded evaluators), per label budget n in 50, 100, 200: 20 random
 training subsets of n labelled items, each method fitted on them and scored on every other
 item (Brier of the chosen answer's confidence, accuracy; an undecided verdict counts as
-confidence 0.5 and wrong); the table prints the mean (and the sd over subsets) of each. "all":
+confidence 0.5 and wrong); the table prints the mean (and the sd over subsets) of each, then
+the paired difference of the first method's Brier from ``mean_probability``'s on the same
+subsets (mean and its standard error: the target is "no worse", i.e. <= about 1 SE). "all":
 5-fold cross-fitting over 20 fold seeds. Then cross-fitted accuracy and ECE over 10 fold seeds
 (mean, min-max), every item scored by a model that never saw its label.
 
-Run from the repository root (data from ../shared/data or JUDGEFUSE_SHARED_DATA; a few minutes)::
+Run from the repository root (data from ../shared/data or JUDGEFUSE_SHARED_DATA; a few minutes).
+One BLAS thread: the fits solve many small systems, and a threaded BLAS on a shared 2-core
+machine spent ~13x the wall time on them (a 121 x 121 solve took 122 ms)::
 
-    PYTHONPATH=. python benchmarks/bench_stacking_curves.py
+    OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 PYTHONPATH=. python -u benchmarks/bench_stacking_curves.py
 """
 
 from __future__ import annotations
@@ -128,6 +133,12 @@ def main() -> None:
                 runs = np.array(results[(method, budget)])
                 cells.append(f"{runs[:, 0].mean():.4f} ({runs[:, 0].std():.4f}) / {100 * runs[:, 1].mean():5.1f}%")
             print(f"{budget:>9}  " + "  ".join(f"{c:>34}" for c in cells))
+        print(f"{METHODS[0]} - {METHODS[-1]} Brier, paired over the same subsets (mean, SE):")
+        for budget in [*map(str, BUDGETS), "all"]:
+            if (METHODS[0], budget) in results:
+                diff = np.array(results[(METHODS[0], budget)])[:, 0] - np.array(results[(METHODS[-1], budget)])[:, 0]
+                se = diff.std(ddof=1) / np.sqrt(diff.size)
+                print(f"{budget:>9}  {diff.mean():+.4f} (SE {se:.4f})")
         print(f"cross-fitted (5 folds), mean [min-max] over {FOLD_SEEDS} fold seeds:")
         for method in METHODS:
             runs = np.array(results[(method, "crossfit")])
