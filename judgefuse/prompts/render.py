@@ -230,7 +230,8 @@ def render_messages(
             question=question, answer_a=answer_a, answer_b=answer_b, judgments=judgments, **extra
         )
     _check_text(question=question, answer_a=answer_a, answer_b=answer_b)
-    _check_extra(extra)
+    if extra:
+        _check_extra(extra)
     extras = tuple(sorted(extra.items())) if extra else ()
     size = len(question) + len(answer_a) + len(answer_b) + sum(len(v) for _, v in extras)
     render = _render_cached if size <= RENDER_CACHE_MAX_CHARS else _render_uncached

@@ -71,6 +71,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from urllib.parse import quote, unquote
 
 from judgefuse.calibration import FIXED_POINT_SCALE, CalibrationAccumulator
@@ -253,7 +254,10 @@ def traffic_prefix(panel: str, method: str) -> str:
     return f"{_q(panel)}/traffic/{_q(method)}/"
 
 
+@lru_cache(maxsize=4096)
 def traffic_key(panel: str, method: str, stratum_key: str) -> str:
+    """The key of (panel, method)'s traffic counter of one stratum; memoised (three URL quotes,
+    twice for every verdict stored: ~1% of a verdict's CPU)."""
     return traffic_prefix(panel, method) + _q(stratum_key)
 
 
