@@ -16,8 +16,9 @@ method would be refused, a renamed one would break them). Each registered factor
   when its base is a voting method (nothing of the base to save);
 
 and a method that requires a fit, has parameters to save, and is built without options can be
-**refitted from labels** by the service (``dawid_skene+platt`` and ``stacked`` alike). :data:`LEARNED_METHOD` names the learned method the
-service fits by default, :data:`ITEM_METHOD` the item-reading method a panel's ``fuser:`` entry
+**refitted from labels** by the service (``dawid_skene+platt`` and ``stacked`` alike). :data:`REFIT_METHOD` names the learned method the
+service fits by default, :data:`LEARNED_METHOD` the one a stored model that names none was
+fitted with, :data:`ITEM_METHOD` the item-reading method a panel's ``fuser:`` entry
 builds, :data:`DEFAULT_VOTING_METHOD` the voting method used where a voting one is needed and
 the configured one is not.
 """
@@ -38,6 +39,7 @@ __all__ = [
     "DEFAULT_VOTING_METHOD",
     "ITEM_METHOD",
     "LEARNED_METHOD",
+    "REFIT_METHOD",
     "Capabilities",
     "ItemFusionMethod",
     "ParamsFusionMethod",
@@ -48,8 +50,13 @@ __all__ = [
     "restore_method",
 ]
 
+REFIT_METHOD = "offset_stacked"
+"""The learned method the service refits from its labels and promotes by default: stacking that
+starts at the cold-start rule, so that with few labels it is the rule and no worse than it
+(docs/design.md, 'Fusion')."""
 LEARNED_METHOD = "stacked"
-"""The learned method the service refits from its labels and promotes."""
+"""The learned method of a stored model record that names none (saved before records named
+their method, when the service refitted only ``stacked``)."""
 ITEM_METHOD = "fuser"
 """The item-reading method built from a panel's ``fuser:`` model entry."""
 DEFAULT_VOTING_METHOD = "majority"

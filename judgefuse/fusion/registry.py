@@ -103,6 +103,7 @@ ENTRY_POINT_GROUP = "judgefuse.fusion_methods"
 BUILTIN_MODULES = (
     "judgefuse.fusion.voting",
     "judgefuse.fusion.stacking",
+    "judgefuse.fusion.offset_stacking",
     "judgefuse.fusion.dawid_skene",
     "judgefuse.fusion.fuser",
     "judgefuse.fusion.recalibrated",

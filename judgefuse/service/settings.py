@@ -35,7 +35,7 @@ from pydantic_settings import (
 
 from judgefuse.errors import InputError
 from judgefuse.field_path import field_path
-from judgefuse.fusion.capabilities import LEARNED_METHOD
+from judgefuse.fusion.capabilities import REFIT_METHOD
 
 __all__ = [
     "DEFAULT_TENANT",
@@ -227,9 +227,9 @@ class LearningSettings(_Section):
     refit_max_labels: int = Field(default=20_000, ge=10)
     """Most recent labels a refit reads."""
     refit_folds: int = Field(default=5, ge=2, le=20)
-    refit_method: str = LEARNED_METHOD
+    refit_method: str = REFIT_METHOD
     """The learned method a labelled refit fits and may promote: any refittable method
-    (``stacked``, ``dawid_skene+platt``, ``majority+isotonic``, a plugin's)."""
+    (default ``offset_stacked``; ``stacked``, ``dawid_skene+platt``, ``majority+isotonic``, a plugin's)."""
     cold_start_every_verdicts: int = Field(default=200, ge=0)
     """Fit a panel's label-free cold-start method (``fusion: dawid_skene``) in the background
     after this many new verdicts of the panel (0: only on request, ``POST /v1/fusion/refit``

@@ -26,7 +26,7 @@
 The learned method is any registered method that is *refittable*
 (:func:`judgefuse.fusion.capabilities.capabilities`: requires a fit, saves and restores its
 parameters with ``to_params``/``from_params``, builds without options); the default is
-:data:`~judgefuse.fusion.capabilities.LEARNED_METHOD`. Nothing here names it. The round-trip
+:data:`~judgefuse.fusion.capabilities.REFIT_METHOD` (``offset_stacked``). Nothing here names it. The round-trip
 check guards against drift between a method's ``to_params`` and ``from_params``.
 
 Where it runs (docs/design.md, 'Bounded learning'): with :class:`RefitBounds`, in a budgeted
@@ -58,7 +58,7 @@ import numpy as np
 from judgefuse.calibration import ThresholdReport
 from judgefuse.calibration.stratified_tuning import tune_threshold_stratified
 from judgefuse.fusion import FusionMethod, LearnedFusionMethod, NotEnoughLabels, cross_fit_predict, get_method
-from judgefuse.fusion.capabilities import LEARNED_METHOD, capabilities, method_params, restore_method
+from judgefuse.fusion.capabilities import REFIT_METHOD, capabilities, method_params, restore_method
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote, Letter
 from judgefuse.service.learning.promotion import brier_evidence, brier_problem
@@ -232,7 +232,7 @@ def _evaluate(
     batches: list[list[JudgeVote]], labels: list[str], voting: str, n_folds: int,
     target: PromotionTarget | None = None, promote_on: PromoteOn = "both",
     population: Population | None = None,
-    learned: str = LEARNED_METHOD,
+    learned: str = REFIT_METHOD,
 ) -> _Evaluation:
     """CPU part (worker thread): cross-fit both, tune both at the target, fit the final model
     if the candidate wins by the ``promote_on`` rule (module docstring)."""
@@ -286,7 +286,7 @@ async def refit(
     target: PromotionTarget | None = None,
     promote_on: PromoteOn = "both",
     traffic: dict[str, int] | None = None,
-    learned: str = LEARNED_METHOD,
+    learned: str = REFIT_METHOD,
     bounds: RefitBounds | None = None,
 ) -> tuple[RefitOutcome, FusionMethod | None]:
     """Refit the learned model of (tenant, panel); see the module docstring. ``target``: what

@@ -74,7 +74,7 @@ async def test_refit_with_enough_labels_promotes_a_versioned_model_that_stamps_v
         assert r.status_code == 200, r.text
         body = r.json()
         assert body["status"] == "promoted", body
-        assert body["version"] == 1 and body["active_method"] == "stacked"
+        assert body["version"] == 1 and body["active_method"] == "offset_stacked"  # the default
         assert body["metrics"]["stacked_brier"] <= body["metrics"]["baseline_brier"]
         assert body["n_labels"] == 60
         model_version = body["model_version"]
@@ -86,7 +86,7 @@ async def test_refit_with_enough_labels_promotes_a_versioned_model_that_stamps_v
 
         new = (await client.post("/v1/judge", json={**item(100), "label": None, "id": None},
                                  headers=headers)).json()
-        assert new["method"] == "stacked" and new["model_version"] == model_version
+        assert new["method"] == "offset_stacked" and new["model_version"] == model_version
         assert new["choice"] == "A"  # j1 (trusted) says the truth, A; j2/j3 are wrong on item 100
         # the model was promoted with a threshold tuned for it (at the target of the majority
         # threshold above), so its verdicts keep routing: no "retune" dead end
@@ -97,7 +97,7 @@ async def test_refit_with_enough_labels_promotes_a_versioned_model_that_stamps_v
         assert "retune" not in new["threshold"]["reason"]
         assert new["route"] == ("auto_accept" if new["confidence"] >= body["threshold"] else "human_review")
         stored = (await client.get(f"/v1/verdicts/{new['id']}", headers=headers)).json()
-        assert stored["method"] == "stacked" and stored["model_version"] == model_version
+        assert stored["method"] == "offset_stacked" and stored["model_version"] == model_version
 
         # a voting method can still be asked for explicitly
         voted = (await client.post("/v1/judge", json={**item(101), "label": None, "id": None,
@@ -124,7 +124,7 @@ async def test_background_refit_runs_every_n_labels(stub, tmp_path):
         await app.state.gateway.scheduler.idle()
         models = (await client.get("/v1/fusion/models", headers=headers)).json()
         assert [m["version"] for m in models["history"]] == [1]
-        assert models["active_method"] == "stacked"
+        assert models["active_method"] == "offset_stacked"
 
 
 def test_stacked_params_round_trip_reproduces_predictions():

@@ -228,7 +228,7 @@ async def test_a_tune_while_an_unpaired_model_serves_promotes_a_pair(stub, tmp_p
         assert first["status"] == "promoted" and first["threshold_version"] is None, first
         tuned = (await client.post("/v1/thresholds/tune", json={"target_precision": 0.8, "min_count": 10},
                                    headers=HEADERS)).json()
-        assert tuned["method"] == "stacked" and tuned["stored"] is False  # none of its own verdicts yet
+        assert tuned["method"] == "offset_stacked" and tuned["stored"] is False  # none of its own verdicts yet
         refit = tuned["refit"]
         assert refit["status"] == "promoted" and refit["threshold_version"] is not None, refit
         new = (await client.post("/v1/judge", json=item(500, label=False), headers=HEADERS)).json()
