@@ -10,22 +10,22 @@ correction:
 
 * ``o`` is the log-odds of ``mean_probability``'s P(A) (the mean of the votes' ``p_a``), clipped
   like every log-odds (``P_CLIP``); 0 when no vote carries one;
-* ``x`` are ``stacked``'s per-judge features (signed log-odds, missing and invalid flags,
+* ``x`` are ``stacked``'s per-judge features (signed log-odds, missing, invalid and tie flags,
   standardised signals: :class:`~judgefuse.fusion.stacking.StackedFusion`);
 * ``s`` rescales the rule's own log-odds (a temperature: Trust-or-Escalate's judges put some
   items at log-odds +-9 that a learned correction could not otherwise undo);
 * ``b``, ``s`` and ``w`` are fitted by L2-penalised logistic regression (Newton steps, the
   offset held fixed), all shrunk toward 0, i.e. toward the rule: ``s`` and ``w`` with the
-  penalty ``lam``, ``b`` with ``max(lam, INTERCEPT_FLOOR)``. An unpenalised intercept was the main cost on small panels
-  whose rule is already calibrated (Trust-or-Escalate, 50 labels: a few items in the
-  rule's middle range decide it, and a subset's chance label skew moved it by up to 1 in
-  log-odds);
+  penalty ``lam``, ``b`` with ``max(lam, INTERCEPT_FLOOR)``. An unpenalised intercept was the
+  main cost on small panels whose rule is already calibrated (Trust-or-Escalate, 50 labels: a
+  few items in the rule's middle range decide it, and a subset's chance label skew moved it by
+  up to 1 in log-odds);
 * ``lam`` is chosen by inner cross-validation (stratified folds, per-item log-loss) from
   :data:`PENALTIES`, whose first entry ``inf`` is *exactly* the rule (``b = 0``, ``w = 0``), with
   a standard-error rule: the most regularised candidate whose held-out loss is within
   :data:`SE_RULE` (1.5) standard errors (of its paired per-item difference) of the best one's.
-  So a correction is
-  taken only when the labels show it helps by more than the noise of the choice.
+  So a correction is taken only when the labels show it helps by more than the noise of the
+  choice.
 
 So with few or uninformative labels the fit *is* ``mean_probability`` (its probabilities, up
 to the log-odds clip); with more labels the correction grows as far as held-out log-loss says
