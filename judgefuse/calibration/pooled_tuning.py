@@ -65,7 +65,7 @@ from typing import Any, Literal
 import numpy as np
 from scipy.special import betaincinv
 
-from .stratified_tuning import _worst_mixture
+from .stratified_tuning import worst_mixture
 from .thresholds import (
     DEFAULT_CHAINS,
     ScanStep,
@@ -148,7 +148,7 @@ def pooled_precision_lower_bound(
             # lower Clopper-Pearson bound of M_k / M: one minus the upper bound of its complement
             lo = np.where(live2, 1.0 - _cp_upper(mb - m2, mb, delta_w / cells / 2.0), 0.0)
             hi = np.where(live2, _cp_upper(m2, mb, side), 0.0)
-        out[many] = 1.0 - _worst_mixture(u, lo, hi)
+        out[many] = 1.0 - worst_mixture(u, lo, hi)
     return out
 
 

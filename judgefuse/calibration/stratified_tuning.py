@@ -126,7 +126,7 @@ from .thresholds import (
 from .validation import check_pair
 from .window_bound import window_precision_lower_bound
 
-__all__ = ["stratified_precision_lower_bound", "tune_threshold_stratified"]
+__all__ = ["stratified_precision_lower_bound", "tune_threshold_stratified", "worst_mixture"]
 
 
 def _cp_upper(k: np.ndarray, n: np.ndarray, alpha: Any) -> np.ndarray:
@@ -154,7 +154,7 @@ def _cp_lower(k: np.ndarray, n: np.ndarray, alpha: float) -> np.ndarray:
     return out
 
 
-def _worst_mixture(u: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+def worst_mixture(u: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """max over b in [lo, hi] of sum(b u) / sum(b), per row; shapes (cands, S).
 
     A linear-fractional maximum over a box is reached at a vertex where the coordinates with
@@ -236,7 +236,7 @@ def stratified_precision_lower_bound(
     la = np.where(nb > 0, _cp_lower(a, nb, delta_a / n_strata / 2.0), 0.0)
     ua = np.where(nb > 0, _cp_upper(a, nb, side), 1.0)
     weight = big_n / big_n.sum()
-    return 1.0 - _worst_mixture(u, weight * la, weight * ua)
+    return 1.0 - worst_mixture(u, weight * la, weight * ua)
 
 
 BOUNDS: dict[str, Callable[..., np.ndarray]] = {
