@@ -279,11 +279,12 @@ class ErrorBody(BaseModel):
     """The request fields at fault, when a field is (always on 401, 413 and 422)."""
     limit: Literal["max_inflight_per_tenant", "max_inflight_total", "max_inflight_labels",
                    "max_inflight_work", "shed_loop_lag_s",
-                   "shed_sojourn_s"] | SkipJsonSchema[None] = None
+                   "shed_sojourn_s", "shed_wait_s"] | SkipJsonSchema[None] = None
     """429: the limit that is full (the setting's name; ``max_inflight_work``: that many
     judging requests are being worked on in the gateway; ``shed_loop_lag_s``: the event loop is
-    past capacity, ``shed_sojourn_s``: verdicts are queueing in the gateway; no in-flight count
-    applies to either of the last two)."""
+    past capacity, ``shed_sojourn_s``: verdicts are queueing in the gateway, ``shed_wait_s``:
+    the request waited too long for the event loop before admission; no in-flight count applies
+    to the last three)."""
     max_inflight: int | SkipJsonSchema[None] = None
     """429: that limit's value."""
     retry_after_s: Annotated[int, Field(ge=1)] | SkipJsonSchema[None] = None

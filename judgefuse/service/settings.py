@@ -358,6 +358,11 @@ class ServerSettings(_Section):
     """Backpressure (:mod:`judgefuse.service.web.backpressure`): 429 on the judging and label
     routes while every event-loop timer of the last window fired later than this (the loop is
     past capacity); 0: never."""
+    shed_wait_s: float = Field(default=0.05, ge=0.0, le=60.0, allow_inf_nan=False)
+    """Backpressure (:mod:`judgefuse.service.web.backpressure`): 429 on ``/v1/judge``,
+    ``/v1/fuse`` and their batches for a request that waited longer than this for the event loop between its headers
+    being read and admission (with ``judgefuse serve``'s HTTP protocol, which stamps that
+    time); 0: never."""
     shed_sojourn_s: float = Field(default=0.025, ge=0.0, le=60.0, allow_inf_nan=False)
     """Backpressure (:mod:`judgefuse.service.web.backpressure`): 429 on ``/v1/judge``,
     ``/v1/fuse`` and their batches while every verdict of the last window spent longer than this

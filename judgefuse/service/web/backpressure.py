@@ -13,6 +13,15 @@ refusing keeps the replica serving what it admitted):
   open-loop arrival rate above what the loop can serve grows the queue without bound and every
   request, old and new, ends in a client timeout (the collapse of ``/v1/fuse`` measured in
   ``benchmarks/bench_gateway.py``); with it, the requests admitted keep their latency.
+* **The request's wait for the loop** (``/v1/judge``, ``/v1/fuse`` and their batches; a label
+  burst queues at the storage gate below instead): a request whose headers were read
+  from its socket more than ``server.shed_wait_s`` before it reached this gate (the stamp of
+  :data:`~judgefuse.service.web.server_timeouts.READ_AT`, set by the HTTP protocol
+  ``judgefuse serve`` runs) is answered 429 while at least ``SHED_MIN_INFLIGHT`` are in flight.
+  It reads the queue in front of the app *now*, one request at a time: the loop's lag and the
+  in-app time describe the last window. Past ``/v1/fuse``'s capacity that wait was the largest
+  part of an admitted request's latency (p50 25 ms, p99 86 ms at 150% of its max), and an
+  admitted request that has already waited that long cannot answer in time.
 * **The verdicts' time in the app** (``/v1/judge``, ``/v1/fuse`` and their batches): while
   every verdict of the last window spent more than ``server.shed_sojourn_s`` (25 ms: a few
   times a verdict's in-app time below capacity, well under the 100 ms an admitted request may
@@ -39,6 +48,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections import deque
 
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -46,6 +56,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from judgefuse.service.errors import Overloaded
 from judgefuse.service.monitoring.metrics import ServiceMetrics
 from judgefuse.service.settings import Settings
+from judgefuse.service.web.server_timeouts import READ_AT
 
 __all__ = ["BackpressureMiddleware", "LabelGate", "guarded_route"]
 
@@ -138,6 +149,7 @@ class BackpressureMiddleware:
         self.metrics = metrics
         server = settings.server
         self.lag_target_s = server.shed_loop_lag_s
+        self.wait_target_s = server.shed_wait_s
         self.sojourn_target_s = server.shed_sojourn_s
         self.work_limit = server.max_inflight_work
         self.labels = LabelGate(server.max_inflight_labels, server.label_wait_s)
@@ -155,6 +167,13 @@ class BackpressureMiddleware:
                 "shed_loop_lag_s", None, _RETRY_AFTER_S,
                 f"the event loop is past capacity (lag above {self.lag_target_s * 1000:g} ms "
                 f"for {self.metrics.loop_lag.window_s * 1000:g} ms)"))
+            return
+        waited = self._waited_s(scope) if kind == "judging" else 0.0
+        if waited > self.wait_target_s > 0 and self.inflight >= SHED_MIN_INFLIGHT:
+            await self._refuse(send, Overloaded.shed(
+                "shed_wait_s", None, _RETRY_AFTER_S,
+                f"the request waited {waited * 1000:.0f} ms for the event loop before admission "
+                f"(more than {self.wait_target_s * 1000:g} ms)"))
             return
         if (kind == "judging" and self.inflight >= SHED_MIN_INFLIGHT
                 and self.metrics.sojourn.overloaded(self.sojourn_target_s)):
@@ -187,6 +206,12 @@ class BackpressureMiddleware:
             self.inflight -= 1
             if kind == "labels":
                 self.labels.release()
+
+    @staticmethod
+    def _waited_s(scope: Scope) -> float:
+        """Seconds since the request's headers were read (0 without the protocol's stamp)."""
+        read_at = scope.get("extensions", {}).get(READ_AT)
+        return 0.0 if read_at is None else time.monotonic() - read_at
 
     async def _refuse(self, send: Send, error: Overloaded) -> None:
         self.metrics.child(self.metrics.admission_rejected, "-", error.limit).inc()

@@ -143,7 +143,7 @@ _DESCRIPTIONS = {
     413: "The body is over `max_body_bytes`",
     422: "A request field is invalid: `fields` names each one",
     429: "A limit (`limit`) is full: an in-flight limit, or the server past its capacity "
-         "(`max_inflight_work`, `shed_loop_lag_s`, `shed_sojourn_s`); nothing was done. Retry after `Retry-After` seconds",
+         "(`max_inflight_work`, `shed_loop_lag_s`, `shed_sojourn_s`, `shed_wait_s`); nothing was done. Retry after `Retry-After` seconds",
     503: "Storage is unavailable; retry after `Retry-After` seconds",
 }
 _ANY_BODY = "with a body"

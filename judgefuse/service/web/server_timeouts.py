@@ -14,21 +14,29 @@ class is subclassed (whichever uvicorn picks: httptools or h11) with two per-con
   seconds later) also covers bodies the app never reads.
 
 Only ``connection_made``, ``data_received``, ``on_response_complete``, ``connection_lost`` and
-the request cycle's ``more_body`` are used, which both uvicorn implementations share.
+the request cycle's ``more_body`` and ``scope`` are used, which both uvicorn implementations share.
+
+The same subclass stamps each request with the time its headers were read from the socket
+(``scope["extensions"][READ_AT]``, ``time.monotonic()``): between that moment and the app's
+first middleware the request waits for the event loop, a wait no gate inside the app can see
+otherwise (:mod:`judgefuse.service.web.backpressure` refuses a request that waited too long).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any
 
-__all__ = ["BODY_GRACE_S", "with_deadlines"]
+__all__ = ["BODY_GRACE_S", "READ_AT", "with_deadlines"]
 
 log = logging.getLogger("judgefuse.service")
 BODY_GRACE_S = 5.0
 """The protocol's body deadline is this much later than the middleware's 408 (at most; never
 more than ``body_timeout_s`` itself)."""
+READ_AT = "judgefuse.read_at"
+"""The scope extension holding when the request's headers were read (``time.monotonic()``)."""
 
 
 def with_deadlines(base: type[asyncio.Protocol], *, header_timeout_s: float,
@@ -49,6 +57,7 @@ def with_deadlines(base: type[asyncio.Protocol], *, header_timeout_s: float,
             self._jf_waiting_for_headers()
 
         def data_received(self, data: bytes) -> None:
+            read_at = time.monotonic()
             super().data_received(data)
             cycle = getattr(self, "cycle", None)
             if cycle is None or cycle is self._jf_cycle:
@@ -56,6 +65,8 @@ def with_deadlines(base: type[asyncio.Protocol], *, header_timeout_s: float,
                     self._jf_stop()  # the body is complete
                 return
             self._jf_cycle = cycle  # a new request's headers are in
+            # its task is created, not yet run: the stamp is there when the app starts
+            cycle.scope.setdefault("extensions", {})[READ_AT] = read_at
             if cycle.more_body:
                 self._jf_arm("body", body_timeout_s + min(BODY_GRACE_S, body_timeout_s))
             else:

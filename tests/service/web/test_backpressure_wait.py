@@ -1,0 +1,103 @@
+"""The wait-for-the-loop gate (judgefuse.service.web.backpressure, ``server.shed_wait_s``): the HTTP
+protocol ``judgefuse serve`` runs stamps when a request's headers were read, and a guarded request
+that reaches the gate too long after that stamp is refused with 429 + Retry-After (limit
+``shed_wait_s``) before the app sees it; a fresh one, an unstamped one and any with the gate off
+pass."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
+import httpx
+import pytest
+import uvicorn
+
+from judgefuse.service.monitoring.metrics import ServiceMetrics
+from judgefuse.service.ops.serve_command import uvicorn_config
+from judgefuse.service.web import backpressure
+from judgefuse.service.web.backpressure import BackpressureMiddleware
+from judgefuse.service.web.server_timeouts import READ_AT
+
+
+async def test_the_served_protocol_stamps_when_each_request_was_read(tmp_path: Path):
+    stamps: list[tuple[float, float]] = []
+
+    async def app(scope, receive, send):
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        stamps.append((scope["extensions"][READ_AT], time.monotonic()))
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    port = S.free_port()
+    settings = S.make_settings(tmp_path, [])
+    server = uvicorn.Server(uvicorn_config(app, settings, host="127.0.0.1", port=port, log_level="warning"))
+    task = asyncio.create_task(server.serve())
+    try:
+        while not server.started:
+            assert not task.done(), task
+            await asyncio.sleep(0.01)
+        before = time.monotonic()
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+            for _ in range(3):  # one kept-alive connection: each request gets its own stamp
+                assert (await client.post("/v1/fuse", content=b"{}")).status_code == 200
+        after = time.monotonic()
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, timeout=10)
+    assert len(stamps) == 3 and len({read for read, _ in stamps}) == 3
+    assert all(before <= read <= reached <= after for read, reached in stamps), stamps
+
+
+async def call(middleware: BackpressureMiddleware, path: str, read_ago_s: float | None) -> list[dict]:
+    """One request through ``middleware``; its headers read ``read_ago_s`` ago (None: no stamp)."""
+    scope = {"type": "http", "method": "POST", "path": path, "headers": []}
+    if read_ago_s is not None:
+        scope["extensions"] = {READ_AT: time.monotonic() - read_ago_s}
+    sent: list[dict] = []
+
+    async def receive():
+        return {"type": "http.request", "body": b"{}", "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    await middleware(scope, receive, send)
+    return sent
+
+
+@pytest.mark.parametrize("path", ["/v1/fuse", "/v1/judge/batch"])
+async def test_a_request_that_waited_too_long_for_the_loop_is_refused(tmp_path: Path, monkeypatch, path):
+    monkeypatch.setattr(backpressure, "SHED_MIN_INFLIGHT", 0)  # no queue of this test's own
+    reached: list[str] = []
+
+    async def app(scope, receive, send):
+        reached.append(scope["path"])
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    settings = S.make_settings(tmp_path, [], server={"shed_wait_s": 0.02})
+    metrics = ServiceMetrics()
+    gate = BackpressureMiddleware(app, settings=settings, metrics=metrics)
+    refused = await call(gate, path, 0.5)
+    assert refused[0]["status"] == 429 and reached == []
+    assert dict(refused[0]["headers"])[b"retry-after"] == b"1"
+    body = json.loads(refused[1]["body"])
+    assert body["limit"] == "shed_wait_s" and body["retry_after_s"] == 1
+    assert "waited" in body["error"] and "event loop" in body["error"]
+    assert 'limit="shed_wait_s"' in metrics.render().decode()
+    for ago in (0.0, None):  # fresh, or not stamped (another server): admitted
+        assert (await call(gate, path, ago))[0]["status"] == 200
+    assert (await call(gate, "/v1/monitor", 0.5))[0]["status"] == 200  # not a guarded route
+    assert (await call(gate, "/v1/feedback", 0.5))[0]["status"] == 200  # labels queue at their own gate
+    off = BackpressureMiddleware(app, settings=S.make_settings(tmp_path, [], server={"shed_wait_s": 0}),
+                                 metrics=metrics)
+    assert (await call(off, path, 0.5))[0]["status"] == 200
+    assert reached == [path, path, "/v1/monitor", "/v1/feedback", path]
