@@ -48,24 +48,18 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-__all__ = ["RefitWorkerFailed", "RefitWorkers", "WorkerBudget", "WorkerJob"]
+from judgefuse.service.learning.worker_priority import WORKER_NICE, leave_serving_cpus
+
+__all__ = ["WORKER_NICE", "RefitWorkerFailed", "RefitWorkers", "WorkerBudget", "WorkerJob"]
 
 log = logging.getLogger("judgefuse.service.learning.refit_worker")
 
 T = TypeVar("T")
 
-WORKER_NICE = 19
-"""The worker's ``nice``: the lowest. The worker leaves the gateway's CPU for the others, where
-the judges (the benchmark's stub) and the clients run, and there it competes with them: in one
-run of ``bench_gateway.py --only-refit`` at ``nice`` 10 (``/v1/judge`` at 60/s, a 2,000-label
-refit, load ~11) the judge calls themselves slowed while the refit ran (slowest call p50 68 ->
-85 ms, p99 164 -> 350 ms) and the loop's lag did not move. At 19 the gateway's side of the core
-comes first whenever it wants it. Progress is kept (19 still gets a share, unlike
-``SCHED_IDLE``), so on a saturated host a refit ends late (178 s vs 63 s at 10 in the same
-quarter hour, load 10-13) rather than never; the budget is ``learning.refit_timeout_s``."""
-
-PRELOAD = ["judgefuse.service.learning.refit", "judgefuse.fusion.stacking", "sklearn.linear_model"]
-"""Imported once by the forkserver, so each worker starts ready (sklearn alone is ~1 s)."""
+PRELOAD = ["judgefuse.service.learning.forkserver_first", "judgefuse.service.learning.refit",
+           "judgefuse.fusion.stacking", "sklearn.linear_model"]
+"""Imported once by the forkserver, so each worker starts ready (sklearn alone is ~1 s); the
+first entry steps the forkserver back before the others (:mod:`.forkserver_first`)."""
 
 
 class RefitWorkerFailed(RuntimeError):
@@ -259,19 +253,6 @@ def _limit(budget: WorkerBudget) -> None:
         resource.setrlimit(resource.RLIMIT_CPU, (seconds, hard))
 
 
-def _leave_serving_cpus(serving_pid: int) -> None:
-    """Run on every CPU this process may use except those the serving process is pinned to
-    (all of them when it is not pinned, or when nothing else is left)."""
-    try:
-        serving = os.sched_getaffinity(serving_pid)
-        everything = set(range(os.cpu_count() or 1))
-        others = everything - serving
-        # the kernel keeps only the CPUs this process's cpuset allows; none of them: EINVAL
-        os.sched_setaffinity(0, others if serving != everything and others else everything)
-    except (AttributeError, OSError):  # not Linux, the server is gone, or only its CPUs are allowed
-        pass
-
-
 def _work(
     jobs: multiprocessing.connection.Connection, results: multiprocessing.connection.Connection,
     budget: WorkerBudget,
@@ -283,7 +264,7 @@ def _work(
         from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
         fn, args, serving_pid = jobs.recv()
-        _leave_serving_cpus(serving_pid)
+        leave_serving_cpus(serving_pid)
         with threadpool_limits(1):
             result = fn(*args)
             if inspect.isgenerator(result):

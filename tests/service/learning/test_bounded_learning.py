@@ -238,3 +238,31 @@ async def test_the_worker_leaves_the_cpu_the_gateway_is_pinned_to_and_stays_nice
     # not pinned: the worker may use every CPU
     cpus, _nice = await RefitWorkers(WorkerBudget(time_s=120, memory_mb=256)).run(refit_jobs.cpus_and_nice)
     assert set(cpus) == allowed, cpus
+
+
+def _forkservers() -> list[int]:
+    """This process's children that are a multiprocessing forkserver (from /proc)."""
+    children: list[int] = []
+    for task in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{task}/children", encoding="ascii") as listed:
+            children += [int(pid) for pid in listed.read().split()]
+    found = []
+    for pid in children:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                if b"multiprocessing.forkserver" in cmdline.read():
+                    found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="needs Linux /proc")
+async def test_the_forkserver_itself_runs_at_the_workers_nice():
+    """The forkserver imports the fitting code for seconds: at the gateway's priority on the
+    gateway's core that once took half of it while a refit started; it steps back first."""
+    await RefitWorkers(WorkerBudget(time_s=120, memory_mb=256)).run(refit_jobs.cpus_and_nice)
+    servers = _forkservers()
+    assert servers, "no forkserver child found"
+    assert {os.getpriority(os.PRIO_PROCESS, pid) for pid in servers} == {WORKER_NICE}
+    assert os.getpriority(os.PRIO_PROCESS, 0) == 0  # the gateway's own priority is untouched
