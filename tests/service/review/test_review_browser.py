@@ -153,3 +153,68 @@ def _screenshots(driver: Any) -> None:
         return
     for width in (1400, 800):
         full_page_png(driver, Path(folder) / f"review-page-{width}.png", width)
+
+
+async def test_two_tabs_hold_one_item_and_a_revoked_credential_is_signed_out_in_chromium(tmp_path, browser):
+    """An annotator account in a real browser: a second tab shows the item the first holds (one
+    lease), and once the tenant revokes the credential the next load of either tab is the
+    sign-in page."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from judgefuse.service.storage import SQLiteStorage
+
+    settings = S.make_settings(tmp_path, [external_panel(tmp_path)], review_seed=5)
+    async with SQLiteStorage(tmp_path / "tabs.sqlite3") as storage:
+        app = create_app(settings, storage=storage)
+        async with S.uvicorn_server(app) as url, httpx.AsyncClient(base_url=url, timeout=30) as client:
+            for i in range(4):
+                r = await client.post("/v1/fuse", json={
+                    "id": f"t{i}", "question": f"Question {i}", "answer_a": "yes", "answer_b": "no",
+                    "votes": SPLIT}, headers=H)
+                assert r.status_code == 200, r.text
+            created = await client.post("/v1/annotators", json={"name": "tabs"}, headers=H)
+            assert created.status_code == 201, created.text
+            credential = created.json()["credential"]
+
+            async def leased() -> int:
+                stats = await client.get("/v1/review/stats", params={"panel": "ext"}, headers=H)
+                return int(stats.json()["leased"])
+
+            def held_id() -> str:
+                return browser.find_element(
+                    By.CSS_SELECTOR, "#label-form input[name=verdict_id]").get_attribute("value")
+
+            def sign_in_and_open_a_second_tab() -> tuple[str, str]:
+                wait = WebDriverWait(browser, 15)
+                browser.get(f"{url}/review")
+                wait.until(ec.presence_of_element_located((By.ID, "api_key"))).send_keys(credential, Keys.ENTER)
+                wait.until(ec.presence_of_element_located((By.ID, "label-form")))
+                first = held_id()
+                browser.switch_to.new_window("tab")
+                browser.get(f"{url}/review")
+                wait.until(ec.presence_of_element_located((By.ID, "label-form")))
+                return first, held_id()
+
+            first, second = await asyncio.to_thread(sign_in_and_open_a_second_tab)
+            assert first == second and await leased() == 1
+            revoked = await client.post(f"/v1/annotators/{created.json()['id']}/revoke", headers=H)
+            assert revoked.status_code == 200, revoked.text
+
+            def reload_both_tabs() -> list[bool]:
+                signed_out = []
+                for handle in browser.window_handles:
+                    browser.switch_to.window(handle)
+                    browser.get(f"{url}/review")
+                    WebDriverWait(browser, 15).until(ec.presence_of_element_located((By.TAG_NAME, "body")))
+                    signed_out.append(bool(browser.find_elements(By.ID, "api_key"))
+                                      and not browser.find_elements(By.ID, "label-form"))
+                for handle in browser.window_handles[1:]:
+                    browser.switch_to.window(handle)
+                    browser.close()
+                browser.switch_to.window(browser.window_handles[0])
+                return signed_out
+
+            assert await asyncio.to_thread(reload_both_tabs) == [True, True]
