@@ -77,4 +77,6 @@ def test_env_names() -> None:
     assert env_name("audit_plan_ttl_s") == "JUDGEFUSE_REVIEW__AUDIT_PLAN_TTL_S"
     assert "JUDGEFUSE_JUDGING__MAX_INFLIGHT_TOTAL" in env_names()
     assert "JUDGEFUSE_SERVER__MAX_INFLIGHT_WORK" in env_names()
-    assert len(env_names()) == 62  # one per field of the eight sections
+    assert "JUDGEFUSE_SERVER__SHED_WAIT_S" in env_names()
+    assert "JUDGEFUSE_MONITORING__METRICS_MAX_AGE_S" in env_names()
+    assert len(env_names()) == 64  # one per field of the eight sections
