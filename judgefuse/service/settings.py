@@ -368,11 +368,17 @@ class ServerSettings(_Section):
     ``/v1/fuse`` and their batches while every verdict of the last window spent longer than this
     in the gateway beyond its judge calls (``timings.overhead_s``: verdicts are queueing, for the
     store or the loop); raise it on a disk whose fsync alone takes this long; 0: never."""
-    max_inflight_work: int = Field(default=32, ge=0, le=100_000)
-    """Backpressure (:mod:`judgefuse.service.web.backpressure`): 429 on ``/v1/judge`` and
-    ``/v1/fuse`` while this many of them are doing the gateway's own work (admitted, not
-    answered, not waiting for their judge calls): about this many over the gateway's service
-    rate is the longest an admitted request queues inside it (32 at ~750/s: ~45 ms); 0: never."""
+    max_inflight_work: int = Field(default=8, ge=0, le=100_000)
+    """Backpressure (:mod:`judgefuse.service.web.backpressure`): at most this many ``/v1/judge``
+    and ``/v1/fuse`` requests doing the gateway's own work at once (admitted, not answered, not
+    waiting for their judge calls); more wait their turn up to ``work_wait_s``, then 429. About
+    this many over the gateway's service rate is the longest an admitted request queues inside
+    it (8 at ~750/s: ~11 ms; 32 let the loop's turns grow so long past capacity that new
+    connections waited up to a second to be read); 0: no bound."""
+    work_wait_s: float = Field(default=0.02, ge=0.0, le=60.0, allow_inf_nan=False)
+    """Backpressure: how long a judging request past ``max_inflight_work`` waits for a place
+    before its 429 (0: refused at once). Absorbs bursts below capacity, such as many judges
+    answering together; above capacity it bounds what the wait adds to an admitted request."""
     max_inflight_labels: int = Field(default=64, ge=1)
     """Label and review requests (``/v1/feedback``, review next/skip/label) in flight at once;
     keep it below the storage's connection pool. More wait up to ``label_wait_s``, then 429."""

@@ -23,6 +23,8 @@ import math
 import time
 from collections.abc import Callable, Iterator
 
+from judgefuse.service.monitoring.places import Places
+
 __all__ = ["Sojourn", "Working"]
 
 
@@ -76,35 +78,41 @@ _COUNTED: contextvars.ContextVar[Working | None] = contextvars.ContextVar(
     "judgefuse_working", default=None)
 
 
-class Working:
+class Working(Places):
     """Judging requests doing the gateway's own work right now: admitted and not answered, less
     those waiting for their judge calls (:meth:`away`). The third capacity signal, and the only
     one that reads the queue *now*: the loop's lag and the verdicts' in-app time both describe
     the last window, so a gate on them alone admits a burst, sheds while it drains, admits the
     next burst; past ``/v1/fuse``'s capacity the admitted requests' p99 was 391 ms that way
     (``benchmarks/bench_gateway.py``). Bounding this count bounds the in-app queue at about
-    ``count / service rate`` (Little's law: 32 at ~750 verdicts/s, ~45 ms) whatever the judges'
-    latency, since a request waiting for its judges is not counted.
+    ``count / service rate`` (Little's law) whatever the judges' latency, since a request
+    waiting for its judges is not counted.
 
-    :meth:`enter` (backpressure, one request) marks the request's context; :meth:`away` (the
-    judging pipeline, around its judge calls) only acts in a marked context, so batches and
-    callers outside a request count nothing. Plain code on one loop: no lock."""
+    It is a :class:`~judgefuse.service.monitoring.places.Places` (``limit``: ``server.
+    max_inflight_work``, ``wait_s``: ``server.work_wait_s``, set by backpressure):
+    :meth:`~judgefuse.service.monitoring.places.Places.acquire` admits a request or makes it
+    wait its turn; :meth:`enter` marks the request's context and gives its place back when it
+    answers; :meth:`away` (the judging pipeline, around its judge calls) gives the place back
+    meanwhile and takes one again after, without waiting (the request was admitted), and only
+    acts in a marked context, so batches and callers outside a request count nothing. Plain
+    code on one loop: no lock."""
 
-    __slots__ = ("count",)
-
-    def __init__(self) -> None:
-        self.count = 0
+    @property
+    def count(self) -> int:
+        return self.held
 
     @contextlib.contextmanager
-    def enter(self) -> Iterator[None]:
-        """One request, counted until it answers."""
-        self.count += 1
+    def enter(self, *, admitted: bool = False) -> Iterator[None]:
+        """One request, counted until it answers (``admitted``: its place is already held,
+        from :meth:`~judgefuse.service.monitoring.places.Places.acquire`)."""
+        if not admitted:
+            self.take()
         token = _COUNTED.set(self)
         try:
             yield
         finally:
             _COUNTED.reset(token)
-            self.count -= 1
+            self.release()
 
     @staticmethod
     @contextlib.contextmanager
@@ -115,8 +123,8 @@ class Working:
         if working is None:
             yield
             return
-        working.count -= 1
+        working.release()
         try:
             yield
         finally:
-            working.count += 1
+            working.take()

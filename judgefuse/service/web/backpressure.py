@@ -46,15 +46,14 @@ See docs/design.md, 'Scale'.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
-from collections import deque
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from judgefuse.service.errors import Overloaded
 from judgefuse.service.monitoring.metrics import ServiceMetrics
+from judgefuse.service.monitoring.places import Places
 from judgefuse.service.settings import Settings
 from judgefuse.service.web.server_timeouts import READ_AT
 
@@ -84,61 +83,15 @@ def guarded_route(method: str, path: str) -> str | None:
     return None
 
 
-class LabelGate:
-    """At most ``limit`` holders; later callers wait in order, each up to ``wait_s``, and at
-    most ``max(1024, 4 * limit)`` of them (more are refused at once). State changes are plain code on one
-    loop: no lock."""
+class LabelGate(Places):
+    """The label and review routes' storage connections: at most ``limit`` (at least 1)
+    holders, later callers wait in order up to ``wait_s`` (:class:`~judgefuse.service.
+    monitoring.places.Places`)."""
 
     def __init__(self, limit: int, wait_s: float) -> None:
-        if limit < 1 or wait_s < 0:
-            raise ValueError("limit must be >= 1 and wait_s >= 0")
-        self.limit = limit
-        self.wait_s = wait_s
-        self.max_waiting = max(1024, 4 * limit)
-        self.held = 0
-        self._waiters: deque[asyncio.Future[None]] = deque()
-
-    @property
-    def waiting(self) -> int:
-        return len(self._waiters)
-
-    async def acquire(self) -> bool:
-        """True: a place is held (give it back with :meth:`release`); False: refuse."""
-        if self.held < self.limit and not self._waiters:
-            self.held += 1
-            return True
-        if len(self._waiters) >= self.max_waiting or self.wait_s == 0:
-            return False
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.append(waiter)
-        try:
-            async with asyncio.timeout(self.wait_s):
-                await waiter
-        except TimeoutError:
-            if waiter.done() and not waiter.cancelled():  # handed a place as the timer fired
-                return True
-            return False
-        except BaseException:
-            if waiter.done() and not waiter.cancelled():
-                self.release()  # handed a place, then cancelled: pass it on
-            raise
-        finally:
-            if not waiter.done():
-                waiter.cancel()
-            try:
-                self._waiters.remove(waiter)
-            except ValueError:
-                pass
-        return True
-
-    def release(self) -> None:
-        """Give a place back: straight to the oldest live waiter, if any."""
-        while self._waiters:
-            waiter = self._waiters.popleft()
-            if not waiter.done():
-                waiter.set_result(None)  # the place passes on: held stays the same
-                return
-        self.held -= 1
+        if limit < 1:
+            raise ValueError("limit must be >= 1")
+        super().__init__(limit, wait_s)
 
 
 class BackpressureMiddleware:
@@ -152,6 +105,7 @@ class BackpressureMiddleware:
         self.wait_target_s = server.shed_wait_s
         self.sojourn_target_s = server.shed_sojourn_s
         self.work_limit = server.max_inflight_work
+        metrics.working.limit, metrics.working.wait_s = server.max_inflight_work, server.work_wait_s
         self.labels = LabelGate(server.max_inflight_labels, server.label_wait_s)
         self.inflight = 0
         """Guarded requests past the gates and not yet answered."""
@@ -183,11 +137,12 @@ class BackpressureMiddleware:
                 f"{self.metrics.sojourn.window_s * 1000:g} ms spent over "
                 f"{self.sojourn_target_s * 1000:g} ms in it beyond its judge calls)"))
             return
-        counted = kind == "judging" and scope["path"] in _SINGLE and self.work_limit > 0
-        if counted and self.metrics.working.count >= self.work_limit:
+        counted = kind == "judging" and scope["path"] in _SINGLE
+        if counted and not await self.metrics.working.acquire():
             await self._refuse(send, Overloaded.shed(
                 "max_inflight_work", self.work_limit, _RETRY_AFTER_S,
-                f"{self.work_limit} judging requests are already being worked on in the gateway"))
+                f"{self.work_limit} judging requests are being worked on in the gateway and "
+                f"none finished within {self.metrics.working.wait_s * 1000:g} ms"))
             return
         if kind == "labels" and not await self.labels.acquire():
             await self._refuse(send, Overloaded.shed(
@@ -198,7 +153,7 @@ class BackpressureMiddleware:
         self.inflight += 1
         try:
             if counted:
-                with self.metrics.working.enter():
+                with self.metrics.working.enter(admitted=True):
                     await self.app(scope, receive, send)
             else:
                 await self.app(scope, receive, send)

@@ -16,6 +16,7 @@ import pytest
 from jf_test_support.live_gateway import API_KEY, live_gateway
 from panel_support import UNANIMOUS
 
+from judgefuse.service.monitoring.places import Places
 from judgefuse.service.monitoring.sojourn import Working
 from judgefuse.service.web import backpressure
 from judgefuse.service.web.backpressure import LabelGate, guarded_route
@@ -234,6 +235,70 @@ def test_working_counts_a_request_except_while_it_waits_for_its_judges():
             raise RuntimeError("a judge call failed")
         assert working.count == 1
     assert working.count == 0
+
+
+async def test_places_taken_past_the_limit_are_not_handed_on_until_back_under_it():
+    """``take`` (admitted work coming back from its judges) may hold more than the limit; a
+    place given back then only lowers the count, and a waiter gets one only once fewer than the
+    limit would be held without it."""
+    places = Places(2, wait_s=1.0)
+    assert await places.acquire() and await places.acquire()
+    places.take()  # 3 held, limit 2
+    waiter = asyncio.create_task(places.acquire())
+    await asyncio.sleep(0.01)
+    assert places.waiting == 1
+    places.release()  # 2 held: still no room
+    await asyncio.sleep(0.01)
+    assert not waiter.done() and places.held == 2
+    places.release()  # room: the place goes straight to the waiter
+    assert await waiter and places.held == 2 and places.waiting == 0
+    unlimited = Places()
+    assert all([await unlimited.acquire() for _ in range(100)]) and unlimited.held == 100
+
+
+async def test_a_request_stepping_out_for_its_judges_hands_its_place_to_the_next_in_line():
+    working = Working(1, wait_s=1.0)
+    assert await working.acquire()
+    with working.enter(admitted=True):
+        waiter = asyncio.create_task(working.acquire())
+        await asyncio.sleep(0.01)
+        with Working.away():  # its judges are called: the waiter gets the place
+            assert await waiter and working.count == 1
+        assert working.count == 2  # back from its judges: counted again, past the limit
+    working.release()
+    assert working.count == 0
+
+
+def test_a_judging_request_past_the_work_limit_waits_its_turn_then_gets_429(tmp_path: Path):
+    """``max_inflight_work`` 1: while a /v1/fuse whose body never finishes holds the place, a
+    second one waits (``work_wait_s``) and is answered 200 once the first closes; with nobody
+    closing it is refused after its wait, not before, with a message naming the wait."""
+    with live_gateway(tmp_path, server={"max_inflight_work": 1, "work_wait_s": 0.5}) as gw:
+        working = gw.app.state.metrics.working
+        fuse = {**PAIR, "panel": "ext", "votes": UNANIMOUS}
+
+        async def scenario() -> None:
+            async with httpx.AsyncClient(base_url=gw.url, headers=HEADERS, timeout=10) as client:
+                first = hold_open(gw.url, "/v1/fuse")
+                await wait_until(lambda: working.count == 1)
+                queued = asyncio.create_task(client.post("/v1/fuse", json=fuse))
+                await wait_until(lambda: working.waiting == 1)
+                first.close()
+                assert (await queued).status_code == 200
+                await wait_until(lambda: working.count == 0)
+                second = hold_open(gw.url, "/v1/fuse")
+                await wait_until(lambda: working.count == 1)
+                started = asyncio.get_running_loop().time()
+                refused = await client.post("/v1/fuse", json=fuse)
+                waited = asyncio.get_running_loop().time() - started
+                assert refused.status_code == 429 and refused.headers["Retry-After"] == "1"
+                assert refused.json()["limit"] == "max_inflight_work"
+                assert "none finished within 500 ms" in refused.json()["error"], refused.text
+                assert waited >= 0.5
+                second.close()
+                await wait_until(lambda: working.count == 0 and working.waiting == 0)
+
+        asyncio.run(scenario())
 
 
 def test_judging_requests_past_the_work_limit_get_429_and_judge_waits_do_not_count(tmp_path: Path):

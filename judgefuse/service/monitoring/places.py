@@ -1,0 +1,82 @@
+"""A waiting room of places: at most ``limit`` holders, later callers wait their turn briefly.
+
+Backpressure bounds two kinds of work this way: label and review requests (a place is a storage
+connection) and judging requests doing the gateway's own work (:class:`~judgefuse.service.
+monitoring.sojourn.Working`). Refusing at once when the places are taken turns every short
+burst into 429s (a closed loop of 32 clients whose judges answer together refused a fifth of
+its requests at a bound of 8); letting the excess wait without bound is the collapse the bound
+exists to prevent. So a caller past the limit waits in order, up to ``wait_s``, for a place
+handed straight to it by the holder that gives one back, and is refused only when none came in
+time (or when ``max_waiting`` are already waiting).
+
+Plain code on one event loop: no lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+
+__all__ = ["Places"]
+
+
+class Places:
+    """At most ``limit`` holders (0: no limit); see the module docstring."""
+
+    def __init__(self, limit: int = 0, wait_s: float = 0.0, *, max_waiting: int | None = None) -> None:
+        if limit < 0 or wait_s < 0:
+            raise ValueError("limit and wait_s must be >= 0")
+        self.limit = limit
+        self.wait_s = wait_s
+        self.max_waiting = max(1024, 4 * limit) if max_waiting is None else max_waiting
+        self.held = 0
+        self._waiters: deque[asyncio.Future[None]] = deque()
+
+    @property
+    def waiting(self) -> int:
+        return len(self._waiters)
+
+    async def acquire(self) -> bool:
+        """True: a place is held (give it back with :meth:`release`); False: refuse."""
+        if self.limit == 0 or (self.held < self.limit and not self._waiters):
+            self.held += 1
+            return True
+        if len(self._waiters) >= self.max_waiting or self.wait_s == 0:
+            return False
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            async with asyncio.timeout(self.wait_s):
+                await waiter
+        except TimeoutError:
+            if waiter.done() and not waiter.cancelled():  # handed a place as the timer fired
+                return True
+            return False
+        except BaseException:
+            if waiter.done() and not waiter.cancelled():
+                self.release()  # handed a place, then cancelled: pass it on
+            raise
+        finally:
+            if not waiter.done():
+                waiter.cancel()
+            try:
+                self._waiters.remove(waiter)
+            except ValueError:
+                pass
+        return True
+
+    def take(self) -> None:
+        """Hold a place whatever the limit (work already admitted coming back, e.g. a judging
+        request whose judges answered): it may leave more than ``limit`` held for a while."""
+        self.held += 1
+
+    def release(self) -> None:
+        """Give a place back: straight to the oldest live waiter when that leaves at most
+        ``limit`` held; otherwise one fewer is held."""
+        if self.limit and self.held <= self.limit:
+            while self._waiters:
+                waiter = self._waiters.popleft()
+                if not waiter.done():
+                    waiter.set_result(None)  # the place passes on: held stays the same
+                    return
+        self.held -= 1
