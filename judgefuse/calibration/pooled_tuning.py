@@ -63,7 +63,6 @@ import math
 from typing import Any, Literal
 
 import numpy as np
-from scipy.special import betaincinv
 
 from .stratified_tuning import worst_mixture
 from .thresholds import (
@@ -71,6 +70,7 @@ from .thresholds import (
     ScanStep,
     ThresholdReport,
     check_unit_open,
+    clopper_pearson_upper,
     scan_from_starts,
     threshold_candidates,
 )
@@ -81,21 +81,6 @@ __all__ = ["WEIGHT_SHARE", "pooled_precision_lower_bound", "tune_threshold_poole
 WEIGHT_SHARE = 0.2
 """``weights="boxed"``: the share of delta spent on the cells' traffic shares (with two cells
 or more; one cell spends all of delta on its error rate)."""
-
-
-def _cp_upper(k: np.ndarray, n: np.ndarray, alpha: Any) -> np.ndarray:
-    """One-sided Clopper-Pearson upper bound of k/n at level 1 - alpha (1 where k == n or n == 0).
-
-    ``betaincinv`` directly (what ``scipy.stats.beta.ppf`` computes, without its per-call
-    argument checks, which were most of a tune's time); ``alpha`` broadcasts.
-    """
-    k, n, level = np.broadcast_arrays(np.asarray(k, dtype=np.float64),
-                                      np.asarray(n, dtype=np.float64),
-                                      np.asarray(alpha, dtype=np.float64))
-    ok = (k < n) & (n > 0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        inner = betaincinv(np.where(ok, k + 1.0, 1.0), np.where(ok, n - k, 1.0), 1.0 - level)
-    return np.where(ok, inner, 1.0)
 
 
 def pooled_precision_lower_bound(
@@ -127,7 +112,7 @@ def pooled_precision_lower_bound(
     if one.any():
         k = np.argmax(live[one], axis=1)
         rows = np.flatnonzero(one)
-        out[one] = 1.0 - _cp_upper(e[rows, k], a[rows, k], delta)
+        out[one] = 1.0 - clopper_pearson_upper(e[rows, k], a[rows, k], delta)
     many = np.flatnonzero(n_live > 1)
     if many.size:
         a2, e2, m2, live2 = a[many], e[many], m[many], live[many]
@@ -137,7 +122,7 @@ def pooled_precision_lower_bound(
         score = np.where(a2 > 0, share / np.sqrt(np.maximum(a2, 1.0)), 0.0)
         norm = score.sum(axis=1, keepdims=True)
         error_share = np.divide(score, norm, out=np.ones_like(score), where=norm > 0)
-        u = _cp_upper(e2, a2, (delta - delta_w) * error_share)
+        u = clopper_pearson_upper(e2, a2, (delta - delta_w) * error_share)
         if weights == "known":
             lo = hi = share
         else:
@@ -146,8 +131,8 @@ def pooled_precision_lower_bound(
             side = np.where(a2 > 0, delta_w / cells / 2.0, delta_w / cells)
             mb = np.broadcast_to(total, m2.shape)
             # lower Clopper-Pearson bound of M_k / M: one minus the upper bound of its complement
-            lo = np.where(live2, 1.0 - _cp_upper(mb - m2, mb, delta_w / cells / 2.0), 0.0)
-            hi = np.where(live2, _cp_upper(m2, mb, side), 0.0)
+            lo = np.where(live2, 1.0 - clopper_pearson_upper(mb - m2, mb, delta_w / cells / 2.0), 0.0)
+            hi = np.where(live2, clopper_pearson_upper(m2, mb, side), 0.0)
         out[many] = 1.0 - worst_mixture(u, lo, hi)
     return out
 

@@ -113,13 +113,14 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
-from scipy.stats import beta
 
 from .thresholds import (
     DEFAULT_CHAINS,
     ScanStep,
     ThresholdReport,
     check_unit_open,
+    clopper_pearson_lower,
+    clopper_pearson_upper,
     scan_from_starts,
     threshold_candidates,
 )
@@ -127,31 +128,6 @@ from .validation import check_pair
 from .window_bound import window_precision_lower_bound
 
 __all__ = ["stratified_precision_lower_bound", "tune_threshold_stratified", "worst_mixture"]
-
-
-def _cp_upper(k: np.ndarray, n: np.ndarray, alpha: Any) -> np.ndarray:
-    """One-sided Clopper-Pearson upper bound of k/n at level 1 - alpha (1 where k == n or n == 0).
-
-    ``alpha`` broadcasts against ``k`` and ``n``.
-    """
-    k = np.asarray(k, dtype=np.float64)
-    n = np.asarray(n, dtype=np.float64)
-    out = np.ones(np.broadcast(k, n).shape)
-    level = np.broadcast_to(np.asarray(alpha, dtype=np.float64), out.shape)
-    ok = (k < n) & (n > 0)
-    kb, nb = np.broadcast_to(k, out.shape), np.broadcast_to(n, out.shape)
-    out[ok] = beta.ppf(1.0 - level[ok], kb[ok] + 1.0, nb[ok] - kb[ok])
-    return out
-
-
-def _cp_lower(k: np.ndarray, n: np.ndarray, alpha: float) -> np.ndarray:
-    """One-sided Clopper-Pearson lower bound of k/n at level 1 - alpha (0 where k == 0)."""
-    k = np.asarray(k, dtype=np.float64)
-    n = np.asarray(n, dtype=np.float64)
-    out = np.zeros(np.broadcast(k, n).shape)
-    ok = k > 0
-    out[ok] = beta.ppf(alpha, k[ok], n[ok] - k[ok] + 1.0)
-    return out
 
 
 def worst_mixture(u: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -223,9 +199,9 @@ def stratified_precision_lower_bound(
         delta_a = delta * (SHARE_FOR_WEIGHTS if weighted else 0.5)
         delta_q = delta - delta_a
     if weighted:
-        u = _cp_upper(e, a, delta_q * _error_shares(a, n, big_n))
+        u = clopper_pearson_upper(e, a, delta_q * _error_shares(a, n, big_n))
     else:  # evenly among the strata with an accepted label (U = 1 holds surely for the others)
-        u = _cp_upper(e, a, delta_q / np.maximum((a > 0).sum(axis=1, keepdims=True), 1))
+        u = clopper_pearson_upper(e, a, delta_q / np.maximum((a > 0).sum(axis=1, keepdims=True), 1))
     if n_strata == 1:
         return 1.0 - u[:, 0]
     nb = np.broadcast_to(n, a.shape)
@@ -233,8 +209,8 @@ def stratified_precision_lower_bound(
     # puts its weight at the upper end, so it needs only a one-sided bound (at delta_a / S);
     # the others need both ends (delta_a / 2S each)
     side = np.where(a > 0, delta_a / n_strata / 2.0, delta_a / n_strata)
-    la = np.where(nb > 0, _cp_lower(a, nb, delta_a / n_strata / 2.0), 0.0)
-    ua = np.where(nb > 0, _cp_upper(a, nb, side), 1.0)
+    la = np.where(nb > 0, clopper_pearson_lower(a, nb, delta_a / n_strata / 2.0), 0.0)
+    ua = np.where(nb > 0, clopper_pearson_upper(a, nb, side), 1.0)
     weight = big_n / big_n.sum()
     return 1.0 - worst_mixture(u, weight * la, weight * ua)
 

@@ -60,11 +60,13 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
+from scipy.special import betaincinv
 from scipy.stats import beta
 
 from .validation import check_pair
 
-__all__ = ["ScanStep", "ThresholdReport", "clopper_pearson_lower", "tune_threshold"]
+__all__ = ["ScanStep", "ThresholdReport", "clopper_pearson_lower", "clopper_pearson_upper",
+           "tune_threshold"]
 
 DEFAULT_MAX_CANDIDATES = 200
 
@@ -124,6 +126,22 @@ class ThresholdReport:
             for s in self.path
         ]
         return out
+
+
+def clopper_pearson_upper(k: Any, n: Any, alpha: Any) -> np.ndarray:
+    """One-sided exact upper confidence bound for a binomial proportion, level ``1 - alpha``.
+
+    ``Beta.ppf(1 - alpha; k + 1, n - k)``, and 1 where ``k == n`` or ``n == 0``; ``k``, ``n``
+    and ``alpha`` broadcast. ``betaincinv`` directly (what ``scipy.stats.beta.ppf`` computes,
+    without its per-call argument checks, which were most of a tune's time).
+    """
+    k, n, level = np.broadcast_arrays(np.asarray(k, dtype=np.float64),
+                                      np.asarray(n, dtype=np.float64),
+                                      np.asarray(alpha, dtype=np.float64))
+    ok = (k < n) & (n > 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        inner = betaincinv(np.where(ok, k + 1.0, 1.0), np.where(ok, n - k, 1.0), 1.0 - level)
+    return np.where(ok, inner, 1.0)
 
 
 def clopper_pearson_lower(k: Any, n: Any, delta: float) -> np.ndarray:

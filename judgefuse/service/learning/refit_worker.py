@@ -48,7 +48,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from judgefuse.service.learning.worker_priority import WORKER_NICE, leave_serving_cpus
+from judgefuse.service.learning.worker_priority import WORKER_NICE, leave_serving_cpus, lowest_priority
 
 __all__ = ["WORKER_NICE", "RefitWorkerFailed", "RefitWorkers", "WorkerBudget", "WorkerJob"]
 
@@ -237,10 +237,7 @@ def _vm_size() -> int:
 def _limit(budget: WorkerBudget) -> None:
     import resource
 
-    try:
-        os.nice(WORKER_NICE - os.nice(0))
-    except OSError:
-        pass
+    lowest_priority()
     size = _vm_size()
     if size:
         _soft, hard = resource.getrlimit(resource.RLIMIT_AS)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["WORKER_NICE", "leave_serving_cpus", "step_back"]
+__all__ = ["WORKER_NICE", "leave_serving_cpus", "lowest_priority", "step_back"]
 
 WORKER_NICE = 19
 """The workers' ``nice``: the lowest. The worker leaves the gateway's CPU for the others, where
@@ -45,11 +45,16 @@ def leave_serving_cpus(serving_pid: int) -> None:
         pass
 
 
-def step_back(serving_pid: int) -> None:
-    """This process at :data:`WORKER_NICE`, off the CPUs ``serving_pid`` is pinned to."""
+def lowest_priority() -> None:
+    """This process at :data:`WORKER_NICE` (unchanged where the system refuses)."""
     try:
         os.nice(WORKER_NICE - os.nice(0))
     except OSError:
         pass
+
+
+def step_back(serving_pid: int) -> None:
+    """This process at :data:`WORKER_NICE`, off the CPUs ``serving_pid`` is pinned to."""
+    lowest_priority()
     leave_serving_cpus(serving_pid)
 

@@ -87,6 +87,7 @@ from judgefuse.service.storage.sqlite.accumulators import (
     sum_accumulator,
 )
 from judgefuse.service.storage.sqlite.cache import AccumulatorCache, Written
+from judgefuse.service.storage.sqlite.checkpointer import BACKSTOP_PAGES, Checkpointer
 from judgefuse.service.storage.sqlite.errors import map_sqlite_error
 from judgefuse.service.storage.sqlite.group_commit import GroupCommit
 from judgefuse.service.storage.sqlite.label_history import append_history, read_history
@@ -153,6 +154,9 @@ class SQLiteStorage(Storage):
         self._acc_cache = AccumulatorCache()
         self.group_commit = GroupCommit(lambda: self._executor, lambda: self._conn)
         """Verdict saves and labels: one transaction per group of concurrent writes."""
+        self.checkpointer = Checkpointer(self.path, synchronous=self.synchronous,
+                                         busy_timeout_s=self.busy_timeout_s)
+        """Copies the WAL back into the file beside the commits, not inside one of them."""
 
     # -- plumbing ------------------------------------------------------------------------------
     async def _run(self, what: str, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -205,6 +209,7 @@ class SQLiteStorage(Storage):
                     raise StorageError(f"sqlite: could not switch {self.path} to WAL ({mode})")
                 conn.execute(f"PRAGMA synchronous = {self.synchronous}")
                 conn.execute("PRAGMA foreign_keys = ON")
+                conn.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_PAGES}")  # see .checkpointer
                 create_schema(conn, self.path)
                 create_retention_indexes(conn)
             except BaseException:
@@ -219,6 +224,7 @@ class SQLiteStorage(Storage):
             self._executor.shutdown(wait=False)
             self._executor = None
             raise
+        self.checkpointer.start()
 
     def _guard(self, fn: Callable[[], T], what: str) -> Callable[[], T]:
         def call() -> T:
@@ -233,6 +239,7 @@ class SQLiteStorage(Storage):
         executor = self._executor
         if executor is None:
             return
+        await asyncio.to_thread(self.checkpointer.stop)
 
         def shut() -> None:
             self._acc_cache.clear()
