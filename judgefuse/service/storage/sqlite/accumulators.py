@@ -25,29 +25,48 @@ def check_overflow(key: str, field: str, delta: Number, result: Number) -> None:
         raise AccumulatorOverflow(f"accumulator {key!r} field {field!r} would overflow")
 
 
+_ROWS_PER_STATEMENT = 200
+"""Fields per upsert statement (5 parameters each: well under SQLite's variable limit)."""
+
+
+def _upsert(conn: sqlite3.Connection, head: str, tail: str, marks: str,
+            params: list[tuple[Number | str, ...]]) -> dict[tuple[str, str], Number]:
+    """(key, field) -> the stored value after adding, for every row of ``params``: one
+    multi-row upsert per :data:`_ROWS_PER_STATEMENT` rows (a verdict's five fields were ten
+    statements, a label's dozens twice as many)."""
+    out: dict[tuple[str, str], Number] = {}
+    for i in range(0, len(params), _ROWS_PER_STATEMENT):
+        chunk = params[i:i + _ROWS_PER_STATEMENT]
+        sql = head + ", ".join([marks] * len(chunk)) + tail
+        for key, field, value in conn.execute(sql, [v for row in chunk for v in row]):
+            out[key, field] = value
+    return out
+
+
 def add_increments(
     conn: sqlite3.Connection, tenant: str, hour: int, net: dict[str, dict[str, Number]],
     written: Written,
 ) -> None:
     """Add ``net`` (key -> field -> delta) to the all-time totals and to the ``hour`` bucket,
-    appending (key, field, delta, new total) to ``written`` for each field as it lands."""
-    for key, fields in net.items():
-        for field, delta in fields.items():
-            total = conn.execute(
-                "INSERT INTO acc_total (tenant, key, field, value) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (tenant, key, field) "
-                "DO UPDATE SET value = value + excluded.value RETURNING value",
-                (tenant, key, field, delta),
-            ).fetchone()[0]
-            bucket = conn.execute(
-                "INSERT INTO acc_hour (tenant, key, hour, field, value) "
-                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant, key, hour, field) "
-                "DO UPDATE SET value = value + excluded.value RETURNING value",
-                (tenant, key, hour, field, delta),
-            ).fetchone()[0]
-            check_overflow(key, field, delta, total)
-            check_overflow(key, field, delta, bucket)
-            written.append((key, field, delta, total))
+    appending (key, field, delta, new total) to ``written`` for each field."""
+    rows = [(key, field, delta) for key, fields in net.items() for field, delta in fields.items()]
+    if not rows:
+        return
+    totals = _upsert(
+        conn, "INSERT INTO acc_total (tenant, key, field, value) VALUES ",
+        " ON CONFLICT (tenant, key, field) DO UPDATE SET value = value + excluded.value "
+        "RETURNING key, field, value", "(?, ?, ?, ?)",
+        [(tenant, key, field, delta) for key, field, delta in rows])
+    buckets = _upsert(
+        conn, "INSERT INTO acc_hour (tenant, key, hour, field, value) VALUES ",
+        " ON CONFLICT (tenant, key, hour, field) DO UPDATE SET value = value + excluded.value "
+        "RETURNING key, field, value", "(?, ?, ?, ?, ?)",
+        [(tenant, key, hour, field, delta) for key, field, delta in rows])
+    for key, field, delta in rows:
+        total = totals[key, field]
+        check_overflow(key, field, delta, total)
+        check_overflow(key, field, delta, buckets[key, field])
+        written.append((key, field, delta, total))
 
 
 def sum_accumulator(
