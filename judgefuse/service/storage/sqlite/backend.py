@@ -269,18 +269,18 @@ class SQLiteStorage(Storage):
         hour = hour_of(record.created_at)
 
         def txn(conn: sqlite3.Connection) -> None:
-            row = conn.execute(
-                "SELECT body FROM verdicts WHERE tenant = ? AND id = ?", (tenant, record.id)
-            ).fetchone()
-            if row is not None:
-                if row[0] == body:
+            inserted = conn.execute(
+                "INSERT INTO verdicts (tenant, id, panel, created_at, label, labelled_at, body) "
+                "VALUES (?, ?, ?, ?, NULL, NULL, ?) ON CONFLICT (tenant, id) DO NOTHING",
+                (tenant, record.id, record.panel, record.created_at, body),
+            ).rowcount
+            if not inserted:  # the id is taken (one statement in the usual case, not two)
+                row = conn.execute(
+                    "SELECT body FROM verdicts WHERE tenant = ? AND id = ?", (tenant, record.id)
+                ).fetchone()
+                if row is not None and row[0] == body:
                     return  # a retried save: no second enqueue, no second increment
                 raise VerdictExists(tenant, record.id)
-            conn.execute(
-                "INSERT INTO verdicts (tenant, id, panel, created_at, label, labelled_at, body) "
-                "VALUES (?, ?, ?, ?, NULL, NULL, ?)",
-                (tenant, record.id, record.panel, record.created_at, body),
-            )
             enqueue_new(conn, tenant, record)
             if net:
                 add_increments(conn, tenant, hour, net, written)
