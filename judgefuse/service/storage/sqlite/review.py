@@ -22,14 +22,15 @@ __all__ = ["dequeue_labelled", "enqueue_new", "lease_free", "release_lease", "re
            "stats"]
 
 
-def _bump(
-    conn: sqlite3.Connection, tenant: str, panel: str, stratum: str, column: str, delta: int
-) -> None:
-    # ``column`` is one of the three fixed counter names below, never user input
+def _bump(conn: sqlite3.Connection, tenant: str, panel: str, stratum: str, **deltas: int) -> None:
+    """Add ``deltas`` (counter name -> delta) to the stratum's counters in one statement."""
+    # the names are the three fixed counter names of this module, never user input
+    names = list(deltas)
     conn.execute(
-        f"INSERT INTO review_counts (tenant, panel, stratum, {column}) VALUES (?, ?, ?, ?) "
-        f"ON CONFLICT (tenant, panel, stratum) DO UPDATE SET {column} = {column} + excluded.{column}",
-        (tenant, panel, stratum, delta),
+        f"INSERT INTO review_counts (tenant, panel, stratum, {', '.join(names)}) "
+        f"VALUES (?, ?, ?{', ?' * len(names)}) ON CONFLICT (tenant, panel, stratum) DO UPDATE SET "
+        + ", ".join(f"{n} = {n} + excluded.{n}" for n in names),
+        (tenant, panel, stratum, *deltas.values()),
     )
 
 
@@ -38,13 +39,14 @@ def enqueue_new(conn: sqlite3.Connection, tenant: str, record: VerdictRecord) ->
     stamp = record.review
     if stamp is None:
         return
-    _bump(conn, tenant, record.panel, stamp.stratum, "routed", 1)
     if stamp.queued:
         conn.execute(
             "INSERT INTO review_queue (tenant, panel, id, stratum, rank) VALUES (?, ?, ?, ?, ?)",
             (tenant, record.panel, record.id, stamp.stratum, stamp.rank),
         )
-        _bump(conn, tenant, record.panel, stamp.stratum, "inqueue", 1)
+        _bump(conn, tenant, record.panel, stamp.stratum, routed=1, inqueue=1)
+    else:
+        _bump(conn, tenant, record.panel, stamp.stratum, routed=1)
 
 
 def dequeue_labelled(conn: sqlite3.Connection, tenant: str, record: VerdictRecord) -> None:
@@ -53,12 +55,12 @@ def dequeue_labelled(conn: sqlite3.Connection, tenant: str, record: VerdictRecor
     stamp = record.review
     if stamp is None or record.label is not None:
         return
-    _bump(conn, tenant, record.panel, stamp.stratum, "labelled", 1)
+    _bump(conn, tenant, record.panel, stamp.stratum, labelled=1)
     gone = conn.execute(
         "DELETE FROM review_queue WHERE tenant = ? AND id = ?", (tenant, record.id)
     ).rowcount
     if gone:
-        _bump(conn, tenant, record.panel, stamp.stratum, "inqueue", -1)
+        _bump(conn, tenant, record.panel, stamp.stratum, inqueue=-1)
 
 
 def requeue_undone(
@@ -69,14 +71,14 @@ def requeue_undone(
     stamp = record.review
     if stamp is None or record.label is None:
         return
-    _bump(conn, tenant, record.panel, stamp.stratum, "labelled", -1)
+    _bump(conn, tenant, record.panel, stamp.stratum, labelled=-1)
     if stamp.queued:
         conn.execute(
             "INSERT INTO review_queue (tenant, panel, id, stratum, rank, lease_owner, "
             "lease_expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
             (tenant, record.panel, record.id, stamp.stratum, stamp.rank, annotator, expires_at),
         )
-        _bump(conn, tenant, record.panel, stamp.stratum, "inqueue", 1)
+        _bump(conn, tenant, record.panel, stamp.stratum, inqueue=1)
 
 
 def lease_free(
