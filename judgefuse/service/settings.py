@@ -371,14 +371,17 @@ class ServerSettings(_Section):
     max_inflight_work: int = Field(default=8, ge=0, le=100_000)
     """Backpressure (:mod:`judgefuse.service.web.backpressure`): at most this many ``/v1/judge``
     and ``/v1/fuse`` requests doing the gateway's own work at once (admitted, not answered, not
-    waiting for their judge calls); more wait their turn up to ``work_wait_s``, then 429. About
+    waiting for their judge calls, a fuser model or another request's verdict for the same id;
+    a request waiting for the store's commit counts: past ``/v1/fuse``'s capacity the store is
+    the queue this bounds); more wait their turn up to ``work_wait_s``, then 429. About
     this many over the gateway's service rate is the longest an admitted request queues inside
     it (8 at ~750/s: ~11 ms; 32 let the loop's turns grow so long past capacity that new
     connections waited up to a second to be read); 0: no bound."""
-    work_wait_s: float = Field(default=0.02, ge=0.0, le=60.0, allow_inf_nan=False)
+    work_wait_s: float = Field(default=0.05, ge=0.0, le=60.0, allow_inf_nan=False)
     """Backpressure: how long a judging request past ``max_inflight_work`` waits for a place
-    before its 429 (0: refused at once). Absorbs bursts below capacity, such as many judges
-    answering together; above capacity it bounds what the wait adds to an admitted request."""
+    before its 429 (0: refused at once). Absorbs bursts below capacity (30 identical requests at
+    once, many judges answering together); above capacity it bounds what the wait adds to an
+    admitted request, like ``shed_wait_s`` for the wait in front of the app."""
     max_inflight_labels: int = Field(default=64, ge=1)
     """Label and review requests (``/v1/feedback``, review next/skip/label) in flight at once;
     keep it below the storage's connection pool. More wait up to ``label_wait_s``, then 429."""

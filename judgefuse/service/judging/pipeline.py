@@ -351,7 +351,8 @@ class JudgePipeline:
             name = runtime.default_method
         method = runtime.method(name)
         if runtime.is_item_method(name, method):
-            return await cast(ItemFusionMethod, method).afuse(item, votes, tenant=tenant)
+            with Working.away():  # a fuser model's call, like a judge's, is not the loop's work
+                return await cast(ItemFusionMethod, method).afuse(item, votes, tenant=tenant)
         return method(votes)
 
     async def active_method(self, tenant: str, runtime: PanelRuntime) -> tuple[str, str | None]:

@@ -35,6 +35,7 @@ from typing import Generic, TypeVar
 from judgefuse.service.errors import Conflict
 from judgefuse.service.judging.posted_votes import votes_key
 from judgefuse.service.judging.request_checks import CheckedRequest
+from judgefuse.service.monitoring.sojourn import Working
 from judgefuse.service.storage import Storage
 
 __all__ = ["DifferentItemInFlight", "SingleFlight", "join_or_judge"]
@@ -86,7 +87,8 @@ class SingleFlight(Generic[T]):
             if flight.fingerprint != fingerprint:
                 raise DifferentItemInFlight(verdict_id)
             try:
-                return await asyncio.shield(flight.future), False
+                with Working.away():  # waiting for the leader is not this request's work
+                    return await asyncio.shield(flight.future), False
             except asyncio.CancelledError:
                 task = asyncio.current_task()
                 if flight.future.cancelled() and not (task is not None and task.cancelling()):
@@ -112,7 +114,8 @@ class SingleFlight(Generic[T]):
 
     async def _lead(self, tenant: str, verdict_id: str, work: Callable[[], Awaitable[T]]) -> T:
         while not await self.storage.claim_verdict_id(tenant, verdict_id, self.owner, self.ttl_s):
-            await self._wait_until_released(tenant, verdict_id)
+            with Working.away():  # another replica judges it: not this one's work meanwhile
+                await self._wait_until_released(tenant, verdict_id)
         keeper = asyncio.create_task(self._keep_claim(tenant, verdict_id))
         try:
             return await work()

@@ -151,7 +151,9 @@ async def test_redis_sigkill_with_appendfsync_always_keeps_acknowledged_labels(t
             await storage.close()
     report("redis (AOF always) SIGKILL of redis itself", ledger, result, counted)
     print(f"statuses while redis was down: {dict(ledger.statuses_after_kill)}")
-    assert set(ledger.statuses_after_kill) <= {503}, ledger.statuses_after_kill  # retryable, never 500
+    # retryable, never 500: 503 (the store is down) or 429 (requests held by the dead store's
+    # reads filled the work gate, server.max_inflight_work)
+    assert set(ledger.statuses_after_kill) <= {503, 429}, ledger.statuses_after_kill
     assert_clean(ledger, result, counted, {k: v + 1 for k, v in n_calibrated.items()})
 
 
@@ -218,5 +220,7 @@ async def test_postgres_sigkill_of_the_postmaster_keeps_acknowledged_labels(tmp_
         server.stop()
     report("postgresql SIGKILL of the postmaster", ledger, result, counted)
     print(f"statuses while postgresql was down: {dict(ledger.statuses_after_kill)}")
-    assert set(ledger.statuses_after_kill) <= {503}, ledger.statuses_after_kill  # retryable, never 500
+    # retryable, never 500: 503 (the store is down) or 429 (requests held by the dead store's
+    # reads filled the work gate, server.max_inflight_work)
+    assert set(ledger.statuses_after_kill) <= {503, 429}, ledger.statuses_after_kill
     assert_clean(ledger, result, counted, {k: v + 1 for k, v in n_calibrated.items()})
