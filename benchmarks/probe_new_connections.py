@@ -76,8 +76,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=6.0)
     parser.add_argument("--tree", default=str(bg.REPO), help="the source tree to run (default: this one)")
     args = parser.parse_args()
-    lc.LoadClient = ProbeClient  # type: ignore[misc]  # bench_gateway builds its clients from it
-    bg.LoadClient = ProbeClient  # type: ignore[misc,attr-defined]
+    bg.LoadClient = ProbeClient  # type: ignore[misc,attr-defined]  # its open loop builds from it
     asyncio.run(main_async(args))
 
 

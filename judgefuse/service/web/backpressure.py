@@ -104,7 +104,6 @@ class BackpressureMiddleware:
         self.lag_target_s = server.shed_loop_lag_s
         self.wait_target_s = server.shed_wait_s
         self.sojourn_target_s = server.shed_sojourn_s
-        self.work_limit = server.max_inflight_work
         metrics.working.limit, metrics.working.wait_s = server.max_inflight_work, server.work_wait_s
         self.labels = LabelGate(server.max_inflight_labels, server.label_wait_s)
         self.inflight = 0
@@ -138,11 +137,12 @@ class BackpressureMiddleware:
                 f"{self.sojourn_target_s * 1000:g} ms in it beyond its judge calls)"))
             return
         counted = kind == "judging" and scope["path"] in _SINGLE
-        if counted and not await self.metrics.working.acquire():
+        working = self.metrics.working
+        if counted and not await working.acquire():
             await self._refuse(send, Overloaded.shed(
-                "max_inflight_work", self.work_limit, _RETRY_AFTER_S,
-                f"{self.work_limit} judging requests are being worked on in the gateway and "
-                f"none finished within {self.metrics.working.wait_s * 1000:g} ms"))
+                "max_inflight_work", working.limit, _RETRY_AFTER_S,
+                f"{working.limit} judging requests are being worked on in the gateway and "
+                f"none finished within {working.wait_s * 1000:g} ms"))
             return
         if kind == "labels" and not await self.labels.acquire():
             await self._refuse(send, Overloaded.shed(
@@ -153,7 +153,7 @@ class BackpressureMiddleware:
         self.inflight += 1
         try:
             if counted:
-                with self.metrics.working.enter(admitted=True):
+                with working.enter(admitted=True):
                     await self.app(scope, receive, send)
             else:
                 await self.app(scope, receive, send)

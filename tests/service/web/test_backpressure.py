@@ -22,6 +22,8 @@ from judgefuse.service.web import backpressure
 from judgefuse.service.web.backpressure import LabelGate, guarded_route
 
 PAIR = {"question": "What is 2+2?", "answer_a": "4", "answer_b": "5"}
+FUSE = {**PAIR, "panel": "ext", "votes": UNANIMOUS}
+"""A /v1/fuse body: no judge is called."""
 HEADERS = {"Authorization": f"Bearer {API_KEY}"}
 
 
@@ -95,8 +97,7 @@ def test_label_routes_past_the_storage_gate_get_429_with_retry_after(tmp_path: P
                 assert error["limit"] == "max_inflight_labels" and error["max_inflight"] == 1
                 assert error["retry_after_s"] == 1
                 # the judging routes have no storage gate
-                assert client.post("/v1/fuse", json={**PAIR, "panel": "ext", "votes": UNANIMOUS}
-                                   ).status_code == 200
+                assert client.post("/v1/fuse", json=FUSE).status_code == 200
         finally:
             holder.close()
         gw.run(wait_until(lambda: gate_of(gw).held == 0))
@@ -115,8 +116,7 @@ def test_a_label_burst_past_the_gate_waits_instead_of_failing(tmp_path: Path):
             ids = []
             async with httpx.AsyncClient(base_url=gw.url, headers=HEADERS) as client:
                 for _ in range(3):
-                    made = await client.post("/v1/fuse/batch", json={"items": [
-                        {**PAIR, "panel": "ext", "votes": UNANIMOUS}] * 50})
+                    made = await client.post("/v1/fuse/batch", json={"items": [FUSE] * 50})
                     ids += [r["verdict"]["id"] for r in made.json()["results"]]
             # a fresh client: 150 new connections at once (no idle keep-alive one to reuse)
             async with httpx.AsyncClient(base_url=gw.url, headers=HEADERS, timeout=60,
@@ -149,7 +149,7 @@ def test_a_loop_past_capacity_sheds_judging_with_429_and_no_5xx(tmp_path: Path, 
 
                 async def caller(i: int) -> None:
                     while asyncio.get_running_loop().time() < stop:
-                        path, body = (("/v1/fuse", {**PAIR, "panel": "ext", "votes": UNANIMOUS})
+                        path, body = (("/v1/fuse", FUSE)
                                       if i % 2 else ("/v1/judge", PAIR))
                         answer = await client.post(path, json=body)
                         statuses.append(answer.status_code)
@@ -194,7 +194,7 @@ def test_verdicts_queueing_in_the_app_are_shed_with_429(tmp_path: Path, monkeypa
                 async def caller() -> None:
                     while asyncio.get_running_loop().time() < stop:
                         answers.append(await client.post(
-                            "/v1/fuse", json={**PAIR, "panel": "ext", "votes": UNANIMOUS}))
+                            "/v1/fuse", json=FUSE))
 
                 await asyncio.gather(*(caller() for _ in range(32)))
                 return answers
@@ -216,8 +216,7 @@ def test_below_capacity_nothing_is_shed(tmp_path: Path):
         async def load() -> list[int]:
             async with httpx.AsyncClient(base_url=gw.url, headers=HEADERS) as client:
                 async def caller() -> list[int]:
-                    return [(await client.post("/v1/fuse", json={**PAIR, "panel": "ext",
-                                                                 "votes": UNANIMOUS})).status_code
+                    return [(await client.post("/v1/fuse", json=FUSE)).status_code
                             for _ in range(25)]
                 return [s for got in await asyncio.gather(*(caller() for _ in range(4))) for s in got]
 
@@ -278,13 +277,12 @@ def test_a_judging_request_past_the_work_limit_waits_its_turn_then_gets_429(tmp_
     closing it is refused after its wait, not before, with a message naming the wait."""
     with live_gateway(tmp_path, server={"max_inflight_work": 1, "work_wait_s": 0.5}) as gw:
         working = gw.app.state.metrics.working
-        fuse = {**PAIR, "panel": "ext", "votes": UNANIMOUS}
 
         async def scenario() -> None:
             async with httpx.AsyncClient(base_url=gw.url, headers=HEADERS, timeout=10) as client:
                 first = hold_open(gw.url, "/v1/fuse")
                 await wait_until(lambda: working.count == 1)
-                queued = asyncio.create_task(client.post("/v1/fuse", json=fuse))
+                queued = asyncio.create_task(client.post("/v1/fuse", json=FUSE))
                 await wait_until(lambda: working.waiting == 1)
                 first.close()
                 assert (await queued).status_code == 200
@@ -292,7 +290,7 @@ def test_a_judging_request_past_the_work_limit_waits_its_turn_then_gets_429(tmp_
                 second = hold_open(gw.url, "/v1/fuse")
                 await wait_until(lambda: working.count == 1)
                 started = asyncio.get_running_loop().time()
-                refused = await client.post("/v1/fuse", json=fuse)
+                refused = await client.post("/v1/fuse", json=FUSE)
                 waited = asyncio.get_running_loop().time() - started
                 assert refused.status_code == 429 and refused.headers["Retry-After"] == "1"
                 assert refused.json()["limit"] == "max_inflight_work"
@@ -313,7 +311,6 @@ def test_judging_requests_past_the_work_limit_get_429_and_judge_waits_do_not_cou
         for judge in S.JUDGES:
             gw.script.set(judge, action=S.stub_module.Reply(texts=S.sc_text("A", 80), delay_s=0.6))
         working = gw.app.state.metrics.working
-        fuse = {**PAIR, "panel": "ext", "votes": UNANIMOUS}
 
         async def scenario() -> None:
             async with httpx.AsyncClient(base_url=gw.url, headers=HEADERS, timeout=10) as client:
@@ -322,14 +319,14 @@ def test_judging_requests_past_the_work_limit_get_429_and_judge_waits_do_not_cou
                 judged = asyncio.create_task(client.post("/v1/judge", json=PAIR))
                 await wait_until(lambda: gw.judge_calls() >= 1)
                 assert working.count == 1  # the judge request is waiting for its judges
-                assert (await client.post("/v1/fuse", json=fuse)).status_code == 200
+                assert (await client.post("/v1/fuse", json=FUSE)).status_code == 200
                 # the judge request ends first: back from its judges it takes a place for its own
                 # work, so 'count == 2' could otherwise be it and the first hold, not the two holds
                 assert (await judged).status_code == 200  # admitted before: never refused
                 await wait_until(lambda: working.count == 1)
                 second = hold_open(gw.url, "/v1/fuse")
                 await wait_until(lambda: working.count == 2)
-                for path, body in (("/v1/fuse", fuse), ("/v1/judge", PAIR)):
+                for path, body in (("/v1/fuse", FUSE), ("/v1/judge", PAIR)):
                     refused = await client.post(path, json=body)
                     assert refused.status_code == 429, refused.text
                     assert refused.headers["Retry-After"] == "1"
@@ -338,6 +335,6 @@ def test_judging_requests_past_the_work_limit_get_429_and_judge_waits_do_not_cou
                 first.close()
                 second.close()
                 await wait_until(lambda: working.count == 0)
-                assert (await client.post("/v1/fuse", json=fuse)).status_code == 200
+                assert (await client.post("/v1/fuse", json=FUSE)).status_code == 200
 
         asyncio.run(scenario())
