@@ -79,6 +79,7 @@ class MeanShiftDetector:
         self.alarmed_at: int | None = None
         self.direction: str | None = None
         self._interval: tuple[float, float] | None = None  # cached once the reference is full
+        self._quiet = 0  # monitored updates left that cannot raise the alarm (not state)
 
     @property
     def in_reference(self) -> bool:
@@ -114,8 +115,14 @@ class MeanShiftDetector:
         # Plain-Python prefilter: every term of the e-value is at most lambda * drift with
         # lambda <= LAMBDAS[0], so a window needs LAMBDAS[0] * drift >= log(4 / alpha) (the
         # smallest threshold) to be able to alarm; the exact test below decides.
+        # The engine also says for how many updates nothing can pass (``quiet``): those skip
+        # the scan, which was most of a vote's drift work (~5 of every 6 scans on a steady
+        # stream).
+        if self._quiet > 0:
+            self._quiet -= 1
+            return
         need = math.log(4.0 / self.alpha) / float(LAMBDAS[0])
-        w = self._monitored.windows(outside=(low, high, need))
+        w, self._quiet = self._monitored.outside(low, high, need)
         if w.sums.size == 0:
             return
         assert w.squares is not None  # the monitored mean keeps squares (squares=True)

@@ -129,6 +129,12 @@ class RestartedMean:
     Keeps the count ``t``, the total, and per level the sums of its :data:`SLOTS` windows,
     newest first (with ``squares=True`` also their sums of squares, which variance-adaptive
     tests need). The shared engine of the precision monitor and the drift detectors.
+
+    The sums are one ``(levels, SLOTS)`` array (and one of squares), so an update adds ``x`` to
+    every live window in one numpy call instead of ~40 additions in Python: the drift detectors
+    run two updates per vote on the request path. Each window still gets ``x`` added one
+    observation at a time, as a Python loop would, so the sums are the same float for float
+    (a monitor's stored state, folded label by label, equals a rebuild's).
     """
 
     def __init__(self, *, min_level: int = DEFAULT_MIN_LEVEL, squares: bool = False) -> None:
@@ -137,74 +143,130 @@ class RestartedMean:
         self.t = 0
         self.total = 0.0
         self.total_sq = 0.0
-        # per level: SLOTS window sums, newest first (+ SLOTS sums of squares with squares)
-        self.sums: list[list[float]] = [self._empty_level(0.0, 0.0)]
+        # per level: SLOTS window sums, newest first; which of them exist (start >= 0)
+        self._sums = np.zeros((1, SLOTS))
+        self._squares = np.zeros((1, SLOTS))
+        self._live = np.zeros((1, SLOTS), dtype=bool)
+        self._live[0, 0] = True
 
     @property
     def width(self) -> int:
         return 2 * SLOTS if self.squares else SLOTS
 
-    def _empty_level(self, total: float, total_sq: float) -> list[float]:
-        row = [total] + [0.0] * (SLOTS - 1)
-        return row + [total_sq] + [0.0] * (SLOTS - 1) if self.squares else row
+    @property
+    def sums(self) -> list[list[float]]:
+        """Per level, the :data:`SLOTS` window sums, newest first (then as many sums of squares
+        with ``squares``); a window that does not exist yet reads 0."""
+        if self.squares:
+            return np.hstack([self._sums, self._squares]).tolist()
+        return self._sums.tolist()
 
     def update(self, x: float) -> None:
         """Add one observation in [0, 1]."""
-        t_old, t = self.t, self.t + 1
-        while len(self.sums) < level_count(t, self.min_level):
-            # a new top level: its current window starts at 0
-            self.sums.append(self._empty_level(self.total, self.total_sq))
+        t = self.t + 1
+        if t & (t - 1) == 0 and len(self._sums) < level_count(t, self.min_level):
+            # t is a power of two: a new top level, its current window starts at 0
+            self._add_level()
+        np.add(self._sums, x, out=self._sums, where=self._live)
         x2 = x * x
-        for j, row in enumerate(self.sums):
-            level = self.min_level + j
-            # the starts >= 0 among window_starts(t_old, level), counted without building them
-            live = min(SLOTS, (t_old >> level) + 1)
-            for slot in range(live):
-                row[slot] += x
-                if self.squares:
-                    row[SLOTS + slot] += x2
-            if t % (1 << level) == 0:  # roll: every window moves one slot back, a new one starts
-                row[1:SLOTS] = row[0:SLOTS - 1]
-                row[0] = 0.0
-                if self.squares:
-                    row[SLOTS + 1:] = row[SLOTS:2 * SLOTS - 1]
-                    row[SLOTS] = 0.0
+        if self.squares:
+            np.add(self._squares, x2, out=self._squares, where=self._live)
         self.total += x
         self.total_sq += x2
         self.t = t
+        if t & ((1 << self.min_level) - 1) == 0:
+            self._roll(t)
 
-    def windows(
-        self, keep: Callable[[float, int], bool] | None = None, *,
-        outside: tuple[float, float, float] | None = None,
-    ) -> Windows:
+    def _add_level(self) -> None:
+        """A new top level whose current window starts at 0 (it holds everything so far)."""
+        row = np.zeros((1, SLOTS))
+        row[0, 0] = self.total
+        self._sums = np.vstack([self._sums, row])
+        row = np.zeros((1, SLOTS))
+        row[0, 0] = self.total_sq
+        self._squares = np.vstack([self._squares, row])
+        live = np.zeros((1, SLOTS), dtype=bool)
+        live[0, 0] = True
+        self._live = np.vstack([self._live, live])
+
+    def _roll(self, t: int) -> None:
+        """Every level whose spacing divides ``t``: its windows move one slot back, a new one
+        starts (empty); the levels at one spacing's multiple are the lowest ones."""
+        rolled = 0
+        while rolled < len(self._sums) and t & ((1 << (self.min_level + rolled)) - 1) == 0:
+            rolled += 1
+        for block in (self._sums, self._squares, self._live):
+            block[:rolled, 1:] = block[:rolled, :-1].copy()
+        self._sums[:rolled, 0] = 0.0
+        self._squares[:rolled, 0] = 0.0
+        self._live[:rolled, 0] = True
+
+    def windows(self, keep: Callable[[float, int], bool] | None = None) -> Windows:
         """The live windows, optionally only those with ``keep(sum, count)`` true.
 
         ``keep`` runs in plain Python before any array is built: monitors pass "the window
         mean is past the tested value", which skips the numpy work on most updates.
-        ``outside=(low, high, need)`` is the keep of the two-sided drift detectors,
-        ``low * count - sum >= need or sum - high * count >= need``, tested inline (a call
-        per window was half of this method's time, and it runs on every vote).
         """
         levels, starts, sums, squares = [], [], [], []
         t = self.t
-        low, high, need = outside if outside is not None else (0.0, 0.0, 0.0)
-        for j, row in enumerate(self.sums):
+        square_rows = self._squares.tolist() if self.squares else None
+        for j, row in enumerate(self._sums.tolist()):
             level = self.min_level + j
             step = 1 << level
             cur = (t >> level) << level  # window_starts(t, level) for an int t, inlined:
             for slot in range(min(SLOTS, (t >> level) + 1)):  # the starts >= 0, newest first
                 start = cur - slot * step
-                if outside is not None:
-                    n, total = t - start, row[slot]
-                    if not (low * n - total >= need or total - high * n >= need):
-                        continue
                 if keep is not None and not keep(row[slot], t - start):
                     continue
                 levels.append(level)
                 starts.append(start)
                 sums.append(row[slot])
-                if self.squares:
-                    squares.append(row[SLOTS + slot])
+                if square_rows is not None:
+                    squares.append(square_rows[j][slot])
+        return self._as_windows(levels, starts, sums, squares)
+
+    def outside(self, low: float, high: float, need: float) -> tuple[Windows, int]:
+        """The drift detectors' two-sided prefilter: the live windows with ``low * count - sum
+        >= need`` or ``sum - high * count >= need`` (tested inline: a call per window was half
+        the time of :meth:`windows`, and this runs on every vote), and for how many of the next
+        updates no window can pass it, whatever they add (``quiet``).
+
+        Why ``quiet`` holds: one update moves ``low * count - sum`` by ``low - x <= low`` and
+        ``sum - high * count`` by ``x - high <= 1 - high``; a window started later begins at 0
+        on both. So with ``M`` the largest value now (or 0), nothing passes for the next ``s``
+        updates while ``M + s * rate < need``. A caller may skip the test for those updates:
+        it could only have kept nothing.
+        """
+        levels, starts, sums, squares = [], [], [], []
+        t = self.t
+        top_low = top_high = 0.0
+        square_rows = self._squares.tolist() if self.squares else None
+        for j, row in enumerate(self._sums.tolist()):
+            level = self.min_level + j
+            step = 1 << level
+            cur = (t >> level) << level
+            for slot in range(min(SLOTS, (t >> level) + 1)):
+                start = cur - slot * step
+                n, total = t - start, row[slot]
+                below, above = low * n - total, total - high * n
+                if below < need and above < need:
+                    if below > top_low:
+                        top_low = below
+                    if above > top_high:
+                        top_high = above
+                    continue
+                levels.append(level)
+                starts.append(start)
+                sums.append(total)
+                if square_rows is not None:
+                    squares.append(square_rows[j][slot])
+        if starts:
+            return self._as_windows(levels, starts, sums, squares), 0
+        return self._as_windows(levels, starts, sums, squares), min(
+            _quiet_steps(need - top_low, low), _quiet_steps(need - top_high, 1.0 - high))
+
+    def _as_windows(self, levels: list[int], starts: list[int], sums: list[float],
+                    squares: list[float]) -> Windows:
         if not starts:  # the monitors' prefilter usually keeps nothing: no arrays to build
             return _EMPTY_SQUARES if self.squares else _EMPTY
         starts_arr = np.array(starts, dtype=np.int64)
@@ -233,5 +295,22 @@ class RestartedMean:
         if t < 0 or len(rows) != level_count(t, out.min_level) or any(len(r) != width for r in rows):
             raise ValueError(f"inconsistent state: t={t} needs {level_count(max(t, 0), out.min_level)} "
                              f"levels of {width} sums, got {[len(r) for r in rows]}")
-        out.t, out.total, out.total_sq, out.sums = t, total, total_sq, rows
+        out.t, out.total, out.total_sq = t, total, total_sq
+        block = np.array(rows, dtype=np.float64).reshape(len(rows), width)
+        out._sums = block[:, :SLOTS].copy()
+        out._squares = block[:, SLOTS:].copy() if out.squares else np.zeros_like(out._sums)
+        live = [min(SLOTS, (t >> (out.min_level + j)) + 1) for j in range(len(rows))]
+        out._live = np.arange(SLOTS)[None, :] < np.array(live)[:, None]
         return out
+
+
+def _quiet_steps(gap: float, rate: float) -> int:
+    """How many updates, each moving a value by at most ``rate``, surely leave it short of a
+    bar ``gap`` away; a margin absorbs the sums' rounding."""
+    if rate <= 0.0:
+        return _NEVER
+    return max(0, math.ceil((gap - _ROUNDING_MARGIN) / rate) - 1)
+
+
+_NEVER = 1 << 30
+_ROUNDING_MARGIN = 1e-6

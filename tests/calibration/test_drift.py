@@ -70,6 +70,36 @@ def test_a_shift_is_detected_with_its_direction() -> None:
     assert rep["recent_interval"][0] > rep["reference_interval"][1]
 
 
+class _ScanEveryUpdate(MeanShiftDetector):
+    """The detector without its skip: the windows are scanned after every observation."""
+
+    def update(self, x: float) -> None:
+        self._quiet = 0
+        super().update(x)
+
+
+@pytest.mark.parametrize("kind", ["votes", "confidences"])
+def test_skipping_quiet_updates_alarms_exactly_when_scanning_every_update(kind: str) -> None:
+    """The skip may only leave out scans that could not alarm: on 60 streams (steady, drifting
+    up or down by various amounts at various times, 0/1 votes and real-valued confidences) the
+    alarm comes at the same observation in the same direction as with a scan every time."""
+    rng = np.random.default_rng(11 if kind == "votes" else 12)
+    alarms = 0
+    for i in range(60):
+        before, after = rng.uniform(0.3, 0.8), rng.uniform(0.2, 0.9) if i % 3 else None
+        change = int(rng.integers(100, 1500))
+        means = np.where(np.arange(2500) < change, before, before if after is None else after)
+        x = ((rng.uniform(size=2500) < means).astype(float) if kind == "votes"
+             else np.clip(rng.normal(means, 0.08), 0.0, 1.0))
+        fast, slow = MeanShiftDetector(300, alpha=0.05), _ScanEveryUpdate(300, alpha=0.05)
+        _feed(fast, x)
+        _feed(slow, x)
+        assert (fast.alarmed_at, fast.direction) == (slow.alarmed_at, slow.direction), i
+        assert fast.to_state() == slow.to_state()
+        alarms += fast.alarm()
+    assert 10 <= alarms < 60  # both kinds of stream were there: alarms and none
+
+
 def test_brier_drift_flags_a_judge_turned_overconfident() -> None:
     rng = np.random.default_rng(4)
     det = BrierDrift(300)
