@@ -3,7 +3,7 @@
 A 3-judge panel (quorum 2) points at the scripted OpenAI stub, whose :class:`FaultPlan` injects
 per judge, at configured rates and reproducibly from a seed: timeouts (hangs), 429 with
 Retry-After, 500/502/503, connection resets, truncated bodies and garbage bodies. The app runs
-under uvicorn; the pipeline's client is aiohttp.
+under uvicorn; the judges are called by the direct path's HTTP/1.1 client (judges/transport/http1.py).
 
 * the big run: >= 2,000 verdicts at concurrency 50 with ~30% of judge calls failing; every
   verdict is a 200 naming its failed judges (consistent with its votes) or a 503 whose JSON body
