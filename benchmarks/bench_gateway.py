@@ -902,7 +902,7 @@ async def run_bench(args: argparse.Namespace, workdir: str, base_folder: str, st
             await wait_http(other + "/readyz")
         if proxy is not None:
             await wait_http(proxy + "/health/liveliness", timeout=180)
-        print(f"cores: {os.cpu_count()}; judges: {args.judges} (SC, direct aiohttp); judge latency "
+        print(f"cores: {os.cpu_count()}; judges: {args.judges} (SC, the direct path); judge latency "
               f"{args.latency_ms:g} ms; {describe(store, args.sqlite_sync)}; "
               f"{args.seconds:g} s per point; load average {os.getloadavg()[0]:.1f} at the start; {cores}")
         f50, f90 = fsync_ms(workdir)
