@@ -305,3 +305,26 @@ def test_the_client_runs_on_uvloop_as_served() -> None:
         return statuses.count(200), server.connections, server.requests
 
     assert uvloop.run(main()) == (3, 1, 3)
+
+
+async def test_closing_the_client_fails_the_calls_in_flight_and_keeps_no_connection(serve) -> None:
+    """``aclose`` with calls waiting for their answers: each fails as a broken connection (the
+    caller maps it to ``ConnectionFailed``), none hangs, and every connection is closed."""
+    async def slow(reader, writer, n: int) -> bool:
+        if n == 1:
+            writer.write(ok())
+            await writer.drain()
+            return True
+        await asyncio.sleep(5)
+        return False
+
+    server, url = await serve(slow)
+    client = HTTPClient(max_connections=4)
+    await client.request("POST", url, b"{}", timeout_s=5)  # one idle connection in the pool
+    calls = [asyncio.create_task(client.request("POST", url, b"{}", timeout_s=5)) for _ in range(3)]
+    while server.requests < 4:
+        await asyncio.sleep(0.01)
+    await client.aclose()
+    results = await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), 2)
+    assert all(isinstance(r, ConnectionBroken) and not r.body_started for r in results), results
+    assert client._idle_count == 0 and not client._busy
