@@ -116,8 +116,8 @@ class MeanShiftDetector:
         # lambda <= LAMBDAS[0], so a window needs LAMBDAS[0] * drift >= log(4 / alpha) (the
         # smallest threshold) to be able to alarm; the exact test below decides.
         # The engine also says for how many updates nothing can pass (``quiet``): those skip
-        # the scan, which was most of a vote's drift work (~5 of every 6 scans on a steady
-        # stream).
+        # the scan, which was most of a vote's drift work (about 1 scan in 9 is left on a
+        # steady stream of votes).
         if self._quiet > 0:
             self._quiet -= 1
             return

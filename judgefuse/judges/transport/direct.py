@@ -261,13 +261,9 @@ class DirectOpenAIClient:
                                           timeout_s=request.timeout_s)
         except TimeoutError as exc:
             raise JudgeTimeout(f"no response from {request.model!r} within {request.timeout_s:g}s") from exc
-        except ConnectionBroken as exc:
-            if exc.body_started:
+        except OSError as exc:  # could not connect; broken; not HTTP; an answer over the size cap
+            if isinstance(exc, ConnectionBroken) and exc.body_started:
                 raise ConnectionFailed(f"connection to {request.model!r} broke while reading the body") from exc
-            raise ConnectionFailed(
-                f"connection to {request.model!r} failed ({type(exc).__name__}): {redact(str(exc), secret)}"
-            ) from exc
-        except OSError as exc:  # could not connect; not HTTP; an answer over the size cap
             raise ConnectionFailed(
                 f"connection to {request.model!r} failed ({type(exc).__name__}): {redact(str(exc), secret)}"
             ) from exc
@@ -296,7 +292,7 @@ class DirectOpenAIClient:
         return scrub_response(answer, secret) if secret else answer  # below the response cache: it never stores a key
 
     async def aclose(self) -> None:
-        """Close the session and its connections."""
+        """Close the client and its connections."""
         self._closed = True
         http, self._http = self._http, None
         if http is not None:

@@ -95,14 +95,16 @@ class _Origin:
         return (host if self.port == default else f"{host}:{self.port}").encode("idna")
 
 
-def _split(url: str) -> tuple[_Origin, bytes]:
+def _split(url: str) -> tuple[_Origin, bytes, bytes]:
+    """(origin, request target, ``Host`` header value) of ``url``; kept per URL by the client."""
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(f"not an http(s) URL: {url!r}")
     port = parts.port or (443 if scheme == "https" else 80)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    return _Origin(scheme, parts.hostname, port), target.encode()
+    origin = _Origin(scheme, parts.hostname, port)
+    return origin, target.encode(), origin.host_header
 
 
 class _Connection(asyncio.Protocol):
@@ -217,7 +219,7 @@ class HTTPClient:
         self._idle: dict[_Origin, list[_Connection]] = {}
         self._idle_count = 0
         self._busy: set[_Connection] = set()
-        self._targets: dict[str, tuple[_Origin, bytes]] = {}
+        self._targets: dict[str, tuple[_Origin, bytes, bytes]] = {}
         self._closed = False
 
     async def request(self, method: str, url: str, body: bytes = b"", *,
@@ -230,8 +232,8 @@ class HTTPClient:
             split = _split(url)
             if len(self._targets) < 256:
                 self._targets[url] = split
-        origin, target = split
-        head = [method.encode(), b" ", target, b" HTTP/1.1\r\nHost: ", origin.host_header,
+        origin, target, host = split
+        head = [method.encode(), b" ", target, b" HTTP/1.1\r\nHost: ", host,
                 b"\r\nAccept-Encoding: identity\r\nContent-Length: ", str(len(body)).encode(), b"\r\n"]
         for name, value in (headers or {}).items():
             if "\r" in value or "\n" in value or "\r" in name or "\n" in name or ":" in name:
@@ -252,10 +254,10 @@ class HTTPClient:
             conn.send(data, waiter)
             response = await waiter
         except BaseException:  # broken, timed out, cancelled, malformed: the answer is unread
-            self._busy.discard(conn)
             conn.close()
             raise
-        self._busy.discard(conn)
+        finally:
+            self._busy.discard(conn)
         self._release(origin, conn)
         return response
 
@@ -289,7 +291,7 @@ class HTTPClient:
             _, conn = await loop.create_connection(
                 lambda: _Connection(self._max_body), origin.host, origin.port,
                 ssl=tls, server_hostname=origin.host if tls else None)
-        except (OSError, ssl.SSLError) as exc:
+        except OSError as exc:  # ssl.SSLError (a failed handshake) is one too
             raise ConnectError(f"cannot connect to {origin.host}:{origin.port}: {exc}") from exc
         return conn
 
