@@ -19,6 +19,7 @@ from judgefuse.judges.transport.http1 import (
     ConnectionBroken,
     HTTPClient,
     ProtocolError,
+    Response,
 )
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, int], Awaitable[bool]]
@@ -185,13 +186,15 @@ async def test_the_timeout_covers_the_whole_answer_and_drops_the_connection(serv
     assert server.connections == 2  # the half-read connection was not handed out again
 
 
-async def test_requests_in_flight_are_capped(serve) -> None:
-    async def slow(reader, writer, n: int) -> bool:
-        await asyncio.sleep(0.05)
-        writer.write(ok())
-        await writer.drain()
-        return True
+async def slow(reader, writer, n: int) -> bool:
+    """Answers each request after 50 ms (so calls overlap)."""
+    await asyncio.sleep(0.05)
+    writer.write(ok())
+    await writer.drain()
+    return True
 
+
+async def test_requests_in_flight_are_capped(serve) -> None:
     server, url = await serve(slow)
     capped = HTTPClient(max_connections=3)
     try:
@@ -200,6 +203,43 @@ async def test_requests_in_flight_are_capped(serve) -> None:
         await capped.aclose()
     assert [a.status for a in answers] == [200] * 12
     assert server.most_inflight == 3 and server.connections == 3
+
+
+async def test_callers_that_give_up_waiting_for_a_place_leave_the_cap_whole(serve) -> None:
+    """A caller timed out or cancelled while in line takes no place with it, and one handed a
+    place at the moment it is cancelled passes the place on: the cap stays exact and nobody
+    behind it is stranded."""
+    server, url = await serve(slow)
+    capped = HTTPClient(max_connections=1)
+    handed: asyncio.Task[Response] | None = None
+
+    async def holder() -> Response:
+        answer = await capped.request("POST", url, b"{}", timeout_s=5)
+        assert handed is not None
+        handed.cancel()  # its place was handed to it as this call ended; it has not run since
+        return answer
+
+    try:
+        first = asyncio.create_task(holder())
+        await asyncio.sleep(0.01)
+        with pytest.raises(TimeoutError):  # in line the whole time: times out without a place
+            await capped.request("POST", url, b"{}", timeout_s=0.02)
+        in_line = asyncio.create_task(capped.request("POST", url, b"{}", timeout_s=5))
+        await asyncio.sleep(0)
+        in_line.cancel()  # cancelled in line
+        handed = asyncio.create_task(capped.request("POST", url, b"{}", timeout_s=5))
+        last = asyncio.create_task(capped.request("POST", url, b"{}", timeout_s=2))
+        await asyncio.sleep(0)
+        results = await asyncio.gather(first, in_line, handed, last, return_exceptions=True)
+        server.most_inflight = 0
+        after = await asyncio.gather(*(capped.request("POST", url, b"{}", timeout_s=5) for _ in range(3)))
+    finally:
+        await capped.aclose()
+    assert isinstance(results[0], Response) and results[0].status == 200
+    assert isinstance(results[1], asyncio.CancelledError) and isinstance(results[2], asyncio.CancelledError)
+    assert isinstance(results[3], Response) and results[3].status == 200  # not stranded behind it
+    assert [a.status for a in after] == [200] * 3
+    assert server.most_inflight == 1 and server.requests == 5
 
 
 async def test_idle_connections_expire(serve, client, monkeypatch) -> None:

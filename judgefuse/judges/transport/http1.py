@@ -31,6 +31,8 @@ headers had arrived), :class:`ProtocolError` (not HTTP/1.x, or an answer over th
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
 import ssl
 import time
 from collections.abc import Mapping
@@ -105,6 +107,12 @@ def _split(url: str) -> tuple[_Origin, bytes, bytes]:
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     origin = _Origin(scheme, parts.hostname, port)
     return origin, target.encode(), origin.host_header
+
+
+def _expire(waiter: asyncio.Future[Response]) -> None:
+    """The request's deadline passed: its answer fails with ``TimeoutError``."""
+    if not waiter.done():
+        waiter.set_exception(TimeoutError())
 
 
 class _Connection(asyncio.Protocol):
@@ -215,7 +223,9 @@ class HTTPClient:
         self._max_connections = max_connections
         self._max_body = max_response_bytes
         self._ssl = ssl_context
-        self._slots = asyncio.Semaphore(max_connections)
+        self._in_flight = 0
+        self._queue: collections.deque[asyncio.Future[None]] = collections.deque()
+        """Callers waiting for a place among the ``max_connections`` in flight, in order."""
         self._idle: dict[_Origin, list[_Connection]] = {}
         self._idle_count = 0
         self._busy: set[_Connection] = set()
@@ -241,15 +251,55 @@ class HTTPClient:
             head += (name.encode("latin-1"), b": ", value.encode("latin-1"), b"\r\n")
         head.append(b"\r\n")
         data = b"".join(head) + body
-        async with asyncio.timeout(timeout_s):
-            async with self._slots:
-                return await self._exchange(origin, data)
-
-    async def _exchange(self, origin: _Origin, data: bytes) -> Response:
         loop = asyncio.get_running_loop()
-        conn = self._reuse(origin) or await self._connect(origin)
-        self._busy.add(conn)
+        deadline = loop.time() + timeout_s
+        if self._in_flight < self._max_connections and not self._queue:
+            self._in_flight += 1
+        else:
+            await self._wait_for_place(loop, deadline)
+        try:
+            conn = self._reuse(origin)
+            if conn is None:
+                async with asyncio.timeout_at(deadline):
+                    conn = await self._connect(origin)
+            return await self._exchange(loop, origin, conn, data, deadline)
+        finally:
+            self._free_place()
+
+    async def _wait_for_place(self, loop: asyncio.AbstractEventLoop, deadline: float) -> None:
+        """Wait in order for one of the ``max_connections`` places in flight, up to ``deadline``
+        (``TimeoutError``); returns holding it (:meth:`_free_place` hands it over counted)."""
+        turn: asyncio.Future[None] = loop.create_future()
+        self._queue.append(turn)
+        try:
+            async with asyncio.timeout_at(deadline):
+                await turn
+        except BaseException:
+            if turn.done() and not turn.cancelled():
+                self._free_place()  # handed a place it will not use: the next in line gets it
+            else:
+                with contextlib.suppress(ValueError):
+                    self._queue.remove(turn)
+            raise
+
+    def _free_place(self) -> None:
+        """Give a place back: to the first caller still waiting (still counted), or to the pool."""
+        queue = self._queue
+        while queue:
+            turn = queue.popleft()
+            if not turn.done():
+                turn.set_result(None)
+                return
+        self._in_flight -= 1
+
+    async def _exchange(self, loop: asyncio.AbstractEventLoop, origin: _Origin, conn: _Connection,
+                        data: bytes, deadline: float) -> Response:
+        """Send ``data`` on ``conn`` and read the answer; past ``deadline`` it fails with
+        ``TimeoutError`` (one timer on the answer's future: a third of ``asyncio.timeout``'s
+        cost, paid on every judge call) and the connection is closed."""
         waiter: asyncio.Future[Response] = loop.create_future()
+        timer = loop.call_at(deadline, _expire, waiter)
+        self._busy.add(conn)
         try:
             conn.send(data, waiter)
             response = await waiter
@@ -257,6 +307,7 @@ class HTTPClient:
             conn.close()
             raise
         finally:
+            timer.cancel()
             self._busy.discard(conn)
         self._release(origin, conn)
         return response
