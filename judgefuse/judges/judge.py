@@ -11,7 +11,7 @@ fairly between tenants (``Judge.vote(item, tenant=...)``): one tenant's burst qu
 itself, not in front of others.
 
 **Queued time is not judge time.** :meth:`Judge.vote` is bounded by ``timeout_s``, counted from
-the moment the vote's first provider call got its slot (``asyncio.timeout`` rescheduled then),
+the moment the vote's first provider call got its slot (the vote's :class:`Deadline` set then),
 and so is the retries' deadline: past it the vote is invalid with error ``"timeout: ..."``. The
 wait for a slot is bounded by the caller's deadline (the panel's ``deadline_s``, which cancels
 the vote).
@@ -42,6 +42,7 @@ from pydantic import SecretStr
 
 from judgefuse.judges.circuit import CircuitBreaker, Outcome
 from judgefuse.judges.config import JudgeConfig, PanelConfigError
+from judgefuse.judges.deadline import Deadline
 from judgefuse.judges.fair_limiter import FairLimiter
 from judgefuse.judges.finalise import finalise_vote
 from judgefuse.judges.modes import elicit
@@ -85,7 +86,7 @@ class _VoteCalls:
     def __init__(self, tenant: str | None = None, timeout_s: float | None = None) -> None:
         self.tenant = tenant
         self.timeout_s = timeout_s
-        self.timeout: asyncio.Timeout | None = None
+        self.timeout: Deadline | None = None
         self.started_at: float | None = None
         """``time.monotonic()`` when the first call got its slot (None: none has yet)."""
         self.answered = 0
@@ -326,11 +327,12 @@ class Judge:
         """(the vote, whether its timeout fired); the timeout starts with the first provider call."""
         token = _VOTE_CALLS.set(calls)
         started = time.perf_counter()
+        deadline = calls.timeout = Deadline()  # scheduled by the first call's slot
         try:
-            async with asyncio.timeout(None) as timeout:  # scheduled by the first call's slot
-                calls.timeout = timeout
-                return await elicit(self.config, client, item, model=self.wire_model), False
-        except TimeoutError:
+            vote = await elicit(self.config, client, item, model=self.wire_model)
+        except BaseException as exc:
+            if not (deadline.close(exc) or isinstance(exc, TimeoutError)):
+                raise
             vote = JudgeVote.invalid(
                 self.name,
                 self.config.mode,
@@ -340,6 +342,8 @@ class Judge:
             return vote, True
         finally:
             _VOTE_CALLS.reset(token)
+        deadline.close(None)
+        return vote, False
 
     async def chat(
         self,
@@ -363,15 +367,17 @@ class Judge:
             timeout_s=self.config.timeout_s,
         )
         token = _VOTE_CALLS.set(calls := _VoteCalls(tenant, self.config.timeout_s))
+        deadline = calls.timeout = Deadline()  # scheduled when the call gets its slot
         try:
-            async with asyncio.timeout(None) as timeout:  # scheduled when the call gets its slot
-                calls.timeout = timeout
-                if structured:
-                    response, _notes = await call_structured(self.config, request, client.complete)
-                else:
-                    response = await client.complete(request)
-        except TimeoutError as exc:
-            raise JudgeTimeout(f"{self.name!r}: no answer within {self.config.timeout_s:g}s") from exc
+            if structured:
+                response, _notes = await call_structured(self.config, request, client.complete)
+            else:
+                response = await client.complete(request)
+        except BaseException as exc:
+            if deadline.close(exc) or isinstance(exc, TimeoutError):
+                raise JudgeTimeout(f"{self.name!r}: no answer within {self.config.timeout_s:g}s") from exc
+            raise
         finally:
             _VOTE_CALLS.reset(token)
+        deadline.close(None)
         return scrub_response(response, self._api_key.get_secret_value() if self._api_key is not None else None)

@@ -101,6 +101,25 @@ async def test_a_timeout_with_a_call_in_flight_is_still_a_failure(openai_stub, s
     assert judge.circuit.state == "open"
 
 
+async def test_a_timed_out_vote_leaves_its_task_as_it_found_it(openai_stub, stub_actions):
+    """The vote's deadline cancels the task to stop its call, then takes that cancellation back:
+    the task is not left 'being cancelled' (a caller's own timeout around the vote, or a
+    TaskGroup, would misread it), and a caller's cancellation still cancels."""
+    openai_stub.default = stub_actions.Hang(5.0)
+    async with slot_judge(openai_stub.url, cap=2, timeout_s=0.2) as judge:
+        task = asyncio.current_task()
+        assert task is not None and task.cancelling() == 0
+        vote = await judge.vote(ITEM)
+        assert vote.error == "timeout: no vote within 0.2s"
+        assert task.cancelling() == 0
+    async with slot_judge(openai_stub.url, cap=2, timeout_s=0.2) as judge:  # its circuit is closed
+        pending = asyncio.create_task(judge.vote(ITEM))
+        await asyncio.sleep(0.05)
+        pending.cancel()  # the caller's cancellation, before the deadline: not a vote
+        with pytest.raises(asyncio.CancelledError):
+            await pending
+
+
 async def test_a_tenant_is_served_at_the_next_free_slot_during_another_tenants_burst(openai_stub, stub_actions):
     openai_stub.default = stub_actions.Reply(texts=GOOD, delay_s=0.2)
     async with slot_judge(openai_stub.url, cap=2, timeout_s=1.0) as judge:
