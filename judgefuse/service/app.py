@@ -31,6 +31,7 @@ from judgefuse.service.storage import Storage, open_storage
 from judgefuse.service.web.auth import Authenticator
 from judgefuse.service.web.backpressure import BackpressureMiddleware
 from judgefuse.service.web.docs import install_docs
+from judgefuse.service.web.fast_judging import FastJudging
 from judgefuse.service.web.middleware import (
     BodyLimitMiddleware,
     FormAsJsonMiddleware,
@@ -187,6 +188,8 @@ def create_app(
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.web.max_body_bytes,
                        body_timeout_s=settings.web.body_timeout_s)
     app.add_middleware(QueryKeyMiddleware)
+    app.add_middleware(FastJudging, max_body_bytes=settings.web.max_body_bytes,  # below FastAPI
+                       body_timeout_s=settings.web.body_timeout_s)
     app.add_middleware(BackpressureMiddleware, settings=settings, metrics=metrics)
     app.add_middleware(TimingMiddleware, metrics=metrics)
     return app

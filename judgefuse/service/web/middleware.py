@@ -25,7 +25,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from judgefuse.service.monitoring.metrics import ServiceMetrics
 from judgefuse.service.web.query_secrets import secret_params_in
 
-__all__ = ["BodyLimitMiddleware", "QueryKeyMiddleware", "TimingMiddleware"]
+__all__ = ["BodyLimitMiddleware", "BodyTimeout", "QueryKeyMiddleware", "TimingMiddleware"]
 
 
 class _BodyTooLarge(HTTPException):
@@ -35,7 +35,9 @@ class _BodyTooLarge(HTTPException):
         super().__init__(413, f"request body too large: at most {limit} bytes")
 
 
-class _BodyTimeout(HTTPException):
+class BodyTimeout(HTTPException):
+    """The body was not received within ``body_timeout_s`` (408, as the routes answer it)."""
+
     def __init__(self, seconds: float) -> None:
         super().__init__(408, f"request body not received within {seconds:g} s")
 
@@ -93,7 +95,7 @@ class BodyLimitMiddleware:
                     async with asyncio.timeout_at(deadline):
                         message = await receive()
                 except TimeoutError:
-                    raise _BodyTimeout(self.timeout_s) from None
+                    raise BodyTimeout(self.timeout_s) from None
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.limit:
@@ -112,7 +114,7 @@ class BodyLimitMiddleware:
         except _BodyTooLarge:
             if not started:
                 await _send_413(send, self.limit)
-        except _BodyTimeout as exc:
+        except BodyTimeout as exc:
             if not started:
                 await _send_json(send, 408, str(exc.detail), "body", "not received in time")
 
