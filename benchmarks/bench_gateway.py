@@ -459,15 +459,24 @@ class Target:
 def cpu_s(pid: int | None) -> float:
     """User + system CPU seconds of process ``pid`` and its live children so far (0 when
     unknown): a ``--gateway-workers`` supervisor's workers count as the gateway."""
+    return sum(cpu_split_s(pid))
+
+
+def cpu_split_s(pid: int | None) -> tuple[float, float]:
+    """(user, system) CPU seconds of process ``pid`` and its live children so far."""
     if pid is None:
-        return 0.0
+        return 0.0, 0.0
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
     except OSError:
-        return 0.0
-    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return own + sum(cpu_s(int(child)) for child in children)
+        return 0.0, 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    user, system = int(fields[11]) / tick, int(fields[12]) / tick
+    for child in children:
+        child_user, child_system = cpu_split_s(int(child))
+        user, system = user + child_user, system + child_system
+    return user, system
 
 
 @dataclass

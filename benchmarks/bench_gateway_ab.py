@@ -1,7 +1,7 @@
 """A/B of two source trees of the gateway under the same load, interleaved in the same minutes.
 
 Usage: ``python benchmarks/bench_gateway_ab.py --old /tmp/old-tree [--new .] [--rounds 3]
-[--seconds 6] [--judge-rate 150] [--fuse-rate 1100] [--old-env NAME=VALUE ...] [--new-env ...]``
+[--seconds 6] [--judge-rate 150] [--fuse-rate 1100] [--closed-only] [--old-env NAME=VALUE ...] [--new-env ...]``
 (``--old . --old-env JUDGEFUSE_SERVER__X=...``: one tree, two settings).
 
 On a shared machine absolute figures drift with the neighbours' load; an A/B made in the same
@@ -57,13 +57,21 @@ def start_gateway(tree: Path, stub_url: str, judges: int, workdir: str,
 async def one_round(name: str, base: str, pid: int, args: argparse.Namespace,
                     out: dict[str, list[float]]) -> None:
     delay_s = args.latency_ms / 1000
-    before = bg.cpu_s(pid)
+    user_before, system_before = bg.cpu_split_s(pid)
     rate, errors = await bg.closed_loop(base + "/v1/judge", args.concurrency, args.seconds)
-    cpu_ms = (bg.cpu_s(pid) - before) / max(rate * args.seconds, 1) * 1e3
+    user_after, system_after = bg.cpu_split_s(pid)
+    requests = max(rate * args.seconds, 1)
+    user_ms = (user_after - user_before) / requests * 1e3
+    system_ms = (system_after - system_before) / requests * 1e3
     out["closed/s"].append(rate)
-    out["cpu_ms"].append(cpu_ms)
+    out["cpu_ms"].append(user_ms + system_ms)
+    out["user_ms"].append(user_ms)
+    out["system_ms"].append(system_ms)
     print(f"    {name:<4} closed loop /v1/judge c={args.concurrency}: {rate:7.1f}/s, errors {errors}, "
-          f"CPU {cpu_ms:.2f} ms a request", flush=True)
+          f"CPU {user_ms + system_ms:.2f} ms a request (user {user_ms:.2f}, system {system_ms:.2f})",
+          flush=True)
+    if args.closed_only:
+        return
     run = await bg.open_loop_run(base + "/v1/judge", args.judge_rate, args.seconds)
     over = [s[0] - delay_s for s in run.samples]
     out["judge_p50"].append(bg.pct(over, 50) * 1e3)
@@ -105,7 +113,7 @@ async def main_async(args: argparse.Namespace) -> None:
               f"{' '.join(args.new_env)}; {cores}; {args.seconds:g} s a point; "
               f"load average {os.getloadavg()[0]:.1f} at the start", flush=True)
         results: dict[str, dict[str, list[float]]] = {
-            name: {k: [] for k in ("closed/s", "cpu_ms", "judge_p50", "judge_p99", "fuse_p50",
+            name: {k: [] for k in ("closed/s", "cpu_ms", "user_ms", "system_ms", "judge_p50", "judge_p99", "fuse_p50",
                                    "fuse_p99", "fuse_429", "fuse_5xx")} for name in trees}
         for r in range(args.rounds):
             order = ["old", "new"] if r % 2 == 0 else ["new", "old"]
@@ -114,8 +122,8 @@ async def main_async(args: argparse.Namespace) -> None:
                 await one_round(name, *bases[name], args, results[name])
         print(f"medians over {args.rounds} rounds (load average {os.getloadavg()[0]:.1f} at the end):")
         for name, values in results.items():
-            print(f"    {name}: " + ", ".join(f"{k} {statistics.median(v):.2f}" for k, v in values.items()))
-        print(json.dumps({n: {k: statistics.median(v) for k, v in vals.items()}
+            print(f"    {name}: " + ", ".join(f"{k} {statistics.median(v):.2f}" for k, v in values.items() if v))
+        print(json.dumps({n: {k: statistics.median(v) for k, v in vals.items() if v}
                           for n, vals in results.items()}))
     finally:
         stop_all(procs)
@@ -149,6 +157,8 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=50.0)
     parser.add_argument("--judge-rate", type=float, default=150.0)
     parser.add_argument("--fuse-rate", type=float, default=1100.0)
+    parser.add_argument("--closed-only", action="store_true",
+                        help="only the closed loop (verdicts/s and CPU a request): a CPU A/B")
     asyncio.run(main_async(parser.parse_args()))
 
 
