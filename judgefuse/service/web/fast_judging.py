@@ -80,13 +80,16 @@ class FastJudging:
             await self.app(scope, receive, send)
             return
         authorization = x_api_key = length = None
-        for name, value in scope["headers"]:
+        for name, value in scope["headers"]:  # a repeated header: its first value, as Starlette's
             if name == b"authorization":
-                authorization = value.decode("latin-1")
+                if authorization is None:
+                    authorization = value.decode("latin-1")
             elif name == b"x-api-key":
-                x_api_key = value.decode("latin-1")
+                if x_api_key is None:
+                    x_api_key = value.decode("latin-1")
             elif name == b"content-length":
-                length = value
+                if length is None:
+                    length = value
             elif name == b"content-type" and not _json_content_type(value):
                 await self.app(scope, receive, send)
                 return

@@ -110,8 +110,9 @@ async def chunks(data: bytes, pause_s: float = 0.0) -> AsyncIterator[bytes]:
 
 
 JSON = {"Content-Type": "application/json"}
-CASES: dict[str, tuple[str, dict[str, str], Any]] = {
-    # name: (path, headers, body as JSON (a dict or list) or raw bytes)
+CASES: dict[str, tuple[str, Any, Any]] = {
+    # name: (path, headers (a dict, or a list of pairs to repeat one), body as JSON (a dict or
+    # list) or raw bytes)
     "judged": ("/v1/judge", S.auth("tenant-a"), PAIR),
     "judged by X-API-Key": ("/v1/judge", {"X-API-Key": S.TENANT_KEYS["tenant-b"]}, PAIR),
     "fused": ("/v1/fuse", S.auth("tenant-a"), {**PAIR, "panel": "ext", "votes": UNANIMOUS}),
@@ -139,6 +140,10 @@ CASES: dict[str, tuple[str, dict[str, str], Any]] = {
     "an unknown key": ("/v1/judge", {"Authorization": "Bearer nope"}, PAIR),
     "the metrics token": ("/v1/fuse", S.admin(), PAIR),
     "an annotator credential": ("/v1/judge", {"Authorization": f"Bearer {CREDENTIAL_PREFIX}abc"}, PAIR),
+    "two keys, the first a tenant's": ("/v1/judge", [("Authorization", f"Bearer {S.TENANT_KEYS['tenant-a']}"),
+                                                     ("Authorization", "Bearer nope")], PAIR),
+    "two keys, the first unknown": ("/v1/judge", [("Authorization", "Bearer nope"),
+                                                  ("Authorization", f"Bearer {S.TENANT_KEYS['tenant-a']}")], PAIR),
     "a key in the query string": ("/v1/judge?api_key=abc", S.auth("tenant-a"), PAIR),
     "another query string": ("/v1/judge?trace=1", S.auth("tenant-a"), PAIR),
     "over the size limit": ("/v1/judge", {**S.auth("tenant-a"), **JSON}, json.dumps({**PAIR, "x": "y" * 5000}).encode()),
