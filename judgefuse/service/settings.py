@@ -378,10 +378,12 @@ class ServerSettings(_Section):
     it (8 at ~750/s: ~11 ms; 32 let the loop's turns grow so long past capacity that new
     connections waited up to a second to be read); 0: no bound."""
     work_wait_s: float = Field(default=0.05, ge=0.0, le=60.0, allow_inf_nan=False)
-    """Backpressure: how long a judging request past ``max_inflight_work`` waits for a place
-    before its 429 (0: refused at once). Absorbs bursts below capacity (30 identical requests at
-    once, many judges answering together); above capacity it bounds what the wait adds to an
-    admitted request, like ``shed_wait_s`` for the wait in front of the app."""
+    """Backpressure: how long a judging request past ``max_inflight_work`` may wait for a place
+    before its 429 (0: refused at once), counted from when its headers were read: its wait in
+    front of the app (``shed_wait_s``) is spent from the same budget, so the two waits
+    together stay within it. Absorbs bursts below capacity (30 identical requests at once, many
+    judges answering together); above capacity it bounds what waiting adds to an admitted
+    request."""
     max_inflight_labels: int = Field(default=64, ge=1)
     """Label and review requests (``/v1/feedback``, review next/skip/label) in flight at once;
     keep it below the storage's connection pool. More wait up to ``label_wait_s``, then 429."""

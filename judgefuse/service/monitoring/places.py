@@ -36,17 +36,21 @@ class Places:
     def waiting(self) -> int:
         return len(self._waiters)
 
-    async def acquire(self) -> bool:
-        """True: a place is held (give it back with :meth:`release`); False: refuse."""
+    async def acquire(self, wait_s: float | None = None) -> bool:
+        """True: a place is held (give it back with :meth:`release`); False: refuse.
+
+        ``wait_s`` (at most this room's own ``wait_s``) shortens this caller's wait: what is
+        left of a budget it has partly spent before reaching the room."""
         if self.limit == 0 or (self.held < self.limit and not self._waiters):
             self.held += 1
             return True
-        if len(self._waiters) >= self.max_waiting or self.wait_s == 0:
+        wait_s = self.wait_s if wait_s is None else min(self.wait_s, wait_s)
+        if len(self._waiters) >= self.max_waiting or wait_s <= 0:
             return False
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
         try:
-            async with asyncio.timeout(self.wait_s):
+            async with asyncio.timeout(wait_s):
                 await waiter
         except TimeoutError:
             if waiter.done() and not waiter.cancelled():  # handed a place as the timer fired

@@ -101,3 +101,38 @@ async def test_a_request_that_waited_too_long_for_the_loop_is_refused(tmp_path: 
                                  metrics=metrics)
     assert (await call(off, path, 0.5))[0]["status"] == 200
     assert reached == [path, path, "/v1/monitor", "/v1/feedback", path]
+
+
+async def test_the_wait_for_the_loop_is_spent_from_the_work_gates_budget(tmp_path: Path):
+    """``work_wait_s`` counts from when the headers were read: with the one working place held,
+    a request read 0.25 s ago may wait only what is left of 0.4 s for it, one read just now
+    the whole 0.4 s, and one read 0.5 s ago (past the budget) is refused at once (before it,
+    each gate took its own wait, and past /v1/fuse's capacity the two added up to over 100 ms)."""
+    release = asyncio.Event()
+
+    async def app(scope, receive, send):
+        if scope["path"] == "/v1/judge":
+            await release.wait()  # holds the one working place
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    settings = S.make_settings(tmp_path, [], server={
+        "max_inflight_work": 1, "work_wait_s": 0.4, "shed_wait_s": 10.0})
+    gate = BackpressureMiddleware(app, settings=settings, metrics=ServiceMetrics())
+    holder = asyncio.create_task(call(gate, "/v1/judge", 0.0))
+    await asyncio.sleep(0.01)
+    waits: dict[float, float] = {}
+    for ago in (0.25, 0.0, 0.5):
+        started = time.monotonic()
+        refused = await call(gate, "/v1/fuse", ago)
+        waits[ago] = time.monotonic() - started
+        assert refused[0]["status"] == 429, ago
+        body = json.loads(refused[1]["body"])
+        assert body["limit"] == "max_inflight_work"
+        assert "within 400 ms of this request's headers being read" in body["error"], body
+    assert 0.1 <= waits[0.25] < 0.3, waits
+    assert waits[0.0] >= 0.38, waits
+    assert waits[0.5] < 0.05, waits
+    release.set()
+    assert (await holder)[0]["status"] == 200
+    assert (await call(gate, "/v1/fuse", 0.0))[0]["status"] == 200  # the place is free again
