@@ -305,13 +305,20 @@ the server's time storing the verdict or None, judgefuse's ``timings`` or None).
 
 
 class Refused(RuntimeError):
-    """A non-200 answer: its status and whether it carried ``Retry-After``."""
+    """A non-200 answer: its status, whether it carried ``Retry-After`` and, for judgefuse's
+    429, the limit its body names (which gate refused it)."""
 
     def __init__(self, status: int, retry_after_s: float | None, raw: bytes) -> None:
         super().__init__(f"HTTP {status}: {raw[:200]!r}")
         self.status = status
         self.retry_after = retry_after_s is not None
         self.retry_after_s = retry_after_s or 0.0
+        self.limit = "?"
+        if status == 429:
+            try:
+                self.limit = str(json.loads(raw).get("limit", "?"))
+            except (ValueError, AttributeError):
+                pass
 
 
 async def one(client: LoadClient, url: str, body: bytes,
@@ -352,6 +359,8 @@ async def closed_loop(url: str, concurrency: int, seconds: float,
                 except Refused as exc:
                     if exc.status == 429:
                         REFUSED[url] = REFUSED.get(url, 0) + 1
+                        by_limit = REFUSED_BY.setdefault(url, {})
+                        by_limit[exc.limit] = by_limit.get(exc.limit, 0) + 1
                         # a client honours Retry-After (judgefuse's own does): hammering
                         # back at once only measures how fast 429s are made
                         await asyncio.sleep(min(exc.retry_after_s, max(0.0, stop - time.perf_counter())))
@@ -378,6 +387,8 @@ class OpenRun:
     server_5xx: int = 0
     other: int = 0
     """timeouts (``CLIENT_TIMEOUT_S``), connection errors, other statuses"""
+    refused_by: dict[str, int] = field(default_factory=dict)
+    """429s per limit their body names (the gate that refused them)"""
     send_late_p99_ms: float = 0.0
     """how late the generator sent (p99): large means the generator, not the server, lagged"""
 
@@ -389,6 +400,8 @@ class OpenRun:
 CLIENT_TIMEOUT_S = 10.0
 REFUSED: dict[str, int] = {}
 """429s per URL in the closed loops (not errors there)."""
+REFUSED_BY: dict[str, dict[str, int]] = {}
+"""The same, per limit named in their bodies."""
 
 
 async def open_loop_run(url: str, rate: float, seconds: float, payload: dict | None = None,
@@ -407,6 +420,7 @@ async def open_loop_run(url: str, rate: float, seconds: float, payload: dict | N
                 if exc.status == 429:
                     run.refused_429 += 1
                     run.retry_after_429 += exc.retry_after
+                    run.refused_by[exc.limit] = run.refused_by.get(exc.limit, 0) + 1
                 elif exc.status >= 500:
                     run.server_5xx += 1
                 else:
@@ -628,11 +642,18 @@ FRACTIONS = (0.25, 0.5, 0.8)
 def level_line(name: str, share: str, rate: float, run: OpenRun, delay_s: float) -> str:
     over = [x[0] - delay_s for x in run.samples]
     ms = [pct(over, q) * 1e3 for q in (50, 99, 99.9)]
-    errors = (f"errors {run.errors} (429 {run.refused_429}, with Retry-After {run.retry_after_429}; "
-              f"5xx {run.server_5xx}; timeouts/other {run.other})")
+    errors = (f"errors {run.errors} (429 {run.refused_429}, with Retry-After {run.retry_after_429}"
+              f"{by_limit(run.refused_by)}; 5xx {run.server_5xx}; timeouts/other {run.other})")
     return (f"    {name:<22} {share:>5} {rate:7.1f}/s (achieved {run.achieved:6.1f}/s, generator late "
             f"p99 {run.send_late_p99_ms:5.1f} ms): latency - stub p50 {ms[0]:7.2f}, p99 {ms[1]:7.2f}, "
             f"p99.9 {ms[2]:7.2f} ms; {errors}")
+
+
+def by_limit(counts: dict[str, int]) -> str:
+    """``", by limit: shed_wait_s 12, max_inflight_work 30"`` (empty without 429s)."""
+    if not counts:
+        return ""
+    return ", by limit: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
 def breakdown_line(run: OpenRun) -> str:
@@ -806,7 +827,8 @@ def show_points(m: Measured) -> None:
     for c, rate, errors in m.points:
         print(f"    {m.name:<28} concurrency {c:>4}: {rate:7.1f}/s, errors {errors}")
     if REFUSED.get(m.url):
-        print(f"    {m.name:<28} 429s over these points (refused past capacity, not errors): {REFUSED[m.url]}")
+        print(f"    {m.name:<28} 429s over these points (refused past capacity, not errors): "
+              f"{REFUSED[m.url]}{by_limit(REFUSED_BY.get(m.url, {}))}")
     if m.cpu_ms == m.cpu_ms:
         print(f"    {m.name:<28} server CPU per request: {m.cpu_ms:.2f} ms")
 

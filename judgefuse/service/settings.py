@@ -363,11 +363,14 @@ class ServerSettings(_Section):
     ``/v1/fuse`` and their batches for a request that waited longer than this for the event loop between its headers
     being read and admission (with ``judgefuse serve``'s HTTP protocol, which stamps that
     time); 0: never."""
-    shed_sojourn_s: float = Field(default=0.025, ge=0.0, le=60.0, allow_inf_nan=False)
+    shed_sojourn_s: float = Field(default=0.05, ge=0.0, le=60.0, allow_inf_nan=False)
     """Backpressure (:mod:`judgefuse.service.web.backpressure`): 429 on ``/v1/judge``,
     ``/v1/fuse`` and their batches while every verdict of the last window spent longer than this
     in the gateway beyond its judge calls (``timings.overhead_s``: verdicts are queueing, for the
-    store or the loop); raise it on a disk whose fsync alone takes this long; 0: never."""
+    store or the loop); raise it on a disk whose fsync alone takes this long; 0: never. 50 ms:
+    past ``/v1/fuse``'s capacity the work gate (``max_inflight_work``) refuses first, and at
+    25 ms this gate refused most of ``/v1/judge``'s 429s at 80% of its max on a noisy machine
+    (``benchmarks/results/sojourn_ab.txt``)."""
     max_inflight_work: int = Field(default=8, ge=0, le=100_000)
     """Backpressure (:mod:`judgefuse.service.web.backpressure`): at most this many ``/v1/judge``
     and ``/v1/fuse`` requests doing the gateway's own work at once (admitted, not answered, not

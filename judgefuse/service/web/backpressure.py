@@ -23,9 +23,9 @@ refusing keeps the replica serving what it admitted):
   part of an admitted request's latency (p50 25 ms, p99 86 ms at 150% of its max), and an
   admitted request that has already waited that long cannot answer in time.
 * **The verdicts' time in the app** (``/v1/judge``, ``/v1/fuse`` and their batches): while
-  every verdict of the last window spent more than ``server.shed_sojourn_s`` (25 ms: a few
-  times a verdict's in-app time below capacity, well under the 100 ms an admitted request may
-  take above it) in the gateway
+  every verdict of the last window spent more than ``server.shed_sojourn_s`` (50 ms: several
+  times a verdict's in-app time below capacity, under the 100 ms an admitted request may take
+  above it; at 25 ms a noisy minute at 80% of ``/v1/judge``'s max tripped it) in the gateway
   beyond its judge calls (:class:`~judgefuse.service.monitoring.sojourn.Sojourn`) and at least
   :data:`SHED_MIN_INFLIGHT` are in flight (a slow fsync alone makes a handful of verdicts
   slow: the crash suite's 12 clients on a busy disk were refused at 8), the request is
