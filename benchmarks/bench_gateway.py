@@ -522,6 +522,7 @@ async def max_rate(target: Target, concurrency: list[int], seconds: float, into:
     into.url = target.url
     await closed_loop(target.url, 8, 1.0, target.payload, target.headers)  # warm-up
     REFUSED.pop(target.url, None)
+    REFUSED_BY.pop(target.url, None)
     cpu = requests = 0.0
     for c in concurrency:
         before = cpu_s(target.pid)
