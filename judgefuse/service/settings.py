@@ -382,9 +382,9 @@ class ServerSettings(_Section):
     connections waited up to a second to be read); 0: no bound."""
     work_wait_s: float = Field(default=0.05, ge=0.0, le=60.0, allow_inf_nan=False)
     """Backpressure: how long a judging request past ``max_inflight_work`` may wait for a place
-    before its 429 (0: refused at once), counted from when its headers were read: its wait in
-    front of the app (``shed_wait_s``) is spent from the same budget, so the two waits
-    together stay within it. Absorbs bursts below capacity (30 identical requests at once, many
+    before its 429 (0: refused at once), counted from when its headers were read while 32 or
+    more are in flight (a queue): its wait in front of the app (``shed_wait_s``) is spent from
+    the same budget, so the two waits together stay within it. Absorbs bursts below capacity (30 identical requests at once, many
     judges answering together); above capacity it bounds what waiting adds to an admitted
     request."""
     max_inflight_labels: int = Field(default=64, ge=1)

@@ -167,8 +167,12 @@ class BackpressureMiddleware:
         """How long a request may still wait for a working place: ``work_wait_s`` counted from
         when its headers were read, so its wait for the loop (``waited``) is spent from the
         same budget. Past ``/v1/fuse``'s capacity each wait used to take up to its own 50 ms
-        and an admitted request's p99 went over 100 ms."""
-        return max(0.0, self.metrics.working.wait_s - waited)
+        and an admitted request's p99 went over 100 ms. As for the wait gate, the wait for the
+        loop is blamed on a queue of requests only with :data:`SHED_MIN_INFLIGHT` in flight:
+        with fewer (a replica's first burst, while the app builds itself) the room gives its
+        whole ``work_wait_s``."""
+        wait_s = self.metrics.working.wait_s
+        return wait_s if self.inflight < SHED_MIN_INFLIGHT else max(0.0, wait_s - waited)
 
     @staticmethod
     def _waited_s(scope: Scope) -> float:

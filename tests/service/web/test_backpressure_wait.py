@@ -103,11 +103,13 @@ async def test_a_request_that_waited_too_long_for_the_loop_is_refused(tmp_path: 
     assert reached == [path, path, "/v1/monitor", "/v1/feedback", path]
 
 
-async def test_the_wait_for_the_loop_is_spent_from_the_work_gates_budget(tmp_path: Path):
+async def test_the_wait_for_the_loop_is_spent_from_the_work_gates_budget(tmp_path: Path, monkeypatch):
     """``work_wait_s`` counts from when the headers were read: with the one working place held,
     a request read 0.25 s ago may wait only what is left of 0.4 s for it, one read just now
     the whole 0.4 s, and one read 0.5 s ago (past the budget) is refused at once (before it,
-    each gate took its own wait, and past /v1/fuse's capacity the two added up to over 100 ms)."""
+    each gate took its own wait, and past /v1/fuse's capacity the two added up to over 100 ms).
+    With fewer than ``SHED_MIN_INFLIGHT`` in flight the wait for the loop is not blamed on a
+    queue: the one read 0.5 s ago then waits the whole 0.4 s too."""
     release = asyncio.Event()
 
     async def app(scope, receive, send):
@@ -121,6 +123,10 @@ async def test_the_wait_for_the_loop_is_spent_from_the_work_gates_budget(tmp_pat
     gate = BackpressureMiddleware(app, settings=settings, metrics=ServiceMetrics())
     holder = asyncio.create_task(call(gate, "/v1/judge", 0.0))
     await asyncio.sleep(0.01)
+    started = time.monotonic()
+    assert (await call(gate, "/v1/fuse", 0.5))[0]["status"] == 429  # 2 in flight: no queue
+    assert time.monotonic() - started >= 0.38
+    monkeypatch.setattr(backpressure, "SHED_MIN_INFLIGHT", 0)  # a queue of requests
     waits: dict[float, float] = {}
     for ago in (0.25, 0.0, 0.5):
         started = time.monotonic()
