@@ -69,6 +69,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass, field
@@ -358,9 +359,7 @@ async def closed_loop(url: str, concurrency: int, seconds: float,
                     done += 1
                 except Refused as exc:
                     if exc.status == 429:
-                        REFUSED[url] = REFUSED.get(url, 0) + 1
-                        by_limit = REFUSED_BY.setdefault(url, {})
-                        by_limit[exc.limit] = by_limit.get(exc.limit, 0) + 1
+                        REFUSED.setdefault(url, Counter())[exc.limit] += 1
                         # a client honours Retry-After (judgefuse's own does): hammering
                         # back at once only measures how fast 429s are made
                         await asyncio.sleep(min(exc.retry_after_s, max(0.0, stop - time.perf_counter())))
@@ -381,16 +380,19 @@ class OpenRun:
 
     samples: list[Sample]
     achieved: float
-    refused_429: int = 0
+    refused_by: Counter[str] = field(default_factory=Counter)
+    """429s per limit their body names (the gate that refused them)"""
     retry_after_429: int = 0
     """429s that carried ``Retry-After``"""
     server_5xx: int = 0
     other: int = 0
     """timeouts (``CLIENT_TIMEOUT_S``), connection errors, other statuses"""
-    refused_by: dict[str, int] = field(default_factory=dict)
-    """429s per limit their body names (the gate that refused them)"""
     send_late_p99_ms: float = 0.0
     """how late the generator sent (p99): large means the generator, not the server, lagged"""
+
+    @property
+    def refused_429(self) -> int:
+        return sum(self.refused_by.values())
 
     @property
     def errors(self) -> int:
@@ -398,10 +400,8 @@ class OpenRun:
 
 
 CLIENT_TIMEOUT_S = 10.0
-REFUSED: dict[str, int] = {}
-"""429s per URL in the closed loops (not errors there)."""
-REFUSED_BY: dict[str, dict[str, int]] = {}
-"""The same, per limit named in their bodies."""
+REFUSED: dict[str, Counter[str]] = {}
+"""429s per URL in the closed loops (not errors there), per limit named in their bodies."""
 
 
 async def open_loop_run(url: str, rate: float, seconds: float, payload: dict | None = None,
@@ -418,9 +418,8 @@ async def open_loop_run(url: str, rate: float, seconds: float, payload: dict | N
                 run.samples.append(await one(session, url, body, headers, started=target))
             except Refused as exc:
                 if exc.status == 429:
-                    run.refused_429 += 1
+                    run.refused_by[exc.limit] += 1
                     run.retry_after_429 += exc.retry_after
-                    run.refused_by[exc.limit] = run.refused_by.get(exc.limit, 0) + 1
                 elif exc.status >= 500:
                     run.server_5xx += 1
                 else:
@@ -522,7 +521,6 @@ async def max_rate(target: Target, concurrency: list[int], seconds: float, into:
     into.url = target.url
     await closed_loop(target.url, 8, 1.0, target.payload, target.headers)  # warm-up
     REFUSED.pop(target.url, None)
-    REFUSED_BY.pop(target.url, None)
     cpu = requests = 0.0
     for c in concurrency:
         before = cpu_s(target.pid)
@@ -650,11 +648,11 @@ def level_line(name: str, share: str, rate: float, run: OpenRun, delay_s: float)
             f"p99.9 {ms[2]:7.2f} ms; {errors}")
 
 
-def by_limit(counts: dict[str, int]) -> str:
-    """``", by limit: shed_wait_s 12, max_inflight_work 30"`` (empty without 429s)."""
+def by_limit(counts: Counter[str]) -> str:
+    """``", by limit: max_inflight_work 30, shed_wait_s 12"`` (empty without 429s)."""
     if not counts:
         return ""
-    return ", by limit: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1]))
+    return ", by limit: " + ", ".join(f"{k} {v}" for k, v in counts.most_common())
 
 
 def breakdown_line(run: OpenRun) -> str:
@@ -827,9 +825,10 @@ def fuse_targets(fl: dict[float, OpenRun]) -> str:
 def show_points(m: Measured) -> None:
     for c, rate, errors in m.points:
         print(f"    {m.name:<28} concurrency {c:>4}: {rate:7.1f}/s, errors {errors}")
-    if REFUSED.get(m.url):
+    refused = REFUSED.get(m.url)
+    if refused:
         print(f"    {m.name:<28} 429s over these points (refused past capacity, not errors): "
-              f"{REFUSED[m.url]}{by_limit(REFUSED_BY.get(m.url, {}))}")
+              f"{refused.total()}{by_limit(refused)}")
     if m.cpu_ms == m.cpu_ms:
         print(f"    {m.name:<28} server CPU per request: {m.cpu_ms:.2f} ms")
 

@@ -115,21 +115,21 @@ class BackpressureMiddleware:
         if kind is None:
             await self.app(scope, receive, send)
             return
-        if self.inflight >= SHED_MIN_INFLIGHT and self.metrics.loop_lag.overloaded(self.lag_target_s):
+        queue = self.inflight >= SHED_MIN_INFLIGHT  # the gates below blame waits on requests only then
+        if queue and self.metrics.loop_lag.overloaded(self.lag_target_s):
             await self._refuse(send, Overloaded.shed(
                 "shed_loop_lag_s", None, _RETRY_AFTER_S,
                 f"the event loop is past capacity (lag above {self.lag_target_s * 1000:g} ms "
                 f"for {self.metrics.loop_lag.window_s * 1000:g} ms)"))
             return
         waited = self._waited_s(scope) if kind == "judging" else 0.0
-        if waited > self.wait_target_s > 0 and self.inflight >= SHED_MIN_INFLIGHT:
+        if waited > self.wait_target_s > 0 and queue:
             await self._refuse(send, Overloaded.shed(
                 "shed_wait_s", None, _RETRY_AFTER_S,
                 f"the request waited {waited * 1000:.0f} ms for the event loop before admission "
                 f"(more than {self.wait_target_s * 1000:g} ms)"))
             return
-        if (kind == "judging" and self.inflight >= SHED_MIN_INFLIGHT
-                and self.metrics.sojourn.overloaded(self.sojourn_target_s)):
+        if kind == "judging" and queue and self.metrics.sojourn.overloaded(self.sojourn_target_s):
             await self._refuse(send, Overloaded.shed(
                 "shed_sojourn_s", None, _RETRY_AFTER_S,
                 f"verdicts are queueing in the gateway (every one of the last "
@@ -138,12 +138,17 @@ class BackpressureMiddleware:
             return
         counted = kind == "judging" and scope["path"] in _SINGLE
         working = self.metrics.working
-        if counted and not await working.acquire(self._work_wait_s(waited)):
+        # with a queue, the wait for a working place is what is left of ``work_wait_s``
+        # counted from when the headers were read: past /v1/fuse's capacity the wait for the
+        # loop and this one each took up to 50 ms and an admitted request's p99 passed 100 ms;
+        # without one (a replica's first burst, while the app builds itself) the whole of it
+        if counted and not await working.acquire(
+                max(0.0, working.wait_s - waited) if queue else working.wait_s):
+            since = " of this request's headers being read" if queue else ""
             await self._refuse(send, Overloaded.shed(
                 "max_inflight_work", working.limit, _RETRY_AFTER_S,
                 f"{working.limit} judging requests are being worked on in the gateway and "
-                f"none finished within {working.wait_s * 1000:g} ms of this request's "
-                f"headers being read"))
+                f"none finished within {working.wait_s * 1000:g} ms{since}"))
             return
         if kind == "labels" and not await self.labels.acquire():
             await self._refuse(send, Overloaded.shed(
@@ -162,17 +167,6 @@ class BackpressureMiddleware:
             self.inflight -= 1
             if kind == "labels":
                 self.labels.release()
-
-    def _work_wait_s(self, waited: float) -> float:
-        """How long a request may still wait for a working place: ``work_wait_s`` counted from
-        when its headers were read, so its wait for the loop (``waited``) is spent from the
-        same budget. Past ``/v1/fuse``'s capacity each wait used to take up to its own 50 ms
-        and an admitted request's p99 went over 100 ms. As for the wait gate, the wait for the
-        loop is blamed on a queue of requests only with :data:`SHED_MIN_INFLIGHT` in flight:
-        with fewer (a replica's first burst, while the app builds itself) the room gives its
-        whole ``work_wait_s``."""
-        wait_s = self.metrics.working.wait_s
-        return wait_s if self.inflight < SHED_MIN_INFLIGHT else max(0.0, wait_s - waited)
 
     @staticmethod
     def _waited_s(scope: Scope) -> float:
