@@ -72,13 +72,13 @@ async def one_round(name: str, base: str, pid: int, args: argparse.Namespace,
           flush=True)
     if args.closed_only:
         return
-    run = await bg.open_loop_run(base + "/v1/judge", args.judge_rate, args.seconds)
+    run = await bg.open_loop_run(base + "/v1/judge", args.judge_rate, args.seconds, pid=pid)
     over = [s[0] - delay_s for s in run.samples]
     out["judge_p50"].append(bg.pct(over, 50) * 1e3)
     out["judge_p99"].append(bg.pct(over, 99) * 1e3)
     print(bg.level_line(f"{name} /v1/judge", "open", args.judge_rate, run, delay_s), flush=True)
     print(f"    {'':<4} where the time went, p50/p99 ms: {bg.breakdown_line(run)}", flush=True)
-    run = await bg.open_loop_run(base + "/v1/fuse", args.fuse_rate, args.seconds, bg.FUSE)
+    run = await bg.open_loop_run(base + "/v1/fuse", args.fuse_rate, args.seconds, bg.FUSE, pid=pid)
     accepted = [s[0] for s in run.samples]
     out["fuse_p50"].append(bg.pct(accepted, 50) * 1e3)
     out["fuse_p99"].append(bg.pct(accepted, 99) * 1e3)
