@@ -41,13 +41,14 @@ import bench_gateway as bg  # noqa: E402  - the sibling module, run as a script
 def start_gateway(tree: Path, stub_url: str, judges: int, workdir: str,
                   env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str]:
     """One gateway of ``tree`` (its code first on ``PYTHONPATH``), ``env`` added (settings as
-    ``JUDGEFUSE_*`` variables, the core to pin it to)."""
+    ``JUDGEFUSE_*`` variables, the core to pin it to, ``BENCH_SQLITE_SYNC=NORMAL`` for the other
+    durability; FULL, the product's default, otherwise)."""
     folder = tempfile.mkdtemp(prefix="gw-", dir=workdir)
     port = bg.free_port()
     proc = subprocess.Popen(
         [sys.executable, str(tree / "benchmarks" / "bench_gateway.py"), "--serve-gateway", str(port),
          stub_url, str(judges), folder, bg.sqlite_url(folder)],
-        env={**os.environ, **env, "PYTHONPATH": str(tree), "BENCH_SQLITE_SYNC": "FULL",
+        env={**os.environ, "BENCH_SQLITE_SYNC": "FULL", **env, "PYTHONPATH": str(tree),
              "BENCH_GATEWAY_WORKERS": "1"},
         cwd=str(tree),
     )
