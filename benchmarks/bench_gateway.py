@@ -819,7 +819,8 @@ def show_targets(jf: Measured, bm: Measured, jl: dict[float, OpenRun], bare_same
     print("\n    targets:")
     print(f"    - /v1/judge at 50%: latency - stub p99 {j50:.1f} ms <= 3x the bare fan-out's {b50:.1f} ms "
           f"at the same rate: {met(j50 <= 3 * b50)}; in-app overhead p99 {inside:.1f} ms <= 20 ms: "
-          f"{met(inside <= 20)}; errors {jl[0.5].errors} == 0: {met(jl[0.5].errors == 0)}")
+          f"{met(inside <= 20)}; errors {jl[0.5].errors} == 0: {met(jl[0.5].errors == 0)}"
+          f"{busy(jl[0.5])}")
     print(f"    - /v1/judge at 80%: errors {jl[0.8].errors} == 0: {met(jl[0.8].errors == 0)} "
           f"(p99 {p99(jl[0.8], delay_s):.1f} ms{busy(jl[0.8])})")
     print(fuse_targets(fl))
