@@ -46,13 +46,12 @@ from judgefuse.judges.deadline import Deadline
 from judgefuse.service.review.accounts import CREDENTIAL_PREFIX
 from judgefuse.service.schemas import FuseRequest, JudgeRequest
 from judgefuse.service.web.deps import json_response
-from judgefuse.service.web.middleware import BodyTimeout
+from judgefuse.service.web.middleware import FORM_MEDIA_TYPE, BodyTimeout
 
 __all__ = ["FastJudging"]
 
 _BODIES: dict[str, type[BaseModel]] = {"/v1/judge": JudgeRequest, "/v1/fuse": FuseRequest}
 """The routes taken here and their bodies (the routes' own parameter types)."""
-_FORM = b"application/x-www-form-urlencoded"
 
 
 def _json_content_type(value: bytes) -> bool:
@@ -61,7 +60,7 @@ def _json_content_type(value: bytes) -> bool:
     :class:`~judgefuse.service.web.middleware.FormAsJsonMiddleware` hands on as JSON. (No header
     at all is read as JSON too: the app's routers are not strict about it.)"""
     media = value.split(b";", 1)[0].strip().lower()
-    return (media == b"application/json" or media == _FORM
+    return (media == b"application/json" or media == FORM_MEDIA_TYPE
             or (media.startswith(b"application/") and media.endswith(b"+json")))
 
 

@@ -25,7 +25,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from judgefuse.service.monitoring.metrics import ServiceMetrics
 from judgefuse.service.web.query_secrets import secret_params_in
 
-__all__ = ["BodyLimitMiddleware", "BodyTimeout", "QueryKeyMiddleware", "TimingMiddleware"]
+__all__ = ["FORM_MEDIA_TYPE", "BodyLimitMiddleware", "BodyTimeout", "QueryKeyMiddleware",
+           "TimingMiddleware"]
 
 
 class _BodyTooLarge(HTTPException):
@@ -169,6 +170,11 @@ class TimingMiddleware:
                                _STATUS.get(status) or str(status)).observe(time.perf_counter() - started)
 
 
+FORM_MEDIA_TYPE = b"application/x-www-form-urlencoded"
+"""The form body :class:`FormAsJsonMiddleware` hands on as JSON (the fast path of
+:mod:`judgefuse.service.web.fast_judging` reads it as JSON for the same reason)."""
+
+
 class FormAsJsonMiddleware:
     """Treat ``application/x-www-form-urlencoded`` POST bodies under ``/v1/`` as JSON.
 
@@ -189,9 +195,8 @@ class FormAsJsonMiddleware:
         ):
             headers = scope.get("headers", [])
             for i, (name, value) in enumerate(headers):
-                if name == b"content-type" and value.split(b";")[0].strip().lower() == (
-                    b"application/x-www-form-urlencoded"
-                ):
+                if name == b"content-type" and (
+                        value.split(b";")[0].strip().lower() == FORM_MEDIA_TYPE):
                     headers = list(headers)
                     headers[i] = (b"content-type", b"application/json")
                     scope = {**scope, "headers": headers}
