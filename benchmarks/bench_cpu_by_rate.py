@@ -32,14 +32,12 @@ import bench_gateway_ab as ab  # noqa: E402
 
 def thread_cpu_s(pid: int) -> dict[int, float]:
     """CPU seconds (user + system) of each thread of ``pid`` so far, by thread id."""
-    tick = os.sysconf("SC_CLK_TCK")
     out: dict[int, float] = {}
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
-            fields = Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+            out[int(tid)] = sum(bg.stat_cpu_s(Path(f"/proc/{pid}/task/{tid}/stat")))
         except OSError:  # the thread ended meanwhile
             continue
-        out[int(tid)] = (int(fields[11]) + int(fields[12])) / tick
     return out
 
 
@@ -79,7 +77,7 @@ async def measure(args: argparse.Namespace) -> None:
                 before = thread_cpu_s(proc.pid)
                 run = await bg.open_loop_run(base + "/v1/judge", rate, args.seconds)
                 print(split_line(f"open loop {rate:g}/s", proc.pid, before, thread_cpu_s(proc.pid),
-                                 len(run.samples) + run.errors, run.wall_s)
+                                 run.sent, run.wall_s)
                       + f"; errors {run.errors}", flush=True)
             before = thread_cpu_s(proc.pid)
             rate, errors = await bg.closed_loop(base + "/v1/judge", 32, args.seconds)

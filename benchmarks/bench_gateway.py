@@ -398,6 +398,16 @@ class OpenRun:
         return sum(self.refused_by.values())
 
     @property
+    def sent(self) -> int:
+        """Requests sent: answered 200 or not."""
+        return len(self.samples) + self.errors
+
+    @property
+    def core_share(self) -> float:
+        """The server's CPU over the run's wall time: how busy its core was (nan: not measured)."""
+        return self.cpu_s / self.wall_s
+
+    @property
     def errors(self) -> int:
         return self.refused_429 + self.server_5xx + self.other
 
@@ -482,17 +492,23 @@ def cpu_s(pid: int | None) -> float:
     return sum(cpu_split_s(pid))
 
 
+def stat_cpu_s(stat: Path) -> tuple[float, float]:
+    """(user, system) CPU seconds in a ``/proc/.../stat`` file (a process's or a thread's);
+    ``OSError`` when it is gone."""
+    fields = stat.read_text().rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
+
+
 def cpu_split_s(pid: int | None) -> tuple[float, float]:
     """(user, system) CPU seconds of process ``pid`` and its live children so far."""
     if pid is None:
         return 0.0, 0.0
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        user, system = stat_cpu_s(Path(f"/proc/{pid}/stat"))
         children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
     except OSError:
         return 0.0, 0.0
-    tick = os.sysconf("SC_CLK_TCK")
-    user, system = int(fields[11]) / tick, int(fields[12]) / tick
     for child in children:
         child_user, child_system = cpu_split_s(int(child))
         user, system = user + child_user, system + child_system
@@ -658,11 +674,9 @@ def level_line(name: str, share: str, rate: float, run: OpenRun, delay_s: float)
 def cpu_part(run: OpenRun) -> str:
     """``"; server CPU 2.31 ms a request, 81% of a core"`` (a request sent, 429s included;
     empty when not measured)."""
-    n = len(run.samples) + run.errors
-    if run.cpu_s != run.cpu_s or not n:
+    if run.cpu_s != run.cpu_s or not run.sent:
         return ""
-    return (f"; server CPU {run.cpu_s / n * 1e3:.2f} ms a request, "
-            f"{run.cpu_s / run.wall_s:.0%} of a core")
+    return f"; server CPU {run.cpu_s / run.sent * 1e3:.2f} ms a request, {run.core_share:.0%} of a core"
 
 
 def by_limit(counts: Counter[str]) -> str:
@@ -832,7 +846,7 @@ def busy(run: OpenRun) -> str:
     """``"; the server's core 96% busy"``: an open loop pays per request what a closed loop's
     max amortises (smaller store groups, more wake-ups), so 80% of that max can be ~95% of the
     core (empty when not measured)."""
-    return "" if run.cpu_s != run.cpu_s else f"; the server's core {run.cpu_s / run.wall_s:.0%} busy"
+    return "" if run.cpu_s != run.cpu_s else f"; the server's core {run.core_share:.0%} busy"
 
 
 def fuse_targets(fl: dict[float, OpenRun]) -> str:

@@ -5,7 +5,7 @@ Usage: ``taskset -c 1 python benchmarks/bench_idle_penalty.py [--calls 400]``
 Why: the gateway's CPU per request rises as its arrival rate falls (``bench_cpu_by_rate.py``:
 5.2-6.0 ms a request at 50/s, 3.3 ms at 300/s). Little of its code runs only at low rates. This
 script separates the machine from the gateway. It times one fixed piece of work (three JSON
-round trips of a 2.7 KB verdict body, as the store and the response handle one) by its thread's
+round trips of a 2.4 KB verdict body, as the store and the response handle one) by its thread's
 CPU: back to back, then with a sleep of 1, 5 or 20 ms after each call. On a machine that
 penalizes idling (a virtual CPU halted and resumed, caches refilled, a lower clock after a
 pause), the same work costs more CPU the longer the pauses. The order is repeated so a drift of

@@ -384,9 +384,9 @@ class ServerSettings(_Section):
     """Backpressure: how long a judging request past ``max_inflight_work`` may wait for a place
     before its 429 (0: refused at once), counted from when its headers were read while 32 or
     more are in flight (a queue): its wait in front of the app (``shed_wait_s``) is spent from
-    the same budget, so the two waits together stay within it. Absorbs bursts below capacity (30 identical requests at once, many
-    judges answering together); above capacity it bounds what waiting adds to an admitted
-    request."""
+    the same budget, so the two waits together stay within it. Absorbs bursts below capacity
+    (30 identical requests at once, many judges answering together); above capacity it bounds
+    what waiting adds to an admitted request."""
     max_inflight_labels: int = Field(default=64, ge=1)
     """Label and review requests (``/v1/feedback``, review next/skip/label) in flight at once;
     keep it below the storage's connection pool. More wait up to ``label_wait_s``, then 429."""

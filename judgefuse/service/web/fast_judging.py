@@ -46,7 +46,7 @@ from judgefuse.judges.deadline import Deadline
 from judgefuse.service.review.accounts import CREDENTIAL_PREFIX
 from judgefuse.service.schemas import FuseRequest, JudgeRequest
 from judgefuse.service.web.deps import json_response
-from judgefuse.service.web.middleware import FORM_MEDIA_TYPE, BodyTimeout
+from judgefuse.service.web.middleware import FORM_MEDIA_TYPE, BodyTimeout, media_type
 
 __all__ = ["FastJudging"]
 
@@ -59,7 +59,7 @@ def _json_content_type(value: bytes) -> bool:
     ``application/*+json``, parameters ignored; or a form, which
     :class:`~judgefuse.service.web.middleware.FormAsJsonMiddleware` hands on as JSON. (No header
     at all is read as JSON too: the app's routers are not strict about it.)"""
-    media = value.split(b";", 1)[0].strip().lower()
+    media = media_type(value)
     return (media == b"application/json" or media == FORM_MEDIA_TYPE
             or (media.startswith(b"application/") and media.endswith(b"+json")))
 

@@ -26,7 +26,7 @@ from judgefuse.service.monitoring.metrics import ServiceMetrics
 from judgefuse.service.web.query_secrets import secret_params_in
 
 __all__ = ["FORM_MEDIA_TYPE", "BodyLimitMiddleware", "BodyTimeout", "QueryKeyMiddleware",
-           "TimingMiddleware"]
+           "TimingMiddleware", "media_type"]
 
 
 class _BodyTooLarge(HTTPException):
@@ -175,6 +175,11 @@ FORM_MEDIA_TYPE = b"application/x-www-form-urlencoded"
 :mod:`judgefuse.service.web.fast_judging` reads it as JSON for the same reason)."""
 
 
+def media_type(content_type: bytes) -> bytes:
+    """A ``Content-Type`` header's media type: parameters dropped, lower case."""
+    return content_type.split(b";", 1)[0].strip().lower()
+
+
 class FormAsJsonMiddleware:
     """Treat ``application/x-www-form-urlencoded`` POST bodies under ``/v1/`` as JSON.
 
@@ -195,8 +200,7 @@ class FormAsJsonMiddleware:
         ):
             headers = scope.get("headers", [])
             for i, (name, value) in enumerate(headers):
-                if name == b"content-type" and (
-                        value.split(b";")[0].strip().lower() == FORM_MEDIA_TYPE):
+                if name == b"content-type" and media_type(value) == FORM_MEDIA_TYPE:
                     headers = list(headers)
                     headers[i] = (b"content-type", b"application/json")
                     scope = {**scope, "headers": headers}
