@@ -387,6 +387,15 @@ class ServerSettings(_Section):
     the same budget, so the two waits together stay within it. Absorbs bursts below capacity
     (30 identical requests at once, many judges answering together); above capacity it bounds
     what waiting adds to an admitted request."""
+    work_lifo_after_s: float = Field(default=0.02, ge=0.0, le=60.0, allow_inf_nan=False)
+    """Backpressure: once judging requests have waited for a place past ``max_inflight_work``
+    without a break for this long (a line that does not drain: the gateway is past capacity),
+    a freed place goes to the newest of them instead of the oldest; the oldest run out their
+    ``work_wait_s`` and get 429 as before (adaptive LIFO,
+    :mod:`judgefuse.service.monitoring.places`). In order, every request admitted past
+    capacity had waited nearly all of ``work_wait_s``. 20 ms: at 100 ms the first tenth of a
+    second of an overload was still served in order, enough to hold the p99 up; 0: always in
+    order."""
     max_inflight_labels: int = Field(default=64, ge=1)
     """Label and review requests (``/v1/feedback``, review next/skip/label) in flight at once;
     keep it below the storage's connection pool. More wait up to ``label_wait_s``, then 429."""

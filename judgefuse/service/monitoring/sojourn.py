@@ -89,7 +89,8 @@ class Working(Places):
     waiting for its judges is not counted.
 
     It is a :class:`~judgefuse.service.monitoring.places.Places` (``limit``: ``server.
-    max_inflight_work``, ``wait_s``: ``server.work_wait_s``, set by backpressure):
+    max_inflight_work``, ``wait_s``: ``server.work_wait_s``, ``lifo_after_s``: ``server.
+    work_lifo_after_s``, set by backpressure):
     :meth:`~judgefuse.service.monitoring.places.Places.acquire` admits a request or makes it
     wait its turn; :meth:`enter` marks the request's context and gives its place back when it
     answers; :meth:`away` (the judging pipeline, around its judge calls) gives the place back

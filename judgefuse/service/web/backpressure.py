@@ -104,7 +104,9 @@ class BackpressureMiddleware:
         self.lag_target_s = server.shed_loop_lag_s
         self.wait_target_s = server.shed_wait_s
         self.sojourn_target_s = server.shed_sojourn_s
-        metrics.working.limit, metrics.working.wait_s = server.max_inflight_work, server.work_wait_s
+        working = metrics.working
+        working.limit, working.wait_s = server.max_inflight_work, server.work_wait_s
+        working.lifo_after_s = server.work_lifo_after_s
         self.labels = LabelGate(server.max_inflight_labels, server.label_wait_s)
         self.inflight = 0
         """Guarded requests past the gates and not yet answered."""

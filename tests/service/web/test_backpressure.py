@@ -275,8 +275,10 @@ def test_a_judging_request_past_the_work_limit_waits_its_turn_then_gets_429(tmp_
     """``max_inflight_work`` 1: while a /v1/fuse whose body never finishes holds the place, a
     second one waits (``work_wait_s``) and is answered 200 once the first closes; with nobody
     closing it is refused after its wait, not before, with a message naming the wait."""
-    with live_gateway(tmp_path, server={"max_inflight_work": 1, "work_wait_s": 0.5}) as gw:
+    with live_gateway(tmp_path, server={"max_inflight_work": 1, "work_wait_s": 0.5,
+                                        "work_lifo_after_s": 0.25}) as gw:
         working = gw.app.state.metrics.working
+        assert (working.limit, working.wait_s, working.lifo_after_s) == (1, 0.5, 0.25)
 
         async def scenario() -> None:
             async with httpx.AsyncClient(base_url=gw.url, headers=HEADERS, timeout=10) as client:
