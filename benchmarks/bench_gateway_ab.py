@@ -144,13 +144,17 @@ def stop_all(procs: list[subprocess.Popen], grace_s: float = 10.0) -> None:
             proc.wait()
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--old", required=True, help="the baseline source tree")
     parser.add_argument("--new", default=str(bg.REPO), help="the changed source tree (default: this one)")
-    parser.add_argument("--old-env", nargs="*", default=[], metavar="NAME=VALUE",
-                        help="environment of the old gateway only (e.g. a JUDGEFUSE_* setting)")
-    parser.add_argument("--new-env", nargs="*", default=[], metavar="NAME=VALUE")
+    # "extend": --new-env A=1 --new-env B=2 sets both (a plain nargs list kept only the last
+    # use, and an A/B meant to change three settings silently changed one)
+    parser.add_argument("--old-env", action="extend", nargs="+", default=[], metavar="NAME=VALUE",
+                        help="environment of the old gateway only (e.g. a JUDGEFUSE_* setting); "
+                             "repeatable")
+    parser.add_argument("--new-env", action="extend", nargs="+", default=[], metavar="NAME=VALUE",
+                        help="environment of the new gateway only; repeatable")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=6.0)
     parser.add_argument("--concurrency", type=int, default=32)
@@ -160,7 +164,11 @@ def main() -> None:
     parser.add_argument("--fuse-rate", type=float, default=1100.0)
     parser.add_argument("--closed-only", action="store_true",
                         help="only the closed loop (verdicts/s and CPU a request): a CPU A/B")
-    asyncio.run(main_async(parser.parse_args()))
+    return parser
+
+
+def main() -> None:
+    asyncio.run(main_async(build_parser().parse_args()))
 
 
 if __name__ == "__main__":
