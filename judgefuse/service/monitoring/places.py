@@ -14,9 +14,9 @@ right for a burst: the line drains and everyone is served. Past capacity the lin
 and in order is the worst choice: a place reaches each caller just before its ``wait_s`` runs
 out, so *every* admitted request carries nearly the whole wait (``/v1/fuse`` at 1,200/s, past
 its capacity, timed inside the gateway: the admitted requests' wait for a place p50 49.9 ms,
-p99 58.1 ms, of a 50 ms ``wait_s``). So once the line has stood
-without a break for ``lifo_after_s``, a place freed goes to the *newest* caller, who has waited
-least; the oldest run out their ``wait_s`` and are refused as before. Below capacity the line
+p99 58.1 ms, of a 50 ms ``wait_s``). So once the line has stood without a break for
+``lifo_after_s``, a place freed goes to the *newest* caller, who has waited least; the oldest
+run out their ``wait_s`` and are refused as before. Below capacity the line
 empties within a burst and the order stays first come, first served. In an A/B of the same
 minutes (``benchmarks/results/lifo_ab.txt``, 4 rounds, ``lifo_after_s`` 0.02 s) it cut
 ``/v1/fuse``'s admitted p50 / p99 at 150% of its max from 64 / 82 ms to 18 / 43 ms (medians)

@@ -29,8 +29,9 @@ async def line_up(places: Places, n: int) -> list[asyncio.Task[bool]]:
     return tasks
 
 
-async def served(tasks: list[asyncio.Task[bool]]) -> list[int]:
-    """Indices of the callers that hold a place so far."""
+async def release(places: Places, tasks: list[asyncio.Task[bool]]) -> list[int]:
+    """Give one place back; then the indices of the callers that hold a place so far."""
+    places.release()
     await asyncio.sleep(0)
     return [i for i, t in enumerate(tasks) if t.done() and not t.cancelled() and t.result()]
 
@@ -41,23 +42,17 @@ async def test_a_young_line_is_served_in_order_a_standing_one_newest_first():
     assert await places.acquire()
     tasks = await line_up(places, 4)
     clock.now += 0.0625  # the line is 62.5 ms old: in order (binary fractions: exact)
-    places.release()
-    assert await served(tasks) == [0]
+    assert await release(places, tasks) == [0]
     clock.now += 0.0625  # 125 ms without a break: the newest caller next
-    places.release()
-    assert await served(tasks) == [0, 3]
-    places.release()
-    assert await served(tasks) == [0, 2, 3]
-    places.release()
-    assert await served(tasks) == [0, 1, 2, 3] and places.waiting == 0
+    assert await release(places, tasks) == [0, 3]
+    assert await release(places, tasks) == [0, 2, 3]
+    assert await release(places, tasks) == [0, 1, 2, 3] and places.waiting == 0
     assert places.held == 1
     # the line emptied: the next one is young again, and in order
     more = await line_up(places, 2)
     clock.now += 0.01
-    places.release()
-    assert await served(more) == [0]
-    places.release()
-    assert await served(more) == [0, 1]
+    assert await release(places, more) == [0]
+    assert await release(places, more) == [0, 1]
     places.release()
     assert places.held == 0
 
@@ -69,12 +64,9 @@ async def test_without_lifo_after_s_the_line_stays_in_order_however_long_it_stan
     assert await places.acquire()
     tasks = await line_up(places, 3)
     clock.now += 60.0
-    places.release()
-    assert await served(tasks) == [0]
-    places.release()
-    assert await served(tasks) == [0, 1]
-    places.release()
-    assert await served(tasks) == [0, 1, 2]
+    assert await release(places, tasks) == [0]
+    assert await release(places, tasks) == [0, 1]
+    assert await release(places, tasks) == [0, 1, 2]
 
 
 async def test_newest_first_skips_callers_that_gave_up():
@@ -86,10 +78,8 @@ async def test_newest_first_skips_callers_that_gave_up():
     tasks[2].cancel()
     await asyncio.sleep(0)
     clock.now += 1.0
-    places.release()
-    assert await served(tasks) == [1] and places.held == 1
-    places.release()
-    assert await served(tasks) == [0, 1]
+    assert await release(places, tasks) == [1] and places.held == 1
+    assert await release(places, tasks) == [0, 1]
 
 
 def test_lifo_after_s_must_not_be_negative():
