@@ -10,7 +10,7 @@ request is at its lowest. At a fixed lower rate the same request costs more, and
 max" can fill the core (2026-11-27: 3.41 ms a request and 97% of the core at 80%, against
 2.89 ms in the closed loop). This script starts one gateway as ``bench_gateway_ab.py`` does
 (pinned to its own core, SQLite ``synchronous=FULL``, 5 SC judges on the loopback stub at
-50 ms), then measures it idle, at each open-loop rate and in a closed loop of 32 clients,
+50 ms), then measures it idle, at each open-loop rate and in closed loops (32 clients unless ``--concurrency``),
 reading each thread's CPU seconds from ``/proc``: the main thread (the event loop) and every
 other thread of the process (the SQLite commit thread and the checkpointer in this setup).
 """
@@ -30,29 +30,37 @@ import bench_gateway as bg  # noqa: E402  - sibling modules, run as a script
 import bench_gateway_ab as ab  # noqa: E402
 
 
-def thread_cpu_s(pid: int) -> dict[int, float]:
-    """CPU seconds (user + system) of each thread of ``pid`` so far, by thread id."""
-    out: dict[int, float] = {}
+def thread_cpu_s(pid: int) -> dict[int, tuple[float, int]]:
+    """(CPU seconds (user + system), context switches (voluntary + not)) of each thread of
+    ``pid`` so far, by thread id."""
+    out: dict[int, tuple[float, int]] = {}
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
-            out[int(tid)] = sum(bg.stat_cpu_s(Path(f"/proc/{pid}/task/{tid}/stat")))
+            cpu = sum(bg.stat_cpu_s(Path(f"/proc/{pid}/task/{tid}/stat")))
+            status = Path(f"/proc/{pid}/task/{tid}/status").read_text()
         except OSError:  # the thread ended meanwhile
             continue
+        switches = sum(int(line.split()[1]) for line in status.splitlines()
+                       if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")))
+        out[int(tid)] = (cpu, switches)
     return out
 
 
-def split_line(label: str, pid: int, before: dict[int, float], after: dict[int, float],
-               requests: float, wall_s: float) -> str:
+def split_line(label: str, pid: int, before: dict[int, tuple[float, int]],
+               after: dict[int, tuple[float, int]], requests: float, wall_s: float) -> str:
     """One line: ms a request in the main thread, in the others (busiest first), the total,
-    and the share of the core."""
-    used = {tid: after[tid] - before.get(tid, 0.0) for tid in after}
+    the share of the core, and the threads' context switches a request (each one a thread
+    going to sleep or being put off the core: what a hand-off between threads costs)."""
+    used = {tid: after[tid][0] - before.get(tid, (0.0, 0))[0] for tid in after}
+    switches = sum(after[tid][1] - before.get(tid, (0.0, 0))[1] for tid in after)
     main = used.pop(pid, 0.0)
     others = sorted((v for v in used.values() if v > 0), reverse=True)
     total = main + sum(others)
     per = 1e3 / max(requests, 1.0)
     rest = ", ".join(f"{v * per:.2f}" for v in others) or "-"
     return (f"    {label:<24} main thread {main * per:5.2f} ms, other threads {rest} ms; "
-            f"total {total * per:5.2f} ms a request, {total / wall_s:4.0%} of the core")
+            f"total {total * per:5.2f} ms a request, {total / wall_s:4.0%} of the core; "
+            f"{switches / max(requests, 1.0):.1f} context switches a request")
 
 
 async def measure(args: argparse.Namespace) -> None:
@@ -63,8 +71,10 @@ async def measure(args: argparse.Namespace) -> None:
                                   server_env)
     try:
         await bg.wait_http(base + "/readyz", timeout=300)
-        await bg.closed_loop(base + "/v1/judge", 8, 1.0)  # warm-up
-        print(f"/v1/judge, 5 SC judges at 50 ms, SQLite synchronous=FULL; {cores}; "
+        url = base + "/v1/" + args.path
+        payload = {**bg.FUSE, "votes": bg.fuse_votes(5)} if args.path == "fuse" else None
+        await bg.closed_loop(url, 8, 1.0, payload)  # warm-up
+        print(f"/v1/{args.path}, 5 SC judges at 50 ms, SQLite synchronous=FULL; {cores}; "
               f"{args.seconds:g} s a point; load average {os.getloadavg()[0]:.1f}", flush=True)
         before = thread_cpu_s(proc.pid)
         await asyncio.sleep(args.seconds)
@@ -75,15 +85,16 @@ async def measure(args: argparse.Namespace) -> None:
             print(f"  pass {repeat + 1} (load average {os.getloadavg()[0]:.1f})", flush=True)
             for rate in args.rates:
                 before = thread_cpu_s(proc.pid)
-                run = await bg.open_loop_run(base + "/v1/judge", rate, args.seconds)
+                run = await bg.open_loop_run(url, rate, args.seconds, payload)
                 print(split_line(f"open loop {rate:g}/s", proc.pid, before, thread_cpu_s(proc.pid),
                                  run.sent, run.wall_s)
                       + f"; errors {run.errors}", flush=True)
-            before = thread_cpu_s(proc.pid)
-            rate, errors = await bg.closed_loop(base + "/v1/judge", 32, args.seconds)
-            print(split_line(f"closed loop c=32 {rate:.0f}/s", proc.pid, before,
-                             thread_cpu_s(proc.pid), rate * args.seconds, args.seconds)
-                  + f"; errors {errors}", flush=True)
+            for concurrency in args.concurrency:
+                before = thread_cpu_s(proc.pid)
+                rate, errors = await bg.closed_loop(url, concurrency, args.seconds, payload)
+                print(split_line(f"closed loop c={concurrency} {rate:.0f}/s", proc.pid, before,
+                                 thread_cpu_s(proc.pid), rate * args.seconds, args.seconds)
+                      + f"; errors {errors}", flush=True)
     finally:
         ab.stop_all([proc, stub])
 
@@ -93,6 +104,11 @@ def main() -> None:
     parser.add_argument("--rates", type=float, nargs="+", default=[50, 100, 200, 300])
     parser.add_argument("--seconds", type=float, default=6.0)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--path", choices=["judge", "fuse"], default="judge",
+                        help="POST /v1/judge (five judge calls a request) or /v1/fuse (none)")
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[32],
+                        help="closed loops of this many clients (bench_gateway.py's maximum is the "
+                             "best of 16, 32, 64 and 128)")
     asyncio.run(measure(parser.parse_args()))
 
 

@@ -93,8 +93,7 @@ async def main_async(args: argparse.Namespace) -> None:
     server_env, cores = bg.cores_plan(True)
     stub_proc, line = bg.spawn("--serve-stub", str(bg.free_port()), str(args.latency_ms))
     stub_url = line.split(" ", 1)[1]
-    bg.FUSE["votes"] = [{"judge": f"judge{i}", "choice": "A", "confidence": 0.85}
-                        for i in range(args.judges)]
+    bg.FUSE["votes"] = bg.fuse_votes(args.judges)
     workdir = tempfile.mkdtemp(prefix="bench-ab-")
     trees = {"old": Path(args.old).resolve(), "new": Path(args.new).resolve()}
     procs = [stub_proc]

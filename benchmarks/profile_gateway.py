@@ -157,8 +157,7 @@ def main() -> None:
     url = base + "/v1/judge"
     if args.path == "fuse":
         url = base + "/v1/fuse"
-        payload = {**bg.FUSE, "votes": [{"judge": f"judge{i}", "choice": "A", "confidence": 0.85}
-                                        for i in range(args.judges)]}
+        payload = {**bg.FUSE, "votes": bg.fuse_votes(args.judges)}
     try:
         asyncio.run(bg.wait_http(base + "/readyz"))
         asyncio.run(drive(url, 8, 2.0, payload))  # warm-up

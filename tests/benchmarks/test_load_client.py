@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
+from jf_test_support.loopback_app import serve_app
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from load_client import LoadClient  # noqa: E402
@@ -41,13 +42,8 @@ async def server() -> AsyncIterator[tuple[str, list[int]]]:
 
     app = web.Application()
     app.router.add_post("/{tail:.*}", echo)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    yield f"http://127.0.0.1:{port}", peers
-    await runner.cleanup()
+    async with serve_app(app) as base:
+        yield base, peers
 
 
 async def test_answers_and_keep_alive(server: tuple[str, list[int]]) -> None:
