@@ -52,7 +52,8 @@ def split_line(label: str, pid: int, before: dict[int, tuple[float, int]],
     the share of the core, and the threads' context switches a request (each one a thread
     going to sleep or being put off the core: what a hand-off between threads costs)."""
     used = {tid: after[tid][0] - before.get(tid, (0.0, 0))[0] for tid in after}
-    switches = sum(after[tid][1] - before.get(tid, (0.0, 0))[1] for tid in after)
+    switches = {tid: after[tid][1] - before.get(tid, (0.0, 0))[1] for tid in after}
+    main_switches = switches.pop(pid, 0)
     main = used.pop(pid, 0.0)
     others = sorted((v for v in used.values() if v > 0), reverse=True)
     total = main + sum(others)
@@ -60,7 +61,8 @@ def split_line(label: str, pid: int, before: dict[int, tuple[float, int]],
     rest = ", ".join(f"{v * per:.2f}" for v in others) or "-"
     return (f"    {label:<24} main thread {main * per:5.2f} ms, other threads {rest} ms; "
             f"total {total * per:5.2f} ms a request, {total / wall_s:4.0%} of the core; "
-            f"{switches / max(requests, 1.0):.1f} context switches a request")
+            f"context switches a request: main thread {main_switches / max(requests, 1.0):.1f}, "
+            f"others {sum(switches.values()) / max(requests, 1.0):.1f}")
 
 
 async def measure(args: argparse.Namespace) -> None:
