@@ -392,7 +392,7 @@ class ServerSettings(_Section):
     without a break for this long (a line that does not drain: the gateway is past capacity),
     a freed place goes to the newest of them instead of the oldest; the oldest run out their
     ``work_wait_s`` and get 429 as before (adaptive LIFO,
-    :mod:`judgefuse.service.monitoring.places`). In order, every request admitted past
+    :mod:`judgefuse.places`). In order, every request admitted past
     capacity had waited nearly all of ``work_wait_s``. 20 ms: at 100 ms the first tenth of a
     second of an overload was still served in order, enough to hold the p99 up; 0: always in
     order."""

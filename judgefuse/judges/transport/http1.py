@@ -31,9 +31,9 @@ headers had arrived), :class:`ProtocolError` (not HTTP/1.x, or an answer over th
 from __future__ import annotations
 
 import asyncio
-import collections
-import contextlib
+import math
 import ssl
+import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -41,6 +41,8 @@ from typing import Any, cast
 from urllib.parse import urlsplit
 
 import httptools
+
+from judgefuse.places import Places
 
 __all__ = [
     "IDLE_S",
@@ -223,9 +225,9 @@ class HTTPClient:
         self._max_connections = max_connections
         self._max_body = max_response_bytes
         self._ssl = ssl_context
-        self._in_flight = 0
-        self._queue: collections.deque[asyncio.Future[None]] = collections.deque()
-        """Callers waiting for a place among the ``max_connections`` in flight, in order."""
+        self._places = Places(max_connections, math.inf, max_waiting=sys.maxsize)
+        """The ``max_connections`` places in flight; callers past them wait in order, each up to
+        its call's deadline (no bound on how many wait: each has its own timeout)."""
         self._idle: dict[_Origin, list[_Connection]] = {}
         self._idle_count = 0
         self._busy: set[_Connection] = set()
@@ -253,10 +255,8 @@ class HTTPClient:
         data = b"".join(head) + body
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
-        if self._in_flight < self._max_connections and not self._queue:
-            self._in_flight += 1
-        else:
-            await self._wait_for_place(loop, deadline)
+        if not self._places.try_take() and not await self._places.acquire(deadline - loop.time()):
+            raise TimeoutError(f"no connection place free within {timeout_s:g} s")
         try:
             conn = self._reuse(origin)
             if conn is None:
@@ -264,33 +264,7 @@ class HTTPClient:
                     conn = await self._connect(origin)
             return await self._exchange(loop, origin, conn, data, deadline)
         finally:
-            self._free_place()
-
-    async def _wait_for_place(self, loop: asyncio.AbstractEventLoop, deadline: float) -> None:
-        """Wait in order for one of the ``max_connections`` places in flight, up to ``deadline``
-        (``TimeoutError``); returns holding it (:meth:`_free_place` hands it over counted)."""
-        turn: asyncio.Future[None] = loop.create_future()
-        self._queue.append(turn)
-        try:
-            async with asyncio.timeout_at(deadline):
-                await turn
-        except BaseException:
-            if turn.done() and not turn.cancelled():
-                self._free_place()  # handed a place it will not use: the next in line gets it
-            else:
-                with contextlib.suppress(ValueError):
-                    self._queue.remove(turn)
-            raise
-
-    def _free_place(self) -> None:
-        """Give a place back: to the first caller still waiting (still counted), or to the pool."""
-        queue = self._queue
-        while queue:
-            turn = queue.popleft()
-            if not turn.done():
-                turn.set_result(None)
-                return
-        self._in_flight -= 1
+            self._places.release()
 
     async def _exchange(self, loop: asyncio.AbstractEventLoop, origin: _Origin, conn: _Connection,
                         data: bytes, deadline: float) -> Response:

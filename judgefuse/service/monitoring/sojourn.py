@@ -23,7 +23,7 @@ import math
 import time
 from collections.abc import Callable, Iterator
 
-from judgefuse.service.monitoring.places import Places
+from judgefuse.places import Places
 
 __all__ = ["Sojourn", "Working"]
 
@@ -88,10 +88,10 @@ class Working(Places):
     ``count / service rate`` (Little's law) whatever the judges' latency, since a request
     waiting for its judges is not counted.
 
-    It is a :class:`~judgefuse.service.monitoring.places.Places` (``limit``: ``server.
+    It is a :class:`~judgefuse.places.Places` (``limit``: ``server.
     max_inflight_work``, ``wait_s``: ``server.work_wait_s``, ``lifo_after_s``: ``server.
     work_lifo_after_s``, set by backpressure):
-    :meth:`~judgefuse.service.monitoring.places.Places.acquire` admits a request or makes it
+    :meth:`~judgefuse.places.Places.acquire` admits a request or makes it
     wait its turn; :meth:`enter` marks the request's context and gives its place back when it
     answers; :meth:`away` (the judging pipeline, around its judge calls) gives the place back
     meanwhile and takes one again after, without waiting (the request was admitted), and only
@@ -105,7 +105,7 @@ class Working(Places):
     @contextlib.contextmanager
     def enter(self, *, admitted: bool = False) -> Iterator[None]:
         """One request, counted until it answers (``admitted``: its place is already held,
-        from :meth:`~judgefuse.service.monitoring.places.Places.acquire`)."""
+        from :meth:`~judgefuse.places.Places.acquire`)."""
         if not admitted:
             self.take()
         token = _COUNTED.set(self)

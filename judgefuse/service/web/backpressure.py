@@ -51,9 +51,9 @@ import time
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from judgefuse.places import Places
 from judgefuse.service.errors import Overloaded
 from judgefuse.service.monitoring.metrics import ServiceMetrics
-from judgefuse.service.monitoring.places import Places
 from judgefuse.service.settings import Settings
 from judgefuse.service.web.server_timeouts import READ_AT
 
@@ -85,8 +85,7 @@ def guarded_route(method: str, path: str) -> str | None:
 
 class LabelGate(Places):
     """The label and review routes' storage connections: at most ``limit`` (at least 1)
-    holders, later callers wait in order up to ``wait_s`` (:class:`~judgefuse.service.
-    monitoring.places.Places`)."""
+    holders, later callers wait in order up to ``wait_s`` (:class:`~judgefuse.places.Places`)."""
 
     def __init__(self, limit: int, wait_s: float) -> None:
         if limit < 1:

@@ -16,7 +16,7 @@ import pytest
 from jf_test_support.live_gateway import API_KEY, live_gateway
 from panel_support import UNANIMOUS
 
-from judgefuse.service.monitoring.places import Places
+from judgefuse.places import Places
 from judgefuse.service.monitoring.sojourn import Working
 from judgefuse.service.web import backpressure
 from judgefuse.service.web.backpressure import LabelGate, guarded_route

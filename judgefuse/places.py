@@ -1,8 +1,11 @@
 """A waiting room of places: at most ``limit`` holders, later callers wait their turn briefly.
 
-Backpressure bounds two kinds of work this way: label and review requests (a place is a storage
-connection) and judging requests doing the gateway's own work (:class:`~judgefuse.service.
-monitoring.sojourn.Working`). Refusing at once when the places are taken turns every short
+Three bounds use it. The judges' HTTP client holds at most ``max_connections`` requests in
+flight (:class:`~judgefuse.judges.transport.http1.HTTPClient`: a caller waits in line until its
+call's deadline). The gateway's backpressure bounds label and review requests (a place is a
+storage connection) and judging requests doing the gateway's own work (:class:`~judgefuse.
+service.monitoring.sojourn.Working`). It sits under every room so the two layers share one
+line instead of each writing its own. Refusing at once when the places are taken turns every short
 burst into 429s (a closed loop of 32 ``/v1/judge`` clients, whose judges answer together, fell
 from 319 to 256 verdicts/s at a bound of 8 refused at once, in an A/B of the same minutes);
 letting the excess wait without bound is the collapse the bound exists to prevent. So a caller past the limit waits in order, up to ``wait_s``, for a place
@@ -59,13 +62,20 @@ class Places:
     def waiting(self) -> int:
         return len(self._waiters)
 
+    def try_take(self) -> bool:
+        """Hold a place if one is free and nobody is in line (no coroutine: the common case of a
+        hot path); False: call :meth:`acquire` to wait for one."""
+        if self.limit == 0 or (self.held < self.limit and not self._waiters):
+            self.held += 1
+            return True
+        return False
+
     async def acquire(self, wait_s: float | None = None) -> bool:
         """True: a place is held (give it back with :meth:`release`); False: refuse.
 
         ``wait_s`` (at most this room's own ``wait_s``) shortens this caller's wait: what is
         left of a budget it has partly spent before reaching the room."""
-        if self.limit == 0 or (self.held < self.limit and not self._waiters):
-            self.held += 1
+        if self.try_take():
             return True
         wait_s = self.wait_s if wait_s is None else min(self.wait_s, wait_s)
         if len(self._waiters) >= self.max_waiting or wait_s <= 0:

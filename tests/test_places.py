@@ -1,6 +1,7 @@
-"""The waiting room's order (judgefuse.service.monitoring.places), line age on a fake clock:
-first come first served while the line is young, the newest caller first once it has stood
-``lifo_after_s`` without a break, in order again once it emptied; 0 keeps it in order."""
+"""The waiting room of places (judgefuse.places). Its order, line age on a fake clock: first
+come first served while the line is young, the newest caller first once it has stood
+``lifo_after_s`` without a break, in order again once it emptied; 0 keeps it in order. Its
+fast path: ``try_take`` holds a free place only when nobody is in line."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import asyncio
 
 import pytest
 
-from judgefuse.service.monitoring.places import Places
+from judgefuse.places import Places
 
 
 class Clock:
@@ -85,3 +86,22 @@ async def test_newest_first_skips_callers_that_gave_up():
 def test_lifo_after_s_must_not_be_negative():
     with pytest.raises(ValueError, match="lifo_after_s"):
         Places(1, lifo_after_s=-0.1)
+
+
+async def test_try_take_holds_a_free_place_and_nothing_else():
+    places = Places(2, wait_s=10.0)
+    assert places.try_take() and places.try_take() and places.held == 2
+    assert not places.try_take()  # full
+    tasks = await line_up(places, 1)
+    assert await release(places, tasks) == [0] and places.held == 2  # handed on, not freed
+    assert not places.try_take()
+    places.release()
+    assert places.try_take() and places.held == 2  # a place back with nobody in line: taken
+    assert Places().try_take()  # no limit: always
+
+
+async def test_a_caller_past_its_wait_is_refused_and_leaves_the_line():
+    places = Places(1, wait_s=10.0)
+    assert places.try_take()
+    assert not await places.acquire(0.01)  # its own shorter wait: the judges' call deadline
+    assert not await places.acquire(0.0) and places.waiting == 0 and places.held == 1
