@@ -57,12 +57,12 @@ def split_line(label: str, pid: int, before: dict[int, tuple[float, int]],
     main = used.pop(pid, 0.0)
     others = sorted((v for v in used.values() if v > 0), reverse=True)
     total = main + sum(others)
-    per = 1e3 / max(requests, 1.0)
-    rest = ", ".join(f"{v * per:.2f}" for v in others) or "-"
-    return (f"    {label:<24} main thread {main * per:5.2f} ms, other threads {rest} ms; "
-            f"total {total * per:5.2f} ms a request, {total / wall_s:4.0%} of the core; "
-            f"context switches a request: main thread {main_switches / max(requests, 1.0):.1f}, "
-            f"others {sum(switches.values()) / max(requests, 1.0):.1f}")
+    n = max(requests, 1.0)
+    rest = ", ".join(f"{v * 1e3 / n:.2f}" for v in others) or "-"
+    return (f"    {label:<24} main thread {main * 1e3 / n:5.2f} ms, other threads {rest} ms; "
+            f"total {total * 1e3 / n:5.2f} ms a request, {total / wall_s:4.0%} of the core; "
+            f"context switches a request: main thread {main_switches / n:.1f}, "
+            f"others {sum(switches.values()) / n:.1f}")
 
 
 async def measure(args: argparse.Namespace) -> None:

@@ -560,20 +560,20 @@ async def max_rate(target: Target, concurrency: list[int], seconds: float, into:
     await closed_loop(target.url, 8, 1.0, target.payload, target.headers)  # warm-up
     REFUSED.pop(target.url, None)
     cpu = requests = 0.0
+    best: int | None = None
     for c in concurrency:
         c_rate, c_errors, c_cpu = await _closed_point(target, c, seconds)
         cpu += c_cpu
         requests += c_rate * seconds
         into.points.append((c, c_rate, c_errors))
-        into.point_cpu_ms.append(c_cpu / max(c_rate * seconds, 1.0) * 1e3)
-        if c_errors == 0:
-            into.max_rate = max(into.max_rate, c_rate)
+        into.point_cpu_ms.append(_ms_a_request(c_cpu, c_rate * seconds))
+        if c_errors == 0 and (best is None or c_rate > into.max_rate):
+            into.max_rate, best = c_rate, c
     if target.pid is not None and requests:
-        into.cpu_ms = cpu / requests * 1e3
-    best = [c for c, c_rate, c_errors in into.points if c_errors == 0 and c_rate == into.max_rate]
-    if recheck and best and len(into.points) > 1:
-        c_rate, c_errors, c_cpu = await _closed_point(target, best[0], seconds)
-        into.recheck = (best[0], c_rate, c_errors, c_cpu / max(c_rate * seconds, 1.0) * 1e3)
+        into.cpu_ms = _ms_a_request(cpu, requests)
+    if recheck and best is not None and len(into.points) > 1:
+        c_rate, c_errors, c_cpu = await _closed_point(target, best, seconds)
+        into.recheck = (best, c_rate, c_errors, _ms_a_request(c_cpu, c_rate * seconds))
     return into
 
 
@@ -582,6 +582,11 @@ async def _closed_point(target: Target, concurrency: int, seconds: float) -> tup
     before = cpu_s(target.pid)
     rate, errors = await closed_loop(target.url, concurrency, seconds, target.payload, target.headers)
     return rate, errors, cpu_s(target.pid) - before
+
+
+def _ms_a_request(seconds: float, requests: float) -> float:
+    """CPU ``seconds`` over ``requests`` as ms a request (no division by zero)."""
+    return seconds / max(requests, 1.0) * 1e3
 
 
 async def overhead_at(target: Target, rate: float, seconds: float, delay_s: float,
@@ -889,7 +894,7 @@ def fuse_targets(fl: dict[float, OpenRun]) -> str:
 
 
 def show_points(m: Measured) -> None:
-    for (c, rate, errors), point_cpu in zip(m.points, m.point_cpu_ms or [0.0] * len(m.points), strict=True):
+    for (c, rate, errors), point_cpu in zip(m.points, m.point_cpu_ms, strict=True):
         print(f"    {m.name:<28} concurrency {c:>4}: {rate:7.1f}/s, errors {errors}"
               + (f", CPU {point_cpu:.2f} ms a request" if point_cpu > 0 else ""))
     if m.recheck is not None:

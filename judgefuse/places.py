@@ -5,12 +5,14 @@ flight (:class:`~judgefuse.judges.transport.http1.HTTPClient`: a caller waits in
 call's deadline). The gateway's backpressure bounds label and review requests (a place is a
 storage connection) and judging requests doing the gateway's own work (:class:`~judgefuse.
 service.monitoring.sojourn.Working`). It sits under every room so the two layers share one
-line instead of each writing its own. Refusing at once when the places are taken turns every short
-burst into 429s (a closed loop of 32 ``/v1/judge`` clients, whose judges answer together, fell
-from 319 to 256 verdicts/s at a bound of 8 refused at once, in an A/B of the same minutes);
-letting the excess wait without bound is the collapse the bound exists to prevent. So a caller past the limit waits in order, up to ``wait_s``, for a place
-handed straight to it by the holder that gives one back, and is refused only when none came in
-time (or when ``max_waiting`` are already waiting).
+line instead of each writing its own.
+
+Refusing at once when the places are taken turns every short burst into 429s (a closed loop of
+32 ``/v1/judge`` clients, whose judges answer together, fell from 319 to 256 verdicts/s at a
+bound of 8 refused at once, in an A/B of the same minutes); letting the excess wait without
+bound is the collapse the bound exists to prevent. So a caller past the limit waits in order,
+up to ``wait_s``, for a place handed straight to it by the holder that gives one back, and is
+refused only when none came in time (or when ``max_waiting`` are already waiting).
 
 **Adaptive LIFO** (``lifo_after_s``; "Fail at Scale", Maurer, ACM Queue 2015). In order is
 right for a burst: the line drains and everyone is served. Past capacity the line never drains,
