@@ -301,6 +301,8 @@ class Ledger:
     relabel_acks: int = 0
     inline_label_acks: int = 0
     failures_before_kill: list[str] = field(default_factory=list)
+    overloaded_before_kill: int = 0
+    """429s before the kill, each sent again after its ``Retry-After``."""
     errors_after_kill: int = 0
     statuses_after_kill: Counter[int] = field(default_factory=Counter)
     """HTTP statuses of the refused requests after the kill (a killed Redis: 503 only)."""
@@ -320,13 +322,14 @@ async def drive(url: str, ledger: Ledger, stop: asyncio.Event, *, workers: int, 
     connector = aiohttp.TCPConnector(limit=workers * 2)
     async with aiohttp.ClientSession(timeout=timeout, connector=connector) as session:
 
-        async def post(path: str, body: dict[str, Any]) -> tuple[int, Any] | None:
-            """(status, json) or None when the connection failed (the process died)."""
+        async def send(path: str, body: dict[str, Any]) -> tuple[int, Any, float] | None:
+            """(status, json, Retry-After seconds or 0) or None when the connection failed (the
+            process died)."""
             ledger.inflight += 1
             try:
                 async with session.post(url + path, json=body) as r:
                     data = await r.json(content_type=None)
-                    return r.status, data
+                    return r.status, data, float(r.headers.get("Retry-After", 0))
             except (aiohttp.ClientError, TimeoutError, ValueError):
                 if not ledger.killed:
                     ledger.failures_before_kill.append(f"{path}: connection failed before the kill")
@@ -334,6 +337,21 @@ async def drive(url: str, ledger: Ledger, stop: asyncio.Event, *, workers: int, 
                 return None
             finally:
                 ledger.inflight -= 1
+
+        async def post(path: str, body: dict[str, Any]) -> tuple[int, Any] | None:
+            """As a client should: a 429 before the kill (the gateway's backpressure on a slow
+            machine; nothing was done) is sent again after its ``Retry-After``, capped at a
+            second. It is counted, not a failure: this suite is about what a crash loses."""
+            while True:
+                result = await send(path, body)
+                if result is None:
+                    return None
+                status, data, retry_after_s = result
+                if status != 429 or ledger.killed or stop.is_set():
+                    return status, data
+                assert retry_after_s > 0, f"{path}: 429 without Retry-After: {data}"
+                ledger.overloaded_before_kill += 1
+                await asyncio.sleep(min(retry_after_s, 1.0))
 
         def refused(path: str, result: tuple[int, Any]) -> None:
             if ledger.killed:
@@ -560,7 +578,8 @@ def report(what: str, ledger: Ledger, result: Audit, counted: Recount) -> str:
     line = (
         f"{what}: {len(ledger.verdicts)} verdicts and {ledger.label_acks} labels acknowledged "
         f"({ledger.inline_label_acks} inline, {ledger.relabel_acks} relabels), "
-        f"{ledger.inflight_at_kill} requests in flight at SIGKILL; after restart "
+        f"{ledger.inflight_at_kill} requests in flight at SIGKILL "
+        f"({ledger.overloaded_before_kill} 429s before it, sent again); after restart "
         f"{result.verdicts_checked} verdicts and {result.labels_checked} labels checked, "
         f"lost {len(result.lost_verdicts)} verdicts and {len(result.lost_labels)} labels; "
         f"in-flight verdicts found {result.in_flight_verdicts_present}/{len(ledger.pending_verdicts)}, "
