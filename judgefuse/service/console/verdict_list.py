@@ -1,7 +1,10 @@
 """The verdict list's query string: parsed into a :class:`VerdictQuery` with the field at fault
 named, and written back for the links (next page, preset filters).
 
-Times are UTC, as ``YYYY-MM-DDTHH:MM`` (what a ``datetime-local`` input sends) or epoch seconds.
+Times are UTC, as ``YYYY-MM-DDTHH:MM`` (what a ``datetime-local`` input sends) or epoch seconds,
+between 1970-01-01 and 9999-12-31: the form shows each time back, and ``time.gmtime`` raises on
+``nan``, ``inf`` or a year past 9999 (issue 41: such a time was a 500, not a 422). A cursor's
+time (``after``) is held to the same range.
 """
 
 from __future__ import annotations
@@ -20,21 +23,35 @@ FILTER_FIELDS = ("route", "stratum", "labelled", "wrong", "disagreeing", "below"
                  "order")
 """The query parameters that filter (``panel``, ``after`` and ``limit`` are the others)."""
 PAGE_SIZES = (25, 50, 100)
+LATEST = 253402300799.0
+"""9999-12-31T23:59:59 UTC, the last time ``show_time`` can write (the earliest is the epoch)."""
+_TIME_PROBLEM = ("must be a UTC time between 1970-01-01T00:00 and 9999-12-31T23:59 like 2026-11-26T08:00, "
+                 "or epoch seconds in that range")
 
 
 def parse_time(field: str, value: str) -> float:
-    """UTC ``YYYY-MM-DDTHH:MM[:SS]`` or epoch seconds; FieldProblem otherwise."""
+    """UTC ``YYYY-MM-DDTHH:MM[:SS]`` or epoch seconds, within what :func:`show_time` can write
+    back (module docstring); FieldProblem otherwise."""
     text = value.strip()
     try:
-        return float(text)
+        return in_range(field, float(text))
     except ValueError:
-        pass
+        pass  # not a number: one of the written forms
     for fmt in ("%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d"):
         try:
-            return float(calendar.timegm(time.strptime(text, fmt)))
+            parsed = time.strptime(text, fmt)
         except ValueError:
             continue
-    raise FieldProblem(f"query.{field}", "must be a UTC time like 2026-11-26T08:00, or epoch seconds")
+        return in_range(field, float(calendar.timegm(parsed)))
+    raise FieldProblem(f"query.{field}", _TIME_PROBLEM)
+
+
+def in_range(field: str, epoch: float, problem: str = _TIME_PROBLEM) -> float:
+    """``epoch`` if it is a time the list can show (0 to :data:`LATEST`; ``nan`` fails both
+    comparisons); FieldProblem naming ``field`` otherwise."""
+    if not 0.0 <= epoch <= LATEST:
+        raise FieldProblem(f"query.{field}", problem)
+    return epoch
 
 
 def show_time(epoch: float | None) -> str:
@@ -90,6 +107,8 @@ class ListParams:
             self.after = VerdictCursor.parse(after) if after else None
         except ValueError as exc:
             raise FieldProblem("query.after", str(exc)) from None
+        if self.after is not None:
+            in_range("after", self.after.created_at, f"cursor time must be epoch seconds from 0 to {LATEST:.0f}")
         try:
             self.limit = int(params.get("limit") or 50)
         except ValueError:
