@@ -11,7 +11,8 @@ correction:
 * ``o`` is the log-odds of ``mean_probability``'s P(A) (the mean of the votes' ``p_a``), clipped
   like every log-odds (``P_CLIP``); 0 when no vote carries one;
 * ``x`` are ``stacked``'s per-judge features (signed log-odds, missing, invalid and tie flags,
-  standardised signals: :class:`~judgefuse.fusion.stacking.StackedFusion`);
+  the vote's direction, its confidence's log-odds, standardised signals:
+  :class:`~judgefuse.fusion.stacking.StackedFusion`), in the model's saved feature set;
 * ``s`` rescales the rule's own log-odds (a temperature: Trust-or-Escalate's judges put some
   items at log-odds +-9 that a learned correction could not otherwise undo);
 * ``b``, ``s`` and ``w`` are fitted by L2-penalised logistic regression (Newton steps, the
@@ -43,7 +44,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from judgefuse.fusion.registry import NotFitted, fusion_method
-from judgefuse.fusion.stacking import P_CLIP, StackedFusion, check_labels
+from judgefuse.fusion.stacking import P_CLIP, StackedFusion, check_labels, row_dot
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote
 
@@ -199,7 +200,8 @@ class OffsetStackedFusion(StackedFusion):
         return self._p_a(batches, self._matrix(batches)[0])
 
     def _p_a(self, batches: Sequence[Sequence[JudgeVote]], x: NDArray[np.float64]) -> NDArray[np.float64]:
-        return _sigmoid((1.0 + self._scale) * rule_logodds(batches) + self._intercept + x @ self._weights)
+        linear = x @ self._weights if self.feature_set < 2 else row_dot(x, self._weights)  # as StackedFusion
+        return _sigmoid((1.0 + self._scale) * rule_logodds(batches) + self._intercept + linear)
 
     def predict(self, batches: Sequence[Sequence[JudgeVote]]) -> list[Verdict]:
         if self.penalty is None:

@@ -237,7 +237,7 @@ def test_a_tie_vote_is_a_signed_zero_with_its_own_flag_not_a_failure() -> None:
     model = StackedFusion().fit(batches, labels)
     assert model.feature_names[:4] == ["j1:logodds", "j1:missing", "j1:invalid", "j1:tie"]
     j1 = JudgeVote(judge="j1", mode="sc", choice="A", confidence=0.75)
-    rows = {name: model._matrix([[j1, vote]])[0][0, 4:8] for name, vote in (
+    rows = {name: model._matrix([[j1, vote]])[0][0, 6:10] for name, vote in (
         ("tie", JudgeVote.tied("j2", "sc")),
         ("failed", JudgeVote.invalid("j2", "sc", "timeout")),
         ("abstained with p_a", JudgeVote.invalid("j2", "sc", "games disagree", p_a=0.5)),
@@ -247,7 +247,7 @@ def test_a_tie_vote_is_a_signed_zero_with_its_own_flag_not_a_failure() -> None:
     assert rows["failed"].tolist() == [0.0, 1.0, 1.0, 0.0]
     assert rows["abstained with p_a"].tolist() == [0.0, 0.0, 1.0, 0.0]
     # a position-swapped pair (one tie, one vote for A): half a tie, not a failure
-    half = model._matrix([[j1, JudgeVote.tied("j2", "sc"), JudgeVote.from_p_a("j2", "sc", 0.8)]])[0][0, 4:8]
+    half = model._matrix([[j1, JudgeVote.tied("j2", "sc"), JudgeVote.from_p_a("j2", "sc", 0.8)]])[0][0, 6:10]
     assert half[2:].tolist() == [0.0, 0.5]
 
 
@@ -287,3 +287,92 @@ def test_a_model_saved_before_the_tie_column_restores_with_its_old_reading() -> 
     assert model([j1, JudgeVote.tied("j2", "sc")]).p_a == pytest.approx(sigmoid(z - 2.0))
     assert model([j1, JudgeVote.invalid("j2", "sc", "timeout")]).p_a == pytest.approx(sigmoid(z - 2.0))
     assert model([j1, JudgeVote.from_p_a("j2", "sc", 0.75)]).p_a == pytest.approx(sigmoid(2 * z))
+
+
+def _saved_models() -> dict:
+    """Stacked and offset_stacked fitted at 7b83de4 (feature set 1, no ``feature_set`` key in their
+    parameters): the saved parameters, a probe panel (ties, failures, absent and unseen judges,
+    a judge voting twice, signals) and what each model answered on it then."""
+    import json
+    from pathlib import Path
+
+    return json.loads((Path(__file__).parent / "fixtures" / "stacked_feature_set_1.json").read_text())
+
+
+@pytest.mark.parametrize("name", ["stacked", "offset_stacked"])
+def test_a_model_saved_with_feature_set_1_predicts_exactly_as_it_did(name: str) -> None:
+    """An upgrade must not change a served model's answers: a model saved before the direction
+    and confidence columns restores with its four columns per judge and the same P(A)."""
+    from judgefuse.fusion.capabilities import method_params, restore_method
+
+    saved = _saved_models()
+    probe = [[JudgeVote.model_validate(v) for v in batch] for batch in saved["probe"]]
+    params = saved["models"][name]["params"]
+    assert "feature_set" not in params
+    model = restore_method(name, params)
+    assert model.feature_set == 1
+    assert model.predict_p_a(probe).tolist() == saved["models"][name]["p_a"]
+    assert [v.choice for v in model.predict(probe)] == saved["models"][name]["choices"]
+    again = restore_method(name, method_params(model))  # saved again: now with its feature set named
+    assert method_params(model)["feature_set"] == 1
+    assert again.predict_p_a(probe).tolist() == saved["models"][name]["p_a"]
+    assert again.model_version == params["model_version"]
+
+
+def test_feature_sets_are_checked_on_restore() -> None:
+    params = _saved_models()["models"]["stacked"]["params"]
+    with pytest.raises(ValueError, match="unknown feature set"):
+        StackedFusion.from_params({**params, "feature_set": 99})
+    with pytest.raises(ValueError, match="do not match feature set 2"):
+        StackedFusion.from_params({**params, "feature_set": 2})  # four columns per judge are set 1's
+
+
+def _uninformative_panel(n: int, seed: int) -> tuple[list[list[JudgeVote]], list[str]]:
+    """Five independent judges right 60-75% of the time whose confidence is uniform in [0.5, 1]
+    whatever they answer (issue 43)."""
+    rng = np.random.default_rng(seed)
+    batches, labels = [], []
+    for _ in range(n):
+        truth = "A" if rng.random() < 0.5 else "B"
+        votes = []
+        for k, skill in enumerate((0.60, 0.6375, 0.675, 0.7125, 0.75)):
+            choice = truth if rng.random() < skill else ("B" if truth == "A" else "A")
+            votes.append(JudgeVote(judge=f"j{k}", mode="sc", choice=choice, confidence=float(rng.uniform(0.5, 1.0))))
+        batches.append(votes)
+        labels.append(truth)
+    return batches, labels
+
+
+def test_direction_features_recover_the_vote_when_confidence_is_noise() -> None:
+    """With confidence that says nothing, the model must lean on the votes' directions: it is
+    then a weighted vote, at least as accurate as majority. Before the direction column it saw
+    each vote only as direction x noisy log-odds and lost ~5 points to majority here."""
+    batches, labels = _uninformative_panel(4000, seed=5)
+    test, test_labels = _uninformative_panel(4000, seed=6)
+    model = StackedFusion().fit(batches, labels)
+    w = model.coefficients
+    for k in range(5):
+        assert w[f"j{k}:direction"] > 0.3
+        assert abs(w[f"j{k}:logodds"]) < 0.1 and abs(w[f"j{k}:confidence"]) < 0.1
+    assert w["j4:direction"] > w["j0:direction"]  # the better judge weighs more
+    assert accuracy(model.predict(test), test_labels) >= accuracy([majority(b) for b in test], test_labels)
+
+
+def test_direction_and_confidence_columns() -> None:
+    model = StackedFusion().fit(*synthetic(60))
+    cols = {kind: i for i, kind in enumerate(("logodds", "missing", "invalid", "tie", "direction", "confidence"))}
+    assert model.feature_names[:6] == [f"good:{kind}" for kind in cols]
+
+    def row(votes: list[JudgeVote]) -> list[float]:
+        return model._matrix([votes])[0][0, :6].tolist()
+
+    b = row([JudgeVote(judge="good", mode="sc", choice="B", confidence=0.8)])
+    assert b[cols["direction"]] == -1.0
+    assert b[cols["confidence"]] == pytest.approx(np.log(4.0)) and b[cols["logodds"]] == pytest.approx(-np.log(4.0))
+    tie = row([JudgeVote.tied("good", "sc")])
+    assert tie[cols["direction"]] == 0.0 and tie[cols["confidence"]] == 0.0 and tie[cols["tie"]] == 1.0
+    failed = row([JudgeVote.invalid("good", "sc", "timeout")])
+    assert failed[cols["direction"]] == 0.0 and failed[cols["invalid"]] == 1.0 and failed[cols["missing"]] == 1.0
+    assert row([])[cols["direction"]] == 0.0 and row([])[cols["missing"]] == 1.0
+    both = row([JudgeVote(judge="good", mode="sc", choice="A", confidence=0.8), JudgeVote.tied("good", "sc")])
+    assert both[cols["direction"]] == 0.5 and both[cols["confidence"]] == pytest.approx(np.log(4.0) / 2)
