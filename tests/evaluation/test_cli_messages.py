@@ -106,3 +106,66 @@ def test_every_subcommand_of_the_cli_has_help_on_every_flag() -> None:
         elif action is not None and not action.help:
             missing.append(f"{' '.join(path)} {action.option_strings or action.dest}: no help")
     assert not missing, missing
+
+
+# ---------------------------------------------------------------- hostile input files (issue 41)
+
+DEEP = "[" * 100_000
+"""A line of 100,000 nested brackets: json.loads raised RecursionError on it (a traceback, exit 1)."""
+
+
+def _votes_line(item_id: str) -> str:
+    from judgefuse.judges.types import JudgedItem, JudgeVote, PairwiseItem
+
+    judged = JudgedItem(
+        item=PairwiseItem(id=item_id, question="q", answer_a="a", answer_b="b", label="A",
+                          metadata={"system_a": "x", "system_b": "y"}),
+        votes=[JudgeVote(judge=j, mode="sc", choice="A", confidence=0.8) for j in ("j1", "j2")],
+    )
+    return judged.model_dump_json()
+
+
+PAIR_LINE = '{"pair_id": "p1", "question": "q", "response_A": "a", "response_B": "b", "label": "A>B"}'
+FAULTS = {
+    "deep": (DEEP.encode(), "nested deeper than 128 levels"),
+    "deep in a key": (b'{"item": ' + DEEP.encode() + b"}", "nested deeper than 128 levels"),
+    "not utf-8": (b'{"item": "\xff\xfe caf\xe9"}', "not UTF-8 text"),
+}
+
+
+@pytest.mark.parametrize("fault", list(FAULTS))
+@pytest.mark.parametrize("command", [
+    ["eval", "{f}", "--quiet"],
+    ["compare", "{f}", "--judges", "j1", "j2"],
+    ["tune", "{f}"],
+    ["winrate", "{f}", "--field-a", "system_a", "--field-b", "system_b"],
+    ["judge", "{pairs}", "--out", "{out}"],
+])
+def test_a_hostile_line_is_one_error_naming_file_and_line(command: list[str], fault: str, tmp_path: Path,
+                                                          capsys) -> None:
+    bad, reason = FAULTS[fault]
+    votes, pairs, out = tmp_path / "votes.jsonl", tmp_path / "pairs.jsonl", tmp_path / "out.jsonl"
+    votes.write_bytes(_votes_line("i1").encode() + b"\n" + bad + b"\n" + _votes_line("i3").encode() + b"\n")
+    pairs.write_bytes(PAIR_LINE.encode() + b"\n" + bad + b"\n")
+    args = [a.format(f=votes, pairs=pairs, out=out) for a in command]
+    err = _error(args, capsys)
+    assert err.strip().count("\n") == 0, err
+    where = pairs if command[0] == "judge" else votes
+    assert f"judgefuse {command[0]}: error: {where}:2: {reason}" in err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_a_hostile_first_line_is_named_not_sent_to_format(fault: str, tmp_path: Path, capsys) -> None:
+    bad, reason = FAULTS[fault]
+    path = tmp_path / "votes.jsonl"
+    path.write_bytes(bad + b"\n" + _votes_line("i2").encode() + b"\n")
+    err = _error(["eval", str(path)], capsys)
+    assert f"{path}:1: {reason}" in err and "--format" not in err
+
+
+def test_a_csv_that_is_not_utf8_names_the_line(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "pairs.csv"
+    path.write_bytes(b"question,answer_a,answer_b,label\nq1,a,b,A\nq2,\xff,b,B\n")
+    for args in (["eval", str(path)], ["judge", str(path), "--out", str(tmp_path / "out.jsonl")]):
+        assert f"{path}:3: not UTF-8 text" in _error(args, capsys)

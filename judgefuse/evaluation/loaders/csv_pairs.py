@@ -23,6 +23,7 @@ double quotes, a UTF-8 byte order mark is skipped), so quoted cells may span lin
 from __future__ import annotations
 
 import csv
+import io
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from judgefuse.evaluation.loaders.errors import DatasetError, from_validation
-from judgefuse.evaluation.loaders.jsonl import as_float
+from judgefuse.evaluation.loaders.jsonl import as_float, read_text
 from judgefuse.judges.types import JudgedItem, JudgeVote, Letter, Outcome, PairwiseItem, TieLabel
 
 SUFFIX = ".csv"
@@ -80,19 +81,15 @@ class _Columns:
 
 
 def _rows(path: Path) -> Iterator[tuple[int, list[str]]]:
+    """The rows with the line each ends on; the file is decoded whole first (:func:`read_text`),
+    so bytes that are not UTF-8 are refused naming their line."""
+    text = read_text(path).removeprefix("\ufeff")  # the BOM a spreadsheet may write (utf-8-sig)
+    reader = csv.reader(io.StringIO(text, newline=""))
     try:
-        handle = path.open(encoding="utf-8-sig", newline="")
-    except OSError as exc:
-        raise DatasetError(path, f"cannot open: {exc.strerror or exc}") from exc
-    with handle:
-        reader = csv.reader(handle)
-        try:
-            for row in reader:
-                yield reader.line_num, row
-        except csv.Error as exc:
-            raise DatasetError(path, f"malformed CSV: {exc}", line=reader.line_num) from exc
-        except UnicodeDecodeError as exc:
-            raise DatasetError(path, f"not UTF-8 text: {exc.reason}") from exc
+        for row in reader:
+            yield reader.line_num, row
+    except csv.Error as exc:
+        raise DatasetError(path, f"malformed CSV: {exc}", line=reader.line_num) from exc
 
 
 def _text(row: list[str], position: int | None) -> str:

@@ -1,9 +1,14 @@
-"""Reading JSON Lines and JSON files record by record, with faults reported as DatasetError."""
+"""Reading JSON Lines and JSON files record by record, with faults reported as DatasetError.
+
+Every line goes through :mod:`judgefuse.json_input` (UTF-8 checked, nesting bounded), so a
+line of bytes that are not UTF-8 or of 100,000 brackets is ``file:line: reason`` and exit 2 like
+any other bad record, not a traceback (issue 41). Files are read as bytes and split at ``\n``
+(the JSON Lines separator), so the line a decoding fault is on is known.
+"""
 
 from __future__ import annotations
 
 import gc
-import json
 import math
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -11,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from judgefuse.evaluation.loaders.errors import DatasetError
+from judgefuse.json_input import JSONTextError, decode_utf8, parse_json, too_deep
 
 _MISSING = object()
 
@@ -19,52 +25,74 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line number, record)`` for each non-blank line; each record must be an object."""
     path = Path(path)
     try:
-        handle = path.open(encoding="utf-8")
+        handle = path.open("rb")
     except OSError as exc:
         raise DatasetError(path, f"cannot open: {exc.strerror or exc}") from exc
     with handle:
-        for number, text in enumerate(handle, start=1):
+        for number, raw in enumerate(handle, start=1):
+            text = decode_line(raw, path, number)
             if not text.strip():
                 continue
             yield number, parse_line(text, path, number)
 
 
+def decode_line(raw: bytes, path: str | Path, number: int | None) -> str:
+    """One line's bytes as UTF-8 text, or a DatasetError naming the line."""
+    try:
+        return decode_utf8(raw)
+    except JSONTextError as exc:
+        raise DatasetError(path, exc.reason, line=number) from exc
+
+
 def parse_line(text: str, path: str | Path, number: int | None) -> dict[str, Any]:
     """One JSON object from one line, or a DatasetError naming the line."""
     try:
-        record = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DatasetError(path, f"malformed JSON: {exc.msg} (column {exc.colno})", line=number) from exc
+        record = parse_json(text)
+    except JSONTextError as exc:
+        raise DatasetError(path, exc.reason, line=number) from exc
     if not isinstance(record, dict):
         raise DatasetError(path, f"expected a JSON object, got {type(record).__name__}", line=number)
     return record
 
 
-def read_json(path: str | Path) -> Any:
-    """A whole JSON document."""
+def read_text(path: str | Path) -> str:
+    """A whole file as UTF-8 text, or a DatasetError naming the line of the first bad byte."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except OSError as exc:
         raise DatasetError(path, f"cannot open: {exc.strerror or exc}") from exc
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DatasetError(path, f"malformed JSON: {exc.msg} (column {exc.colno})", line=exc.lineno) from exc
+        return decode_utf8(raw)
+    except JSONTextError as exc:
+        raise DatasetError(path, exc.reason, line=exc.line) from exc
+
+
+def read_json(path: str | Path) -> Any:
+    """A whole JSON document."""
+    text = read_text(path)
+    try:
+        return parse_json(text)
+    except JSONTextError as exc:
+        raise DatasetError(path, exc.reason, line=exc.line) from exc
 
 
 def first_record(path: Path) -> dict[str, Any] | None:
-    """The first record of a JSONL file (None if it is empty or the first line is not an object)."""
+    """The first record of a JSONL file (None if it is empty, cannot be opened, or the first
+    line is not a JSON object). A first line that is not UTF-8 or nests too deep is no record
+    of any format: a DatasetError naming it, so the user is not sent to pass ``--format``."""
     try:
-        with path.open(encoding="utf-8") as handle:
-            for text in handle:
+        with path.open("rb") as handle:
+            for number, raw in enumerate(handle, start=1):
+                text = decode_line(raw, path, number)
                 if text.strip():
                     try:
-                        record = json.loads(text)
-                    except json.JSONDecodeError:
+                        return parse_line(text, path, number)
+                    except DatasetError:
+                        if too_deep(text):
+                            raise
                         return None
-                    return record if isinstance(record, dict) else None
-    except (OSError, UnicodeDecodeError):
+    except OSError:
         return None
     return None
 

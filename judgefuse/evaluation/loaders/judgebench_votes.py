@@ -62,6 +62,7 @@ from pydantic import ValidationError
 from judgefuse.evaluation.loaders.answers import UndefinedAnswers
 from judgefuse.evaluation.loaders.errors import DatasetError, from_validation
 from judgefuse.evaluation.loaders.jsonl import as_float, member, require
+from judgefuse.json_input import JSONTextError, parse_json
 from judgefuse.judges.types import JudgeVote, Letter
 
 Kind = Literal["reward", "verdict", "rubric", "decision"]
@@ -210,8 +211,8 @@ def verdict_p_shown_a(text: str) -> float | None:
 def _scores_pair(value: Any, path: Path, line: int, field: str) -> tuple[float, float]:
     if isinstance(value, str):
         try:
-            value = json.loads(value)
-        except json.JSONDecodeError:
+            value = parse_json(value)
+        except JSONTextError:
             raise DatasetError(path, f"must be a list of two scores (got {value!r})", line=line, field=field) from None
     if not isinstance(value, list) or len(value) != 2:
         raise DatasetError(path, f"must be a list of two scores (got {value!r})", line=line, field=field)

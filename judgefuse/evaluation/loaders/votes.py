@@ -14,7 +14,6 @@ which is skipped with a warning logged and added to ``notes``. An item id seen t
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import Iterable
@@ -24,7 +23,7 @@ from types import TracebackType
 from pydantic import ValidationError
 
 from judgefuse.evaluation.loaders.errors import DatasetError, from_validation
-from judgefuse.evaluation.loaders.jsonl import paused_gc
+from judgefuse.evaluation.loaders.jsonl import decode_line, parse_line, paused_gc
 from judgefuse.evaluation.loaders.parquet import iter_parquet
 from judgefuse.judges.types import JudgedItem
 
@@ -32,12 +31,7 @@ log = logging.getLogger(__name__)
 
 
 def _parse(text: str, path: Path, line: int | None) -> JudgedItem:
-    try:
-        record = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DatasetError(path, f"malformed JSON: {exc.msg} (column {exc.colno})", line=line) from exc
-    if not isinstance(record, dict):
-        raise DatasetError(path, f"expected a JSON object, got {type(record).__name__}", line=line)
+    record = parse_line(text, path, line)
     try:
         return JudgedItem.model_validate(record)
     except ValidationError as exc:
@@ -61,13 +55,13 @@ def read_votes(path: str | Path, *, notes: list[str] | None = None) -> list[Judg
     first_line: dict[str, int] = {}
     with paused_gc():
         for number, raw in enumerate(lines, start=1):
-            text = _decode(raw, path, number)
+            text = decode_line(raw, path, number)
             if text.strip():
                 _add(items, first_line, _parse(text, path, number), path, number)
         if tail.strip():
             number = len(lines) + 1
             try:
-                item = _parse(_decode(tail, path, number), path, number)
+                item = _parse(decode_line(tail, path, number), path, number)
             except DatasetError as exc:
                 note = f"{path}:{number}: skipped a cut last line ({len(tail)} bytes, no final newline): {exc.reason}"
                 log.warning(note)
@@ -91,13 +85,6 @@ def read_parquet_votes(path: str | Path) -> list[JudgedItem]:
             raise from_validation(exc, path, number) from exc
         _add(items, first_line, item, path, number)
     return items
-
-
-def _decode(raw: bytes, path: Path, number: int) -> str:
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise DatasetError(path, f"not UTF-8 text ({exc.reason})", line=number) from exc
 
 
 def _add(items: list[JudgedItem], first_line: dict[str, int], item: JudgedItem, path: Path, number: int) -> None:
@@ -142,8 +129,8 @@ def _repair_tail(path: Path) -> str | None:
         handle.seek(keep)
         tail = handle.read()
         try:
-            _parse(tail.decode("utf-8"), path, None)
-        except (DatasetError, UnicodeDecodeError):
+            _parse(decode_line(tail, path, None), path, None)
+        except DatasetError:
             handle.truncate(keep)
             note = f"{path}: cut {size - keep} bytes of a partial last line left by an interrupted write"
         else:
