@@ -10,9 +10,15 @@ and the fuser's answer as one vote) written as each item finishes:
   re-evaluation with every item recorded never calls the model);
 * each recorded answer carries a digest of the judges' votes it read; a recorded answer over
   other votes than the current ones is refused (:class:`FuserEvalError`), never silently reused;
-* a reply the fuser could not give (call failed, unusable text) is recorded as an invalid vote
-  with its reason; the fuser's row then takes the method's fallback verdict (majority over the
+* a reply the fuser gave but that holds no usable verdict is recorded as an invalid vote with
+  its reason; the fuser's row then takes the method's fallback verdict (majority over the
   judges), as the service does, and the run counts those fallbacks;
+* a call that **failed** (the model unreachable, a timeout: no reply at all) is not an answer,
+  so it is never recorded: the next run asks again. The run counts those failures, and
+  ``eval`` gives no fuser row and exits 1 when there is any (:mod:`fuser_eval_command`). Before,
+  a failure was recorded as an unusable answer, so an unreachable model made a "fuser" row that
+  was the fallback on every item (majority's accuracy, shown as the fuser's), and a rerun reused
+  the failures;
 * calls, tokens and cost (litellm's price table; a local model costs 0) are on every recorded
   vote, so the row's cost column includes the fuser's calls.
 
@@ -151,6 +157,9 @@ class FuserRunSummary:
     called: int = 0
     recorded_before: int = 0
     fallbacks: int = 0
+    failed: int = 0
+    """Calls that failed (no reply): not recorded, asked again by the next run."""
+    first_failure: str = ""
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -164,6 +173,20 @@ class FuserRunSummary:
         self.prompt_tokens += vote.prompt_tokens
         self.completion_tokens += vote.completion_tokens
         self.cost_usd += vote.cost_usd
+
+    def add_failure(self, reason: str) -> None:
+        self.failed += 1
+        self.first_failure = self.first_failure or reason
+
+    def failure_line(self) -> str | None:
+        """What failed, in words (None: nothing failed)."""
+        if not self.failed:
+            return None
+        calls = "call" if self.failed == 1 else "calls"
+        return (
+            f"fuser: {self.failed} {calls} failed (no reply; first: {self.first_failure}); not recorded, "
+            "so the next run asks again; no fuser row in this report"
+        )
 
     def line(self) -> str:
         item_word = "item" if self.called == 1 else "items"
@@ -201,7 +224,10 @@ async def record_fuser_answers(
     on_done: Callable[[], None] | None = None,
     summary: FuserRunSummary | None = None,
 ) -> tuple[dict[str, JudgeVote], FuserRunSummary]:
-    """The fuser's answer on every item of ``items``: recorded ones read, the rest asked and appended."""
+    """The fuser's answer on every item of ``items``: recorded ones read, the rest asked and appended.
+
+    An item whose call failed has no answer in the result (nor in the file); ``summary.failed``
+    counts them."""
     summary = summary if summary is not None else FuserRunSummary()
     recorded = read_fuser_answers(votes_path)
     check_recorded(items, recorded, votes_path)
@@ -219,6 +245,11 @@ async def record_fuser_answers(
             async def worker() -> None:
                 for judged in pending:  # shared iterator: each item is taken by one worker
                     call = await fuser.afuse_call(judged.item, judged.votes)
+                    if call.failed:
+                        summary.add_failure(call.verdict.notes[0])
+                        if on_done is not None:
+                            on_done()
+                        continue
                     vote = fuser_vote(config.name, call, inputs_digest(judged.votes))
                     writer.write(JudgedItem(item=judged.item, votes=[vote]))
                     recorded[judged.item.id] = vote

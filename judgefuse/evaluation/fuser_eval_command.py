@@ -45,12 +45,18 @@ def default_votes_path(args: argparse.Namespace) -> Path:
     return Path(f"{first.stem or first.name}.fuser-votes.jsonl")
 
 
-def fuser_rows(args: argparse.Namespace, items: Sequence[JudgedItem]) -> dict[str, Sequence[Verdict]]:
-    """The fuser's row over the labelled ``items`` (nothing without ``--fuser``); summary on stderr."""
+def fuser_rows(
+    args: argparse.Namespace, items: Sequence[JudgedItem]
+) -> tuple[dict[str, Sequence[Verdict]], int]:
+    """The fuser's row over the labelled ``items`` and how many fuser calls failed; summary on stderr.
+
+    No row without ``--fuser``, nor when any call failed: a row where some items are the
+    fallback's verdicts for want of a reply would report the fallback's accuracy as the fuser's
+    (with the model unreachable, all of it). The caller exits non-zero on failed calls."""
     if not args.fuser:
         if args.fuser_api_base:
             raise FuserEvalError("--fuser-api-base needs --fuser MODEL")
-        return {}
+        return {}, 0
     config = fuser_config(args.fuser, api_base=args.fuser_api_base)
     labelled = [judged for judged in items if judged.item.label is not None]
     votes_path = args.fuser_votes or default_votes_path(args)
@@ -70,4 +76,8 @@ def fuser_rows(args: argparse.Namespace, items: Sequence[JudgedItem]) -> dict[st
             )
         finally:
             print(f"{summary.line()}; answers in {votes_path}", file=sys.stderr, flush=True)
-    return {FUSER_ROW: fuser_verdicts(labelled, recorded)}
+    failure = summary.failure_line()
+    if failure is not None:
+        print(failure, file=sys.stderr, flush=True)
+        return {}, summary.failed
+    return {FUSER_ROW: fuser_verdicts(labelled, recorded)}, 0

@@ -48,11 +48,14 @@ class FuserCall:
     """One fuser call: its verdict and, when the model answered, the response (tokens, cost).
 
     ``fell_back`` is True whenever the verdict is the fallback method's (no call, a failed call,
-    or an unusable reply)."""
+    or an unusable reply). ``failed`` is True only when the call itself failed (a transport
+    error, a timeout): the model gave no answer, so a record of answers must not keep this one
+    as if it had (asked again, the model may well answer)."""
 
     verdict: Verdict
     response: ChatResponse | None = None
     fell_back: bool = True
+    failed: bool = False
 
 
 class FuserNeedsItem(FusionError, TypeError):
@@ -137,7 +140,7 @@ class LLMFuser:
         except TransportError as exc:
             timings = {"fuser_s": time.perf_counter() - started}
             note = f"fuser call failed: {describe_error(exc)}; fell back to {fallback}"
-            return FuserCall(self._fallback_verdict(votes, note, timings))
+            return FuserCall(self._fallback_verdict(votes, note, timings), failed=True)
         timings = {"fuser_s": time.perf_counter() - started}
         text = response.texts[0] if response.texts else ""
         parsed = parse_judgment(text)

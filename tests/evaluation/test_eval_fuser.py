@@ -208,3 +208,55 @@ def test_the_fuser_prompt_shows_a_tie_vote_as_a_tie_not_as_an_abstention(stub, t
     recorded = {j.item.id: j.votes[0].choice for j in read_votes(tmp_path / "fuser.jsonl")}
     assert recorded == {f"t{i}": "A" if i % 2 == 0 else "B" for i in range(6)}
     assert rows(tmp_path)["fuser"]["accuracy"] == 1.0
+
+
+def test_an_unreachable_fuser_fails_the_run_and_records_nothing(data, tmp_path, capsys) -> None:
+    """Issue 43: with the fuser's model unreachable, eval exited 0 with a 'fuser' row that was the
+    majority fallback on every item, and saved the connection failures as answers, so a rerun
+    reused them. A failed call is not an answer: nothing recorded, no row, exit 1."""
+    from jf_test_support.ports import free_port
+
+    votes = tmp_path / "fuser.jsonl"
+    argv = [
+        "eval", str(data), "--fuser", "openai/fuser-model", "--fuser-api-base", f"http://127.0.0.1:{free_port()}/v1",
+        "--fuser-votes", str(votes), "--json", str(tmp_path / "report.json"), "--bootstrap", "20",
+        "--methods", "majority", "fuser", "--quiet",
+    ]  # fmt: skip
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert f"fuser: {N_ITEMS} calls failed" in err and "the next run asks again" in err
+    assert not votes.exists() or read_votes(votes) == []
+    names = set(rows(tmp_path))
+    assert "majority" in names and "fuser" not in names  # the other rows are still reported
+
+    # the model is back: the next run asks for every item, and the row is the fuser's own
+    server = ThreadedStub()
+    try:
+        argv[argv.index("--fuser-api-base") + 1] = server.server.url
+        assert main(argv) == 0
+        assert server.calls == N_ITEMS
+    finally:
+        server.stop()
+    assert len(read_votes(votes)) == N_ITEMS
+    assert rows(tmp_path)["fuser"]["accuracy"] == pytest.approx((N_ITEMS - 1) / N_ITEMS)
+
+
+def test_a_fuser_call_that_failed_is_not_recorded_but_an_unusable_reply_is(data, stub, tmp_path, capsys) -> None:
+    """Only calls with no reply are asked again; a reply without a verdict is the model's answer."""
+    answer = stub.server.handler
+
+    def flaky(body: dict) -> S.Reply:
+        if "question i3\n" in body["messages"][-1]["content"]:
+            return S.Status(401, "no key")
+        return answer(body)
+
+    stub.server.handler = flaky
+    assert run_eval(data, stub, tmp_path, "--quiet") == 1
+    err = capsys.readouterr().err
+    assert "fuser: 1 call failed" in err
+    recorded = {judged.item.id for judged in read_votes(tmp_path / "fuser.jsonl")}
+    assert "i3" not in recorded and UNUSABLE in recorded and len(recorded) == N_ITEMS - 1
+    stub.server.handler = answer
+    before = stub.calls
+    assert run_eval(data, stub, tmp_path, "--quiet") == 0
+    assert stub.calls == before + 1  # only the failed item is asked again
