@@ -9,11 +9,26 @@ import re
 
 import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 
-__all__ = ["HEADERS", "ITEM_RE", "item", "judge_range", "truth_of"]
+__all__ = ["HEADERS", "ITEM_RE", "informative", "item", "judge_range", "truth_of"]
 
 ITEM_RE = re.compile(r"\[item (\d+) truth ([AB])\]")
 HEADERS = S.auth("tenant-a")
 BATCH = 32
+
+
+def informative(model: str, text: str) -> tuple[str, int] | None:
+    """j1 is always right (0.85); j2 and j3 are confidently wrong together on 40% of items, so
+    a learned model that trusts j1 beats the majority by far more than its noise."""
+    match = ITEM_RE.search(text)
+    if match is None:
+        return None
+    i, truth = int(match.group(1)), match.group(2)
+    wrong = "B" if truth == "A" else "A"
+    if model == "j1":
+        return (truth, 85)
+    if i % 5 in (0, 1):
+        return (wrong, 90)
+    return (truth, 70)
 
 
 def truth_of(i: int, *, only_a: bool = False) -> str:

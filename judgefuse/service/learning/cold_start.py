@@ -37,7 +37,7 @@ from judgefuse.fusion import FusionMethod, get_method
 from judgefuse.fusion.capabilities import capabilities, method_params, restore_method
 from judgefuse.judges.types import JudgeVote
 from judgefuse.service.learning.refit import RefitOutcome
-from judgefuse.service.storage import ModelRecord, Storage
+from judgefuse.service.storage import ModelRecord, ServingVersions, Storage
 
 __all__ = ["cold_start_fit", "fit_label_free"]
 
@@ -106,7 +106,13 @@ async def cold_start_fit(
                **{f"estimated_accuracy:{judge}": float(acc) for judge, acc in estimated.items()}}
     record = ModelRecord(panel=panel, created_at=now(), method=method, params=method_params(fitted),
                          metrics=metrics)
-    stored = await storage.put_model(tenant, panel, record)
+    # stored against the pair its rules read: a tune or a promotion since then decides instead
+    written = await storage.put_serving(tenant, panel, model=record, expected=ServingVersions(
+        (latest.version or 0) if latest is not None else 0, (current.version or 0) if current is not None else 0))
+    if written is None:
+        return outcome("kept", f"the threshold or model of panel {panel!r} changed while {method} was "
+                               "fitted: not stored (the next round decides against what serves)"), None
+    stored = written.model
     return outcome(
         "promoted", f"{method} fitted without labels on the votes of {len(batches)} stored verdicts: "
                     f"serving as version {stored}", active=method, model_version=version,

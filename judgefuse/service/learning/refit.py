@@ -17,11 +17,20 @@
    With a target, a candidate for which no threshold qualifies is never promoted (it could
    only send everything to review): the current model and threshold keep serving. To promote:
    fit on every label, serialise (the method's ``to_params``), check the round trip reproduces
-   the fitted model's P(A) on the training votes, store the tuned threshold (a new threshold
-   version naming the new model version) and then the :class:`ModelRecord` with that
-   threshold embedded: one record holds the pair, so a reader never gets the model without
-   its threshold (:mod:`judgefuse.service.judging.routing`). Otherwise nothing is stored and the
+   the fitted model's P(A) on the training votes, and store the tuned threshold (a new
+   threshold version naming the new model version) together with the :class:`ModelRecord`
+   that embeds it: one record holds the pair, so a reader never gets the model without its
+   threshold (:mod:`judgefuse.service.judging.routing`). Otherwise nothing is stored and the
    outcome says why, with both methods' Brier and review load.
+5. the promotion is decided against the **target in force when it is applied**, not the one
+   the job read at its start (:mod:`judgefuse.service.learning.serving_pair`): the pair is read
+   again and written with one compare-and-set on both versions. A target tuned (or changed)
+   since the job read it voids the decision: nothing is stored and the outcome asks to be
+   run again at the new target (``retry``); a write that loses to another writer of the same
+   target reads the pair again and tries again. A refit's worker may start minutes after its
+   job was made (a niced process on a busy machine): a target tuned meanwhile once met a model
+   promoted without a threshold, and every verdict went to review as ``method_mismatch``
+   (issue 45).
 
 The learned method is any registered method that is *refittable*
 (:func:`judgefuse.fusion.capabilities.capabilities`: requires a fit, saves and restores its
@@ -64,6 +73,7 @@ from judgefuse.judges.types import JudgeVote, Letter
 from judgefuse.service.learning.promotion import brier_evidence, brier_problem
 from judgefuse.service.learning.refit_once import LabelSetOnce, label_set_digest
 from judgefuse.service.learning.refit_worker import RefitWorkerFailed, RefitWorkers, WorkerJob
+from judgefuse.service.learning.serving_pair import WRITE_ATTEMPTS, ServingPair, read_pair
 from judgefuse.service.learning.signal_caps import SignalCaps, TooManyFeatures, cap_signals
 from judgefuse.service.ledger import label_stratum_key, solicited
 from judgefuse.service.storage import ModelRecord, Storage, ThresholdRecord, VerdictRecord, open_storage
@@ -104,6 +114,9 @@ class PromotionTarget:
         return cls(record.target_precision, record.delta,
                    int(min_count) if isinstance(min_count, int) and min_count >= 1 else 30)
 
+    def __str__(self) -> str:
+        return f"precision {self.target_precision:g} at delta {self.delta:g}"
+
 
 def brier_of(verdicts: Sequence[Verdict], labels: Sequence[str]) -> float:
     total = 0.0
@@ -139,6 +152,9 @@ class RefitOutcome:
     threshold: float | None = None
     """The threshold promoted with the model (None: none paired)."""
     threshold_version: int | None = None
+    retry: bool = False
+    """Not promoted because the target changed while the refit ran: run it again at the
+    target in force (never in the answer: the caller acts on it)."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -288,6 +304,7 @@ async def refit(
     traffic: dict[str, int] | None = None,
     learned: str = REFIT_METHOD,
     bounds: RefitBounds | None = None,
+    basis: int | None = None,
 ) -> tuple[RefitOutcome, FusionMethod | None]:
     """Refit the learned model of (tenant, panel); see the module docstring. ``target``: what
     the promoted model's threshold must meet (None: promote on the Brier rule alone and pair
@@ -298,12 +315,16 @@ async def refit(
     ``ValueError`` otherwise). ``bounds``: the signal caps, the budgeted worker and one refit
     per label set (:class:`RefitBounds`); None: in a thread, uncapped (offline use). Returns the
     outcome and the fitted model when one was promoted (None from a worker process: it sends
-    back the model's parameters, which are what is stored and served)."""
+    back the model's parameters, which are what is stored and served). ``basis``: the threshold
+    version ``target`` was read from (0: none was stored; None: the latest now); a promotion
+    stands only while the target in force is the one of that version (module docstring, 5)."""
     if not capabilities(learned).refittable:
         raise ValueError(
             f"fusion method {learned!r} cannot be refitted from labels (it needs requires_fit, "
             "to_params/from_params and a factory that builds without options)"
         )
+    if basis is None:
+        basis = (await read_pair(storage, tenant, panel)).versions.threshold
     current = await storage.get_model(tenant, panel)
     current_method = (current.method or learned) if current is not None else voting_method
     stays: dict[str, Any] = {"panel": panel, "n_labels": 0, "active_method": current_method,
@@ -315,19 +336,19 @@ async def refit(
     url = storage.reopen_url() if bounds is not None else None
     if bounds is not None and url is not None:
         return await _refit_in_worker(storage, dataclasses.replace(job, storage_url=url), bounds,
-                                      min_labels, stays, now)
+                                      min_labels, stays, now, basis)
     records = await storage.iter_labelled(tenant, panel, limit=max_labels)
     stays["n_labels"] = n = len(records)
     if n < min_labels:
         return _too_few(stays, min_labels), None
     inputs = job.inputs(records)
     if bounds is None:
-        return await _fit_and_store(storage, tenant, panel, job, stays, now=now,
+        return await _fit_and_store(storage, tenant, panel, job, stays, now=now, basis=basis,
                                     evaluate=lambda: asyncio.to_thread(evaluate_bounded, *inputs))
     workers = bounds.workers
     done = await bounds.once.run(
         tenant, panel, job.digest(records),
-        functools.partial(_fit_and_store, storage, tenant, panel, job, stays, now=now,
+        functools.partial(_fit_and_store, storage, tenant, panel, job, stays, now=now, basis=basis,
                           evaluate=lambda: workers.run(evaluate_bounded, *inputs)),
         keep=lambda ran: ran[0].status != "failed",
     )
@@ -354,7 +375,7 @@ def _failed(tenant: str, stays: dict[str, Any], exc: RefitWorkerFailed) -> Refit
 
 async def _refit_in_worker(
     storage: Storage, job: RefitJob, bounds: RefitBounds, min_labels: int, stays: dict[str, Any],
-    now: Callable[[], float],
+    now: Callable[[], float], basis: int,
 ) -> tuple[RefitOutcome, FusionMethod | None]:
     """The worker reads the labels and names their set; the gateway decides (too few, fitted
     already, fitted here) and stores what the worker fits (module docstring)."""
@@ -369,7 +390,7 @@ async def _refit_in_worker(
             return _too_few(stays, min_labels), None
         done = await bounds.once.run(
             tenant, panel, labelled.digest,
-            functools.partial(_fit_and_store, storage, tenant, panel, job, stays, now=now,
+            functools.partial(_fit_and_store, storage, tenant, panel, job, stays, now=now, basis=basis,
                               evaluate=functools.partial(_answered, worker)),
             keep=lambda ran: ran[0].status != "failed",
         )
@@ -444,9 +465,10 @@ async def _read_labelled(url: str, tenant: str, panel: str, limit: int) -> list[
 async def _fit_and_store(
     storage: Storage, tenant: str, panel: str, job: RefitJob, stays: dict[str, Any], *,
     now: Callable[[], float], evaluate: Callable[[], Awaitable[tuple[_Evaluation, str | None]]],
+    basis: int,
 ) -> tuple[RefitOutcome, FusionMethod | None]:
     """``evaluate()`` (:func:`evaluate_bounded` in a worker process or a thread), then promote
-    and store or say why not."""
+    against the pair in force (module docstring, 5) or say why not."""
     voting_method, target, learned = job.voting, job.target, job.learned
     n = stays["n_labels"]
     try:
@@ -455,33 +477,56 @@ async def _fit_and_store(
         return _failed(tenant, stays, exc), None
     fitted, metrics, why_not = evaluation.fitted, evaluation.metrics, evaluation.why_not
     params, model_version = evaluation.params, evaluation.model_version
+    note = f" ({capped})" if capped else ""
     if params is None:
         reason = why_not or "not promoted"
-        return RefitOutcome(status="kept", **stays, reason=reason + (f" ({capped})" if capped else ""),
-                            metrics=metrics or None), None
+        return RefitOutcome(status="kept", **stays, reason=reason + note, metrics=metrics or None), None
     paired = None
     if target is not None and evaluation.threshold is not None:
-        paired = await _store_paired_threshold(
-            storage, tenant, panel, evaluation.threshold, target, model_version, n, now(),
-            learned,
-        )
+        paired = _paired_threshold(panel, evaluation.threshold, target, model_version, n, now(), learned)
     record = ModelRecord(
         panel=panel, created_at=now(), method=learned, params=params,
-        metrics={k: v for k, v in metrics.items() if math.isfinite(v)}, threshold=paired,
+        metrics={k: v for k, v in metrics.items() if math.isfinite(v)},
     )
-    version = await storage.put_model(tenant, panel, record)
+    for _attempt in range(WRITE_ATTEMPTS):
+        pair = await read_pair(storage, tenant, panel)
+        moved = _target_moved(pair, basis, target)
+        if moved is not None:
+            return RefitOutcome(status="kept", **stays, reason=moved + note, metrics=metrics, retry=True), None
+        written = await storage.put_serving(tenant, panel, expected=pair.versions, threshold=paired, model=record)
+        if written is not None:
+            break
+    else:
+        return RefitOutcome(status="kept", **stays, metrics=metrics, reason=(
+            f"the panel's threshold and model kept changing while this refit stored its model "
+            f"({WRITE_ATTEMPTS} tries): not promoted{note}")), None
+    version = written.model
     why = f"cross-fitted {learned} Brier {metrics['stacked_brier']:.4f} vs {voting_method}'s {metrics['baseline_brier']:.4f}"
     if paired is not None:
         why += (f"; review load at precision {target.target_precision:g} "  # type: ignore[union-attr]
                 f"{metrics['stacked_review_load']:.3f} vs {metrics['baseline_review_load']:.3f}; "
-                f"promoted with threshold {paired.threshold:.4g} (threshold version {paired.version})")
+                f"promoted with threshold {paired.threshold:.4g} (threshold version {written.threshold})")
     return RefitOutcome(
         status="promoted", panel=panel, n_labels=n, active_method=learned,
         model_version=model_version, version=version, metrics=metrics,
-        threshold_version=paired.version if paired is not None else None,
+        threshold_version=written.threshold if paired is not None else None,
         threshold=paired.threshold if paired is not None else None,
-        reason=f"{why} on {n} labels: promoted as version {version}" + (f" ({capped})" if capped else ""),
+        reason=f"{why} on {n} labels: promoted as version {version}{note}",
     ), fitted
+
+
+def _target_moved(pair: ServingPair, basis: int, target: PromotionTarget | None) -> str | None:
+    """Why a decision made at ``target`` (read from threshold version ``basis``) no longer holds
+    against ``pair``; None while it does: nothing tuned since, or the same target."""
+    if pair.versions.threshold == basis:
+        return None
+    now = PromotionTarget.of(pair.threshold)
+    if now == target:
+        return None
+    was = f"at {target}" if target is not None else "with no target"
+    return (f"the target changed while this refit ran (threshold version {pair.versions.threshold} "
+            f"sets {now or 'none'}; the candidate was evaluated {was}): not promoted, the serving "
+            "model and threshold stay")
 
 
 def evaluate_bounded(
@@ -525,15 +570,14 @@ def _version_of(method: FusionMethod) -> str | None:
     return str(version) if version is not None else None
 
 
-async def _store_paired_threshold(
-    storage: Storage, tenant: str, panel: str, report: ThresholdReport,
-    target: PromotionTarget, model_version: str | None, n_labels: int, created_at: float,
-    learned: str,
+def _paired_threshold(
+    panel: str, report: ThresholdReport, target: PromotionTarget, model_version: str | None,
+    n_labels: int, created_at: float, learned: str,
 ) -> ThresholdRecord:
-    """Store the candidate's threshold as a new version naming its model (so it applies only to
-    that model's verdicts), before the model: until the model is stored it routes nothing."""
+    """The candidate's threshold as a threshold record naming its model (so it applies only to
+    that model's verdicts), stored with the model in one step (``Storage.put_serving``)."""
     assert report.threshold is not None
-    record = ThresholdRecord(
+    return ThresholdRecord(
         panel=panel, threshold=report.threshold, created_at=created_at, method=learned,
         target_precision=target.target_precision, delta=target.delta, coverage=report.coverage,
         n_labels=report.n,
@@ -543,10 +587,6 @@ async def _store_paired_threshold(
                     " (weighted by review stratum)",
         },
     )
-    version = await storage.put_threshold(tenant, panel, record)
-    stored = await storage.get_threshold(tenant, panel, version=version)
-    assert stored is not None
-    return stored
 
 
 class RefitScheduler:

@@ -18,7 +18,9 @@ a tune, in this order, stopping at the first that qualifies:
    new verdicts are the voting method's, routed by its threshold.
 
 Only when neither qualifies does the tune's own answer stand (review everything, or nothing
-stored). A retired model is history: the next refit that clears the promotion rule
+stored). Both steps write against the serving pair read when the fallback began
+(:mod:`judgefuse.service.learning.serving_pair`): a promotion that landed meanwhile is never
+undone by a threshold or a retirement decided for the model it replaced. A retired model is history: the next refit that clears the promotion rule
 (:mod:`judgefuse.service.learning.promotion`) promotes a new model with its paired threshold.
 """
 
@@ -36,11 +38,12 @@ from judgefuse.judges.types import JudgeVote, Letter
 from judgefuse.service.judging.panels import PanelRuntime
 from judgefuse.service.judging.routing import routing_threshold
 from judgefuse.service.learning.promotion import RETIRED, is_retired
+from judgefuse.service.learning.serving_pair import ServingPair, read_pair
 from judgefuse.service.learning.state_cache import StateCache
 from judgefuse.service.ledger import ALL_METHODS, label_stratum_key, solicited, traffic_counts
 from judgefuse.service.schemas import TuneRequest
 from judgefuse.service.serving import ServingState
-from judgefuse.service.storage import ModelRecord, Storage, ThresholdRecord
+from judgefuse.service.storage import ModelRecord, ServingVersions, Storage, ThresholdRecord
 
 __all__ = ["RoutingFallback", "crossfit_threshold"]
 
@@ -95,12 +98,18 @@ class RoutingFallback:
         """Steps 1 and 2 of the module docstring when a learned model serves unrouted; None when
         there was nothing to do. ``tune_method``: the service's tune of a named method (step 2)."""
         runtime = self.serving.runtime(request.panel)
+        pair = await read_pair(self.storage, tenant, runtime.name)
         method, version = await self.serving.active_method(tenant, runtime)
         if request.method is not None or not runtime.is_learned(method) or await self.routes(tenant, runtime):
             return None
+        moved = {"status": "none", "method": method, "model_version": version,
+                 "reason": "the panel's threshold or model changed while falling back (a promotion "
+                           "or a tune landed): nothing stored, what landed serves"}
         report = await self._serving_threshold(tenant, runtime, method, request)
         if report is not None and report.threshold is not None:
-            stored = await self._store(tenant, runtime, method, version, request, report)
+            stored = await self._store(tenant, runtime, method, version, request, report, pair)
+            if stored is None:
+                return moved
             return {"status": "tuned", "method": method, "model_version": version,
                     "threshold": stored.threshold, "version": stored.version,
                     "reason": f"tuned for the serving {method} model {version} on the cross-fitted "
@@ -115,11 +124,17 @@ class RoutingFallback:
         if tuned.get("threshold") is None:
             return {"status": "none", "method": method, "model_version": version,
                     "reason": f"{why}; {voting}: {tuned.get('reason')}", "voting": tuned}
-        await self.storage.put_model(tenant, runtime.name, ModelRecord(
-            panel=runtime.name, created_at=self.clock(), method=voting,
-            params={RETIRED: True, "replaced": {"method": method, "model_version": version}},
-        ))
+        # retire the model the fallback was decided for, and only it: the voting threshold just
+        # stored is the one change allowed since the pair was read
+        retired = await self.storage.put_serving(
+            tenant, runtime.name, expected=ServingVersions(tuned["version"], pair.versions.model),
+            model=ModelRecord(
+                panel=runtime.name, created_at=self.clock(), method=voting,
+                params={RETIRED: True, "replaced": {"method": method, "model_version": version}},
+            ))
         self.state.drop_model(tenant, runtime.name)
+        if retired is None:
+            return {**moved, "voting": tuned}
         return {"status": "fell_back", "method": voting, "model_version": None,
                 "threshold": tuned["threshold"], "version": tuned["version"],
                 "reason": f"no threshold qualifies for the serving {method} model {version} ({why}): "
@@ -142,8 +157,9 @@ class RoutingFallback:
 
     async def _store(
         self, tenant: str, runtime: PanelRuntime, method: str, version: str | None,
-        request: TuneRequest, report: ThresholdReport,
-    ) -> ThresholdRecord:
+        request: TuneRequest, report: ThresholdReport, pair: ServingPair,
+    ) -> ThresholdRecord | None:
+        """Store the serving model's threshold against ``pair`` (None: it changed, nothing stored)."""
         assert report.threshold is not None
         record = ThresholdRecord(
             panel=runtime.name, threshold=report.threshold, created_at=self.clock(), method=method,
@@ -153,8 +169,10 @@ class RoutingFallback:
                      "data": f"cross-fitted confidences of {method} on {report.n} stored labelled "
                              "votes (weighted by review stratum)"},
         )
-        number = await self.storage.put_threshold(tenant, runtime.name, record)
-        stored = await self.storage.get_threshold(tenant, runtime.name, version=number)
+        written = await self.storage.put_serving(tenant, runtime.name, expected=pair.versions, threshold=record)
+        if written is None:
+            return None
+        stored = await self.storage.get_threshold(tenant, runtime.name, version=written.threshold)
         assert stored is not None
         self.state.store_threshold(tenant, runtime.name, stored)
         return stored

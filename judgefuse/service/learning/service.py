@@ -38,12 +38,14 @@ from judgefuse.service.learning.refit import (
 from judgefuse.service.learning.refit_once import LabelSetOnce
 from judgefuse.service.learning.refit_worker import RefitWorkers, WorkerBudget
 from judgefuse.service.learning.routing_fallback import RoutingFallback
+from judgefuse.service.learning.serving_pair import WRITE_ATTEMPTS, read_pair
 from judgefuse.service.learning.signal_caps import SignalCaps
 from judgefuse.service.learning.state_cache import StateCache
 from judgefuse.service.learning.tuning_data import tuning_data
 from judgefuse.service.ledger import ALL_METHODS, solicited, traffic_counts
 from judgefuse.service.monitoring.metrics import ServiceMetrics
 from judgefuse.service.responses import ModelsOut, ThresholdOut, ThresholdsOut
+from judgefuse.service.review.shared_state import StateContention
 from judgefuse.service.schemas import TuneRequest
 from judgefuse.service.serving import ServingState
 from judgefuse.service.settings import Settings
@@ -52,6 +54,10 @@ from judgefuse.service.storage import Storage, ThresholdRecord
 __all__ = ["LearningService"]
 
 log = logging.getLogger("judgefuse.service")
+
+REFIT_ATTEMPTS = 3
+"""Refits of one call: the first, and one more each time the target changed while the last
+ran (a tune landing mid-refit is rare; three in a row are a tuning storm, answered as kept)."""
 
 
 class LearningService:
@@ -135,14 +141,37 @@ class LearningService:
         return result
 
     async def _tune(self, tenant: str, request: TuneRequest) -> dict[str, Any]:
-        """Tune the auto-accept threshold from the labelled store; store it (see the docs).
+        """Tune the auto-accept threshold from the labelled store and store it against the
+        serving pair it was tuned for (:mod:`judgefuse.service.learning.serving_pair`): a
+        promotion (or another tune) that lands while this one searches makes it tune again for
+        what serves then, so a threshold never names a method that no longer serves."""
+        runtime = self.serving.runtime(request.panel)
+        for _attempt in range(WRITE_ATTEMPTS):
+            pair = await read_pair(self.storage, tenant, runtime.name)
+            # the method is decided on the model in force, not on this replica's cached view
+            self.state.drop_model(tenant, runtime.name)
+            result, record = await self._tuned(tenant, request, runtime)
+            if record is None:
+                return result
+            written = await self.storage.put_serving(tenant, runtime.name, expected=pair.versions,
+                                                     threshold=record)
+            if written is not None:
+                stored = await self.storage.get_threshold(tenant, runtime.name, version=written.threshold)
+                self.state.store_threshold(tenant, runtime.name, stored)
+                return {**result, "stored": True, "version": written.threshold}
+        raise StateContention(f"the threshold and model of panel {runtime.name!r} kept changing "
+                              f"while tuning ({WRITE_ATTEMPTS} tries); retry")
+
+    async def _tuned(
+        self, tenant: str, request: TuneRequest, runtime: PanelRuntime,
+    ) -> tuple[dict[str, Any], ThresholdRecord | None]:
+        """The tune's answer and the threshold record to store (None: nothing to store).
 
         The labels are weighted by review stratum (``tune_threshold_stratified``): each
         stratum's labels stand for its N_s verdicts (traffic counters, all time); unsolicited
         labels (verdicts never queued) are left out, as nobody chose them at random."""
         from judgefuse.calibration.stratified_tuning import tune_threshold_stratified
 
-        runtime = self.serving.runtime(request.panel)
         if request.method is not None:
             method_name, model_version = request.method, None
             if runtime.is_learned(method_name):
@@ -182,7 +211,7 @@ class LearningService:
         if not confidences:
             return {**base, "stored": False, "threshold": None, "version": None,
                     "reason": f"no labelled verdicts for method {method_name!r}: nothing stored",
-                    "report": None}
+                    "report": None}, None
         # every stamp says how its label was routed by this method: pool by inclusion
         # probability (pooled_inputs.py); otherwise the stratified bound
         pooled = pooled_inputs(confidences, correct, [data.routing[i] for i in keep],
@@ -209,7 +238,7 @@ class LearningService:
                 # current threshold, so keep it
                 return {**base, "stored": False, "threshold": None, "version": None,
                         "reason": report.reason + "; nothing stored, the current threshold stays",
-                        "report": report.as_dict()}
+                        "report": report.as_dict()}, None
             # the data contradicts every threshold: store a "review everything" record
             details.update(review_everything=True, reason=report.reason)
             value = 1.0
@@ -220,12 +249,8 @@ class LearningService:
             target_precision=request.target_precision, delta=request.delta,
             coverage=report.coverage, n_labels=report.n, details=details,
         )
-        version = await self.storage.put_threshold(tenant, runtime.name, record)
-        stored = await self.storage.get_threshold(tenant, runtime.name, version=version)
-        self.state.store_threshold(tenant, runtime.name, stored)
-        return {**base, "stored": True, "threshold": report.threshold, "version": version,
-                "review_everything": report.threshold is None, "reason": report.reason,
-                "report": report.as_dict()}
+        return {**base, "threshold": report.threshold, "review_everything": report.threshold is None,
+                "reason": report.reason, "report": report.as_dict()}, record
 
     # ------------------------------------------------------------------ refit
     async def models(self, tenant: str, runtime: PanelRuntime) -> ModelsOut:
@@ -263,16 +288,24 @@ class LearningService:
             )
             self.metrics.refits.labels(tenant, runtime.name, outcome.status).inc()
             return outcome
-        latest = await self.storage.get_threshold(tenant, runtime.name)
-        outcome, _fitted = await refit(
-            self.storage, tenant, runtime.name, voting_method=runtime.voting_method,
-            min_labels=self.settings.learning.min_labels_for_refit,
-            max_labels=self.settings.learning.refit_max_labels, n_folds=self.settings.learning.refit_folds,
-            now=self.clock, target=target or PromotionTarget.of(latest),
-            promote_on=runtime.panel.config.promote_on,
-            traffic=await traffic_counts(self.storage, tenant, runtime.name, ALL_METHODS),
-            learned=learned, bounds=self.refit_bounds,
-        )
+        for _attempt in range(REFIT_ATTEMPTS):
+            # the target is read again for each attempt: one that changed while the last ran
+            # voided its promotion (refit.py, 5), and this one is evaluated at it
+            latest = await self.storage.get_threshold(tenant, runtime.name)
+            outcome, _fitted = await refit(
+                self.storage, tenant, runtime.name, voting_method=runtime.voting_method,
+                min_labels=self.settings.learning.min_labels_for_refit,
+                max_labels=self.settings.learning.refit_max_labels, n_folds=self.settings.learning.refit_folds,
+                now=self.clock, target=target or PromotionTarget.of(latest),
+                promote_on=runtime.panel.config.promote_on,
+                traffic=await traffic_counts(self.storage, tenant, runtime.name, ALL_METHODS),
+                learned=learned, bounds=self.refit_bounds,
+                basis=(latest.version or 0) if latest is not None else 0,
+            )
+            if not outcome.retry:
+                break
+            log.info("refit %s/%s: %s; refitting at the target in force", tenant, runtime.name, outcome.reason)
+            target = None
         self.metrics.refits.labels(tenant, runtime.name, outcome.status).inc()
         if outcome.status == "promoted":
             self.state.drop_model(tenant, runtime.name)

@@ -133,6 +133,18 @@ def check_versioned(panel: str, record: ThresholdRecord | ModelRecord | MonitorE
         raise ValueError(f"record.panel {record.panel!r} does not match panel {panel!r}")
 
 
+def check_serving_put(panel: str, expected: tuple[int, int], *records: Any) -> None:
+    """``put_serving`` preconditions: versions that exist (integers >= 0) and at least one
+    record, each of ``panel``."""
+    if any(isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0 for v in expected):
+        raise ValueError(f"expected versions must be integers >= 0, got {tuple(expected)!r}")
+    if all(record is None for record in records):
+        raise ValueError("put_serving needs a threshold, a model or both")
+    for record in records:
+        if record is not None:
+            check_versioned(panel, record)
+
+
 def check_lease(n: int, annotator: str, lease_s: float) -> tuple[int, float]:
     """``lease_review``'s arguments, checked: ``n`` a positive integer, ``annotator`` a name,
     ``lease_s`` finite and positive. Returns them as plain (int, float)."""

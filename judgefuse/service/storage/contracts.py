@@ -11,7 +11,8 @@ valid input: checked names, increments already validated, times already read fro
 * :class:`LabelLedger`: ``set_label``, ``undo_label``, ``read_accumulator``, ``list_accumulators``,
   ``iter_labelled``, ``count_labelled``;
 * :class:`ReviewQueueStore`: ``lease_review``, ``release_review``, ``review_stats``;
-* :class:`VersionedRecords`: thresholds, fusion models and monitor events (put, get, history);
+* :class:`VersionedRecords`: thresholds, fusion models and monitor events (put, get, history),
+  and the compare-and-set of the serving pair (``put_serving``);
 * :class:`Coordination`: named leases, in-flight claims, compare-and-set state blobs;
 * :class:`RecordArchive`: ``iter_records``, ``index_existing_records``, ``apply_retention``.
 """
@@ -38,6 +39,7 @@ from judgefuse.service.storage.checks import (
     check_name,
     check_named_lease,
     check_retention_args,
+    check_serving_put,
     check_state_put,
     check_tenant,
     check_verdict_record,
@@ -52,6 +54,7 @@ from judgefuse.service.storage.records import (
     ModelRecord,
     MonitorEvent,
     ReviewLease,
+    ServingVersions,
     StateBlob,
     StratumCounts,
     ThresholdRecord,
@@ -482,6 +485,36 @@ class VersionedRecords(abc.ABC):
         check_tenant(tenant)
         check_name("panel", panel)
         return await self._history("model", ModelRecord, tenant, panel)
+
+    async def put_serving(
+        self, tenant: str, panel: str, *, expected: ServingVersions,
+        threshold: ThresholdRecord | None = None, model: ModelRecord | None = None,
+    ) -> ServingVersions | None:
+        """Compare-and-set of the serving pair (the latest threshold and the latest model, which
+        together route every verdict): store ``threshold`` and/or ``model`` as the next versions
+        of (tenant, panel) **iff** the latest versions are ``expected`` (0: none stored), in one
+        atomic step; the new latest versions, or None (nothing written) when another writer
+        got there first. With both, the model is stored with the threshold embedded, its
+        version set (one record holds the pair).
+
+        Why: a promotion, a tune or a rollback decides against the pair it read; writing with
+        ``put_threshold`` / ``put_model`` after a concurrent write of the other kind once
+        served a model with a threshold tuned for another method (issue 45). Here the loser
+        of such a race writes nothing, reads again and decides again."""
+        check_tenant(tenant)
+        check_serving_put(panel, expected, threshold, model)
+        expected = ServingVersions(int(expected[0]), int(expected[1]))
+        if threshold is not None and model is not None:
+            embedded = threshold.model_copy(update={"version": expected.threshold + 1})
+            model = model.model_copy(update={"threshold": embedded})
+        return await self._put_serving(tenant, panel, expected, threshold, model)
+
+    @abc.abstractmethod
+    async def _put_serving(
+        self, tenant: str, panel: str, expected: ServingVersions, threshold: ThresholdRecord | None,
+        model: ModelRecord | None,
+    ) -> ServingVersions | None:
+        """``put_serving`` with checked arguments (the model's embedded threshold already set)."""
 
     async def put_monitor_event(self, tenant: str, panel: str, event: MonitorEvent) -> int:
         """Append a monitor event for (tenant, panel); returns its version (1, 2, ...)."""

@@ -7,7 +7,7 @@ wrong (the storage backends turn that into :class:`~judgefuse.service.storage.ba
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -162,6 +162,14 @@ class ModelRecord(BaseModel):
     its own threshold version and embedded here, so the pair is one record and a replica that
     reads the model has its threshold too. None: no target precision was ever set for the
     panel (nothing to keep routing), or a record from before pairing."""
+
+
+class ServingVersions(NamedTuple):
+    """The latest threshold and model versions of one (tenant, panel), 0 where none is stored:
+    what a compare-and-set of the serving pair expects (``put_serving``), and what it wrote."""
+
+    threshold: int
+    model: int
 
 
 class ReviewLease(BaseModel):

@@ -7,27 +7,13 @@ import re
 
 import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import pytest
+from learning_support import informative
 
 from judgefuse.fusion import StackedFusion
 from judgefuse.fusion.capabilities import method_params, restore_method
 from judgefuse.judges.types import JudgeVote
 
 stub = S.stub
-ITEM_RE = re.compile(r"\[item (\d+) truth ([AB])\]")
-
-
-def informative(model: str, text: str):
-    """j1 is always right (0.85); j2 and j3 are confidently wrong together on 40% of items."""
-    match = ITEM_RE.search(text)
-    if match is None:
-        return None
-    i, truth = int(match.group(1)), match.group(2)
-    wrong = "B" if truth == "A" else "A"
-    if model == "j1":
-        return (truth, 85)
-    if i % 5 in (0, 1):
-        return (wrong, 90)
-    return (truth, 70)
 
 
 def item(i: int) -> dict:

@@ -18,6 +18,7 @@ from judgefuse.service.storage import (
     AccumulatorOverflow,
     LabelOutcome,
     ModelRecord,
+    ServingVersions,
     SQLiteStorage,
     Storage,
     StorageCorrupt,
@@ -352,6 +353,40 @@ async def test_model_versions(storage: Storage) -> None:
     assert await storage.put_threshold(
         "acme", "p1", ThresholdRecord(panel="p1", threshold=0.5, created_at=T0)
     ) == 1
+
+
+
+async def test_put_serving_writes_the_pair_only_against_the_versions_it_expects(storage: Storage) -> None:
+    """The compare-and-set a promotion, a tune and a rollback write through (issue 45)."""
+    def tau(value: float) -> ThresholdRecord:
+        return ThresholdRecord(panel="p1", threshold=value, created_at=T0, method="majority",
+                               target_precision=0.8, delta=0.1)
+
+    model = ModelRecord(panel="p1", created_at=T0, method="offset_stacked", params={"model_version": "m1"})
+    assert await storage.put_serving("acme", "p1", expected=ServingVersions(0, 0), threshold=tau(0.9)) == (1, 0)
+    # decided before that threshold: refused, nothing written
+    assert await storage.put_serving("acme", "p1", expected=ServingVersions(0, 0), model=model) is None
+    assert await storage.get_model("acme", "p1") is None
+    assert await storage.put_serving("acme", "p1", expected=ServingVersions(1, 0), threshold=tau(0.7),
+                                     model=model) == (2, 1)
+    served = await storage.get_model("acme", "p1")
+    paired = await storage.get_threshold("acme", "p1")
+    assert served is not None and served.version == 1 and served.threshold == paired
+    assert paired is not None and paired.version == 2 and paired.threshold == 0.7
+    # a plain put of either kind moves the versions a later compare-and-set expects
+    assert await storage.put_threshold("acme", "p1", tau(0.6)) == 3
+    assert await storage.put_serving("acme", "p1", expected=ServingVersions(2, 1), model=model) is None
+    racing = [storage.put_serving("acme", "p1", expected=ServingVersions(3, 1), model=model) for _ in range(8)]
+    won = [written for written in await asyncio.gather(*racing) if written is not None]
+    assert won == [(3, 2)]
+    assert [m.version for m in await storage.model_history("acme", "p1")] == [1, 2]
+    assert await storage.put_serving("globex", "p1", expected=ServingVersions(0, 0), model=model) == (0, 1)
+    with pytest.raises(ValueError, match="threshold, a model or both"):
+        await storage.put_serving("acme", "p1", expected=ServingVersions(3, 2))
+    with pytest.raises(ValueError, match="integers >= 0"):
+        await storage.put_serving("acme", "p1", expected=ServingVersions(-1, 2), model=model)
+    with pytest.raises(ValueError, match="does not match panel"):
+        await storage.put_serving("acme", "p2", expected=ServingVersions(0, 0), model=model)
 
 
 # -- labelled records --------------------------------------------------------------------------

@@ -41,7 +41,7 @@ def test_the_concerns_partition_the_storage_interface() -> None:
             assert name not in seen, f"{name} is in {seen[name]} and {concern.__name__}"
             seen[name] = concern.__name__
     assert set(seen) == public(Storage) | {"__aenter__", "__aexit__"}
-    assert len(public(Storage)) == 36  # reopen_url (a6fb8f3): the refit worker opens its own store
+    assert len(public(Storage)) == 37  # put_serving (issue 45): the serving pair's compare-and-set
 
 
 @pytest.mark.parametrize("backend", [SQLiteStorage, RedisStorage, PostgresStorage])

@@ -98,9 +98,13 @@ from judgefuse.service.storage.postgres.schema import SCHEMA_VERSION, create_sch
 from judgefuse.service.storage.records import (
     LabelKind,
     LabelOutcome,
+    ModelRecord,
+    MonitorEvent,
     ReviewLease,
+    ServingVersions,
     StateBlob,
     StratumCounts,
+    ThresholdRecord,
     VerdictRecord,
 )
 from judgefuse.service.storage.retention import RetentionReport
@@ -588,27 +592,35 @@ class PostgresStorage(Storage):
 
     # -- versioned records ---------------------------------------------------------------------
     async def _put_versioned(self, kind: VersionedKind, tenant: str, panel: str, record: V) -> int:
-        body = record.model_dump_json(exclude={"version"})
-        table = VERSIONED_TABLES[kind]  # one of three fixed names, never user input
+        return await self._run(f"put {kind}", lambda conn: _insert_next_version(conn, kind, tenant, panel, record))
 
-        async def txn(conn: psycopg.AsyncConnection) -> int:
-            cur = await conn.execute(
-                "INSERT INTO version_counters AS c (kind, tenant, panel, last) "
-                "VALUES (%s, %s, %s, 1) ON CONFLICT (kind, tenant, panel) "
-                "DO UPDATE SET last = c.last + 1 RETURNING last",
-                (kind, tenant, panel),
-            )
-            row = await cur.fetchone()
-            assert row is not None
-            version = int(row[0])
+    async def _put_serving(
+        self, tenant: str, panel: str, expected: ServingVersions, threshold: ThresholdRecord | None,
+        model: ModelRecord | None,
+    ) -> ServingVersions | None:
+        async def txn(conn: psycopg.AsyncConnection) -> ServingVersions | None:
+            # both counters exist (0: nothing stored yet), then are locked in one order (kind):
+            # the check and the writes are one step against any other writer of either kind
             await conn.execute(
-                f"INSERT INTO {table} (tenant, panel, version, created_at, body) "
-                "VALUES (%s, %s, %s, %s, %s)",
-                (tenant, panel, version, record.created_at, body),
+                "INSERT INTO version_counters (kind, tenant, panel, last) VALUES "
+                "('model', %s, %s, 0), ('threshold', %s, %s, 0) ON CONFLICT DO NOTHING",
+                (tenant, panel, tenant, panel),
             )
-            return version
+            cur = await conn.execute(
+                "SELECT kind, last FROM version_counters WHERE tenant = %s AND panel = %s "
+                "AND kind IN ('model', 'threshold') ORDER BY kind FOR UPDATE",
+                (tenant, panel),
+            )
+            last = {str(kind): int(v) for kind, v in await cur.fetchall()}
+            if ServingVersions(last["threshold"], last["model"]) != expected:
+                return None
+            if threshold is not None:
+                last["threshold"] = await _insert_next_version(conn, "threshold", tenant, panel, threshold)
+            if model is not None:
+                last["model"] = await _insert_next_version(conn, "model", tenant, panel, model)
+            return ServingVersions(last["threshold"], last["model"])
 
-        return await self._run(f"put {kind}", txn)
+        return await self._run("put_serving", txn)
 
     async def _get_versioned(
         self, kind: VersionedKind, cls: type[V], tenant: str, panel: str, version: int | None
@@ -707,3 +719,26 @@ class PostgresStorage(Storage):
         )
         self._days.clear()  # dropped days must not be taken for existing ones
         return report
+
+
+async def _insert_next_version(
+    conn: psycopg.AsyncConnection, kind: VersionedKind, tenant: str, panel: str,
+    record: ThresholdRecord | ModelRecord | MonitorEvent,
+) -> int:
+    """Insert ``record`` as the next version of its kind (the counter's upsert numbers it)."""
+    table = VERSIONED_TABLES[kind]  # one of three fixed names, never user input
+    cur = await conn.execute(
+        "INSERT INTO version_counters AS c (kind, tenant, panel, last) "
+        "VALUES (%s, %s, %s, 1) ON CONFLICT (kind, tenant, panel) "
+        "DO UPDATE SET last = c.last + 1 RETURNING last",
+        (kind, tenant, panel),
+    )
+    row = await cur.fetchone()
+    assert row is not None
+    version = int(row[0])
+    await conn.execute(
+        f"INSERT INTO {table} (tenant, panel, version, created_at, body) "
+        "VALUES (%s, %s, %s, %s, %s)",
+        (tenant, panel, version, record.created_at, record.model_dump_json(exclude={"version"})),
+    )
+    return version

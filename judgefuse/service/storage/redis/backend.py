@@ -156,9 +156,12 @@ from judgefuse.service.storage.records import (
     DECIDED,
     LabelKind,
     LabelOutcome,
+    ModelRecord,
     ReviewLease,
+    ServingVersions,
     StateBlob,
     StratumCounts,
+    ThresholdRecord,
     VerdictRecord,
 )
 from judgefuse.service.storage.retention import RetentionReport
@@ -319,6 +322,7 @@ class RedisStorage(Storage):
         self._label_script = client.register_script(lua("label"))
         self._unlabel_script = client.register_script(lua("unlabel"))
         self._put_script = client.register_script(lua("put_versioned"))
+        self._put_serving_script = client.register_script(lua("put_serving"))
         self._put_state_script = client.register_script(lua("put_state"))
         self._lease_script = client.register_script(lua("lease_review"))
         self._release_script = client.register_script(lua("release_review"))
@@ -656,6 +660,16 @@ class RedisStorage(Storage):
                 args=[record.model_dump_json(exclude={"version"})],
             )
         return int(version)
+
+    async def _put_serving(
+        self, tenant: str, panel: str, expected: ServingVersions, threshold: ThresholdRecord | None,
+        model: ModelRecord | None,
+    ) -> ServingVersions | None:
+        keys = [self._k(tenant, f"{kind}{part}", panel) for kind in ("thr", "model") for part in ("seq", "")]
+        bodies = ["" if r is None else r.model_dump_json(exclude={"version"}) for r in (threshold, model)]
+        with self._errors("put_serving"):
+            t, m = await self._put_serving_script(keys=keys, args=[*map(str, expected), *bodies])
+        return None if int(t) < 0 else ServingVersions(int(t), int(m))
 
     async def _get_versioned(
         self, what: VersionedKind, cls: type[V], tenant: str, panel: str, version: int | None

@@ -74,9 +74,12 @@ from judgefuse.service.storage.paging import PageSizer
 from judgefuse.service.storage.records import (
     LabelKind,
     LabelOutcome,
+    ModelRecord,
     ReviewLease,
+    ServingVersions,
     StateBlob,
     StratumCounts,
+    ThresholdRecord,
     VerdictRecord,
 )
 from judgefuse.service.storage.retention import RetentionReport
@@ -111,6 +114,7 @@ from judgefuse.service.storage.sqlite.review import stats as review_stats_of
 from judgefuse.service.storage.sqlite.schema import SCHEMA_VERSION, create_schema
 from judgefuse.service.storage.sqlite.versioned import (
     insert_next_version,
+    latest_version,
     select_history,
     select_version,
 )
@@ -490,6 +494,24 @@ class SQLiteStorage(Storage):
             return insert_next_version(conn, table, tenant, panel, record.created_at, body)
 
         return await self._run(f"put {table}", lambda c: self._write(c, txn))
+
+    async def _put_serving(
+        self, tenant: str, panel: str, expected: ServingVersions, threshold: ThresholdRecord | None,
+        model: ModelRecord | None,
+    ) -> ServingVersions | None:
+        writes = [(VERSIONED_TABLES["threshold"], threshold), (VERSIONED_TABLES["model"], model)]
+
+        def txn(conn: sqlite3.Connection) -> ServingVersions | None:
+            # one BEGIN IMMEDIATE: the check and the inserts are one step, also across processes
+            latest = [latest_version(conn, table, tenant, panel) for table, _record in writes]
+            if latest != list(expected):
+                return None
+            return ServingVersions(*(
+                v if record is None else insert_next_version(
+                    conn, table, tenant, panel, record.created_at, record.model_dump_json(exclude={"version"}))
+                for v, (table, record) in zip(latest, writes, strict=True)))
+
+        return await self._run("put_serving", lambda c: self._write(c, txn))
 
     async def _get_versioned(
         self, kind: VersionedKind, cls: type[V], tenant: str, panel: str, version: int | None

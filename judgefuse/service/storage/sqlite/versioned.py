@@ -15,24 +15,29 @@ import sqlite3
 from judgefuse.service.storage.checks import VersionedKind
 from judgefuse.service.storage.sql import version_history, version_select
 
-__all__ = ["insert_next_version", "select_history", "select_version"]
+__all__ = ["insert_next_version", "latest_version", "select_history", "select_version"]
 
 
 def insert_next_version(
     conn: sqlite3.Connection, table: str, tenant: str, panel: str, created_at: float, body: str
 ) -> int:
     """Insert ``body`` as the next version of (tenant, panel); return that version."""
-    row = conn.execute(
-        f"SELECT COALESCE(MAX(version), 0) FROM {table} WHERE tenant = ? AND panel = ?",
-        (tenant, panel),
-    ).fetchone()
-    version = int(row[0]) + 1
+    version = latest_version(conn, table, tenant, panel) + 1
     conn.execute(
         f"INSERT INTO {table} (tenant, panel, version, created_at, body) "
         "VALUES (?, ?, ?, ?, ?)",
         (tenant, panel, version, created_at, body),
     )
     return version
+
+
+def latest_version(conn: sqlite3.Connection, table: str, tenant: str, panel: str) -> int:
+    """The latest version of (tenant, panel) in ``table``; 0 when there is none."""
+    row = conn.execute(
+        f"SELECT COALESCE(MAX(version), 0) FROM {table} WHERE tenant = ? AND panel = ?",
+        (tenant, panel),
+    ).fetchone()
+    return int(row[0])
 
 
 def select_version(
