@@ -23,10 +23,12 @@ from jf_test_support.judge_cli import (
     write_pairs,
 )
 
+from judgefuse.cli import main
 from judgefuse.evaluation.judge_command import JudgeCommandError, arun_judge
 from judgefuse.evaluation.loaders import read_votes
 from judgefuse.judges.batch import BatchUnsupported, answers_path, state_path
 from judgefuse.judges.batch.runner import batch_endpoint
+from judgefuse.judges.batch.state import BatchFileError
 from judgefuse.judges.config import JudgeConfig
 from judgefuse.judges.structured_output import forget_refusals
 
@@ -250,3 +252,79 @@ async def test_a_refused_panel_touches_nothing(tmp_path, capsys):
 async def test_batch_needs_a_file(panel_yaml):
     with pytest.raises(JudgeCommandError, match="--batch judges a file"):
         await arun_judge(parse("--question", "q", "--answer-a", "a", "--answer-b", "b", "--batch"))
+
+
+# ---------------------------------------------------------------- resume files that cannot be read (issue 41)
+
+ENTRY = {"judge": "sc-judge", "api_base": "http://127.0.0.1:9/v1", "input_file_id": "file-1", "custom_ids": ["c1"]}
+BAD_STATE = {
+    "not json": (b"{not json", "malformed JSON"),
+    "not utf-8": (b'{"version": 1, "batches": [], "note": "\xff"}', "not UTF-8 text"),
+    "deep": (b"[" * 100_000, "nested deeper than 128 levels"),
+    "a list": (b"[]", "not a batch state file: the whole file: Input should be a valid dictionary"),
+    "another version": (json.dumps({"version": 2, "batches": []}).encode(), "batch state version 2"),
+    "an unknown key": (json.dumps({"version": 1, "batches": [{**ENTRY, "surprise": 1}]}).encode(),
+                       "batches[0].surprise"),
+    "a wrong type": (json.dumps({"version": 1, "batches": [{**ENTRY, "custom_ids": "c1"}]}).encode(),
+                     "batches[0].custom_ids"),
+    "a missing key": (json.dumps({"version": 1, "batches": [{"judge": "sc-judge"}]}).encode(), "batches[0].api_base"),
+}
+BAD_ANSWERS = {
+    "deep": (b"[" * 100_000, "line 2: nested deeper than 128 levels"),
+    "an error that is not a record": (b'{"custom_id": "c2", "error": "boom"}', "line 2: not an answer record"),
+    "no custom id": (b'{"status_code": 200, "body": {}}', "line 2: not an answer record: no custom_id"),
+    "a status that is text": (b'{"custom_id": "c2", "status_code": "200"}', "line 2: not an answer record"),
+}
+GOOD_ANSWER = b'{"custom_id": "c1", "error": {"code": "batch_expired", "message": "gone"}}'
+
+
+def _judge_batch(tmp_path: Path, capsys) -> str:
+    """``judgefuse judge PAIRS --batch`` through main(): exit 2, one line, no traceback; nothing
+    sent (the panel's api_base is a closed port) and no votes file written."""
+    panel = stub_panel(tmp_path / "panel.yaml", "http://127.0.0.1:9/v1",
+                       [{"name": "sc-judge", "model": "openai/gpt-4o-mini", "backend": "direct"}])
+    pairs, out = write_pairs(tmp_path / "pairs.jsonl", 2), tmp_path / "votes.jsonl"
+    code = main(["judge", str(pairs), "--panel", str(panel), "--out", str(out), "--quiet", "--batch"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "Traceback" not in err and err.strip().count("\n") == 0, err
+    assert not out.exists()
+    return err
+
+
+@pytest.mark.parametrize("fault", list(BAD_STATE))
+def test_a_state_file_that_cannot_be_read_is_named_with_how_to_start_over(fault: str, tmp_path: Path, capsys) -> None:
+    content, problem = BAD_STATE[fault]
+    state = state_path(tmp_path / "votes.jsonl")
+    state.write_bytes(content)
+    err = _judge_batch(tmp_path, capsys)
+    assert f"judgefuse judge: error: {state}: " in err and problem in err
+    assert "to start over, move it aside and run again: the answers already downloaded are kept" in err
+    assert state.read_bytes() == content, "a file that cannot be read is left as it was"
+
+
+@pytest.mark.parametrize("fault", list(BAD_ANSWERS))
+def test_an_answers_file_that_cannot_be_read_names_its_line(fault: str, tmp_path: Path, capsys) -> None:
+    content, problem = BAD_ANSWERS[fault]
+    answers = answers_path(tmp_path / "votes.jsonl")
+    answers.write_bytes(GOOD_ANSWER + b"\n" + content + b"\n")
+    err = _judge_batch(tmp_path, capsys)
+    assert f"judgefuse judge: error: {answers}: {problem}" in err
+    assert "move it aside and run again: every request it answered is asked (and paid for) again" in err
+
+
+async def test_a_real_runs_files_resume_and_a_corrupted_one_is_refused(stub, panel_yaml, tmp_path):
+    pairs, out = write_pairs(tmp_path / "pairs.jsonl", 3), tmp_path / "votes.jsonl"
+    assert await arun_judge(batch_args(pairs, panel_yaml, out)) == 0
+    answers = answers_path(out)
+    kept = answers.read_bytes()
+    answers.write_bytes(kept + b'{"custom_id": "x"')  # a torn tail: skipped, the run resumes
+    assert await arun_judge(batch_args(pairs, panel_yaml, out)) == 0
+    answers.write_bytes(kept + b"[" * 100_000 + b"\n")
+    with pytest.raises(BatchFileError, match=r"batch-answers.jsonl: line \d+: nested deeper"):
+        await arun_judge(batch_args(pairs, panel_yaml, out))
+    answers.write_bytes(kept)
+    state = state_path(out)
+    state.write_text(state.read_text(encoding="utf-8")[:40], encoding="utf-8")  # cut short
+    with pytest.raises(BatchFileError, match=r"batch.json: malformed JSON"):
+        await arun_judge(batch_args(pairs, panel_yaml, out))

@@ -8,7 +8,8 @@ parsing and the vote are exactly the online path's (the elicitation modes do not
 same stub answers give the same votes online and in a batch.
 
 Each answer is a line of ``{out}.batch-answers.jsonl`` (appended and fsynced as files are
-downloaded), so a run that stops after a download never downloads or pays again:
+downloaded), so a run that stops after a download never downloads or pays again; a line that
+cannot be one of these is refused on load naming the file and line (:func:`_lines`):
 
 * ``{"custom_id": ..., "status_code": 200, "body": {chat completion}}`` an answer;
 * ``{"custom_id": ..., "status_code": 4xx/5xx, "body": {"error": ...}}`` a failed request;
@@ -35,6 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from judgefuse.json_input import MAX_DEPTH, JSONTextError, decode_utf8, parse_json, too_deep
+from judgefuse.judges.batch.state import BatchFileError
 from judgefuse.judges.transport import pricing
 from judgefuse.judges.transport.cache import cache_key
 from judgefuse.judges.transport.direct import parse_body
@@ -166,9 +169,9 @@ def _answer_records(raw: bytes) -> Iterable[dict[str, Any]]:
         if not text.strip():
             continue
         try:
-            line = json.loads(text)
-        except ValueError:
-            continue  # a torn line names no request; its request stays unanswered
+            line = parse_json(text)
+        except JSONTextError:
+            continue  # a torn (or too deeply nested) line names no request; its request stays unanswered
         cid = line.get("custom_id") if isinstance(line, dict) else None
         if not isinstance(cid, str):
             continue
@@ -195,7 +198,7 @@ class AnswerStore:
     def load(cls, path: Path) -> AnswerStore:
         store = cls(path)
         if path.exists():
-            for record in _lines(path.read_bytes()):
+            for record in _lines(path, path.read_bytes()):
                 store.records[record["custom_id"]] = record
         return store
 
@@ -227,14 +230,48 @@ class AnswerStore:
         return sum(1 for r in self.records.values() if r.get("status_code") != 200)
 
 
-def _lines(raw: bytes) -> Iterable[dict[str, Any]]:
-    for text in raw.decode("utf-8", "replace").splitlines():
+_ANSWERS_START_OVER = "every request it answered is asked (and paid for) again"
+
+
+def _lines(path: Path, raw: bytes) -> Iterable[dict[str, Any]]:
+    """The records of the answers file. A line that is not UTF-8 or not JSON is the torn tail
+    of an interrupted append (skipped: that answer is fetched again); a JSON line our writer
+    cannot have written (nested past the bound, or not an answer record of the module
+    docstring) is a corrupted file: a BatchFileError naming the line, before any request goes
+    out, rather than a KeyError halfway through the run."""
+    for number, line in enumerate(raw.split(b"\n"), start=1):
+        try:
+            text = decode_utf8(line)
+        except JSONTextError:
+            continue  # a torn multi-byte character
+        if not text.strip():
+            continue
+        if too_deep(text):
+            raise BatchFileError(path, f"line {number}: nested deeper than {MAX_DEPTH} levels of arrays and objects",
+                                 _ANSWERS_START_OVER)
         try:
             record = json.loads(text)
         except ValueError:
-            continue  # the torn tail of an interrupted append: that answer is fetched again
-        if isinstance(record, dict) and isinstance(record.get("custom_id"), str):
-            yield record
+            continue  # the torn tail of an interrupted append
+        problem = _record_problem(record)
+        if problem is not None:
+            raise BatchFileError(path, f"line {number}: not an answer record: {problem}", _ANSWERS_START_OVER)
+        yield record
+
+
+def _record_problem(record: Any) -> str | None:
+    """What makes ``record`` something :meth:`AnswerStore.add` never writes (None: nothing)."""
+    if not isinstance(record, dict):
+        return f"a JSON {type(record).__name__}, not an object"
+    if not isinstance(record.get("custom_id"), str):
+        return "no custom_id string"
+    status = record.get("status_code")
+    if "status_code" in record:
+        return None if isinstance(status, int) and not isinstance(status, bool) else "status_code is not an integer"
+    error = record.get("error")
+    if not (isinstance(error, dict) and isinstance(error.get("code"), str) and isinstance(error.get("message"), str)):
+        return "neither a status_code nor an error with a code and a message"
+    return None
 
 
 def _failure(record: dict[str, Any], secret: str | None) -> TransportError:

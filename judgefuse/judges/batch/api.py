@@ -22,7 +22,6 @@ from __future__ import annotations
 import abc
 import hashlib
 import io
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +31,7 @@ import aiohttp
 from pydantic import SecretStr
 
 from judgefuse.errors import JudgefuseError
+from judgefuse.json_input import decode_utf8, parse_json
 from judgefuse.judges.transport.errors import redact
 
 __all__ = [
@@ -150,8 +150,8 @@ class _BatchHTTP(abc.ABC):
     async def _json(self, method: str, path: str, **kwargs: Any) -> Any:
         raw = await self._call(method, path, **kwargs)
         try:
-            return json.loads(raw)
-        except ValueError as exc:
+            return parse_json(decode_utf8(raw))
+        except ValueError as exc:  # JSONTextError: not UTF-8, not JSON, or nested past the bound
             raise BatchAPIError(f"{method} {path}: the answer is not JSON") from exc
 
     async def aclose(self) -> None:
@@ -238,7 +238,7 @@ class AnthropicBatchAPI(_BatchHTTP):
     async def create(self, input_file_id: str) -> BatchStatus:
         path = Path(input_file_id)
         try:
-            lines = [json.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+            lines = [parse_json(decode_utf8(line)) for line in path.read_bytes().splitlines() if line.strip()]
         except (OSError, ValueError) as exc:
             raise BatchAPIError(f"the batch's request file {path} cannot be read: {exc}") from exc
         answer = await self._json("POST", "/v1/messages/batches", json={"requests": lines})

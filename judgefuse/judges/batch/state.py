@@ -6,6 +6,11 @@ downloaded. It is rewritten atomically (temporary file, fsync, rename) after eac
 creation and each download, so an interrupted run finds every batch it paid for and polls it
 instead of submitting the same requests again. The one window left is between the provider
 accepting ``POST /batches`` and this file being written (a crash there submits again).
+
+It is validated whole on load (:meth:`BatchState.load`): a file that is not UTF-8, not JSON,
+nested past :data:`~judgefuse.json_input.MAX_DEPTH`, of another version or of another shape is
+a :class:`BatchFileError` naming the file, what is wrong and how to start over, so a run that
+cannot resume stops before it sends anything, with exit 2 and no traceback (issue 41).
 """
 
 from __future__ import annotations
@@ -14,16 +19,39 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Literal
 
-__all__ = ["BatchState", "SubmittedBatch"]
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from judgefuse.errors import InputError
+from judgefuse.field_path import field_path
+from judgefuse.json_input import JSONTextError, decode_utf8, parse_json
+
+__all__ = ["BatchFileError", "BatchState", "SubmittedBatch"]
 
 _VERSION = 1
+
+
+class BatchFileError(InputError, ValueError):
+    """A file a batch run keeps beside its output (the state or the answers) that cannot be
+    read back. The message names the file, what is wrong and how to start over (``start_over``:
+    what moving the file aside costs), so the user can decide."""
+
+    def __init__(self, path: Path, problem: str, start_over: str) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(f"{path}: {problem}; to start over, move it aside and run again: {start_over}")
+
+
+_STATE_START_OVER = ("the answers already downloaded are kept, the requests of batches not yet "
+                     "downloaded are submitted (and paid for) again")
 
 
 @dataclass
 class SubmittedBatch:
     """One batch of one judge's requests."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid")  # an unknown key is a file of another shape
 
     judge: str
     api_base: str
@@ -41,12 +69,29 @@ class BatchState:
 
     @classmethod
     def load(cls, path: Path) -> BatchState:
-        if not path.exists():
+        """The state kept at ``path`` (empty when there is none), or a BatchFileError."""
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
             return cls(path)
-        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-        if data.get("version") != _VERSION:
-            raise ValueError(f"{path}: unknown batch state version {data.get('version')!r}")
-        return cls(path, [SubmittedBatch(**entry) for entry in data.get("batches", [])])
+        except OSError as exc:
+            raise BatchFileError(path, f"cannot read it: {exc.strerror or exc}", _STATE_START_OVER) from exc
+        try:
+            data = parse_json(decode_utf8(raw))
+        except JSONTextError as exc:
+            where = f" at line {exc.line}" if exc.line is not None else ""
+            raise BatchFileError(path, f"{exc.reason}{where}", _STATE_START_OVER) from exc
+        if isinstance(data, dict) and "version" in data and data["version"] != _VERSION:
+            raise BatchFileError(path, f"batch state version {data['version']!r}, which this judgefuse cannot "
+                                 f"read (it reads version {_VERSION})", _STATE_START_OVER)
+        try:
+            kept = _StateFile.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = field_path(first.get("loc", ()), empty="the whole file")
+            raise BatchFileError(path, f"not a batch state file: {where}: {first.get('msg', 'invalid')}",
+                                 _STATE_START_OVER) from exc
+        return cls(path, kept.batches)
 
     def open_batches(self) -> list[SubmittedBatch]:
         """Batches whose results are not downloaded yet (to create, poll or download)."""
@@ -60,3 +105,12 @@ class BatchState:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temporary, self.path)
+
+
+class _StateFile(BaseModel):
+    """The file's shape, as :meth:`BatchState.save` writes it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: Literal[1]
+    batches: list[SubmittedBatch]
