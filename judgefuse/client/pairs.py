@@ -29,6 +29,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from judgefuse.client.calls import judge_request
 from judgefuse.client.errors import APIError, JudgefuseError
+from judgefuse.json_input import JSONTextError, decode_utf8, parse_json
 from judgefuse.service.schemas import VerdictOut
 
 __all__ = ["Pair", "PairResult", "PairRun", "pair_id"]
@@ -114,12 +115,12 @@ class PairRun:
         done: set[str] = set()
         if not path.exists():
             return done
-        with path.open(encoding="utf-8") as lines:
+        with path.open("rb") as lines:
             for line in lines:
                 try:
-                    record = json.loads(line)
-                except ValueError:
-                    continue  # a line cut short when the last run was killed: judge it again
+                    record = parse_json(decode_utf8(line))
+                except JSONTextError:
+                    continue  # a line cut short when the last run was killed (or not ours): judge it again
                 if isinstance(record, dict) and record.get("verdict") is not None:
                     done.add(str(record.get("id")))
         return done

@@ -49,6 +49,16 @@ def test_an_interrupted_run_resumes_and_judges_every_pair_once(gateway: LiveGate
     assert again == []  # all done: nothing to judge
 
 
+def test_a_resume_file_with_hostile_lines_is_read_past_them(gateway: LiveGateway, tmp_path: Path) -> None:
+    """Bytes that are not UTF-8 and a line of 100,000 brackets (issue 41: a UnicodeDecodeError and
+    a RecursionError out of the resume file) read as lines that record nothing: judged again."""
+    progress_file = tmp_path / "run.jsonl"
+    progress_file.write_bytes(b'{"index": 0, "id": "caf\xe9", "verdict": {}}\n' + b"[" * 100_000 + b"\n")
+    with Client(gateway.url, API_KEY, retry=FAST) as client:
+        results = list(client.judge_pairs(pairs(3), resume=progress_file, progress=False))
+    assert sorted(r.index for r in results) == [0, 1, 2] and all(r.ok for r in results)
+
+
 async def test_async_pairs_yield_as_they_finish_and_report_failures(tmp_path: Path) -> None:
     with live_gateway(tmp_path, max_text_chars=100) as live:
         live.script.by_question = lambda model, text: stub_module.Reply(

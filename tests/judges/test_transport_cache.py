@@ -138,6 +138,10 @@ async def test_unreadable_redis_entry_is_a_miss(redis_client):
     cache = RedisResponseCache(redis_client, ttl_s=None)
     await redis_client.set("judgefuse:resp:bad", b"not json")
     assert await cache.get("bad") is None
+    await redis_client.set("judgefuse:resp:deep", b"[" * 100_000)  # issue 41: a RecursionError escaped
+    assert await cache.get("deep") is None
+    await redis_client.set("judgefuse:resp:latin", b'{"texts": ["caf\xe9"]}')
+    assert await cache.get("latin") is None
     assert await cache.get("absent") is None
 
 

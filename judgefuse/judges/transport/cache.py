@@ -19,6 +19,7 @@ import logging
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Protocol
 
+from judgefuse.json_input import parse_json
 from judgefuse.judges.transport.request import ChatClient, ChatRequest, ChatResponse
 
 if TYPE_CHECKING:
@@ -99,7 +100,7 @@ def _encode(response: ChatResponse) -> bytes:
 
 def _decode(raw: bytes | str) -> ChatResponse | None:
     try:
-        data: dict[str, Any] = json.loads(raw)
+        data: dict[str, Any] = parse_json(raw.decode("utf-8") if isinstance(raw, bytes) else raw)
         return ChatResponse(
             texts=[str(t) for t in data["texts"]],
             first_token_top_logprobs=[
@@ -111,8 +112,8 @@ def _decode(raw: bytes | str) -> ChatResponse | None:
             cost_usd=float(data["cost_usd"]),
             model=str(data["model"]),
         )
-    except (ValueError, KeyError, TypeError):
-        return None  # an entry we cannot read is a miss, not a failure
+    except (ValueError, KeyError, TypeError):  # JSONTextError and UnicodeDecodeError are ValueErrors
+        return None  # an entry we cannot read (not UTF-8, not JSON, nested past the bound) is a miss
 
 
 class RedisResponseCache:
