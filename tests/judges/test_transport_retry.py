@@ -73,13 +73,14 @@ async def test_retry_after_is_respected(kind_and_client, openai_stub, stub_actio
 
 async def test_retry_after_past_the_deadline_raises_at_once(kind_and_client, openai_stub, stub_actions):
     kind, client = kind_and_client
-    openai_stub.script(stub_actions.Status(429, retry_after="30"), stub_actions.Reply())
-    retrying = with_retries(client, attempts=5, base_delay_s=0.001, max_delay_s=0.01, deadline=2.0)
+    openai_stub.script(stub_actions.Status(429, retry_after="300"), stub_actions.Reply())
+    retrying = with_retries(client, attempts=5, base_delay_s=0.001, max_delay_s=0.01, deadline=60.0)
     started = time.monotonic()
     with pytest.raises(RateLimited) as info:
         await retrying.complete(_request(kind, openai_stub.url))
-    assert info.value.retry_after_s == 30
-    assert time.monotonic() - started < 1.0
+    assert info.value.retry_after_s == 300
+    # at once, not after the 60 s deadline or the 300 s wait (a bound no busy machine reaches)
+    assert time.monotonic() - started < 20.0
     assert len(openai_stub.requests) == 1
 
 
@@ -91,7 +92,8 @@ async def test_deadline_cuts_a_hanging_attempt(kind_and_client, openai_stub, stu
     with pytest.raises(JudgeTimeout):
         await retrying.complete(_request(kind, openai_stub.url, timeout_s=30.0))
     elapsed = time.monotonic() - started
-    assert 0.7 <= elapsed < 1.6
+    assert elapsed >= 0.7
+    assert elapsed < 15.0  # cut at the 0.8 s deadline, not after one 30 s attempt
 
 
 async def test_backoff_waits_grow_within_max_delay(openai_stub, stub_actions):
