@@ -16,7 +16,7 @@ and the fuser's answer as one vote) written as each item finishes:
 * a call that **failed** (the model unreachable, a timeout: no reply at all) is not an answer,
   so it is never recorded: the next run asks again. The run counts those failures, and
   ``eval`` gives no fuser row and exits 1 when there is any (:mod:`fuser_eval_command`). Before,
-  a failure was recorded as an unusable answer, so an unreachable model made a "fuser" row that
+  a failure was recorded as an unusable answer, so an unreachable model made a fuser row that
   was the fallback on every item (majority's accuracy, shown as the fuser's), and a rerun reused
   the failures;
 * calls, tokens and cost (litellm's price table; a local model costs 0) are on every recorded
