@@ -118,7 +118,7 @@ class Gateway:
         self.review_queue = ReviewQueue(settings, storage, self, self.audit_planner, clock)
         self.annotators = AnnotatorAccounts(storage, clock)
         """Annotator credentials and review sessions (:mod:`judgefuse.service.review.accounts`)."""
-        self.calibration = CalibrationService(settings, storage, clock=clock)
+        self.calibration = CalibrationService(settings, storage, clock=clock, metrics=self.metrics)
         self.panel_structure = self.calibration.panel_structure
         """``GET /v1/calibration``'s panel_structure, per panel, for ``panel_structure_ttl_s``."""
         self.judging = JudgePipeline(

@@ -285,6 +285,16 @@ class EstimatesSettings(_Section):
     panel_structure_ttl_s: float = Field(default=30.0, ge=0.0, allow_inf_nan=False)
     """``panel_structure`` is recomputed at most this often per panel (0: on every query): its
     Dawid-Skene refit costs 80-200 ms at a few thousand verdicts."""
+    max_inflight_reports: int = Field(default=2, ge=1, le=1024)
+    """Computations over stored verdicts at once (the win rate, the disagreement list, the
+    panel structure, the console's lists; :mod:`judgefuse.service.estimates.reports`). Each
+    reads and parses a panel's verdicts in a worker thread, and a thread that parses holds the
+    interpreter's lock a switch interval at a time: every one running beside the event loop
+    slows the judging requests a little, so few run at once. A report answered from its cache
+    takes no place."""
+    report_wait_s: float = Field(default=1.0, ge=0.0, le=60.0, allow_inf_nan=False)
+    """How long a report past ``max_inflight_reports`` waits in line for a place before its
+    429 (with ``Retry-After``)."""
 
     @field_validator("th_eps")
     @classmethod

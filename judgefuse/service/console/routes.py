@@ -73,11 +73,14 @@ async def overview(
     tenants = ([caller.tenant] if caller.tenant is not None
                else list(request.app.state.authenticator.tenants))
     views = []
-    for tenant in tenants:
-        for runtime in runtimes:
-            views.append({"tenant": tenant, **await panel_overview(
-                tenant, runtime, sources, calibration=calibration, queue=queue,
-                monitoring=monitoring)})
+    # the page reads stored verdicts (the queue's age, the judges' figures): one place of the
+    # report gate for all of it (judgefuse.service.estimates.reports)
+    async with calibration.reports.admit(caller.tenant or "-", "console_overview"):
+        for tenant in tenants:
+            for runtime in runtimes:
+                views.append({"tenant": tenant, **await panel_overview(
+                    tenant, runtime, sources, calibration=calibration, queue=queue,
+                    monitoring=monitoring)})
     replica = replica_figures(request.app.state.metrics,
                               None if caller.tenant is None else [caller.tenant])
     return _page(request, "console_overview.html.j2", views=views, operator=caller.tenant is None,
@@ -91,8 +94,11 @@ async def verdict_list(request: Request, caller: CallerDep, gateway: GatewayDep)
     params = dict(request.query_params)
     runtime = gateway.runtime(params.get("panel") or None, field="query.panel")
     checked = ListParams(runtime.name, params)
-    page = await gateway.storage.list_verdicts(
-        tenant, checked.query, after=checked.after, limit=checked.limit, scan_limit=SCAN_LIMIT)
+    # up to SCAN_LIMIT records read and parsed (off the loop when large): a place of the report
+    # gate, not a cache (every new verdict changes the page)
+    async with gateway.calibration.reports.admit(tenant, "console_verdicts"):
+        page = await gateway.storage.list_verdicts(
+            tenant, checked.query, after=checked.after, limit=checked.limit, scan_limit=SCAN_LIMIT)
     rows = [_row(record) for record in page.records]
     presets = _presets(checked)
     return _page(request, "console_verdicts.html.j2", tenant=tenant, panel=runtime.name,

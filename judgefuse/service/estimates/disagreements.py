@@ -15,7 +15,8 @@ with the panel's **label version** (docs/design.md, 'The review loop'):
   even when the count stays).
 
 Those are a few small counter reads, on every backend and in every replica (another process's
-label changes them too). A read is also redone after :data:`MAX_AGE_S`, so the one change the
+label changes them too). A read that is needed takes a place of the report gate and sorts in a
+worker thread (:mod:`.reports`); a reused one takes neither. A read is also redone after :data:`MAX_AGE_S`, so the one change the
 counters cannot see (two relabels between polls that exactly cancel, same method, answer,
 confidence bin and opposite labels) shows within that time.
 """
@@ -26,10 +27,13 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from judgefuse.service.ledger import panel_prefix, parse_key
-from judgefuse.service.storage import Storage
+from judgefuse.service.storage import Storage, VerdictRecord
+
+if TYPE_CHECKING:
+    from judgefuse.service.estimates.reports import Reports
 
 __all__ = ["DISAGREEMENT_SCAN", "MAX_AGE_S", "DisagreementCache", "label_version"]
 
@@ -38,6 +42,8 @@ DISAGREEMENT_SCAN = 500
 (older misses are in the console's verdict list, filter ``wrong``)."""
 MAX_AGE_S = 60.0
 """The longest a read is reused even when the label version has not moved (module docstring)."""
+REPORT = "disagreements"
+"""The report's name in the gate's counters (:mod:`.reports`)."""
 MAX_ENTRIES = 1024
 """(tenant, panel) pairs kept; the least recently asked goes first."""
 
@@ -73,9 +79,12 @@ class DisagreementCache:
     """The disagreement list per (tenant, panel), read again only when its label version moved
     or the last read is :data:`MAX_AGE_S` old (module docstring)."""
 
-    def __init__(self, *, clock: Callable[[], float] = time.monotonic, max_age_s: float = MAX_AGE_S) -> None:
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic, max_age_s: float = MAX_AGE_S,
+                 reports: Reports | None = None) -> None:
         self.clock = clock
         self.max_age_s = max_age_s
+        self.reports = reports
+        """The report gate a read is admitted by (None: no gate, sorted on the loop)."""
         self._reads: OrderedDict[tuple[str, str], _Read] = OrderedDict()
 
     async def get(
@@ -89,8 +98,14 @@ class DisagreementCache:
         read = self._reads.get(key)
         now = self.clock()
         if read is None or read.version != version or now - read.read_at >= self.max_age_s:
-            read = await self._read(storage, tenant, panel, version, now)
+            if self.reports is None:
+                read = await self._read(storage, tenant, panel, version, now)
+            else:
+                async with self.reports.admit(tenant, REPORT):
+                    read = await self._read(storage, tenant, panel, version, now, self.reports)
             self._reads[key] = read
+        elif self.reports is not None:
+            self.reports.count(tenant, REPORT, "cached")
         self._reads.move_to_end(key)
         while len(self._reads) > MAX_ENTRIES:
             self._reads.popitem(last=False)
@@ -103,10 +118,18 @@ class DisagreementCache:
         }  # fmt: skip
 
     @staticmethod
-    async def _read(storage: Storage, tenant: str, panel: str, version: tuple[object, ...], now: float) -> _Read:
+    async def _read(
+        storage: Storage, tenant: str, panel: str, version: tuple[object, ...], now: float,
+        reports: Reports | None = None,
+    ) -> _Read:
         records = await storage.iter_labelled(tenant, panel, limit=DISAGREEMENT_SCAN)
-        missed = [r for r in records if r.verdict.choice in ("A", "B") and r.verdict.choice != r.label]
-        missed.sort(key=lambda r: (-r.verdict.confidence, -r.created_at, r.id))
-        misses = tuple((r.id, r.verdict.method, str(r.verdict.choice), r.verdict.confidence, str(r.label),
-                        r.created_at) for r in missed)  # fmt: skip
+        misses = await reports.run(REPORT, _misses, records) if reports is not None else _misses(records)
         return _Read(version, now, len(records), misses)
+
+
+def _misses(records: list[VerdictRecord]) -> tuple[Miss, ...]:
+    """The labelled ``records`` whose fused A/B answer the label contradicts, most confident first."""
+    missed = [r for r in records if r.verdict.choice in ("A", "B") and r.verdict.choice != r.label]
+    missed.sort(key=lambda r: (-r.verdict.confidence, -r.created_at, r.id))
+    return tuple((r.id, r.verdict.method, str(r.verdict.choice), r.verdict.confidence, str(r.label),
+                  r.created_at) for r in missed)  # fmt: skip

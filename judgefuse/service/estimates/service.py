@@ -6,6 +6,10 @@ counters, stored votes): the labelled sample's metrics and the population estima
 (:mod:`judgefuse.service.estimates.calibration_store`), each method's history per day, and the
 panel structure (:mod:`judgefuse.service.estimates.panel_estimates`), cached per panel for
 ``panel_structure_ttl_s`` because it refits Dawid-Skene on the newest votes.
+
+The reads of stored verdicts (win rate, disagreement list, panel structure) each go through
+:attr:`CalibrationService.reports` (:mod:`.reports`): off the event loop, a few at once, and
+not repeated while the panel's data has not changed.
 """
 
 from __future__ import annotations
@@ -21,9 +25,11 @@ from judgefuse.service.estimates.calibration_store import (
 )
 from judgefuse.service.estimates.disagreements import DisagreementCache
 from judgefuse.service.estimates.panel_estimates import PanelEstimatesCache
-from judgefuse.service.estimates.win_rates import WinRateOut, panel_win_rate
+from judgefuse.service.estimates.reports import Reports
+from judgefuse.service.estimates.win_rates import WinRateCache, WinRateOut
 from judgefuse.service.judging.panels import PanelRuntime
 from judgefuse.service.ledger import label_kind_counts, parse_key
+from judgefuse.service.monitoring.metrics import ServiceMetrics
 from judgefuse.service.settings import Settings
 from judgefuse.service.storage import Storage, hour_of
 
@@ -32,15 +38,22 @@ __all__ = ["CalibrationService"]
 
 class CalibrationService:
     def __init__(
-        self, settings: Settings, storage: Storage, *, clock: Callable[[], float] = time.time
+        self, settings: Settings, storage: Storage, *, clock: Callable[[], float] = time.time,
+        metrics: ServiceMetrics | None = None,
     ) -> None:
         self.settings = settings
         self.storage = storage
         self.clock = clock
-        self.panel_structure = PanelEstimatesCache(settings.estimates.panel_structure_ttl_s)
+        self.reports = Reports(settings.estimates.max_inflight_reports, settings.estimates.report_wait_s,
+                               metrics=metrics)
+        """The gate, worker hand-off and counters of every read of stored verdicts (:mod:`.reports`;
+        the console's lists take their places here too)."""
+        self.panel_structure = PanelEstimatesCache(settings.estimates.panel_structure_ttl_s, self.reports)
         """The panel structure, per panel, for ``panel_structure_ttl_s``."""
-        self.disagreement_lists = DisagreementCache(clock=clock)
+        self.disagreement_lists = DisagreementCache(clock=clock, reports=self.reports)
         """The disagreement list, per panel, until a label changes (:mod:`.disagreements`)."""
+        self.win_rates = WinRateCache(self.reports, clock=clock)
+        """The win rate's scans, per panel and field, until a verdict or label lands (:mod:`.win_rates`)."""
 
     async def report(
         self, tenant: str, panel: str, *, window_hours: int | None, n_bins: int, eps: float,
@@ -59,8 +72,8 @@ class CalibrationService:
     ) -> WinRateOut:
         """The win rate of X over Y among (tenant, panel)'s stored verdicts of the last
         ``window_hours`` (None: all), corrected by the labels (:mod:`.win_rates`)."""
-        since = None if not window_hours else self.clock() - 3600.0 * window_hours
-        return await panel_win_rate(self.storage, tenant, panel, field=field, x=x, y=y, since=since, level=level)
+        return await self.win_rates.get(self.storage, tenant, panel, field=field, x=x, y=y,
+                                        window_hours=window_hours, level=level)
 
     async def label_kinds(
         self, tenant: str, panel: str, *, window_hours: int | None

@@ -19,22 +19,49 @@ the labels-only stratified mean (the same estimator with ``lam = 0``). Unsolicit
 judge-only estimate only. A stratum with comparisons but no label makes the corrected and
 labels-only estimates undefined (NaN -> ``null``) with an interval as wide as its share allows.
 
-Cost: one scan of the panel's stored records in the window (``Storage.iter_records``), so this
-is a report, not a dashboard poll; items must be stored (``store_items``) for their metadata.
+Cost: one scan of the panel's stored records in the window (``Storage.iter_records``; items
+must be stored, ``store_items``, for their metadata), paged, parsed and folded in worker threads
+under the report gate (:mod:`.reports`). What the scan keeps is not the answer but one compact
+row per verdict naming two systems under ``field`` (the two systems, the judges' outcome for
+A's, the review stratum, the label's outcome, its time), per (tenant, panel, field, window), with
+the panel's data version (:func:`.reports.data_version`): any ``x``, ``y`` and ``level`` is
+answered from those rows, and the next poll while no verdict or label of the panel has landed
+reads nothing but the counters. A scan is redone after :data:`MAX_AGE_S` as well (retention
+drops verdicts without moving a counter).
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import math
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from pydantic import BaseModel
 
+from judgefuse.service.estimates.reports import Reports, data_version
 from judgefuse.service.ledger import UNSOLICITED, label_stratum_key, population_stratum_key
 from judgefuse.service.storage import Storage, VerdictRecord
 
-__all__ = ["WinRateEstimate", "WinRateOut", "panel_win_rate"]
+__all__ = ["MAX_AGE_S", "WinRateCache", "WinRateEstimate", "WinRateOut"]
+
+log = logging.getLogger(__name__)
+
+REPORT = "winrate"
+MAX_AGE_S = 60.0
+"""The longest a scan is reused while the panel's data version has not moved (retention drops
+records without moving a counter)."""
+MAX_ENTRIES = 32
+"""Scans kept, (tenant, panel, field, window) each; the least recently asked goes first."""
+FOLD_RECORDS = 500
+"""Records handed to the worker thread at a time: the loop holds one such hand-off, not the scan."""
 
 
 class WinRateEstimate(BaseModel):
@@ -74,59 +101,189 @@ def _clean(data: dict[str, Any]) -> dict[str, Any]:
     return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in data.items()}
 
 
-def _systems(record: VerdictRecord, field: str) -> tuple[str, str] | None:
-    meta = record.item.metadata if record.item is not None else {}
-    a, b = meta.get(f"{field}_a"), meta.get(f"{field}_b")
-    if a is None or b is None:
-        return None
-    return str(a), str(b)
+def _outcome_of_a(letter: str | None) -> float:
+    """A comparison's outcome for the system of answer A (``outcome_for_x`` with X = A's)."""
+    return 1.0 if letter == "A" else 0.0 if letter == "B" else 0.5
 
 
-async def panel_win_rate(
-    storage: Storage, tenant: str, panel: str, *, field: str, x: str, y: str,
-    since: float | None, level: float,
-) -> WinRateOut:
-    """The ``WinRateOut`` body (module docstring) of (tenant, panel)'s records since ``since``."""
-    from judgefuse.calibration.model_assisted import AssistedStratum, difference_mean
-    from judgefuse.calibration.win_rate import clt_mean, outcome_for_x
+@dataclass
+class _Rows:
+    """The scan's rows as it is folded, page by page, in a worker thread (module docstring)."""
 
-    judged: list[float] = []
-    strata: dict[str, dict[str, list[float]]] = {}
-    unsolicited = 0
-    await storage.index_existing_records()
-    async for record in storage.iter_records(tenant, panel=panel, since=since):
-        systems = _systems(record, field)
-        if systems is None or {systems[0], systems[1]} != {x, y}:
-            continue
-        f = outcome_for_x(record.verdict.choice, systems[0], x)
-        judged.append(f)
-        if record.review is None:
-            unsolicited += record.label is not None
-            continue
-        part = strata.setdefault(population_stratum_key(record.review), {"f": [], "fl": [], "yl": []})
-        part["f"].append(f)
-        if record.label is None:
-            continue
-        if label_stratum_key(record) == UNSOLICITED:
-            unsolicited += 1
-            continue
-        part["fl"].append(f)
-        part["yl"].append(outcome_for_x(record.label, systems[0], x))
-    assisted = [AssistedStratum(name, len(p["f"]), float(sum(p["f"])), np.asarray(p["yl"]), np.asarray(p["fl"]),
-                                np.ones(len(p["yl"]))) for name, p in sorted(strata.items())]
-    corrected = difference_mean(assisted, level=level, method="win rate corrected by the labels")
-    labels_only = difference_mean(assisted, level=level, lam=0.0, method="win rate from the labels only")
-    judge_only = clt_mean(judged, alpha=1.0 - level, method="judge verdicts only (normal interval)")
-    judge = {"estimate": judge_only.estimate, "lower": judge_only.lower, "upper": judge_only.upper,
-             "labels": 0, "method": judge_only.method}
-    return WinRateOut.model_validate({
-        "panel": panel, "field": field, "x": x, "y": y, "level": level,
-        "n_verdicts": len(judged),
-        "n_labels": corrected.labels,
-        "labelled": {name: len(p["yl"]) for name, p in sorted(strata.items())},
-        "represented": {name: len(p["f"]) for name, p in sorted(strata.items())},
-        "unsolicited_labels": unsolicited,
-        "corrected": corrected.as_dict(),
-        "labels_only": labels_only.as_dict(),
-        "judge_only": _clean(judge),
-    })
+    field: str
+    systems: dict[str, int] = dataclass_field(default_factory=dict)
+    strata: dict[str, int] = dataclass_field(default_factory=dict)
+    a: list[int] = dataclass_field(default_factory=list)
+    b: list[int] = dataclass_field(default_factory=list)
+    judged: list[float] = dataclass_field(default_factory=list)
+    """The fused verdict's outcome for A's system."""
+    stratum: list[int] = dataclass_field(default_factory=list)
+    """Index into ``strata``; -1: no review stamp (judge-only)."""
+    label: list[float] = dataclass_field(default_factory=list)
+    """The label's outcome for A's system; NaN: none, or unsolicited."""
+    unsolicited: list[bool] = dataclass_field(default_factory=list)
+    created: list[float] = dataclass_field(default_factory=list)
+
+    def fold(self, records: Sequence[VerdictRecord]) -> None:
+        for record in records:
+            meta = record.item.metadata if record.item is not None else {}
+            sys_a, sys_b = meta.get(f"{self.field}_a"), meta.get(f"{self.field}_b")
+            if sys_a is None or sys_b is None:
+                continue
+            self.a.append(self.systems.setdefault(str(sys_a), len(self.systems)))
+            self.b.append(self.systems.setdefault(str(sys_b), len(self.systems)))
+            self.judged.append(_outcome_of_a(record.verdict.choice))
+            self.created.append(record.created_at)
+            label, unsolicited, stratum = math.nan, False, -1
+            if record.review is None:
+                unsolicited = record.label is not None
+            else:
+                name = population_stratum_key(record.review)
+                stratum = self.strata.setdefault(name, len(self.strata))
+                if record.label is not None:
+                    if label_stratum_key(record) == UNSOLICITED:
+                        unsolicited = True
+                    else:
+                        label = _outcome_of_a(record.label)
+            self.stratum.append(stratum)
+            self.label.append(label)
+            self.unsolicited.append(unsolicited)
+
+    def freeze(self, version: tuple[object, ...], read_at: float, since: float | None) -> _Scan:
+        return _Scan(
+            version=version, read_at=read_at, since=since, systems=dict(self.systems),
+            strata=sorted(self.strata, key=self.strata.__getitem__),
+            a=np.asarray(self.a, dtype=np.int64), b=np.asarray(self.b, dtype=np.int64),
+            judged=np.asarray(self.judged, dtype=np.float64),
+            stratum=np.asarray(self.stratum, dtype=np.int64),
+            label=np.asarray(self.label, dtype=np.float64),
+            unsolicited=np.asarray(self.unsolicited, dtype=bool),
+            created=np.asarray(self.created, dtype=np.float64),
+        )
+
+
+@dataclass(frozen=True)
+class _Scan:
+    """One scan's rows, as arrays in the scan's (created_at, id) order, and what it was read under."""
+
+    version: tuple[object, ...]
+    read_at: float
+    since: float | None
+    systems: dict[str, int]
+    strata: list[str]
+    a: npt.NDArray[np.int64]
+    b: npt.NDArray[np.int64]
+    judged: npt.NDArray[np.float64]
+    stratum: npt.NDArray[np.int64]
+    label: npt.NDArray[np.float64]
+    unsolicited: npt.NDArray[np.bool_]
+    created: npt.NDArray[np.float64]
+
+    def answer(self, panel: str, field: str, x: str, y: str, since: float | None, level: float) -> WinRateOut:
+        """The ``WinRateOut`` body (module docstring) of the rows comparing ``x`` with ``y``
+        created at or after ``since``."""
+        from judgefuse.calibration.model_assisted import AssistedStratum, difference_mean
+        from judgefuse.calibration.win_rate import clt_mean
+
+        ix, iy = self.systems.get(x), self.systems.get(y)
+        if ix is None or iy is None:
+            mask = np.zeros(self.a.shape, dtype=bool)
+        else:
+            mask = ((self.a == ix) & (self.b == iy)) | ((self.a == iy) & (self.b == ix))
+        if since is not None:
+            mask &= self.created >= since
+        x_is_a = self.a[mask] == ix
+        judged = np.where(x_is_a, self.judged[mask], 1.0 - self.judged[mask])
+        labels = np.where(x_is_a, self.label[mask], 1.0 - self.label[mask])  # NaN stays NaN
+        stratum = self.stratum[mask]
+        labelled = ~np.isnan(labels)
+        assisted = []
+        for index in sorted(set(stratum[stratum >= 0].tolist()), key=self.strata.__getitem__):
+            part = stratum == index
+            points = part & labelled
+            assisted.append(AssistedStratum(self.strata[index], int(part.sum()), float(judged[part].sum()),
+                                            labels[points], judged[points], np.ones(int(points.sum()))))
+        corrected = difference_mean(assisted, level=level, method="win rate corrected by the labels")
+        labels_only = difference_mean(assisted, level=level, lam=0.0, method="win rate from the labels only")
+        judge_only = clt_mean(judged.tolist(), alpha=1.0 - level, method="judge verdicts only (normal interval)")
+        judge = {"estimate": judge_only.estimate, "lower": judge_only.lower, "upper": judge_only.upper,
+                 "labels": 0, "method": judge_only.method}
+        return WinRateOut.model_validate({
+            "panel": panel, "field": field, "x": x, "y": y, "level": level,
+            "n_verdicts": int(mask.sum()),
+            "n_labels": corrected.labels,
+            "labelled": {s.name: s.labels for s in assisted},
+            "represented": {s.name: s.population for s in assisted},
+            "unsolicited_labels": int(self.unsolicited[mask].sum()),
+            "corrected": corrected.as_dict(),
+            "labels_only": labels_only.as_dict(),
+            "judge_only": _clean(judge),
+        })
+
+
+class WinRateCache:
+    """The scans behind ``GET /v1/panels/{panel}/winrate`` per (tenant, panel, field, window),
+    redone only when the panel's data version moved or the scan is :data:`MAX_AGE_S` old;
+    concurrent polls of one key share one scan (module docstring)."""
+
+    def __init__(self, reports: Reports, *, clock: Callable[[], float] = time.time,
+                 max_age_s: float = MAX_AGE_S) -> None:
+        self.reports = reports
+        self.clock = clock
+        self.max_age_s = max_age_s
+        self._scans: OrderedDict[tuple[str, str, str, int], _Scan] = OrderedDict()
+        self._pending: dict[tuple[str, str, str, int], asyncio.Task[_Scan]] = {}
+
+    async def get(
+        self, storage: Storage, tenant: str, panel: str, *, field: str, x: str, y: str,
+        window_hours: int | None, level: float,
+    ) -> WinRateOut:
+        """The win rate of ``x`` over ``y`` in the last ``window_hours`` (None: all time)."""
+        now = self.clock()
+        since = None if not window_hours else now - 3600.0 * window_hours
+        version = await data_version(storage, tenant, panel)  # before the records: a verdict
+        # landing during the scan leaves it under the older version, scanned again next poll
+        key = (tenant, panel, field, window_hours or 0)
+        scan = self._scans.get(key)
+        if (scan is not None and scan.version == version and now - scan.read_at < self.max_age_s
+                and (since is None or (scan.since is not None and scan.since <= since))):
+            self.reports.count(tenant, REPORT, "cached")
+        else:
+            task = self._pending.get(key)
+            if task is None:
+                task = asyncio.ensure_future(self._scan(storage, key, version, now, since))
+                self._pending[key] = task
+                task.add_done_callback(lambda done: self._settled(key, done))
+            else:
+                self.reports.count(tenant, REPORT, "cached")  # shares the scan in progress
+            scan = await asyncio.shield(task)
+        if key in self._scans:
+            self._scans.move_to_end(key)
+        return await self.reports.run(REPORT, scan.answer, panel, field, x, y, since, level)
+
+    def _settled(self, key: tuple[str, str, str, int], task: asyncio.Task[_Scan]) -> None:
+        if self._pending.get(key) is task:
+            del self._pending[key]
+        if not task.cancelled() and task.exception() is not None:
+            log.debug("win rate scan of %s failed: %r", key[:3], task.exception())
+
+    async def _scan(
+        self, storage: Storage, key: tuple[str, str, str, int], version: tuple[object, ...],
+        now: float, since: float | None,
+    ) -> _Scan:
+        tenant, panel, field, _ = key
+        async with self.reports.admit(tenant, REPORT):
+            rows = _Rows(field)
+            page: list[VerdictRecord] = []
+            await storage.index_existing_records()
+            async for record in storage.iter_records(tenant, panel=panel, since=since):
+                page.append(record)
+                if len(page) >= FOLD_RECORDS:
+                    await self.reports.run(REPORT, rows.fold, page)
+                    page = []
+            await self.reports.run(REPORT, rows.fold, page)
+            scan = await self.reports.run(REPORT, rows.freeze, version, now, since)
+        self._scans[key] = scan
+        while len(self._scans) > MAX_ENTRIES:
+            self._scans.popitem(last=False)
+        return scan

@@ -16,7 +16,9 @@ Series (all prefixed ``judgefuse_``):
 * cascades: ``cascade_decisions_total`` {panel, stage} (stage = the accepting stage's 1-based
   index and name, e.g. ``2:j2``, or ``review``)
 * admission: ``admission_rejected_total`` {tenant, limit} (429s before any judge call),
-  ``requests_inflight`` {tenant}; circuit breakers (refreshed on scrape):
+  ``requests_inflight`` {tenant}; ``report_reads_total`` {tenant, report, outcome} (reports
+  over stored verdicts computed, answered from their cache, or refused:
+  :mod:`judgefuse.service.estimates.reports`); circuit breakers (refreshed on scrape):
   ``circuit_opened`` {panel, judge} (times opened, this process), ``circuit_open`` {panel, judge}
   (1 while open or half-open)
 * ``event_loop_lag_seconds`` histogram: how late a timer set 5 ms ahead fired, sampled all the
@@ -153,6 +155,10 @@ class ServiceMetrics:
         self.admission_rejected = Counter(
             "judgefuse_admission_rejected", "Requests refused with 429 before any judge call, by limit",
             ("tenant", "limit"), registry=r)
+        self.report_reads = Counter(
+            "judgefuse_report_reads",
+            "Reports over stored verdicts by outcome: computed, cached (no scan) or refused (429)",
+            ("tenant", "report", "outcome"), registry=r)
         self.requests_inflight = Gauge(
             "judgefuse_requests_inflight", "Judge requests admitted and not yet answered",
             ("tenant",), registry=r)

@@ -705,9 +705,11 @@ class PostgresStorage(Storage):
 
             rows = await self._run("iter_records", page, transaction=False)
             sizer.observe(len(rows), sum(len(row[3]) for row in rows))
-            for created, row_tenant, vid, body in rows:
-                yield parse_record(body, "postgresql")
-                after = (created, row_tenant, vid)
+            # a page at a time, in a worker thread when large (checks.PARSE_OFF_LOOP_BYTES)
+            for record in await parse_records([row[3] for row in rows], "postgresql"):
+                yield record
+            if rows:
+                after = (rows[-1][0], rows[-1][1], rows[-1][2])
             if len(rows) < limit:
                 return
 

@@ -878,10 +878,9 @@ class RedisStorage(Storage):
             with self._errors("iter_records"):
                 raws = await self.client.mget([self._k(tenant, "v", vid) for vid, _ in page])
             sizer.observe(len(raws), sum(len(raw) for raw in raws if raw is not None))
-            for raw in raws:
-                if raw is None:  # expired (record TTL) or deleted since the page was read
-                    continue
-                record = parse_record(raw, "redis")
+            # None: expired (record TTL) or deleted since the page was read; parsed a page at a
+            # time, in a worker thread when large (checks.PARSE_OFF_LOOP_BYTES)
+            for record in await parse_records(raws, "redis"):
                 if panel is not None and record.panel != panel:
                     continue
                 if labelled_only and record.label not in DECIDED:

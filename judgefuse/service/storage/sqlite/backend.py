@@ -593,8 +593,9 @@ class SQLiteStorage(Storage):
             )
             rows = await self._run("iter_records", page)
             sizer.observe(len(rows), sum(len(row[3]) for row in rows))
-            for row in rows:
-                yield parse_record(row[3], "sqlite")
+            # a page at a time, in a worker thread when large (checks.PARSE_OFF_LOOP_BYTES)
+            for record in await parse_records([row[3] for row in rows], "sqlite"):
+                yield record
             if len(rows) < limit:
                 return
             after = (float(rows[-1][0]), str(rows[-1][1]), str(rows[-1][2]))
