@@ -18,7 +18,7 @@ estimate (the hull of the percentile and basic intervals) and names its method f
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +37,7 @@ __all__ = [
     "BootstrapInterval",
     "bootstrap_ci",
     "bootstrap_interval",
+    "bootstrap_intervals_many",
     "interval_from_stats",
 ]
 
@@ -292,6 +293,93 @@ def bootstrap_interval(
     estimate = _point(metric, c, z, n_bins, eps)
     bounds = _RANGES.get(metric) or get_metric(metric).bounds
     return interval_from_stats(estimate, stats, level=level, bounds=bounds, n_resamples=n_resamples)
+
+
+def bootstrap_intervals_many(
+    rows: Sequence[tuple[Any, Any]],
+    metrics: Sequence[str],
+    *,
+    n_resamples: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+    n_bins: int = 10,
+    eps: float = 0.1,
+) -> list[dict[str, BootstrapInterval]]:
+    """:func:`bootstrap_interval` of every metric for every ``(confidence, correct)`` row, with
+    the resamples drawn once and shared.
+
+    Why: a report asks for 2 intervals for each of 15 rows over the same items. Drawn one
+    interval at a time, the index matrix (resamples x items) was drawn and counted 30 times, and
+    that, not the metric, was the cost (29 s of a 20,000-item ``eval``). Rows of the same length
+    see, with the same seed, the very resamples :func:`bootstrap_interval` draws for each of them
+    alone (same generator, same blocks), so every interval here equals that function's up to
+    the rounding of a wider matrix product (about 1e-15): no new Monte Carlo error is added. The
+    Monte Carlo error of a 95% endpoint itself is unchanged: about
+    ``sqrt(0.025 * 0.975 / B) / phi(1.96)`` = 0.085 standard deviations of the statistic at
+    B = 1,000 (4% of the interval's half-width). Metrics without a vectorised form here (the loop
+    metrics, plugins') fall back to :func:`bootstrap_interval`, one at a time.
+    """
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
+        raise ValueError(f"n_resamples must be an integer >= 1, got {n_resamples!r}")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must lie in (0, 1), got {level}")
+    n_bins = check_n_bins(n_bins)
+    eps = check_eps(eps)
+    specs = _make_specs(n_bins, eps)
+    pairs = [check_pair(confidence, correct) for confidence, correct in rows]
+    out: list[dict[str, BootstrapInterval]] = [{} for _ in pairs]
+    fast = [metric for metric in metrics if metric in specs]
+    by_size: dict[int, list[int]] = {}
+    for r, (c, _) in enumerate(pairs):
+        by_size.setdefault(c.size, []).append(r)
+    for n, members in by_size.items():
+        stats = _shared_stats([pairs[r] for r in members], [specs[m] for m in fast], n, n_resamples, seed)
+        for r, row_stats in zip(members, stats, strict=True):
+            c, z = pairs[r]
+            for metric, values in zip(fast, row_stats, strict=True):
+                estimate = _point(metric, c, z, n_bins, eps)
+                out[r][metric] = interval_from_stats(
+                    estimate, values[~np.isnan(values)], level=level, bounds=_RANGES[metric], n_resamples=n_resamples
+                )
+    for r, (c, z) in enumerate(pairs):
+        for metric in metrics:
+            if metric not in out[r]:
+                out[r][metric] = bootstrap_interval(
+                    c, z, metric=metric, n_resamples=n_resamples, level=level, seed=seed, n_bins=n_bins, eps=eps
+                )
+        out[r] = {metric: out[r][metric] for metric in metrics}
+    return out
+
+
+def _shared_stats(
+    pairs: Sequence[tuple[np.ndarray, np.ndarray]],
+    specs: Sequence[tuple[Features, Reducer]],
+    n: int,
+    n_resamples: int,
+    seed: int,
+) -> list[list[np.ndarray]]:
+    """Per row, per spec, the bootstrap statistics (with NaNs), from one shared stream of
+    resamples drawn exactly as :func:`_bootstrap_stats` draws them for ``n`` items."""
+    features = [[spec[0](c, z) for spec in specs] for c, z in pairs]
+    widths = [x.shape[1] for x in features[0]] if features else []
+    # one (n x k) matrix per row: a product per row bounds memory at 10^6 items
+    stacked = [np.hstack(row) if row else np.zeros((n, 0)) for row in features]
+    stats = [[np.empty(n_resamples) for _ in specs] for _ in pairs]
+    rng = np.random.default_rng(seed)
+    block = max(1, _CHUNK_CELLS // n)
+    for start in range(0, n_resamples, block):
+        b = min(block, n_resamples - start)
+        idx = rng.integers(0, n, size=(b, n))
+        flat = (idx + (np.arange(b) * n)[:, None]).ravel()
+        counts = np.bincount(flat, minlength=b * n).reshape(b, n).astype(np.float64)
+        size = np.full(b, float(n))
+        for row, x in enumerate(stacked):
+            sums = counts @ x
+            offset = 0
+            for k, (spec, width) in enumerate(zip(specs, widths, strict=True)):
+                stats[row][k][start : start + b] = spec[1](sums[:, offset : offset + width], size)
+                offset += width
+    return stats
 
 
 def _registered(name: str, n_bins: int, eps: float) -> Callable[[np.ndarray, np.ndarray], float] | None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from judgefuse import calibration
-from judgefuse.calibration.bootstrap import INTERVAL_METHOD, BootstrapInterval, bootstrap_interval
+from judgefuse.calibration.bootstrap import INTERVAL_METHOD, BootstrapInterval, bootstrap_intervals_many
 from judgefuse.calibration.builtin_metrics import BUILTIN_METRICS
 from judgefuse.calibration.metric_registry import registered_metrics
 from judgefuse.errors import InputError
@@ -159,7 +159,13 @@ def evaluate(
         ties.append(_method_ties(name, labelled, made, [], []))
 
     reference = next((row for row in scored if row.name == REFERENCE_METHOD), None)
-    reports = [_report(row, reference, options) for row in scored]
+    # every row's intervals from one shared stream of resamples (bootstrap_intervals_many: the
+    # same resamples each row would draw alone, drawn once instead of once per row and metric)
+    intervals = bootstrap_intervals_many(
+        [(row.confidence, row.correct) for row in scored], ci_metrics(), n_resamples=options.n_bootstrap,
+        seed=options.seed, n_bins=options.n_bins, eps=options.eps,
+    )
+    reports = [_report(row, reference, options, made) for row, made in zip(scored, intervals, strict=True)]
     agreement = [row_agreement(row, labelled) for row in scored]
     alpha = panel_alpha(labelled, judge_names(labelled))
     return Evaluation(len(items), len(labelled), reports, skipped, options, agreement, alpha, ties)
@@ -203,16 +209,11 @@ def _fuse(name: str, items: Sequence[JudgedItem], options: EvaluationOptions) ->
     return predict_many(method, batches)  # a label-free method (dawid_skene) fits on every item here
 
 
-def _report(row: ScoredRow, reference: ScoredRow | None, options: EvaluationOptions) -> RowReport:
+def _report(
+    row: ScoredRow, reference: ScoredRow | None, options: EvaluationOptions, intervals: dict[str, BootstrapInterval]
+) -> RowReport:
     conf, correct = row.confidence, row.correct
     metrics = calibration.summarize(conf, correct, n_bins=options.n_bins, eps=options.eps)
-    intervals = {
-        metric: bootstrap_interval(
-            conf, correct, metric=metric, n_resamples=options.n_bootstrap, seed=options.seed,
-            n_bins=options.n_bins, eps=options.eps,
-        )
-        for metric in ci_metrics()
-    }
     ci = {metric: (interval.low, interval.high) for metric, interval in intervals.items()}
     per_category: dict[str, dict[str, float]] = {}
     if np.any(row.categories != ""):

@@ -1,0 +1,125 @@
+"""Benchmark (issue 46): ``judgefuse eval`` with the default rows on a synthetic votes file of N items.
+
+Why a separate file from ``bench_eval.py``: that one replays the 350-item JudgeBench split;
+this one asks how the offline tools grow with the data (10^4, 10^5, 10^6 items x 5 judges), so
+it writes its own file and times the real command in a child process, where peak RSS is the
+child's alone (``resource.getrusage(RUSAGE_CHILDREN)``, one child per run).
+
+The file: 5 judges of accuracies 0.60-0.75 (an informative confidence, ``sigmoid(|z|)``), about
+3% invalid votes (an error, no letter), 2% tie votes, 2% of items with a tie label, 4 categories,
+every other item labelled A or B (balanced). It exercises every branch of the voting rules
+(single valid vote, ties, no valid vote), which ``synthetic_panels.py``'s clean panels do not.
+
+    python benchmarks/bench_eval_scale.py write --n 20000 OUT.jsonl
+    python benchmarks/bench_eval_scale.py run --sizes 10000 100000 [--repeat 3] [--bootstrap 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ACCURACIES = (0.60, 0.6375, 0.675, 0.7125, 0.75)
+CATEGORIES = ("chat", "code", "math", "safety")
+P_INVALID = 0.03
+P_TIE_VOTE = 0.02
+P_TIE_LABEL = 0.02
+
+
+def synthetic_lines(n: int, seed: int = 0) -> list[str]:
+    """``n`` JSONL lines (one judged item each) of the panel described in the module docstring."""
+    rng = np.random.default_rng(seed)
+    truth_a = rng.random(n) < 0.5
+    tie_label = rng.random(n) < P_TIE_LABEL
+    categories = rng.integers(0, len(CATEGORIES), size=n)
+    n_judges = len(ACCURACIES)
+    # each judge answers the sign of z ~ N(+-d, 1) with d set by its accuracy: P(z > 0) = accuracy
+    d = np.asarray([-_probit(1.0 - a) for a in ACCURACIES])
+    z = rng.normal(size=(n, n_judges)) + d[None, :]
+    conf = np.round(1.0 / (1.0 + np.exp(-np.abs(z))), 6)
+    right = z > 0
+    says_a = np.where(truth_a[:, None], right, ~right)
+    kind = rng.random((n, n_judges))
+    lines = []
+    for i in range(n):
+        votes = []
+        for j in range(n_judges):
+            judge = f"judge-{j + 1}"
+            if kind[i, j] < P_INVALID:
+                votes.append({"judge": judge, "mode": "sc", "error": "unparseable"})
+            elif kind[i, j] < P_INVALID + P_TIE_VOTE:
+                votes.append({"judge": judge, "mode": "sc", "choice": "tie"})
+            else:
+                votes.append({"judge": judge, "mode": "sc", "choice": "A" if says_a[i, j] else "B",
+                              "confidence": float(conf[i, j]), "cost_usd": 0.0001, "calls": 1})
+        label = "tie" if tie_label[i] else ("A" if truth_a[i] else "B")
+        item = {"id": f"item-{i:07d}", "label": label, "category": CATEGORIES[categories[i]]}
+        lines.append(json.dumps({"item": item, "votes": votes}, separators=(",", ":")))
+    return lines
+
+
+def _probit(p: float) -> float:
+    from statistics import NormalDist
+
+    return NormalDist().inv_cdf(p)
+
+
+def write(path: Path, n: int, seed: int = 0) -> None:
+    path.write_text("\n".join(synthetic_lines(n, seed)) + "\n")
+
+
+def run_eval_once(path: Path, extra: list[str]) -> tuple[float, float]:
+    """(wall seconds, peak RSS in MB) of one ``judgefuse eval PATH --quiet`` in a fresh child."""
+    with tempfile.TemporaryDirectory() as tmp:
+        command = [sys.executable, "-m", "judgefuse.cli", "eval", str(path), "--quiet",
+                   "--json", str(Path(tmp) / "report.json"), *extra]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        start = time.perf_counter()
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+        wall = time.perf_counter() - start
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    # RUSAGE_CHILDREN's ru_maxrss is the largest child so far: sizes are run smallest first
+    return wall, max(peak, before) / 1024.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    w = sub.add_parser("write")
+    w.add_argument("--n", type=int, required=True)
+    w.add_argument("--seed", type=int, default=0)
+    w.add_argument("out", type=Path)
+    r = sub.add_parser("run")
+    r.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    r.add_argument("--repeat", type=int, default=3)
+    r.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "judgefuse_eval_scale")
+    r.add_argument("extra", nargs="*", help="more arguments for judgefuse eval (after --)")
+    args = parser.parse_args()
+    if args.command == "write":
+        write(args.out, args.n, args.seed)
+        return
+    args.dir.mkdir(parents=True, exist_ok=True)
+    print(f"judgefuse eval, default rows, 5 judges; python {sys.version.split()[0]}, {os.cpu_count()} cpus")
+    for n in sorted(args.sizes):
+        path = args.dir / f"votes_{n}.jsonl"
+        if not path.exists():
+            write(path, n)
+        runs = [run_eval_once(path, args.extra) for _ in range(args.repeat)]
+        walls = [wall for wall, _ in runs]
+        peaks = [peak for _, peak in runs]
+        print(f"  n={n:>9,}  wall median {statistics.median(walls):8.2f} s (runs: "
+              f"{', '.join(f'{v:.2f}' for v in walls)})  peak RSS {max(peaks):7.0f} MB", flush=True)
+
+
+if __name__ == "__main__":
+    main()

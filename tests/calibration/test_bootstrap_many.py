@@ -1,0 +1,42 @@
+"""``bootstrap_intervals_many``: every row's intervals from one shared stream of resamples equal
+:func:`bootstrap_interval` row by row (the same resamples; only the width of a matrix product
+differs, so the tolerance is 1e-9, far inside the endpoints' Monte Carlo error of about 0.085
+standard deviations of the statistic at 1,000 resamples)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from judgefuse.calibration.bootstrap import bootstrap_interval, bootstrap_intervals_many
+
+METRICS = ("accuracy", "ece", "brier", "mce", "th_score", "macroce", "auroc")
+
+
+def _rows(sizes: tuple[int, ...], seed: int = 3) -> list[tuple[np.ndarray, np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    rows = []
+    for n in sizes:
+        c = rng.uniform(0.5, 1.0, size=n).round(3)  # rounded: values on bin edges and ties too
+        rows.append((c, rng.random(n) < c))
+    return rows
+
+
+@pytest.mark.parametrize("n_resamples", [1, 37, 1000])
+def test_equals_one_interval_at_a_time(n_resamples: int) -> None:
+    # rows of three lengths (shared draws are per length) and a length past one block of resamples
+    rows = _rows((250, 400, 250, 12_000, 400))
+    many = bootstrap_intervals_many(rows, METRICS, n_resamples=n_resamples, seed=7, n_bins=12, eps=0.15)
+    for (c, z), got in zip(rows, many, strict=True):
+        assert list(got) == list(METRICS)
+        for metric in METRICS:
+            want = bootstrap_interval(c, z, metric=metric, n_resamples=n_resamples, seed=7, n_bins=12, eps=0.15)
+            have = got[metric]
+            for field in ("estimate", "low", "high", "debiased"):
+                assert getattr(have, field) == pytest.approx(getattr(want, field), abs=1e-9, nan_ok=True), (metric, field)
+            assert (have.method, have.level, have.n_resamples) == (want.method, want.level, want.n_resamples)
+
+
+def test_refuses_bad_counts() -> None:
+    with pytest.raises(ValueError, match="n_resamples"):
+        bootstrap_intervals_many(_rows((10,)), ("accuracy",), n_resamples=0)
