@@ -1,0 +1,85 @@
+"""The columnar voting rules (:mod:`judgefuse.fusion.columnar`) against the per-item rules of
+:mod:`judgefuse.fusion.voting`, the reference, item by item: answer (letter, exact tie, undecided),
+confidence, ``p_a``, counts and ``tie_broken`` (floats to 1e-9) on every shared data set and on
+synthetic panels built to hit every branch (one valid vote, tie votes, no valid vote, tied scores
+broken and unbroken, abstaining votes carrying ``p_a``, confidence 0 and 1)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from judgefuse.evaluation.loaders import load
+from judgefuse.fusion.columnar import COLUMNAR_METHODS, NONE, TIE, A, B, FusedColumns, VoteColumns, fuse_columns
+from judgefuse.fusion.verdict import Verdict, is_tie
+from judgefuse.fusion.voting import VOTING_FUNCTIONS
+from judgefuse.judges.types import JudgeVote
+
+DATASETS = ("judgebench", "llmbar", "trust_or_escalate")
+
+
+def synthetic_batches(n: int, seed: int = 0) -> list[list[JudgeVote]]:
+    """Panels of 0-6 votes with coarse confidences, so scores and top confidences often tie."""
+    rng = np.random.default_rng(seed)
+    levels = (0.0, 0.5, 0.6, 0.7, 0.75, 0.9, 1.0)
+    batches = []
+    for _ in range(n):
+        votes = []
+        for j in range(int(rng.integers(0, 7))):
+            kind = rng.random()
+            judge = f"j{j}"
+            if kind < 0.12:
+                votes.append(JudgeVote.invalid(judge, "sc", "unparseable"))
+            elif kind < 0.17:  # an abstention that still carries a signal
+                votes.append(JudgeVote(judge=judge, mode="recorded", error="inconsistent", p_a=float(rng.random())))
+            elif kind < 0.27:
+                votes.append(JudgeVote.tied(judge, "sc"))
+            else:
+                choice = "A" if rng.random() < 0.5 else "B"
+                votes.append(JudgeVote(judge=judge, mode="sc", choice=choice, confidence=float(rng.choice(levels))))
+        batches.append(votes)
+    return batches
+
+
+def assert_matches(fused: FusedColumns, verdicts: list[Verdict]) -> None:
+    code = {"A": A, "B": B}
+    want = np.asarray([TIE if is_tie(v) else code.get(v.choice or "", NONE) for v in verdicts])
+    bad = np.flatnonzero(want != fused.answer)
+    assert bad.size == 0, f"{fused.method}: answers differ at {bad[:5]}: {[verdicts[i] for i in bad[:2]]}"
+    np.testing.assert_allclose(fused.confidence, [v.confidence for v in verdicts], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(fused.p_a, [v.p_a for v in verdicts], rtol=0, atol=1e-9)
+    np.testing.assert_array_equal(fused.n_valid, [v.n_valid for v in verdicts])
+    np.testing.assert_array_equal(fused.n_invalid, [v.n_invalid for v in verdicts])
+    np.testing.assert_array_equal(fused.tie_broken, [v.tie_broken for v in verdicts])
+
+
+@pytest.mark.parametrize("method", COLUMNAR_METHODS)
+def test_synthetic_panels_match_the_per_item_rules(method: str) -> None:
+    batches = synthetic_batches(6000)
+    assert_matches(fuse_columns(method, VoteColumns.from_batches(batches)), [VOTING_FUNCTIONS[method](b) for b in batches])
+
+
+@pytest.mark.parametrize("dataset", DATASETS)
+def test_shared_data_sets_match_the_per_item_rules(shared_data: Path, dataset: str) -> None:
+    batches = [judged.votes for judged in load([shared_data / dataset])]
+    columns = VoteColumns.from_batches(batches)
+    for method in COLUMNAR_METHODS:
+        assert_matches(fuse_columns(method, columns), [VOTING_FUNCTIONS[method](b) for b in batches])
+
+
+def test_one_row_and_no_votes() -> None:
+    vote = JudgeVote(judge="j", mode="sc", choice="B", confidence=0.8)
+    for method in COLUMNAR_METHODS:
+        assert_matches(fuse_columns(method, VoteColumns.from_batches([[vote]])), [VOTING_FUNCTIONS[method]([vote])])
+        assert_matches(fuse_columns(method, VoteColumns.from_batches([[]])), [VOTING_FUNCTIONS[method]([])])
+
+
+def test_take_selects_items() -> None:
+    batches = synthetic_batches(50, seed=2)
+    columns = VoteColumns.from_batches(batches)
+    rows = [3, 1, 40]
+    part = fuse_columns("majority", columns.take(rows))
+    assert_matches(part, [VOTING_FUNCTIONS["majority"](batches[i]) for i in rows])
+    assert_matches(fuse_columns("majority", columns).take(rows), [VOTING_FUNCTIONS["majority"](batches[i]) for i in rows])
