@@ -39,8 +39,7 @@ from typing import TypeVar
 
 from judgefuse.places import Places
 from judgefuse.service.errors import Overloaded
-from judgefuse.service.estimates.disagreements import label_version
-from judgefuse.service.ledger import ALL_METHODS, traffic_prefix
+from judgefuse.service.ledger import ALL_METHODS, panel_prefix, traffic_prefix
 from judgefuse.service.monitoring.metrics import ServiceMetrics
 from judgefuse.service.storage import Storage
 
@@ -58,14 +57,20 @@ _MAX_RETRY_AFTER_S = 60
 async def data_version(storage: Storage, tenant: str, panel: str) -> tuple[object, ...]:
     """What moves whenever a verdict of (tenant, panel) is stored, labelled, relabelled or undone:
     the panel's all-method traffic counters (``save_verdict`` adds to them in the insert's own
-    atomic step, :mod:`judgefuse.service.ledger`) and its label version
-    (:func:`~judgefuse.service.estimates.disagreements.label_version`). Counters, not a clock:
-    they are shared by every replica, so another process's verdict moves them too. Retention
-    dropping old unlabelled verdicts moves neither; readers redo a read after a maximum age."""
-    prefix = traffic_prefix(panel, ALL_METHODS)
-    traffic = tuple([(key, int((await storage.read_accumulator(tenant, key)).get("n", 0)))
-                     for key in await storage.list_accumulators(tenant, prefix)])
-    return (traffic, await label_version(storage, tenant, panel))
+    atomic step), its A/B-labelled count, its methods' agreement counters (one field per
+    (answer, label) pair: a relabel A -> B moves them when the count stays) and its tie and
+    both-bad label counters (:mod:`judgefuse.service.ledger`). Counters, not a clock: they are
+    shared by every replica, so another process's verdict moves them too; and small ones (the
+    method accumulators' thousand bins, which the disagreement list's label version also reads,
+    are left out: this is read on every poll). Retention dropping old unlabelled verdicts moves
+    none of them; readers redo a read after a maximum age."""
+    keys: list[str] = []
+    for prefix in (traffic_prefix(panel, ALL_METHODS), f"{panel_prefix(panel)}agreement/method/",
+                   f"{panel_prefix(panel)}labels/"):
+        keys += await storage.list_accumulators(tenant, prefix)
+    counters = tuple([(key, tuple(sorted((await storage.read_accumulator(tenant, key)).items())))
+                      for key in keys])
+    return (await storage.count_labelled(tenant, panel), counters)
 
 
 class Reports:

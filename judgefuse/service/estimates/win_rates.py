@@ -205,7 +205,7 @@ class _Scan:
                                             labels[points], judged[points], np.ones(int(points.sum()))))
         corrected = difference_mean(assisted, level=level, method="win rate corrected by the labels")
         labels_only = difference_mean(assisted, level=level, lam=0.0, method="win rate from the labels only")
-        judge_only = clt_mean(judged.tolist(), alpha=1.0 - level, method="judge verdicts only (normal interval)")
+        judge_only = clt_mean(judged, alpha=1.0 - level, method="judge verdicts only (normal interval)")
         judge = {"estimate": judge_only.estimate, "lower": judge_only.lower, "upper": judge_only.upper,
                  "labels": 0, "method": judge_only.method}
         return WinRateOut.model_validate({
@@ -233,6 +233,7 @@ class WinRateCache:
         self.max_age_s = max_age_s
         self._scans: OrderedDict[tuple[str, str, str, int], _Scan] = OrderedDict()
         self._pending: dict[tuple[str, str, str, int], asyncio.Task[_Scan]] = {}
+        self._versions: dict[tuple[str, str], asyncio.Future[tuple[object, ...]]] = {}
 
     async def get(
         self, storage: Storage, tenant: str, panel: str, *, field: str, x: str, y: str,
@@ -241,7 +242,7 @@ class WinRateCache:
         """The win rate of ``x`` over ``y`` in the last ``window_hours`` (None: all time)."""
         now = self.clock()
         since = None if not window_hours else now - 3600.0 * window_hours
-        version = await data_version(storage, tenant, panel)  # before the records: a verdict
+        version = await self._version(storage, tenant, panel)  # before the records: a verdict
         # landing during the scan leaves it under the older version, scanned again next poll
         key = (tenant, panel, field, window_hours or 0)
         scan = self._scans.get(key)
@@ -260,6 +261,24 @@ class WinRateCache:
         if key in self._scans:
             self._scans.move_to_end(key)
         return await self.reports.run(REPORT, scan.answer, panel, field, x, y, since, level)
+
+    async def _version(self, storage: Storage, tenant: str, panel: str) -> tuple[object, ...]:
+        """:func:`.reports.data_version`, one read in flight per (tenant, panel): polls arriving
+        while it runs share it (it began before they arrived and ends after), so a crowd of
+        pollers costs the store one read at a time, not one each."""
+        key = (tenant, panel)
+        task = self._versions.get(key)
+        if task is None:
+            task = asyncio.ensure_future(data_version(storage, tenant, panel))
+            self._versions[key] = task
+            task.add_done_callback(lambda done: self._version_read(key, done))
+        return await asyncio.shield(task)
+
+    def _version_read(self, key: tuple[str, str], task: asyncio.Future[tuple[object, ...]]) -> None:
+        if self._versions.get(key) is task:
+            del self._versions[key]
+        if not task.cancelled():
+            task.exception()  # retrieved: every poll that shared it was answered with it
 
     def _settled(self, key: tuple[str, str, str, int], task: asyncio.Task[_Scan]) -> None:
         if self._pending.get(key) is task:
