@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query
+from fastapi.responses import Response
 
 from judgefuse.calibration import DEFAULT_TH_EPS
 from judgefuse.service.estimates.win_rates import WinRateOut
@@ -85,7 +86,7 @@ async def calibration(
     })
 
 
-@router.get("/panels/{panel}/winrate")
+@router.get("/panels/{panel}/winrate", response_model=WinRateOut)
 async def win_rate(
     panel: str,
     tenant: TenantDep,
@@ -96,7 +97,7 @@ async def win_rate(
     field: Annotated[str, Query(min_length=1, max_length=128)] = "system",
     window_hours: Annotated[int, Query(ge=0, le=24 * 366)] = 0,
     level: Annotated[float, Query(gt=0.5, lt=1.0)] = 0.95,
-) -> WinRateOut:
+) -> Response:
     """Win rate of system X over system Y (ties count half) among the panel's stored verdicts
     whose items name the systems in metadata ``{field}_a`` (answer A's) and ``{field}_b``
     (answer B's), in either order, over the last ``window_hours`` (0: all time).
@@ -113,5 +114,6 @@ async def win_rate(
     runtime = gateway.runtime(panel, field="path.panel")
     if x == y:
         raise FieldProblem("query.y", "must name another system than x")
-    return await service.win_rate(tenant, runtime.name, field=field, x=x, y=y,
-                                  window_hours=window_hours or None, level=level)
+    body = await service.win_rate_json(tenant, runtime.name, field=field, x=x, y=y,
+                                       window_hours=window_hours or None, level=level)
+    return Response(body, media_type="application/json")

@@ -75,6 +75,15 @@ class CalibrationService:
         return await self.win_rates.get(self.storage, tenant, panel, field=field, x=x, y=y,
                                         window_hours=window_hours, level=level)
 
+    async def win_rate_json(
+        self, tenant: str, panel: str, *, field: str, x: str, y: str, window_hours: int | None,
+        level: float,
+    ) -> bytes:
+        """:meth:`win_rate` as its JSON body (memoised with the answer: a repeated poll encodes nothing)."""
+        found = await self.win_rates.get_json(self.storage, tenant, panel, field=field, x=x, y=y,
+                                              window_hours=window_hours, level=level)
+        return found[1]
+
     async def label_kinds(
         self, tenant: str, panel: str, *, window_hours: int | None
     ) -> dict[str, dict[str, int | None]]:

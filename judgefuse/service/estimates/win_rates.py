@@ -60,6 +60,11 @@ MAX_AGE_S = 60.0
 records without moving a counter)."""
 MAX_ENTRIES = 32
 """Scans kept, (tenant, panel, field, window) each; the least recently asked goes first."""
+MAX_ANSWERS = 64
+"""Answers memoised per scan, (x, y, window start, level) each; the least recently asked goes first."""
+SHARED_CHECK_S = 1.0
+"""The longest a cached answer goes without re-reading the shared counters (:func:`.reports.data_version`:
+other replicas' writes); this process's own writes are seen at once (``Storage.local_writes``)."""
 FOLD_RECORDS = 500
 """Records handed to the worker thread at a time: the loop holds one such hand-off, not the scan."""
 
@@ -159,6 +164,7 @@ class _Rows:
             label=np.asarray(self.label, dtype=np.float64),
             unsolicited=np.asarray(self.unsolicited, dtype=bool),
             created=np.asarray(self.created, dtype=np.float64),
+            ordered=bool(np.all(np.diff(np.asarray(self.created, dtype=np.float64)) >= 0)),
         )
 
 
@@ -178,6 +184,45 @@ class _Scan:
     label: npt.NDArray[np.float64]
     unsolicited: npt.NDArray[np.bool_]
     created: npt.NDArray[np.float64]
+    ordered: bool = True
+    """``created`` ascending, as ``iter_records`` yields them (else a window's answer is not memoised)."""
+    answers: OrderedDict[tuple[str, str, int, float], tuple[WinRateOut, bytes]] = dataclass_field(
+        default_factory=OrderedDict, compare=False, repr=False)
+    """Answers already given from these rows, with their JSON, per (x, y, first row of the
+    window, level): a repeated poll is a lookup (:meth:`answer_json`)."""
+
+    def _memo_key(self, x: str, y: str, since: float | None, level: float) -> tuple[str, str, int, float] | None:
+        """The rows a window keeps are those from the first created at or after ``since`` on,
+        so two windows starting before the same row have the same answer."""
+        if since is None:
+            return (x, y, 0, level)
+        if not self.ordered:
+            return None
+        return (x, y, int(np.searchsorted(self.created, since, side="left")), level)
+
+    def answer_json(self, x: str, y: str, since: float | None, level: float) -> tuple[WinRateOut, bytes] | None:
+        """The answer already given for these arguments and its JSON, or None (then
+        :meth:`compute_json`)."""
+        key = self._memo_key(x, y, since, level)
+        found = None if key is None else self.answers.get(key)
+        if found is not None and key is not None:
+            self.answers.move_to_end(key)
+        return found
+
+    def compute_json(self, panel: str, field: str, x: str, y: str, since: float | None,
+                     level: float) -> tuple[WinRateOut, bytes]:
+        """:meth:`answer` and its JSON (in a worker thread; :meth:`remember` keeps it, on the loop)."""
+        out = self.answer(panel, field, x, y, since, level)
+        return out, out.model_dump_json().encode()
+
+    def remember(self, x: str, y: str, since: float | None, level: float,
+                 found: tuple[WinRateOut, bytes]) -> None:
+        """Memoise ``found`` for :meth:`answer_json` (at most :data:`MAX_ANSWERS` per scan)."""
+        key = self._memo_key(x, y, since, level)
+        if key is not None:
+            self.answers[key] = found
+            while len(self.answers) > MAX_ANSWERS:
+                self.answers.popitem(last=False)
 
     def answer(self, panel: str, field: str, x: str, y: str, since: float | None, level: float) -> WinRateOut:
         """The ``WinRateOut`` body (module docstring) of the rows comparing ``x`` with ``y``
@@ -224,22 +269,41 @@ class _Scan:
 class WinRateCache:
     """The scans behind ``GET /v1/panels/{panel}/winrate`` per (tenant, panel, field, window),
     redone only when the panel's data version moved or the scan is :data:`MAX_AGE_S` old;
-    concurrent polls of one key share one scan (module docstring)."""
+    concurrent polls of one key share one scan; each scan's answers are memoised (module
+    docstring). The version is this process's writes of the panel (``Storage.local_writes``,
+    read on every poll: no query) and the shared counters (:func:`.reports.data_version`),
+    read again once :data:`SHARED_CHECK_S` old: a cached poll does no storage work in between."""
 
     def __init__(self, reports: Reports, *, clock: Callable[[], float] = time.time,
-                 max_age_s: float = MAX_AGE_S) -> None:
+                 max_age_s: float = MAX_AGE_S, shared_check_s: float = SHARED_CHECK_S,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
         self.reports = reports
         self.clock = clock
         self.max_age_s = max_age_s
+        self.shared_check_s = shared_check_s
+        self.monotonic = monotonic
+        self.version_reads = 0
+        """Reads of the shared counters by this cache (each one :func:`.reports.data_version`)."""
         self._scans: OrderedDict[tuple[str, str, str, int], _Scan] = OrderedDict()
         self._pending: dict[tuple[str, str, str, int], asyncio.Task[_Scan]] = {}
-        self._versions: dict[tuple[str, str], asyncio.Future[tuple[object, ...]]] = {}
+        self._versions: dict[tuple[str, str], asyncio.Future[tuple[tuple[object, ...], float]]] = {}
+        self._shared: dict[tuple[str, str], tuple[tuple[object, ...], float]] = {}
+        """(tenant, panel) -> the shared counters last read and when (``monotonic``) the read began."""
 
     async def get(
         self, storage: Storage, tenant: str, panel: str, *, field: str, x: str, y: str,
         window_hours: int | None, level: float,
     ) -> WinRateOut:
         """The win rate of ``x`` over ``y`` in the last ``window_hours`` (None: all time)."""
+        found = await self.get_json(storage, tenant, panel, field=field, x=x, y=y,
+                                    window_hours=window_hours, level=level)
+        return found[0]
+
+    async def get_json(
+        self, storage: Storage, tenant: str, panel: str, *, field: str, x: str, y: str,
+        window_hours: int | None, level: float,
+    ) -> tuple[WinRateOut, bytes]:
+        """:meth:`get` and the answer's JSON (the route sends it as it is)."""
         now = self.clock()
         since = None if not window_hours else now - 3600.0 * window_hours
         version = await self._version(storage, tenant, panel)  # before the records: a verdict
@@ -260,21 +324,44 @@ class WinRateCache:
             scan = await asyncio.shield(task)
         if key in self._scans:
             self._scans.move_to_end(key)
-        return await self.reports.run(REPORT, scan.answer, panel, field, x, y, since, level)
+        found = scan.answer_json(x, y, since, level)
+        if found is None:
+            found = await self.reports.run(REPORT, scan.compute_json, panel, field, x, y, since, level)
+            scan.remember(x, y, since, level, found)
+        return found
 
     async def _version(self, storage: Storage, tenant: str, panel: str) -> tuple[object, ...]:
-        """:func:`.reports.data_version`, one read in flight per (tenant, panel): polls arriving
-        while it runs share it (it began before they arrived and ends after), so a crowd of
-        pollers costs the store one read at a time, not one each."""
+        """This process's writes of (tenant, panel) and the shared counters, the latter read
+        again only once :attr:`shared_check_s` old (class docstring)."""
+        local = storage.local_writes.version(tenant, panel)
+        key = (tenant, panel)
+        shared = self._shared.get(key)
+        if shared is None or self.monotonic() - shared[1] >= self.shared_check_s:
+            shared = await self._read_shared(storage, tenant, panel)
+            if key not in self._shared or self._shared[key][1] < shared[1]:
+                self._shared[key] = shared
+        return (local, shared[0])
+
+    async def _read_shared(
+        self, storage: Storage, tenant: str, panel: str,
+    ) -> tuple[tuple[object, ...], float]:
+        """:func:`.reports.data_version` and when (``monotonic``) its read began, one read in
+        flight per (tenant, panel): polls arriving while it runs share it (it began before they
+        arrived and ends after), so a crowd of pollers costs the store one read at a time."""
         key = (tenant, panel)
         task = self._versions.get(key)
         if task is None:
-            task = asyncio.ensure_future(data_version(storage, tenant, panel))
+            self.version_reads += 1
+            task = asyncio.ensure_future(self._timed_read(storage, tenant, panel))
             self._versions[key] = task
             task.add_done_callback(lambda done: self._version_read(key, done))
         return await asyncio.shield(task)
 
-    def _version_read(self, key: tuple[str, str], task: asyncio.Future[tuple[object, ...]]) -> None:
+    async def _timed_read(self, storage: Storage, tenant: str, panel: str) -> tuple[tuple[object, ...], float]:
+        began = self.monotonic()
+        return await data_version(storage, tenant, panel), began
+
+    def _version_read(self, key: tuple[str, str], task: asyncio.Future[tuple[tuple[object, ...], float]]) -> None:
         if self._versions.get(key) is task:
             del self._versions[key]
         if not task.cancelled():

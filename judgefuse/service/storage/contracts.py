@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import functools
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from types import TracebackType
@@ -48,6 +49,7 @@ from judgefuse.service.storage.checks import (
     clock,
 )
 from judgefuse.service.storage.label_history import LabelEvent, check_label_by
+from judgefuse.service.storage.local_writes import LocalWrites
 from judgefuse.service.storage.records import (
     LabelKind,
     LabelOutcome,
@@ -72,6 +74,15 @@ __all__ = [
     "VerdictStore",
     "VersionedRecords",
 ]
+
+
+class WritesMarked:
+    """``local_writes``: this process's writes through this object (:mod:`.local_writes`),
+    marked by the template methods that write records."""
+
+    @functools.cached_property
+    def local_writes(self) -> LocalWrites:
+        return LocalWrites()
 
 
 class Lifecycle(abc.ABC):
@@ -108,7 +119,7 @@ class Lifecycle(abc.ABC):
         return None
 
 
-class VerdictStore(abc.ABC):
+class VerdictStore(WritesMarked, abc.ABC):
     """Verdict records, scoped by tenant: a tenant never reads another tenant's record (the
     same id under another tenant is a different, usually absent, record). A save also enqueues
     the record for review and applies its traffic counters, in one atomic step."""
@@ -130,7 +141,10 @@ class VerdictStore(abc.ABC):
         must be ``None`` (labels go through :meth:`set_label`), else ``ValueError``.
         """
         check_verdict_record(tenant, record)
-        await self._save_verdict(tenant, record, checked_increments(increments))
+        try:
+            await self._save_verdict(tenant, record, checked_increments(increments))
+        finally:
+            self.local_writes.mark(tenant, record.panel)
 
     @abc.abstractmethod
     async def _save_verdict(self, tenant: str, record: VerdictRecord, increments: Increments) -> None:
@@ -216,7 +230,7 @@ class VerdictStore(abc.ABC):
         raise NotImplementedError(f"{type(self).__name__} cannot list a panel's verdicts")
 
 
-class LabelLedger(abc.ABC):
+class LabelLedger(WritesMarked, abc.ABC):
     """Labels and the calibration accumulators they move: a label is stored on its record
     together with its accumulator increments (a relabel replaces, never double counts), and
     the accumulators are read back as running totals or hour windows."""
@@ -252,7 +266,14 @@ class LabelLedger(abc.ABC):
         check_label(label, comment)
         check_label_by(by)
         when = time.time() if labelled_at is None else float(labelled_at)
-        return await self._set_label(tenant, verdict_id, label, increments, when, comment, by=by)
+        try:
+            outcome = await self._set_label(tenant, verdict_id, label, increments, when, comment, by=by)
+        except BaseException:
+            self.local_writes.mark(tenant)
+            raise
+        if outcome.status != "unchanged":
+            self.local_writes.mark(tenant, outcome.record.panel)
+        return outcome
 
     @abc.abstractmethod
     async def _set_label(
@@ -296,8 +317,15 @@ class LabelLedger(abc.ABC):
         check_name("verdict id", verdict_id)
         _n, lease = check_lease(1, annotator, lease_s)
         at = clock(now)
-        return await self._undo_label(tenant, verdict_id, increments, float(labelled_at),
-                                      annotator, at, at + lease)
+        try:
+            record = await self._undo_label(tenant, verdict_id, increments, float(labelled_at),
+                                            annotator, at, at + lease)
+        except BaseException:
+            self.local_writes.mark(tenant)
+            raise
+        if record is not None:
+            self.local_writes.mark(tenant, record.panel)
+        return record
 
     async def _undo_label(
         self, tenant: str, verdict_id: str, increments: IncrementsFn, labelled_at: float,
@@ -650,7 +678,7 @@ class Coordination(abc.ABC):
         """``put_state`` with checked arguments, the body as its JSON text."""
 
 
-class RecordArchive(abc.ABC):
+class RecordArchive(WritesMarked, abc.ABC):
     """Export and retention: streaming every record in order, and deleting the old ones."""
 
     # -- export and retention ------------------------------------------------------------------
@@ -699,7 +727,10 @@ class RecordArchive(abc.ABC):
         monitor events are never touched. Idempotent; safe to run while traffic is served."""
         cutoff, keep = check_retention_args(older_than, keep_labelled)
         clock(now)  # checked for the contract; the cut-off is the caller's
-        return await self._apply_retention(cutoff, keep)
+        try:
+            return await self._apply_retention(cutoff, keep)
+        finally:
+            self.local_writes.mark()
 
     @abc.abstractmethod
     async def _apply_retention(self, older_than: float, keep_labelled: int) -> RetentionReport:
