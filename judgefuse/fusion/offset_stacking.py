@@ -11,7 +11,7 @@ correction:
 * ``o`` is the log-odds of ``mean_probability``'s P(A) (the mean of the votes' ``p_a``), clipped
   like every log-odds (``P_CLIP``); 0 when no vote carries one;
 * ``x`` are ``stacked``'s per-judge features (signed log-odds, missing, invalid and tie flags,
-  the vote's direction, its confidence's log-odds, standardised signals:
+  the vote's direction, standardised signals:
   :class:`~judgefuse.fusion.stacking.StackedFusion`), in the model's saved feature set;
 * ``s`` rescales the rule's own log-odds (a temperature: Trust-or-Escalate's judges put some
   items at log-odds +-9 that a learned correction could not otherwise undo);

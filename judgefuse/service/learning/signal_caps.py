@@ -9,8 +9,8 @@ refit learns from, whatever is stored:
 
 * per judge, the ``max_signals_per_judge`` names carried by the most labelled votes (ties by
   name) are kept;
-* then, if the model would still have more than ``refit_max_features`` features (6 per judge:
-  log-odds, missing, invalid, tie, direction, confidence; plus one per kept signal), the kept names carried by the fewest
+* then, if the model would still have more than ``refit_max_features`` features (5 per judge:
+  log-odds, missing, invalid, tie, direction; plus one per kept signal), the kept names carried by the fewest
   votes are dropped until it fits;
 * a panel whose judges alone need more features than the cap is not refitted
   (:class:`TooManyFeatures`).
@@ -32,7 +32,7 @@ from judgefuse.judges.types import JudgeVote
 __all__ = ["CappedSignals", "SignalCaps", "TooManyFeatures", "cap_signals"]
 
 FEATURES_PER_JUDGE = len(VOTE_KINDS)
-"""log-odds, missing, invalid, tie, direction and confidence (:mod:`judgefuse.fusion.stacking`)."""
+"""log-odds, missing, invalid, tie and direction (:mod:`judgefuse.fusion.stacking`)."""
 
 
 class TooManyFeatures(ValueError):

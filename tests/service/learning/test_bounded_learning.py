@@ -67,12 +67,12 @@ def test_the_caps_keep_the_most_common_names_per_judge_then_fit_the_feature_cap(
     assert "40 signal names ignored for learning" in capped.note()
     assert all(set(v.signals) <= set(capped.kept[v.judge]) for b in capped.batches for v in b)
     assert batches[0][0].signals.keys() == {"margin", "gap", "fresh0"}  # the input is not changed
-    # 2 judges x 6 features (log-odds, missing, invalid, tie, direction, confidence) + 1 signal:
-    # the most common one across judges survives
-    tight = cap_signals(batches, SignalCaps(per_judge=2, max_features=13))
-    assert tight.n_features == 13 and tight.kept == {"a": ["gap"]}
-    with pytest.raises(TooManyFeatures, match="2 judges need 12 features"):
-        cap_signals(batches, SignalCaps(per_judge=2, max_features=11))
+    # 2 judges x 5 features (log-odds, missing, invalid, tie, direction) + 1 signal: the most
+    # common one across judges survives
+    tight = cap_signals(batches, SignalCaps(per_judge=2, max_features=11))
+    assert tight.n_features == 11 and tight.kept == {"a": ["gap"]}
+    with pytest.raises(TooManyFeatures, match="2 judges need 10 features"):
+        cap_signals(batches, SignalCaps(per_judge=2, max_features=9))
     untouched = [[_vote("a", "margin")]]
     assert cap_signals(untouched, SignalCaps(4, 100)).batches[0][0] is untouched[0][0]
 
@@ -100,7 +100,7 @@ async def test_a_refit_on_fresh_signal_names_learns_from_the_capped_set_and_says
     """The reproduction: every labelled vote carries names never seen again (before: one
     feature each, 40 x 3 x 6 = 720 features and a 720 x 720 Hessian per fold)."""
     settings = S.make_settings(tmp_path, [external_panel(tmp_path)], min_labels_for_refit=40,
-                               max_signals_per_judge=3, refit_max_features=23)
+                               max_signals_per_judge=3, refit_max_features=20)
     async with S.running_app(settings) as (app, client):
         await post_labelled(client, 0, 120, fresh_signals=6)
         outcome = (await client.post("/v1/fusion/refit", json={"panel": "ext"}, headers=H)).json()
@@ -108,7 +108,7 @@ async def test_a_refit_on_fresh_signal_names_learns_from_the_capped_set_and_says
         assert outcome["status"] == "promoted", outcome  # stacking beats majority clearly here
         model = (await client.get("/v1/fusion/models", params={"panel": "ext"}, headers=H)).json()
         names = model["history"][-1]["params"]["feature_names"]
-        assert len(names) <= 23 and sum(":signal:" in n for n in names) == 23 - 18, names
+        assert len(names) <= 20 and sum(":signal:" in n for n in names) == 20 - 15, names
         assert {"e1:signal:margin", "e2:signal:margin", "e3:signal:margin"} <= set(names)
         assert (await client.get("/healthz")).status_code == 200
 

@@ -38,8 +38,8 @@ def test_a_refit_learns_what_a_judges_tie_means_and_tells_it_from_a_failure():
     assert capped is None and evaluation.params is not None, evaluation.why_not
     params = evaluation.params
     names = params["feature_names"]
-    assert names[:12] == ["j1:logodds", "j1:missing", "j1:invalid", "j1:tie", "j1:direction", "j1:confidence",
-                          "j2:logodds", "j2:missing", "j2:invalid", "j2:tie", "j2:direction", "j2:confidence"]
+    assert names[:10] == ["j1:logodds", "j1:missing", "j1:invalid", "j1:tie", "j1:direction",
+                          "j2:logodds", "j2:missing", "j2:invalid", "j2:tie", "j2:direction"]
     coef = dict(zip(names, params["coef"], strict=True))
     assert coef["j2:tie"] < -0.5  # j2's tie is evidence for B
     model = restore_method(REFIT_METHOD, params)
