@@ -20,13 +20,15 @@ from judgefuse.calibration.builtin_metrics import BUILTIN_METRICS
 from judgefuse.calibration.metric_registry import registered_metrics
 from judgefuse.errors import InputError
 from judgefuse.evaluation.agreement import RowAgreement, panel_alpha, row_agreement
-from judgefuse.evaluation.scoring import ScoredRow, judge_names, score_judge, score_verdicts
+from judgefuse.evaluation.scoring import ScoredRow, judge_names, score_columns, score_judge, score_verdicts
 from judgefuse.evaluation.ties import TieReport, has_ties, judge_ties, tie_report, verdict_outcome
 from judgefuse.fusion import NotEnoughLabels, cross_fit_predict, get_method, replayable_methods, requires_fit
+from judgefuse.fusion.columnar import COLUMNAR_METHODS, NONE, TIE, A, B, FusedColumns, VoteColumns, fuse_columns
+from judgefuse.fusion.columnar_crossfit import columnar_recalibrated, cross_fit_columns, fit_and_apply
 from judgefuse.fusion.crossfit import predict_many
 from judgefuse.fusion.registry import LearnedFusionMethod
 from judgefuse.fusion.verdict import Verdict
-from judgefuse.judges.types import JudgedItem, Letter
+from judgefuse.judges.types import JudgedItem, Letter, Outcome
 
 REFERENCE_METHOD = "majority"
 RECALIBRATED_DEFAULTS = ("majority+platt", "majority+isotonic")
@@ -144,8 +146,22 @@ def evaluate(
         ties.append(judge_ties(name, [*labelled, *undecided]))
 
     skipped: dict[str, str] = {}
+    # every item's votes as arrays, read once: the voting rules and their recalibrated variants
+    # fuse every item at once (judgefuse.fusion.columnar), the other methods item by item
+    columns = VoteColumns.from_batches([judged.votes for judged in labelled])
+    undecided_columns = VoteColumns.from_batches([judged.votes for judged in undecided])
     for name in options.methods or default_methods():
         step(name)
+        if _has_columnar_form(name):
+            try:
+                arrays = _fuse_columnar(name, labelled, columns, options)
+            except NotEnoughLabels as exc:
+                skipped[name] = str(exc)
+                continue
+            scored.append(score_columns(name, labelled, arrays, columns, tie_seed=options.seed))
+            tail = _fuse_columnar(name, labelled, columns, options, undecided_columns) if undecided else None
+            ties.append(_columnar_ties(name, labelled, arrays, undecided, tail))
+            continue
         try:
             verdicts = _fuse(name, labelled, options)
         except NotEnoughLabels as exc:
@@ -169,6 +185,46 @@ def evaluate(
     agreement = [row_agreement(row, labelled) for row in scored]
     alpha = panel_alpha(labelled, judge_names(labelled))
     return Evaluation(len(items), len(labelled), reports, skipped, options, agreement, alpha, ties)
+
+
+def _has_columnar_form(name: str) -> bool:
+    """True for a voting rule or a recalibrated voting rule (fused over arrays, not item by item)."""
+    return name in COLUMNAR_METHODS or columnar_recalibrated(get_method(name))
+
+
+def _fuse_columnar(
+    name: str,
+    labelled: Sequence[JudgedItem],
+    columns: VoteColumns,
+    options: EvaluationOptions,
+    target: VoteColumns | None = None,
+) -> FusedColumns:
+    """As arrays, for a method with a columnar form: without ``target``, what :func:`_fuse` gives
+    on the labelled items (the same folds); with it, what :func:`_fuse_undecided` gives on the
+    ``target`` items (a learned method fitted on every labelled item)."""
+    if name in COLUMNAR_METHODS:
+        return fuse_columns(name, columns if target is None else target)
+    labels: list[Letter] = [judged.item.label for judged in labelled]  # type: ignore[misc]
+    if target is not None:
+        return fit_and_apply(name, columns, labels, target)
+    return cross_fit_columns(name, columns, labels, n_folds=options.n_folds, seed=options.seed)
+
+
+_OUTCOMES: dict[int, Outcome | None] = {A: "A", B: "B", TIE: "tie", NONE: None}
+
+
+def _columnar_ties(
+    name: str,
+    labelled: Sequence[JudgedItem],
+    fused: FusedColumns,
+    undecided: Sequence[JudgedItem],
+    undecided_fused: FusedColumns | None,
+) -> TieReport:
+    """:func:`_method_ties` of verdicts given as arrays."""
+    codes = fused.answer.tolist() + (undecided_fused.answer.tolist() if undecided_fused is not None else [])
+    answers = [_OUTCOMES[code] for code in codes]
+    labels = [judged.item.outcome for judged in [*labelled, *(undecided if undecided_fused is not None else [])]]
+    return tie_report(name, answers, labels)  # type: ignore[arg-type]
 
 
 def _method_ties(

@@ -24,6 +24,7 @@ from typing import Literal
 
 import numpy as np
 
+from judgefuse.fusion.columnar import TIE, A, B, FusedColumns, VoteColumns
 from judgefuse.fusion.verdict import Verdict, is_tie
 from judgefuse.judges.types import JudgedItem, JudgeVote, Letter
 
@@ -167,3 +168,43 @@ def find_vote(votes: Sequence[JudgeVote], name: str) -> JudgeVote | None:
         if vote.judge == name:
             return vote
     return None
+
+
+def score_columns(
+    name: str, items: Sequence[JudgedItem], fused: FusedColumns, votes: VoteColumns, *, tie_seed: int = 0
+) -> ScoredRow:
+    """:func:`score_verdicts` of verdicts given as arrays (:mod:`judgefuse.fusion.columnar`),
+    one per item of ``items`` (``votes``: those items' votes, for cost and calls), without
+    building a verdict per item: the same row (tested against it), at array speed."""
+    if not len(items) == fused.answer.size == votes.n_items:
+        raise ValueError(f"{name}: {fused.answer.size} verdicts for {len(items)} items")
+    labels = [judged.item.label for judged in items]
+    keep = np.asarray([label is not None for label in labels], dtype=bool)
+    label_a = np.asarray([label == "A" for label in labels], dtype=bool)
+    tie = fused.answer == TIE
+    coin_a = np.zeros(len(items), dtype=bool)
+    for position in np.flatnonzero(tie & keep).tolist():
+        coin_a[position] = tie_coin(items[position].item.id, tie_seed) == "A"
+    says_a = np.where(tie, coin_a, fused.answer == A)
+    has_choice = fused.decided | tie
+    confidence = np.where(tie, NO_ANSWER_CONFIDENCE, np.where(has_choice, fused.confidence, NO_ANSWER_CONFIDENCE))
+    correct = has_choice & (says_a == label_a)
+    choices = np.where(tie, "tie", np.where(fused.answer == A, "A", np.where(fused.answer == B, "B", "none")))
+    cost = 0.0
+    for value in votes.cost_usd[keep].tolist():  # item by item, in the order score_verdicts adds
+        cost += value
+    calls = int(votes.calls[keep].sum())
+    categories = [judged.item.category or "" for judged, kept in zip(items, keep.tolist(), strict=True) if kept]
+    return ScoredRow(
+        name=name,
+        kind="fusion",
+        confidence=confidence[keep].astype(float),
+        correct=correct[keep],
+        categories=np.asarray(categories, dtype=str),
+        item_index=np.flatnonzero(keep).astype(np.int64),
+        n_invalid=int((~has_choice & keep).sum()),
+        cost_usd=cost,
+        calls=calls,
+        n_ties=int((tie & keep).sum()),
+        choices=np.asarray(choices[keep], dtype="<U4"),
+    )

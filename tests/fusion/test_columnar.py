@@ -1,6 +1,6 @@
 """The columnar voting rules (:mod:`judgefuse.fusion.columnar`) against the per-item rules of
 :mod:`judgefuse.fusion.voting`, the reference, item by item: answer (letter, exact tie, undecided),
-confidence, ``p_a``, counts and ``tie_broken`` (floats to 1e-9) on every shared data set and on
+confidence, ``p_a``, counts and ``tie_broken`` (floats to the bit) on every shared data set and on
 synthetic panels built to hit every branch (one valid vote, tie votes, no valid vote, tied scores
 broken and unbroken, abstaining votes carrying ``p_a``, confidence 0 and 1)."""
 
@@ -18,6 +18,9 @@ from judgefuse.fusion.voting import VOTING_FUNCTIONS
 from judgefuse.judges.types import JudgeVote
 
 DATASETS = ("judgebench", "llmbar", "trust_or_escalate")
+ATOL = 0.0
+"""The columnar rules equal the per-item ones to the bit (the brief asks 1e-9): an ulp can move a
+confidence into the next ECE bin or past a histogram recalibrator's edge."""
 
 
 def synthetic_batches(n: int, seed: int = 0) -> list[list[JudgeVote]]:
@@ -48,8 +51,8 @@ def assert_matches(fused: FusedColumns, verdicts: list[Verdict]) -> None:
     want = np.asarray([TIE if is_tie(v) else code.get(v.choice or "", NONE) for v in verdicts])
     bad = np.flatnonzero(want != fused.answer)
     assert bad.size == 0, f"{fused.method}: answers differ at {bad[:5]}: {[verdicts[i] for i in bad[:2]]}"
-    np.testing.assert_allclose(fused.confidence, [v.confidence for v in verdicts], rtol=0, atol=1e-9)
-    np.testing.assert_allclose(fused.p_a, [v.p_a for v in verdicts], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(fused.confidence, [v.confidence for v in verdicts], rtol=0, atol=ATOL)
+    np.testing.assert_allclose(fused.p_a, [v.p_a for v in verdicts], rtol=0, atol=ATOL)
     np.testing.assert_array_equal(fused.n_valid, [v.n_valid for v in verdicts])
     np.testing.assert_array_equal(fused.n_invalid, [v.n_invalid for v in verdicts])
     np.testing.assert_array_equal(fused.tie_broken, [v.tie_broken for v in verdicts])
@@ -83,3 +86,30 @@ def test_take_selects_items() -> None:
     part = fuse_columns("majority", columns.take(rows))
     assert_matches(part, [VOTING_FUNCTIONS["majority"](batches[i]) for i in rows])
     assert_matches(fuse_columns("majority", columns).take(rows), [VOTING_FUNCTIONS["majority"](batches[i]) for i in rows])
+
+
+@pytest.mark.parametrize("name", ["majority+platt", "majority+isotonic", "mean_probability+histogram"])
+def test_cross_fitting_on_index_arrays_matches_cross_fit_predict(name: str) -> None:
+    from judgefuse.fusion import cross_fit_predict
+    from judgefuse.fusion.columnar_crossfit import cross_fit_columns
+
+    batches = synthetic_batches(1500, seed=5)
+    rng = np.random.default_rng(1)
+    labels = ["A" if a else "B" for a in (rng.random(len(batches)) < 0.5)]
+    want = cross_fit_predict(name, batches, labels, n_folds=5, seed=3)
+    got = cross_fit_columns(name, VoteColumns.from_batches(batches), labels, n_folds=5, seed=3)
+    assert got.method == name
+    assert_matches(got, want)
+
+
+def test_cross_fitting_on_index_arrays_refuses_as_cross_fit_predict() -> None:
+    from judgefuse.fusion import NotEnoughLabels, cross_fit_predict
+    from judgefuse.fusion.columnar_crossfit import cross_fit_columns
+
+    batches = synthetic_batches(30, seed=6)
+    labels = ["A"] * 27 + ["B"] * 3
+    with pytest.raises(NotEnoughLabels) as reference:
+        cross_fit_predict("majority+platt", batches, labels)
+    with pytest.raises(NotEnoughLabels) as columnar:
+        cross_fit_columns("majority+platt", VoteColumns.from_batches(batches), labels)
+    assert str(columnar.value) == str(reference.value)
