@@ -25,7 +25,10 @@ from judgefuse.evaluation.ties import TieReport, has_ties, judge_ties, tie_repor
 from judgefuse.fusion import NotEnoughLabels, cross_fit_predict, get_method, replayable_methods, requires_fit
 from judgefuse.fusion.columnar import COLUMNAR_METHODS, NONE, TIE, A, B, FusedColumns, VoteColumns, fuse_columns
 from judgefuse.fusion.columnar_crossfit import columnar_recalibrated, cross_fit_columns, fit_and_apply
+from judgefuse.fusion.columnar_dawid_skene import dawid_skene_columns
 from judgefuse.fusion.crossfit import predict_many
+from judgefuse.fusion.dawid_skene import NAME as DAWID_SKENE
+from judgefuse.fusion.dawid_skene import DawidSkeneFusion
 from judgefuse.fusion.registry import LearnedFusionMethod
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgedItem, Letter, Outcome
@@ -159,7 +162,9 @@ def evaluate(
                 skipped[name] = str(exc)
                 continue
             scored.append(score_columns(name, labelled, arrays, columns, tie_seed=options.seed))
-            tail = _fuse_columnar(name, labelled, columns, options, undecided_columns) if undecided else None
+            tail = (
+                _fuse_columnar(name, labelled, columns, options, (undecided, undecided_columns)) if undecided else None
+            )
             ties.append(_columnar_ties(name, labelled, arrays, undecided, tail))
             continue
         try:
@@ -188,8 +193,9 @@ def evaluate(
 
 
 def _has_columnar_form(name: str) -> bool:
-    """True for a voting rule or a recalibrated voting rule (fused over arrays, not item by item)."""
-    return name in COLUMNAR_METHODS or columnar_recalibrated(get_method(name))
+    """True for a voting rule, a recalibrated voting rule and dawid_skene (fused over arrays, not
+    item by item)."""
+    return name in COLUMNAR_METHODS or name == DAWID_SKENE or columnar_recalibrated(get_method(name))
 
 
 def _fuse_columnar(
@@ -197,15 +203,24 @@ def _fuse_columnar(
     labelled: Sequence[JudgedItem],
     columns: VoteColumns,
     options: EvaluationOptions,
-    target: VoteColumns | None = None,
+    undecided: tuple[Sequence[JudgedItem], VoteColumns] | None = None,
 ) -> FusedColumns:
-    """As arrays, for a method with a columnar form: without ``target``, what :func:`_fuse` gives
-    on the labelled items (the same folds); with it, what :func:`_fuse_undecided` gives on the
-    ``target`` items (a learned method fitted on every labelled item)."""
+    """As arrays, for a method with a columnar form: without ``undecided``, what :func:`_fuse`
+    gives on the labelled items (the same folds); with it, what :func:`_fuse_undecided` gives on
+    the tie-labelled items (a learned method fitted on every labelled item, dawid_skene on all)."""
+    target = columns if undecided is None else undecided[1]
     if name in COLUMNAR_METHODS:
-        return fuse_columns(name, columns if target is None else target)
+        return fuse_columns(name, target)
+    if name == DAWID_SKENE:
+        method = get_method(name)
+        assert isinstance(method, DawidSkeneFusion)
+        batches = [judged.votes for judged in labelled]
+        if undecided is None:
+            return dawid_skene_columns(method, batches, columns)
+        tail = [judged.votes for judged in undecided[0]]
+        return dawid_skene_columns(method, tail, target, fit_batches=[*batches, *tail])
     labels: list[Letter] = [judged.item.label for judged in labelled]  # type: ignore[misc]
-    if target is not None:
+    if undecided is not None:
         return fit_and_apply(name, columns, labels, target)
     return cross_fit_columns(name, columns, labels, n_folds=options.n_folds, seed=options.seed)
 

@@ -113,3 +113,47 @@ def test_cross_fitting_on_index_arrays_refuses_as_cross_fit_predict() -> None:
     with pytest.raises(NotEnoughLabels) as columnar:
         cross_fit_columns("majority+platt", VoteColumns.from_batches(batches), labels)
     assert str(columnar.value) == str(reference.value)
+
+
+def _dawid_skene_batches(n: int) -> list[list[JudgeVote]]:
+    """Synthetic panels plus position-swapped votes (two games in ``samples``, or the
+    ``position_inconsistent`` signal) and a judge seen only in the scored items."""
+    batches = synthetic_batches(n, seed=8)
+    rng = np.random.default_rng(9)
+    for votes in batches[::7]:
+        votes.append(JudgeVote(judge="swap", mode="sc", choice="A", confidence=0.8, samples=["A", "B"]))
+    for votes in batches[3::11]:
+        votes.append(JudgeVote(judge="sig", mode="sc", choice="B", confidence=0.7,
+                               signals={"position_inconsistent": float(rng.random() < 0.5)}))
+    return batches
+
+
+def test_dawid_skene_matches_predict_item_by_item() -> None:
+    from judgefuse.fusion.columnar_dawid_skene import dawid_skene_columns
+    from judgefuse.fusion.dawid_skene import DawidSkeneFusion
+
+    batches = _dawid_skene_batches(3000)
+    want = DawidSkeneFusion().predict(batches)
+    assert_matches(dawid_skene_columns(DawidSkeneFusion(), batches, VoteColumns.from_batches(batches)), want)
+    # fitted on other items (eval's tie-labelled items: a fit on everything), new judges unseen
+    tail = [[*votes, JudgeVote(judge="new", mode="sc", choice="A", confidence=0.9)] for votes in batches[:200]]
+    reference = DawidSkeneFusion()
+    want_tail = reference.predict([*batches, *tail])[len(batches):]
+    method = DawidSkeneFusion()
+    got = dawid_skene_columns(method, tail, VoteColumns.from_batches(tail), fit_batches=[*batches, *tail])
+    assert_matches(got, want_tail)
+    assert method.model_version == reference.model_version
+    # too few items: the cold-start rule
+    one = batches[5:6]
+    assert_matches(dawid_skene_columns(DawidSkeneFusion(), one, VoteColumns.from_batches(one)),
+                   DawidSkeneFusion().predict(one))
+
+
+def test_dawid_skene_shared_data(shared_data: Path) -> None:
+    from judgefuse.fusion.columnar_dawid_skene import dawid_skene_columns
+    from judgefuse.fusion.dawid_skene import DawidSkeneFusion
+
+    for dataset in DATASETS:
+        batches = [judged.votes for judged in load([shared_data / dataset])]
+        got = dawid_skene_columns(DawidSkeneFusion(), batches, VoteColumns.from_batches(batches))
+        assert_matches(got, DawidSkeneFusion().predict(batches))
