@@ -174,16 +174,25 @@ async def main_async(args: argparse.Namespace, lines: list[str]) -> None:
                     await asyncio.sleep(0.1)
                 started = time.perf_counter()
                 headers = {"Authorization": f"Bearer {KEYS['tenant-1']}"}
+
+                async def post(path: str, body: dict) -> httpx.Response:
+                    """Seeding on a busy machine: a 429 (the loop-lag shed) is waited out and retried."""
+                    for _ in range(30):
+                        r = await client.post(path, json=body, headers=headers)
+                        if r.status_code != 429:
+                            break
+                        await asyncio.sleep(float(r.headers.get("Retry-After", "1")))
+                    return r
+
                 for first in range(0, args.verdicts, BATCH):
                     items = [item(i, labelled=False) for i in range(first, min(first + BATCH, args.verdicts))]
-                    r = await client.post("/v1/fuse/batch", json={"items": items}, headers=headers)
+                    r = await post("/v1/fuse/batch", {"items": items})
                     if r.status_code != 200 or r.json()["n_failed"]:
                         failed = [x for x in r.json().get("results", []) if x.get("status") != 200]
                         raise RuntimeError(f"seeding failed: {r.status_code} {failed[:2] or r.text[:300]}")
                 for first in range(0, args.verdicts, 20 * 50):  # one in 20 labelled, as a reviewer would
-                    posts = [client.post("/v1/feedback", headers=headers, json={
-                        "verdict_id": f"v{i}", "label": item(i, labelled=True)["label"]})
-                        for i in range(first, min(first + 20 * 50, args.verdicts), 20)]
+                    posts = [post("/v1/feedback", {"verdict_id": f"v{i}", "label": item(i, labelled=True)["label"]})
+                             for i in range(first, min(first + 20 * 50, args.verdicts), 20)]
                     for r in await asyncio.gather(*posts):
                         if r.status_code != 200:
                             raise RuntimeError(f"labelling failed: {r.status_code} {r.text[:300]}")

@@ -48,7 +48,11 @@ __all__ = ["LIMIT", "Reports", "data_version"]
 T = TypeVar("T")
 
 LIMIT = "max_inflight_reports"
-"""The setting a refusal names (``estimates.max_inflight_reports``)."""
+"""The setting a refusal by the gate names (``estimates.max_inflight_reports``)."""
+PACE = "report_polls_per_s"
+"""The setting a refusal by a tenant's pace names (``estimates.report_polls_per_s``)."""
+_MAX_PACED_TENANTS = 4096
+"""Tenants whose pace is remembered before those back to a full allowance are forgotten."""
 _EWMA_WEIGHT = 0.2
 """Weight of the newest computation in the typical one ``Retry-After`` is made of."""
 _MAX_RETRY_AFTER_S = 60
@@ -76,10 +80,20 @@ async def data_version(storage: Storage, tenant: str, panel: str) -> tuple[objec
 class Reports:
     """The admission gate, worker hand-off and counters of every report (module docstring)."""
 
-    def __init__(self, limit: int, wait_s: float, *, metrics: ServiceMetrics | None = None) -> None:
+    def __init__(self, limit: int, wait_s: float, *, polls_per_s: float = 0.0,
+                 metrics: ServiceMetrics | None = None,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
         if limit < 1:
             raise ValueError("limit must be >= 1")
+        if not polls_per_s >= 0:
+            raise ValueError("polls_per_s must be >= 0")
         self.places = Places(limit, wait_s)
+        self.polls_per_s = polls_per_s
+        """Each tenant's paced reports (:meth:`pace`) per second, in bursts of up to a second's
+        worth (at least one); 0: unpaced."""
+        self.monotonic = monotonic
+        self._due: dict[str, float] = {}
+        """tenant -> when its allowance is whole again (the GCRA's theoretical arrival time)."""
         self.metrics = metrics
         self.counts: Counter[tuple[str, str]] = Counter()
         """(report, outcome) -> requests of this process (``computed``, ``cached``, ``refused``)."""
@@ -101,6 +115,38 @@ class Reports:
         self.counts[(report, outcome)] += 1
         if self.metrics is not None:
             self.metrics.child(self.metrics.report_reads, tenant, report, outcome).inc()
+
+    async def pace(self, tenant: str, report: str) -> None:
+        """Hold a tenant's reports to :attr:`polls_per_s` (the generic cell rate algorithm: a
+        burst of up to a second's worth at once, then one per ``1 / polls_per_s``): a report
+        early for its turn sleeps until then, at most ``report_wait_s``; one whose turn is
+        further off is refused with :class:`Overloaded` (429, ``Retry-After`` when it comes)
+        naming ``report_polls_per_s``. A cached answer costs the loop about a millisecond and
+        no wait, so clients polling in a closed loop would otherwise take as much of the
+        gateway's CPU as they can; a sleeping poll costs nothing."""
+        rate = self.polls_per_s
+        if rate <= 0:
+            return
+        now = self.monotonic()
+        interval = 1.0 / rate
+        tolerance = (max(1.0, rate) - 1.0) * interval
+        due = max(self._due.get(tenant, now), now)
+        wait = due - tolerance - now
+        if wait > self.places.wait_s:
+            self.count(tenant, report, "refused")
+            if self.metrics is not None:
+                self.metrics.child(self.metrics.admission_rejected, tenant, PACE).inc()
+            retry_after = max(1, min(_MAX_RETRY_AFTER_S, math.ceil(wait)))
+            raise Overloaded.shed(
+                PACE, None, retry_after,
+                f"reports of this tenant are paced at {rate:g} per second and its next turn is "
+                f"{wait * 1000:.0f} ms away (more than {self.places.wait_s * 1000:g} ms)")
+        self._due[tenant] = due + interval
+        if len(self._due) > _MAX_PACED_TENANTS:
+            for name in [name for name, when in self._due.items() if when <= now]:
+                del self._due[name]
+        if wait > 0:
+            await asyncio.sleep(wait)
 
     @contextlib.asynccontextmanager
     async def admit(self, tenant: str, report: str) -> AsyncIterator[None]:

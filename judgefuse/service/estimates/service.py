@@ -45,7 +45,7 @@ class CalibrationService:
         self.storage = storage
         self.clock = clock
         self.reports = Reports(settings.estimates.max_inflight_reports, settings.estimates.report_wait_s,
-                               metrics=metrics)
+                               polls_per_s=settings.estimates.report_polls_per_s, metrics=metrics)
         """The gate, worker hand-off and counters of every read of stored verdicts (:mod:`.reports`;
         the console's lists take their places here too)."""
         self.panel_structure = PanelEstimatesCache(settings.estimates.panel_structure_ttl_s, self.reports)

@@ -303,7 +303,9 @@ class WinRateCache:
         self, storage: Storage, tenant: str, panel: str, *, field: str, x: str, y: str,
         window_hours: int | None, level: float,
     ) -> tuple[WinRateOut, bytes]:
-        """:meth:`get` and the answer's JSON (the route sends it as it is)."""
+        """:meth:`get` and the answer's JSON (the route sends it as it is), each in the
+        tenant's turn (:meth:`.reports.Reports.pace`)."""
+        await self.reports.pace(tenant, REPORT)
         now = self.clock()
         since = None if not window_hours else now - 3600.0 * window_hours
         version = await self._version(storage, tenant, panel)  # before the records: a verdict

@@ -81,4 +81,4 @@ def test_env_names() -> None:
     assert "JUDGEFUSE_MONITORING__METRICS_MAX_AGE_S" in env_names()
     assert "JUDGEFUSE_SERVER__WORK_WAIT_S" in env_names()
     assert "JUDGEFUSE_SERVER__WORK_LIFO_AFTER_S" in env_names()
-    assert len(env_names()) == 68  # one per field of the eight sections
+    assert len(env_names()) == 69  # one per field of the eight sections
