@@ -132,3 +132,81 @@ def test_a_repeated_poll_is_served_from_the_cache_until_a_verdict_or_label_lands
 
 async def _thread_ident() -> int:
     return threading.get_ident()
+
+
+def test_a_cached_poll_reads_no_storage_and_sees_another_replicas_verdict_once_the_check_is_due(
+        tmp_path: Path) -> None:
+    """Within ``shared_check_s`` (a controlled clock here) a cached poll reads no counter, hands
+    nothing to a worker and re-encodes nothing; this process's verdict is seen at once; a
+    verdict stored by another replica (another Storage on the same file) once the check is due."""
+    from judgefuse.service.ledger import ALL_METHODS, traffic_prefix
+    from judgefuse.service.storage.sqlite import SQLiteStorage
+
+    with live_gateway(tmp_path, report_polls_per_s=0) as gw, httpx.Client(base_url=gw.url, timeout=20) as client:
+        seed(client, 6)
+        calibration = gw.gateway.calibration
+        cache, counts = calibration.win_rates, calibration.reports.counts
+        clock = [0.0]
+        cache.monotonic = lambda: clock[0]
+        steps: list[str] = []
+        calibration.reports.worker_hook = steps.append
+
+        def poll(**params: object) -> httpx.Response:
+            r = client.get(WINRATE, params={"x": "X", "y": "Y", **params}, headers=A)
+            assert r.status_code == 200, r.text
+            return r
+
+        first = poll()
+        reads, handed = cache.version_reads, len(steps)
+        assert handed >= 2  # the scan's folds and the answer, in a worker
+        for _ in range(5):
+            assert poll().content == first.content
+        assert cache.version_reads == reads and len(steps) == handed  # no read, no worker
+        poll(level=0.9)  # another level: computed once from the kept rows, in a worker
+        assert len(steps) == handed + 1 and counts[("winrate", "computed")] == 1
+        poll(level=0.9)
+        assert len(steps) == handed + 1
+        # this process's verdict: seen on the next poll, no counter read needed
+        fuse(client, A, "v-local")
+        assert poll().json()["n_verdicts"] == 7 and cache.version_reads == reads
+        assert counts[("winrate", "computed")] == 2
+
+        # another replica stores a verdict (and moves the panel's shared traffic counters)
+        async def other_replica() -> None:
+            async with SQLiteStorage(tmp_path / "gateway.sqlite3") as other:
+                record = await other.get_verdict("tenant-a", "v0")
+                assert record is not None
+                key = (await other.list_accumulators("tenant-a", traffic_prefix("ext", ALL_METHODS)))[0]
+                field = next(iter(await other.read_accumulator("tenant-a", key)))
+                await other.save_verdict("tenant-a", record.model_copy(update={"id": "v-remote"}),
+                                         {key: {field: 1}})
+
+        gw.run(other_replica())
+        assert poll().json()["n_verdicts"] == 7  # not due yet: the kept answer
+        assert cache.version_reads == reads
+        clock[0] += cache.shared_check_s
+        assert poll().json()["n_verdicts"] == 8
+        assert cache.version_reads == reads + 1 and counts[("winrate", "computed")] == 3
+        calibration.reports.worker_hook = None
+
+
+def test_a_tenants_polls_past_its_pace_are_a_429_naming_report_polls_per_s(tmp_path: Path) -> None:
+    with live_gateway(tmp_path, report_polls_per_s=2, report_wait_s=0.0) as gw, \
+            httpx.Client(base_url=gw.url, timeout=20) as client:
+        seed(client, 4)
+        reports = gw.gateway.calibration.reports
+        clock = [100.0]
+        reports.monotonic = lambda: clock[0]
+        answers = [client.get(WINRATE, params={"x": "X", "y": "Y"}, headers=A) for _ in range(3)]
+        assert [r.status_code for r in answers] == [200, 200, 429]  # a burst of a second's worth
+        body = answers[2].json()
+        assert body["limit"] == "report_polls_per_s" and "max_inflight" not in body
+        assert answers[2].headers["Retry-After"] == "1" == str(body["retry_after_s"])
+        # another tenant has its own pace
+        assert client.get(WINRATE, params={"x": "X", "y": "Y"}, headers=B).status_code == 200
+        clock[0] += 0.5  # one turn later
+        assert client.get(WINRATE, params={"x": "X", "y": "Y"}, headers=A).status_code == 200
+        assert client.get(WINRATE, params={"x": "X", "y": "Y"}, headers=A).status_code == 429
+        assert reports.counts[("winrate", "refused")] == 2
+        metrics = client.get("/metrics", headers=A).text
+        assert 'judgefuse_admission_rejected_total{limit="report_polls_per_s",tenant="tenant-a"} 2.0' in metrics
