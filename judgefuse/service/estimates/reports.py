@@ -21,7 +21,10 @@ goes through :class:`Reports`:
   thread still takes the interpreter's lock a switch interval at a time, so the bound is what
   keeps several reports from crowding the loop out of it;
 * **cached by the data's version** (:func:`data_version`): a report kept beside the counters it
-  was read under is answered again, with no scan and no place, while they have not moved.
+  was read under is answered again, with no scan and no place, while they have not moved;
+* **paced** (the win rate, whose cached answer reads nothing from the store): each tenant's
+  polls at ``estimates.report_polls_per_s`` (:meth:`Reports.pace`), so clients polling in a
+  closed loop sleep for their turn instead of taking the gateway's CPU.
 
 Each outcome is counted in ``judgefuse_report_reads_total`` {tenant, report, outcome:
 ``computed``, ``cached``, ``refused``}; refusals also in ``judgefuse_admission_rejected_total``.

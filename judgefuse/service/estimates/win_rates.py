@@ -25,9 +25,12 @@ under the report gate (:mod:`.reports`). What the scan keeps is not the answer b
 row per verdict naming two systems under ``field`` (the two systems, the judges' outcome for
 A's, the review stratum, the label's outcome, its time), per (tenant, panel, field, window), with
 the panel's data version (:func:`.reports.data_version`): any ``x``, ``y`` and ``level`` is
-answered from those rows, and the next poll while no verdict or label of the panel has landed
-reads nothing but the counters. A scan is redone after :data:`MAX_AGE_S` as well (retention
-drops verdicts without moving a counter).
+answered from those rows (each answer memoised with its JSON), and the next poll while no
+verdict or label of the panel has landed reads nothing from the store: this process's writes
+are counted in memory (``Storage.local_writes``), the shared counters re-read once
+:data:`SHARED_CHECK_S` old. A scan is redone after :data:`MAX_AGE_S` as well (retention on
+another replica drops verdicts without moving a counter). Each tenant's polls are paced
+(:meth:`.reports.Reports.pace`, ``estimates.report_polls_per_s``).
 """
 
 from __future__ import annotations
