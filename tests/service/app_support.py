@@ -102,7 +102,20 @@ def panel_yaml(tmp_path: Path, url: str, *, judges: tuple[str, ...] = JUDGES, qu
     return path
 
 
+SPEED_GATES_OFF: dict[str, float] = {
+    "shed_loop_lag_s": 0.0, "shed_wait_s": 0.0, "shed_sojourn_s": 0.0, "work_wait_s": 60.0}
+"""The server's load-shedding gates as the suite runs them unless a test sets them: off, and a
+judging request past ``max_inflight_work`` waits its turn instead of being refused after 50 ms.
+Those gates judge the machine's speed (a loop late for a whole 200 ms window, a request that
+waited 50 ms), so on a busy machine they refused requests of tests about something else (40
+concurrent audit labels answered 429 by the loop-lag gate). Their own tests
+(tests/service/web/test_backpressure*.py) set each value they rely on."""
+
+
 def make_settings(tmp_path: Path, panels: list[Path], **overrides: Any) -> Settings:
+    """Settings for an app under test: the test tenants' keys, a metrics token, no background
+    refits, no state cache, :data:`SPEED_GATES_OFF` (each unless ``overrides`` names it, flat or
+    in ``server``)."""
     values: dict[str, Any] = {
         "storage_url": f"sqlite:///{tmp_path / 'unused.sqlite3'}",
         "panels": panels,
@@ -112,6 +125,11 @@ def make_settings(tmp_path: Path, panels: list[Path], **overrides: Any) -> Setti
         "state_ttl_s": 0.0,
     }
     values.update(overrides)
+    server = dict(values.get("server") or {})
+    for key, value in SPEED_GATES_OFF.items():
+        if key not in server and key not in values:
+            server[key] = value
+    values["server"] = server
     return Settings(**values)
 
 

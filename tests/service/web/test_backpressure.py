@@ -340,7 +340,7 @@ def test_judging_requests_past_the_work_limit_get_429_and_judge_waits_do_not_cou
     a /v1/judge whose judges take 0.6 s holds none while it waits for them, so a second
     /v1/fuse is answered 200 meanwhile; with two bodies held, the next /v1/fuse and /v1/judge
     get 429 (limit max_inflight_work, Retry-After) at once, and 200 again once they close."""
-    with live_gateway(tmp_path, server={"max_inflight_work": 2}) as gw:
+    with live_gateway(tmp_path, server={"max_inflight_work": 2, "work_wait_s": 0.05}) as gw:
         for judge in S.JUDGES:
             gw.script.set(judge, action=S.stub_module.Reply(texts=S.sc_text("A", 80), delay_s=0.6))
         working = gw.app.state.metrics.working
