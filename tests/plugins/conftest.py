@@ -59,7 +59,7 @@ def plugin_env(*sites: Path) -> dict[str, str]:
     paths = [str(REPO), *(str(site) for site in sites), str(REPO / "tests"), str(REPO / "tests" / "service"),
              str(REPO / "tests" / "service" / "storage")]
     env["PYTHONPATH"] = os.pathsep.join(paths)
-    env.setdefault("COLUMNS", "200")
+    env["COLUMNS"] = "200"  # the terminal tables in full (an xdist worker inherits a narrower COLUMNS)
     return env
 
 
