@@ -117,8 +117,9 @@ def main() -> None:
         runs = [run_eval_once(path, args.extra) for _ in range(args.repeat)]
         walls = [wall for wall, _ in runs]
         peaks = [peak for _, peak in runs]
+        load = os.getloadavg()[0]  # the machine is shared: say how busy it was
         print(f"  n={n:>9,}  wall median {statistics.median(walls):8.2f} s (runs: "
-              f"{', '.join(f'{v:.2f}' for v in walls)})  peak RSS {max(peaks):7.0f} MB", flush=True)
+              f"{', '.join(f'{v:.2f}' for v in walls)})  peak RSS {max(peaks):7.0f} MB  load {load:.1f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ __all__ = [
 ]
 
 _CHUNK_CELLS = 2_000_000  # resamples x items per block, bounds memory for large n
+_FEATURE_BYTES = 256 * 2**20  # feature matrices held at once by bootstrap_intervals_many
 
 Features = Callable[[np.ndarray, np.ndarray], np.ndarray]
 Reducer = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -332,15 +333,15 @@ def bootstrap_intervals_many(
     by_size: dict[int, list[int]] = {}
     for r, (c, _) in enumerate(pairs):
         by_size.setdefault(c.size, []).append(r)
-    for n, members in by_size.items():
-        stats = _shared_stats([pairs[r] for r in members], [specs[m] for m in fast], n, n_resamples, seed)
-        for r, row_stats in zip(members, stats, strict=True):
-            c, z = pairs[r]
-            for metric, values in zip(fast, row_stats, strict=True):
-                estimate = _point(metric, c, z, n_bins, eps)
-                out[r][metric] = interval_from_stats(
-                    estimate, values[~np.isnan(values)], level=level, bounds=_RANGES[metric], n_resamples=n_resamples
-                )
+    for n, same_size in by_size.items() if fast else ():
+        # the rows' feature matrices are held together while the resamples stream past: at most
+        # _FEATURE_BYTES of them, so a 10^6-item report draws its resamples a few times, not 30
+        width = sum(specs[m][0](np.full(1, 0.5), np.ones(1)).shape[1] for m in fast)
+        per_group = max(1, _FEATURE_BYTES // max(1, n * width * 8))
+        for start in range(0, len(same_size), per_group):
+            members = same_size[start : start + per_group]
+            stats = _shared_stats([pairs[r] for r in members], [specs[m] for m in fast], n, n_resamples, seed)
+            _intervals(out, members, stats, pairs, fast, n_bins=n_bins, eps=eps, level=level, n_resamples=n_resamples)
     for r, (c, z) in enumerate(pairs):
         for metric in metrics:
             if metric not in out[r]:
@@ -349,6 +350,28 @@ def bootstrap_intervals_many(
                 )
         out[r] = {metric: out[r][metric] for metric in metrics}
     return out
+
+
+def _intervals(
+    out: list[dict[str, BootstrapInterval]],
+    members: Sequence[int],
+    stats: Sequence[Sequence[np.ndarray]],
+    pairs: Sequence[tuple[np.ndarray, np.ndarray]],
+    metrics: Sequence[str],
+    *,
+    n_bins: int,
+    eps: float,
+    level: float,
+    n_resamples: int,
+) -> None:
+    """Each member row's intervals from its bootstrap statistics, into ``out``."""
+    for r, row_stats in zip(members, stats, strict=True):
+        c, z = pairs[r]
+        for metric, values in zip(metrics, row_stats, strict=True):
+            estimate = _point(metric, c, z, n_bins, eps)
+            out[r][metric] = interval_from_stats(
+                estimate, values[~np.isnan(values)], level=level, bounds=_RANGES[metric], n_resamples=n_resamples
+            )
 
 
 def _shared_stats(
@@ -360,10 +383,9 @@ def _shared_stats(
 ) -> list[list[np.ndarray]]:
     """Per row, per spec, the bootstrap statistics (with NaNs), from one shared stream of
     resamples drawn exactly as :func:`_bootstrap_stats` draws them for ``n`` items."""
-    features = [[spec[0](c, z) for spec in specs] for c, z in pairs]
-    widths = [x.shape[1] for x in features[0]] if features else []
-    # one (n x k) matrix per row: a product per row bounds memory at 10^6 items
-    stacked = [np.hstack(row) if row else np.zeros((n, 0)) for row in features]
+    widths = [spec[0](np.full(1, 0.5), np.ones(1)).shape[1] for spec in specs]
+    # one (n x k) matrix per row, all specs side by side: one product per row and block
+    stacked = [np.hstack([spec[0](c, z) for spec in specs]) for c, z in pairs]
     stats = [[np.empty(n_resamples) for _ in specs] for _ in pairs]
     rng = np.random.default_rng(seed)
     block = max(1, _CHUNK_CELLS // n)

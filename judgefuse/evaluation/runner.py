@@ -20,7 +20,13 @@ from judgefuse.calibration.builtin_metrics import BUILTIN_METRICS
 from judgefuse.calibration.metric_registry import registered_metrics
 from judgefuse.errors import InputError
 from judgefuse.evaluation.agreement import RowAgreement, panel_alpha, row_agreement
-from judgefuse.evaluation.scoring import ScoredRow, judge_names, score_columns, score_judge, score_verdicts
+from judgefuse.evaluation.scoring import (
+    ScoredRow,
+    judge_names,
+    score_columns,
+    score_judge_columns,
+    score_verdicts,
+)
 from judgefuse.evaluation.ties import TieReport, has_ties, judge_ties, tie_report, verdict_outcome
 from judgefuse.fusion import NotEnoughLabels, cross_fit_predict, get_method, replayable_methods, requires_fit
 from judgefuse.fusion.columnar import COLUMNAR_METHODS, NONE, TIE, A, B, FusedColumns, VoteColumns, fuse_columns
@@ -141,18 +147,19 @@ def evaluate(
     step = progress or (lambda _name: None)
 
     undecided = [judged for judged in items if judged.item.tie_label is not None]
+    # every item's votes as arrays, read once: the judges' rows, the voting rules, their
+    # recalibrated variants and dawid_skene work on them (judgefuse.fusion.columnar), the
+    # other methods item by item
+    columns = VoteColumns.from_batches([judged.votes for judged in labelled])
+    undecided_columns = VoteColumns.from_batches([judged.votes for judged in undecided])
     scored: list[ScoredRow] = []
     ties: list[TieReport] = []
     for name in judge_names(labelled):
         step(name)
-        scored.append(score_judge(name, labelled))
+        scored.append(score_judge_columns(name, labelled, columns))
         ties.append(judge_ties(name, [*labelled, *undecided]))
 
     skipped: dict[str, str] = {}
-    # every item's votes as arrays, read once: the voting rules and their recalibrated variants
-    # fuse every item at once (judgefuse.fusion.columnar), the other methods item by item
-    columns = VoteColumns.from_batches([judged.votes for judged in labelled])
-    undecided_columns = VoteColumns.from_batches([judged.votes for judged in undecided])
     for name in options.methods or default_methods():
         step(name)
         if _has_columnar_form(name):

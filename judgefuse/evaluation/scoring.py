@@ -208,3 +208,36 @@ def score_columns(
         n_ties=int((tie & keep).sum()),
         choices=np.asarray(choices[keep], dtype="<U4"),
     )
+
+
+def score_judge_columns(name: str, items: Sequence[JudgedItem], votes: VoteColumns) -> ScoredRow:
+    """:func:`score_judge` from the items' vote arrays (``votes``, one row per item of ``items``):
+    the same row without a search of every item's votes per judge (tested against it)."""
+    if len(items) != votes.n_items:
+        raise ValueError(f"{name}: vote arrays of {votes.n_items} items for {len(items)} items")
+    voted, slot = votes.first_vote(name)
+    keep = voted & np.asarray([judged.item.label is not None for judged in items], dtype=bool)
+    rows = np.flatnonzero(keep)
+    at = slot[rows]
+    valid = votes.valid[rows, at]
+    says_a = votes.says_a[rows, at]
+    tied = votes.tie[rows, at]
+    label_a = np.asarray([items[i].item.label == "A" for i in rows.tolist()], dtype=bool)
+    cost = 0.0
+    for value in votes.vote_cost_usd[rows, at].tolist():  # in item order, as score_judge adds
+        cost += value
+    choices = np.where(tied, "tie", np.where(valid, np.where(says_a, "A", "B"), "none"))
+    n_ties = int(tied.sum())
+    return ScoredRow(
+        name=name,
+        kind="judge",
+        confidence=np.where(valid, votes.confidence[rows, at], NO_ANSWER_CONFIDENCE).astype(float),
+        correct=valid & (says_a == label_a),
+        categories=np.asarray([items[i].item.category or "" for i in rows.tolist()], dtype=str),
+        item_index=rows.astype(np.int64),
+        n_invalid=int((~valid).sum()) - n_ties,
+        cost_usd=cost,
+        calls=int(votes.vote_calls[rows, at].sum()),
+        n_ties=n_ties,
+        choices=np.asarray(choices, dtype="<U4"),
+    )

@@ -37,13 +37,16 @@ from judgefuse.evaluation.display import compact_table, fit, legend, output_cons
 from judgefuse.evaluation.scoring import (
     ScoredRow,
     judge_names,
-    score_judge,
+    score_columns,
+    score_judge_columns,
     score_verdicts,
 )
 from judgefuse.fusion import cross_fit_predict, get_method, requires_fit
 from judgefuse.fusion.cascade import Cascade, CascadeStage
 from judgefuse.fusion.cascade_tuning import CascadeReport, tune_cascade
-from judgefuse.judges.types import JudgedItem
+from judgefuse.fusion.columnar import COLUMNAR_METHODS, VoteColumns, fuse_columns
+from judgefuse.fusion.columnar_crossfit import columnar_recalibrated, cross_fit_columns
+from judgefuse.judges.types import JudgedItem, Letter
 
 DEFAULT_METHOD = "majority"
 
@@ -135,10 +138,21 @@ def scored_row(
         known = judge_names(labelled)
         if judge not in known:
             raise TuneError(f"unknown judge {judge!r}; judges in the data: {', '.join(known)}")
-        return "judge", judge, score_judge(judge, labelled)
+        return "judge", judge, score_judge_columns(judge, labelled, VoteColumns.from_batches(
+            [judged.votes for judged in labelled]))
     name = method or DEFAULT_METHOD
     fusion = get_method(name)  # an unknown name fails here, listing the known ones
     batches = [judged.votes for judged in labelled]
+    if name in COLUMNAR_METHODS or columnar_recalibrated(fusion):
+        # a voting rule or a recalibrated one: over arrays (judgefuse.fusion.columnar), the
+        # per-item path's row to the bit, cross-fitted on the same folds
+        columns = VoteColumns.from_batches(batches)
+        if name in COLUMNAR_METHODS:
+            fused = fuse_columns(name, columns)
+        else:
+            letters: list[Letter] = [judged.item.label for judged in labelled]  # type: ignore[misc]
+            fused = cross_fit_columns(name, columns, letters, n_folds=n_folds, seed=seed)
+        return "method", name, score_columns(name, labelled, fused, columns)
     if requires_fit(fusion):
         labels = [judged.item.label for judged in labelled]
         verdicts = cross_fit_predict(lambda: get_method(name), batches, labels, n_folds=n_folds, seed=seed)  # type: ignore[arg-type]

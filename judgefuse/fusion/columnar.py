@@ -49,7 +49,8 @@ class VoteColumns:
     ``present`` marks a slot that holds a vote; ``valid`` a vote with a letter (``says_a`` which),
     ``tie`` a tie vote; ``confidence`` is 0 and ``p_a`` NaN where a vote has none. ``judge`` is
     the index of the vote's judge in ``judges`` (-1 for an empty slot). ``cost_usd`` and
-    ``calls`` are per item (every vote's), what a scored row adds up.
+    ``calls`` are per item (every vote's), what a scored row adds up; ``vote_cost_usd`` and
+    ``vote_calls`` per vote (a judge's row adds up its own).
     """
 
     present: Bools
@@ -62,6 +63,8 @@ class VoteColumns:
     judges: tuple[str, ...]
     cost_usd: Floats
     calls: Ints
+    vote_cost_usd: Floats
+    vote_calls: Ints
 
     @property
     def n_items(self) -> int:
@@ -81,6 +84,8 @@ class VoteColumns:
         judge = np.full((n, k), -1, dtype=np.int64)
         cost = np.zeros(n)
         calls = np.zeros(n, dtype=np.int64)
+        vote_cost = np.zeros((n, k))
+        vote_calls = np.zeros((n, k), dtype=np.int64)
         names: dict[str, int] = {}
         for i, votes in enumerate(batches):
             item_cost = 0.0
@@ -95,11 +100,13 @@ class VoteColumns:
                 if vote.p_a is not None:
                     p_a[i, s] = vote.p_a
                 judge[i, s] = names.setdefault(vote.judge, len(names))
+                vote_cost[i, s] = vote.cost_usd
+                vote_calls[i, s] = vote.calls
                 item_cost += vote.cost_usd
                 item_calls += vote.calls
             cost[i] = item_cost
             calls[i] = item_calls
-        return cls(present, valid, says_a, tie, confidence, p_a, judge, tuple(names), cost, calls)
+        return cls(present, valid, says_a, tie, confidence, p_a, judge, tuple(names), cost, calls, vote_cost, vote_calls)
 
     def take(self, rows: Ints | Sequence[int]) -> VoteColumns:
         """The columns of the items at ``rows`` (cross-fitting's folds are index arrays)."""
@@ -107,8 +114,15 @@ class VoteColumns:
         return VoteColumns(
             self.present[index], self.valid[index], self.says_a[index], self.tie[index],
             self.confidence[index], self.p_a[index], self.judge[index], self.judges,
-            self.cost_usd[index], self.calls[index],
+            self.cost_usd[index], self.calls[index], self.vote_cost_usd[index], self.vote_calls[index],
         )
+
+    def first_vote(self, name: str) -> tuple[Bools, Ints]:
+        """Per item, whether judge ``name`` voted and the slot of its first vote (what
+        ``find_vote`` picks; 0 where it did not vote)."""
+        j = self.judges.index(name) if name in self.judges else -1
+        mine = self.judge == j
+        return mine.any(axis=1), np.argmax(mine, axis=1) if mine.shape[1] else np.zeros(self.n_items, dtype=np.int64)
 
 
 @dataclass(frozen=True)

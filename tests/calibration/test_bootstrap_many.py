@@ -40,3 +40,16 @@ def test_equals_one_interval_at_a_time(n_resamples: int) -> None:
 def test_refuses_bad_counts() -> None:
     with pytest.raises(ValueError, match="n_resamples"):
         bootstrap_intervals_many(_rows((10,)), ("accuracy",), n_resamples=0)
+
+
+def test_rows_in_groups_draw_the_same_resamples(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the feature memory bound the rows are taken a few at a time, each group drawing the
+    stream again: the intervals do not change."""
+    from judgefuse.calibration import bootstrap
+
+    rows = _rows((300, 300, 300, 300, 300))
+    whole = bootstrap_intervals_many(rows, METRICS, n_resamples=200, seed=1)
+    monkeypatch.setattr(bootstrap, "_FEATURE_BYTES", 300 * 25 * 8 * 2)  # two rows a group
+    grouped = bootstrap_intervals_many(rows, METRICS, n_resamples=200, seed=1)
+    assert [{m: i.as_dict() for m, i in r.items()} for r in grouped] == [
+        {m: i.as_dict() for m, i in r.items()} for r in whole]

@@ -1,4 +1,4 @@
-"""``evaluate`` with the columnar paths (voting rules and their recalibrated variants fused over
+"""``evaluate`` with the columnar paths (judges' rows, voting rules and their recalibrated variants fused over
 arrays, cross-fitted on index arrays; intervals from shared resamples) against today's per-item
 path, the reference, kept here by switching the columnar paths off: every row's metrics equal to
 1e-9 (the scores themselves to the bit), and its intervals too (the same resamples are drawn, so the Monte Carlo error of an
@@ -18,6 +18,7 @@ from judgefuse.calibration.bootstrap import bootstrap_interval
 from judgefuse.evaluation import runner
 from judgefuse.evaluation.loaders import load
 from judgefuse.evaluation.runner import Evaluation, EvaluationOptions, evaluate
+from judgefuse.evaluation.scoring import score_judge
 from judgefuse.judges.types import JudgedItem
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -39,6 +40,7 @@ def _reference(items: list[JudgedItem], options: EvaluationOptions, monkeypatch:
 
     with monkeypatch.context() as patch:
         patch.setattr(runner, "_has_columnar_form", lambda name: False)
+        patch.setattr(runner, "score_judge_columns", lambda name, labelled, columns: score_judge(name, labelled))
         patch.setattr(runner, "bootstrap_intervals_many", one_at_a_time)
         return evaluate(items, options=options)
 
@@ -88,3 +90,33 @@ def test_synthetic_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     got = evaluate(items, options=options)
     assert got.has_ties and len(got.rows) == 5 + len(QUICK)
     assert_same(got, _reference(items, options, monkeypatch))
+
+
+@pytest.mark.parametrize("who", [{"method": "majority"}, {"method": "entropy_weighted"},
+                                 {"method": "majority+isotonic"}, {"judge": "judge-3"}])
+def test_tune_rows_equal_the_per_item_rows(tmp_path: Path, who: dict[str, str]) -> None:
+    """``tune``'s scored row through the columnar paths, and the threshold it tunes, against
+    the per-item row (score_verdicts over cross_fit_predict / score_judge)."""
+    from judgefuse.calibration.thresholds import tune_threshold
+    from judgefuse.evaluation.scoring import score_verdicts
+    from judgefuse.evaluation.tune_command import tune_items
+    from judgefuse.fusion import cross_fit_predict, get_method
+
+    path = tmp_path / "votes.jsonl"
+    bench_eval_scale.write(path, 2000, seed=6)
+    items = load([path])
+    labelled = [judged for judged in items if judged.item.label is not None]
+    got = tune_items(items, **who, n_folds=4, seed=3)
+    if "judge" in who:
+        want = score_judge(who["judge"], labelled)
+    else:
+        name = who["method"]
+        batches = [judged.votes for judged in labelled]
+        verdicts = ([get_method(name)(votes) for votes in batches] if "+" not in name else
+                    cross_fit_predict(name, batches, [j.item.label for j in labelled], n_folds=4, seed=3))
+        want = score_verdicts(name, labelled, verdicts)
+    np.testing.assert_array_equal(got.row.confidence, want.confidence)
+    np.testing.assert_array_equal(got.row.correct, want.correct)
+    np.testing.assert_array_equal(got.row.choices, want.choices)
+    assert (got.row.n_invalid, got.row.n_ties) == (want.n_invalid, want.n_ties)
+    assert got.report == tune_threshold(want.confidence, want.correct, target_precision=0.9, delta=0.1, min_count=30)
