@@ -1,0 +1,54 @@
+"""``benchmarks/synthetic_panels.py``: each regime has the structure its name promises, and its
+file is a votes file ``judgefuse eval`` reads."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+import synthetic_panels as S  # noqa: E402
+
+from judgefuse.evaluation.loaders import read_votes  # noqa: E402
+
+N = 4000
+
+
+def _accuracy(items, judge: str) -> float:
+    return float(np.mean([next(v for v in j.votes if v.judge == judge).choice == j.item.label for j in items]))
+
+
+def _confidence_gap(items, judge: str) -> float:
+    """Mean confidence when right minus when wrong."""
+    right, wrong = [], []
+    for judged in items:
+        vote = next(v for v in judged.votes if v.judge == judge)
+        (right if vote.choice == judged.item.label else wrong).append(vote.confidence)
+    return float(np.mean(right) - np.mean(wrong))
+
+
+def test_accuracies_and_confidence_per_regime() -> None:
+    uninformative = S.panel("uninformative", N)
+    for k, accuracy in enumerate(S.ACCURACIES):
+        assert _accuracy(uninformative, f"j{k + 1}") == pytest.approx(accuracy, abs=0.025)
+    assert abs(_confidence_gap(uninformative, "j5")) < 0.02
+    informative = S.panel("informative", N)
+    assert _accuracy(informative, "j1") == pytest.approx(0.60, abs=0.025)
+    assert _confidence_gap(informative, "j5") > 0.04
+    correlated = S.panel("correlated", N)
+    assert all(j.votes[4].choice == j.votes[5].choice and j.votes[5].judge == "j5_copy" for j in correlated)
+    assert _accuracy(S.panel("corrupted", N), "j5") == pytest.approx(0.75 * 0.7 + 0.25 * 0.3, abs=0.025)
+    biased = S.panel("position_biased", N)
+    assert np.mean([j.votes[4].choice == "A" for j in biased]) == pytest.approx(0.5 + 0.5 * 0.5, abs=0.025)
+    assert _accuracy(S.panel("strong", N), "j1") == pytest.approx(0.90, abs=0.02)
+    assert np.mean([j.item.label == "A" for j in uninformative]) == pytest.approx(0.5, abs=0.03)
+
+
+def test_a_written_panel_reads_back_and_is_deterministic(tmp_path: Path) -> None:
+    path = tmp_path / "panel.jsonl"
+    S.write(path, S.panel("strong", 50, seed=3))
+    assert read_votes(path) == S.panel("strong", 50, seed=3)
+    assert S.panel("strong", 50, seed=4) != S.panel("strong", 50, seed=3)
