@@ -18,35 +18,46 @@ The user's guide is docs/python-client.md.
 from judgefuse.client.async_client import AsyncClient
 from judgefuse.client.errors import (
     APIError,
+    BadResponse,
     Conflict,
     ConnectionFailed,
+    DeadlineExceeded,
+    GatewayDown,
     InvalidRequest,
     JudgefuseError,
     NotFound,
     Overloaded,
+    ResponseTooLarge,
     ServerError,
     TooLarge,
     Unauthorized,
     Unavailable,
 )
+from judgefuse.client.models import Record
 from judgefuse.client.pairs import PairResult
-from judgefuse.client.retry import RetryPolicy
+from judgefuse.client.retry import CircuitBreaker, RetryPolicy
 from judgefuse.client.sync_client import Client
 from judgefuse.service.schemas import BatchResponse, LabelResult, VerdictOut
 
 __all__ = [
     "APIError",
     "AsyncClient",
+    "BadResponse",
     "BatchResponse",
+    "CircuitBreaker",
     "Client",
     "Conflict",
     "ConnectionFailed",
+    "DeadlineExceeded",
+    "GatewayDown",
     "InvalidRequest",
     "JudgefuseError",
     "LabelResult",
     "NotFound",
     "Overloaded",
     "PairResult",
+    "Record",
+    "ResponseTooLarge",
     "RetryPolicy",
     "ServerError",
     "TooLarge",

@@ -7,16 +7,30 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import AsyncIterator, Generator, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import httpx
 
 from judgefuse.client import calls, models
-from judgefuse.client.errors import JudgefuseError
-from judgefuse.client.pairs import Pair, PairResult, PairRun
-from judgefuse.client.retry import Call, Outcome, RetryPolicy, Sleep, Step, send_with_retries
-from judgefuse.client.settings import http_options
+from judgefuse.client import retry as attempts
+from judgefuse.client.errors import BadResponse, InvalidRequest, JudgefuseError
+from judgefuse.client.pairs import Pair, PairResult, PairRun, gateway_down
+from judgefuse.client.retry import (
+    Breaker,
+    BreakerOpen,
+    Call,
+    CircuitBreaker,
+    Outcome,
+    RetryPolicy,
+    Send,
+    Sleep,
+    Step,
+    parse_answer,
+    send_with_retries,
+)
+from judgefuse.client.settings import DEFAULT_MAX_RESPONSE_BYTES, http_options
 
 __all__ = ["AsyncClient"]
 
@@ -27,13 +41,17 @@ T = TypeVar("T")
 class AsyncClient:
     """An asyncio client of one judgefuse gateway: every method of
     :class:`~judgefuse.client.sync_client.Client`, awaited. Use it as an async context
-    manager or ``await aclose()``."""
+    manager or ``await aclose()``. The same ``retry``, ``breaker`` and ``max_response_bytes``;
+    the deadline of a call is one ``asyncio.timeout`` around each attempt, body included."""
 
     def __init__(self, base_url: str = "http://localhost:8000", api_key: str | None = None, *,
                  timeout: float | httpx.Timeout | None = None, retry: RetryPolicy | None = None,
-                 headers: Mapping[str, str] | None = None,
+                 headers: Mapping[str, str] | None = None, breaker: CircuitBreaker | None = None,
+                 max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
                  http_client: httpx.AsyncClient | None = None) -> None:
         self.retry = retry or RetryPolicy()
+        self.breaker = breaker or CircuitBreaker()
+        self.max_response_bytes = max_response_bytes
         self.batch_limit = calls.BatchLimit()
         self._http = http_client or httpx.AsyncClient(**http_options(base_url, api_key, headers, timeout))  # type: ignore[arg-type]
 
@@ -47,7 +65,7 @@ class AsyncClient:
         await self.aclose()
 
     # ------------------------------------------------------------------ sending
-    async def _drive(self, steps: Generator[Step, Outcome | None, R]) -> R:
+    async def _drive(self, steps: Generator[Step, Outcome | None, R], breaker: Breaker | None = None) -> R:
         outcome: Outcome | None = None
         while True:
             try:
@@ -55,19 +73,41 @@ class AsyncClient:
             except StopIteration as done:
                 return done.value
             if isinstance(step, Sleep):
-                await asyncio.sleep(step.seconds)
+                await asyncio.sleep(step.seconds)  # a run whose breaker opens cancels this task
                 outcome = None
                 continue
-            call = step.call
+            if breaker is not None:
+                breaker.check()
             try:
-                outcome = await self._http.request(call.method, call.path, json=call.json,
-                                                   params=call.params, headers=call.headers)
+                outcome = await self._send(step)
             except httpx.TransportError as exc:
                 outcome = exc
+            except httpx.HTTPError as exc:  # a body that does not decode, too many redirects
+                raise BadResponse(0, f"{type(exc).__name__}: {exc}", method=step.call.method,
+                                  path=step.call.path) from exc
+            if breaker is not None:
+                breaker.check(outcome)
+
+    async def _send(self, step: Send) -> httpx.Response:
+        """One attempt under one ``asyncio.timeout`` to the call's deadline (headers and
+        body), its body read in chunks under the size cap."""
+        call = step.call
+        left = None if step.deadline is None else max(0.0, step.deadline - time.monotonic())
+        try:
+            async with asyncio.timeout(left):
+                async with self._http.stream(call.method, call.path, json=call.json, params=call.params,
+                                             headers=call.headers,
+                                             timeout=attempts.attempt_timeout(self._http.timeout, step.deadline)) as response:
+                    reader = attempts.BodyReader(call, response, step.deadline, self.max_response_bytes)
+                    async for chunk in response.aiter_bytes():
+                        reader.add(chunk)
+                    return reader.done()
+        except TimeoutError as exc:
+            raise httpx.ReadTimeout("the whole answer did not arrive within the call's deadline") from exc
 
     async def call(self, call: Call[T]) -> T:
         """Send one :class:`~judgefuse.client.retry.Call` with retries; its parsed answer."""
-        return call.parse((await self._drive(send_with_retries(call, self.retry))).json())
+        return parse_answer(call, await self._drive(send_with_retries(call, self.retry)))
 
     # ------------------------------------------------------------------ judging
     async def judge(self, *, question: str, answer_a: str, answer_b: str, panel: str | None = None,
@@ -102,16 +142,19 @@ class AsyncClient:
                           resume: str | os.PathLike[str] | None = None, progress: bool = True,
                           namespace: str = "") -> AsyncIterator[PairResult]:
         """Judge ``pairs`` with at most ``concurrency`` in flight, yielding each result as it
-        finishes (not in input order), resumable from ``resume`` (:mod:`judgefuse.client.pairs`)."""
+        finishes (not in input order), resumable from ``resume`` (:mod:`judgefuse.client.pairs`);
+        stops with one :class:`~judgefuse.client.errors.GatewayDown` when the breaker opens."""
         if concurrency < 1:
-            raise ValueError("concurrency must be at least 1")
+            raise InvalidRequest.before_sending([("concurrency", f"at least 1, not {concurrency}")])
+        breaker = Breaker(self.breaker)
+        self.last_breaker = breaker
         with PairRun(pairs, panel=panel, resume=resume, progress=progress, namespace=namespace) as run:
-            running: dict[asyncio.Task[models.VerdictOut | JudgefuseError], tuple[int, dict[str, Any]]] = {}
+            running: dict[asyncio.Task[Any], tuple[int, dict[str, Any]]] = {}
             todo = run.todo()
             try:
-                while True:
+                while not breaker.open:
                     for index, body in todo:
-                        running[asyncio.create_task(self._outcome(body))] = (index, body)
+                        running[asyncio.create_task(self._outcome(body, breaker))] = (index, body)
                         if len(running) >= concurrency:
                             break
                     if not running:
@@ -119,17 +162,25 @@ class AsyncClient:
                     finished, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
                     for task in finished:
                         index, body = running.pop(task)
-                        yield run.finish(index, body, task.result())
+                        if (result := run.outcome(index, body, task.result(), breaker.open)) is not None:
+                            yield result
+                for task in list(running):  # the breaker opened: keep what already finished
+                    if task.done() and not task.cancelled():
+                        index, body = running.pop(task)
+                        if (result := run.outcome(index, body, task.result(), True)) is not None:
+                            yield result
+                raise gateway_down(run, breaker, str(self._http.base_url))
             finally:
                 for task in running:
                     task.cancel()
                 if running:
                     await asyncio.gather(*running, return_exceptions=True)
 
-    async def _outcome(self, body: dict[str, Any]) -> models.VerdictOut | JudgefuseError:
+    async def _outcome(self, body: dict[str, Any], breaker: Breaker) -> models.VerdictOut | JudgefuseError | BreakerOpen:
+        call = calls.judged(body)
         try:
-            return await self.call(calls.judged(body))
-        except JudgefuseError as exc:
+            return parse_answer(call, await self._drive(send_with_retries(call, self.retry), breaker))
+        except (JudgefuseError, BreakerOpen) as exc:
             return exc
 
     # ------------------------------------------------------------------ labels and reads

@@ -2,8 +2,10 @@
 the model its answer is read into. ``Client`` and ``AsyncClient`` only send them.
 
 Requests are built with the server's own models (:mod:`judgefuse.service.schemas`: one
-definition, not two), so a bad field is refused here, before a round trip, with pydantic's
-message, and only the fields the caller gave are sent. Judge and fuse requests without an
+definition, not two), so a bad field is refused here, before a round trip, as the client's
+:class:`~judgefuse.client.errors.InvalidRequest` naming the field the way the gateway would
+(``body.label``; pydantic's error is the ``__cause__``), and only the fields the caller gave
+are sent. Answers are read with :func:`models.typed`, so mapping blocks read as attributes. Judge and fuse requests without an
 ``id`` get one here (:func:`new_id`): a retry of the same request then joins the verdict in
 flight on the gateway, or replays the stored one, instead of calling the judges again
 (the gateway's single flight: :mod:`judgefuse.service.judging.single_flight`).
@@ -11,16 +13,33 @@ flight on the gateway, or replays the stored one, instead of calling the judges 
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 import uuid
 from collections.abc import Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
+
+import pydantic
 
 from judgefuse.client import models
-from judgefuse.client.errors import TooLarge
-from judgefuse.client.retry import Call, Outcome, RetryPolicy, Sleep, Step, send_with_retries
+from judgefuse.client.errors import InvalidRequest, TooLarge
+from judgefuse.client.retry import Call, Outcome, RetryPolicy, Sleep, Step, parse_answer, send_with_retries
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def checked(build: Callable[P, R]) -> Callable[P, R]:
+    """A request builder whose refusals are the client's :class:`InvalidRequest`."""
+    @functools.wraps(build)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return build(*args, **kwargs)
+        except pydantic.ValidationError as exc:
+            raise InvalidRequest.from_validation(exc) from exc
+    return wrapper
 
 __all__ = [
     "BatchLimit",
@@ -62,24 +81,27 @@ def _annotator(annotator: str | None) -> dict[str, str] | None:
     return None if annotator is None else {"X-Annotator": annotator}
 
 
+@checked
 def judge_request(item: models.JudgeRequest | Mapping[str, Any], *, fuse_votes: bool = False) -> dict[str, Any]:
     """One ``/v1/judge`` (or, ``fuse_votes``, ``/v1/fuse``) item as sent: checked against the
     server's model, with an id drawn when it has none."""
     model = models.FuseRequest if fuse_votes else models.JudgeRequest
-    checked = item if isinstance(item, model) else model.model_validate(
+    valid = item if isinstance(item, model) else model.model_validate(
         item.model_dump(exclude_unset=True) if isinstance(item, models.JudgeRequest) else dict(item))
-    body = _body(checked)
+    body = _body(valid)
     body.setdefault("id", new_id())
     return body
 
 
+@checked
 def judge(**fields: Any) -> Call[models.VerdictOut]:
-    return Call("POST", "/v1/judge", models.VerdictOut.model_validate,
+    return Call("POST", "/v1/judge", models.typed(models.VerdictOut),
                 json=judge_request(_present(fields)))
 
 
+@checked
 def fuse(**fields: Any) -> Call[models.VerdictOut]:
-    return Call("POST", "/v1/fuse", models.VerdictOut.model_validate,
+    return Call("POST", "/v1/fuse", models.typed(models.VerdictOut),
                 json=judge_request(_present(fields), fuse_votes=True))
 
 
@@ -87,58 +109,68 @@ def _present(fields: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v is not None}
 
 
+@checked
 def feedback(verdict_id: str, label: str, annotator: str | None = None) -> Call[models.LabelResult]:
     body = _body(models.FeedbackRequest.model_validate({"verdict_id": verdict_id, "label": label}))
-    return Call("POST", "/v1/feedback", models.LabelResult.model_validate, json=body,
+    return Call("POST", "/v1/feedback", models.typed(models.LabelResult), json=body,
                 headers=_annotator(annotator))
 
 
+@checked
 def verdict(verdict_id: str) -> Call[models.VerdictOut]:
     if not verdict_id or "/" in verdict_id:
-        raise ValueError(f"not a verdict id: {verdict_id!r}")
-    return Call("GET", f"/v1/verdicts/{verdict_id}", models.VerdictOut.model_validate)
+        raise InvalidRequest.before_sending([("verdict_id", f"not a verdict id: {verdict_id!r}")])
+    return Call("GET", f"/v1/verdicts/{verdict_id}", models.typed(models.VerdictOut))
 
 
+@checked
 def calibration(panel: str | None = None, *, window_hours: int | None = None,
                 population: bool | None = None, structure: bool | None = None) -> Call[models.CalibrationOut]:
     params = _params(panel=panel, window_hours=window_hours,
                      population=None if population is None else str(population).lower(),
                      structure=None if structure is None else str(structure).lower())
-    return Call("GET", "/v1/calibration", models.CalibrationOut.model_validate, params=params)
+    return Call("GET", "/v1/calibration", models.typed(models.CalibrationOut), params=params)
 
 
+@checked
 def thresholds(panel: str | None = None) -> Call[models.ThresholdsOut]:
-    return Call("GET", "/v1/thresholds", models.ThresholdsOut.model_validate, params=_params(panel=panel))
+    return Call("GET", "/v1/thresholds", models.typed(models.ThresholdsOut), params=_params(panel=panel))
 
 
+@checked
 def tune(**fields: Any) -> Call[models.TuneOut]:
     body = _body(models.TuneRequest.model_validate(_present(fields)))
-    return Call("POST", "/v1/thresholds/tune", models.TuneOut.model_validate, json=body)
+    return Call("POST", "/v1/thresholds/tune", models.typed(models.TuneOut), json=body)
 
 
+@checked
 def review_next(panel: str | None = None, n: int | None = None,
                 annotator: str | None = None) -> Call[models.ReviewNextOut]:
-    return Call("GET", "/v1/review/next", models.ReviewNextOut.model_validate,
+    return Call("GET", "/v1/review/next", models.typed(models.ReviewNextOut),
                 params=_params(panel=panel, n=n), headers=_annotator(annotator))
 
 
+@checked
 def review_skip(verdict_id: str, annotator: str | None = None) -> Call[models.ReviewSkipOut]:
     body = _body(models.ReviewSkipRequest.model_validate({"verdict_id": verdict_id}))
-    return Call("POST", "/v1/review/skip", models.ReviewSkipOut.model_validate, json=body,
+    return Call("POST", "/v1/review/skip", models.typed(models.ReviewSkipOut), json=body,
                 headers=_annotator(annotator))
 
 
+@checked
 def review_stats(panel: str | None = None) -> Call[models.ReviewStatsOut]:
-    return Call("GET", "/v1/review/stats", models.ReviewStatsOut.model_validate, params=_params(panel=panel))
+    return Call("GET", "/v1/review/stats", models.typed(models.ReviewStatsOut), params=_params(panel=panel))
 
 
+@checked
 def monitor(panel: str | None = None) -> Call[models.MonitorOut]:
-    return Call("GET", "/v1/monitor", models.MonitorOut.model_validate, params=_params(panel=panel))
+    return Call("GET", "/v1/monitor", models.typed(models.MonitorOut), params=_params(panel=panel))
 
 
+@checked
 def monitor_clear(panel: str | None = None) -> Call[models.MonitorClearOut]:
     body = _body(models.MonitorClearRequest.model_validate(_present({"panel": panel})))
-    return Call("POST", "/v1/monitor/clear", models.MonitorClearOut.model_validate, json=body)
+    return Call("POST", "/v1/monitor/clear", models.typed(models.MonitorClearOut), json=body)
 
 
 # ------------------------------------------------------------------------------ batches
@@ -174,7 +206,7 @@ def run_batch(
     ``bodies``). Items the gateway answers 429 or 503 (admission, quorum) are sent again, in
     one batch after the longest of their ``retry_after_s``, within the policy's deadline;
     every item carries its id, so an item judged meanwhile is replayed, not judged again."""
-    deadline = clock() + policy.deadline_s
+    deadline = float("inf") if policy.deadline_s is None else clock() + policy.deadline_s
     results: dict[int, models.BatchResult] = {}
     pending = list(range(len(bodies)))
     rounds = 0
@@ -185,7 +217,7 @@ def run_batch(
         start = 0
         while start < len(pending):
             chunk = pending[start:start + limit.items]
-            call = Call("POST", path, models.BatchResponse.model_validate,
+            call = Call("POST", path, models.typed(models.BatchResponse),
                         json={"items": [bodies[i] for i in chunk]})
             try:
                 response = yield from send_with_retries(call, policy, clock)
@@ -195,7 +227,7 @@ def run_batch(
                     raise
                 limit.items = smaller
                 continue
-            for result in call.parse(response.json()).results:
+            for result in parse_answer(call, response).results:
                 index = chunk[result.index]
                 results[index] = result.model_copy(update={"index": index})
                 if result.status in policy.statuses:
@@ -218,4 +250,4 @@ def run_batch(
 
 def judged(body: dict[str, Any]) -> Call[models.VerdictOut]:
     """``/v1/judge`` for a body :func:`judge_request` built already (the pair helpers)."""
-    return Call("POST", "/v1/judge", models.VerdictOut.model_validate, json=body)
+    return Call("POST", "/v1/judge", models.typed(models.VerdictOut), json=body)

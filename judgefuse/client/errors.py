@@ -15,7 +15,15 @@ so a pipeline can branch on the type and show the server's own words::
     |   +-- Overloaded (429)            still refused when the retry deadline ran out
     |   +-- Unavailable (503)           quorum lost / storage down, after the retries
     |   +-- ServerError (other 5xx)
+    +-- BadResponse                 an answer that is not the API's: a 3xx, non-JSON, a wrong shape
+    |   +-- ResponseTooLarge            a body over the client's ``max_response_bytes``
     +-- ConnectionFailed            no answer at all (connect error, timeout) after the retries
+    |   +-- DeadlineExceeded            the answer did not arrive in full within ``deadline_s``
+    +-- GatewayDown                 ``judge_pairs`` stopped: the circuit breaker opened
+
+A request the client can tell is wrong (a label ``"C"``, a confidence of 1.5) is refused before
+it is sent, as :class:`InvalidRequest` with ``status`` 0 and the field named as the gateway
+would name it (``body.label``): one exception type whichever side finds the fault.
 
 Retryable answers (429, 503, no connection) are only raised once the client's retry deadline
 has run out (:mod:`judgefuse.client.retry`); every other error is raised on the first answer.
@@ -29,12 +37,16 @@ from judgefuse.service.schemas import ErrorBody, ErrorField
 
 __all__ = [
     "APIError",
+    "BadResponse",
     "Conflict",
     "ConnectionFailed",
+    "DeadlineExceeded",
+    "GatewayDown",
     "InvalidRequest",
     "JudgefuseError",
     "NotFound",
     "Overloaded",
+    "ResponseTooLarge",
     "ServerError",
     "TooLarge",
     "Unauthorized",
@@ -75,7 +87,28 @@ class APIError(JudgefuseError):
 
 
 class InvalidRequest(APIError):
-    """400 / 422: the request is wrong; sending it again will not help."""
+    """400 / 422: the request is wrong; sending it again will not help. ``status`` 0: the
+    client refused it before sending (see :meth:`before_sending`)."""
+
+    @classmethod
+    def before_sending(cls, problems: list[tuple[str, str]], *, method: str = "",
+                       path: str = "") -> InvalidRequest:
+        """The error for a request the client will not send: ``problems`` are ``(field,
+        problem)`` pairs, the field named as the gateway names it (``body.label``)."""
+        fields = [ErrorField(field=f, problem=p) for f, p in problems]
+        body = ErrorBody(error="refused before sending: " + "; ".join(f"{f}: {p}" for f, p in problems),
+                         fields=fields)
+        return cls(0, body, method=method, path=path, attempts=0)
+
+    @classmethod
+    def from_validation(cls, exc: Any, *, prefix: str = "body", method: str = "",
+                        path: str = "") -> InvalidRequest:
+        """A pydantic ``ValidationError`` as :class:`InvalidRequest`, so a caller catches one
+        library's type whichever side found the fault (pydantic stays the ``__cause__``)."""
+        problems = [(".".join([prefix, *(str(part) for part in error.get("loc", ()))]),
+                     str(error.get("msg", "invalid")))
+                    for error in exc.errors(include_url=False)]
+        return cls.before_sending(problems or [(prefix, str(exc))], method=method, path=path)
 
 
 class Unauthorized(APIError):
@@ -106,6 +139,35 @@ class ServerError(APIError):
     """Any other 5xx."""
 
 
+class BadResponse(JudgefuseError):
+    """The gateway (or whatever answered at its address: a proxy, a login page) gave an answer
+    the API never gives: a redirect, a body that is not JSON, JSON of the wrong shape, a body
+    cut short. ``status`` is the answer's HTTP status, ``problem`` what was wrong with it; the
+    parser's own error, when there is one, is the ``__cause__``. Not retried: the same address
+    will answer the same way."""
+
+    def __init__(self, status: int, problem: str, *, method: str = "", path: str = "",
+                 attempts: int = 1) -> None:
+        self.status = status
+        self.problem = problem
+        self.method = method
+        self.path = path
+        self.attempts = attempts
+        where = f"{method} {path}: " if path else ""
+        super().__init__(f"{where}bad answer (HTTP {status}): {problem}")
+
+
+class ResponseTooLarge(BadResponse):
+    """The answer's body passed the client's ``max_response_bytes``; it was not read further,
+    so a runaway answer costs at most that much memory."""
+
+    def __init__(self, status: int, limit: int, *, method: str = "", path: str = "",
+                 attempts: int = 1) -> None:
+        self.limit = limit
+        super().__init__(status, f"body over max_response_bytes={limit:,}; not read further",
+                         method=method, path=path, attempts=attempts)
+
+
 class ConnectionFailed(JudgefuseError):
     """No answer from the gateway (connection refused or reset, timeout) within the deadline;
     the transport error is the ``__cause__``."""
@@ -113,6 +175,28 @@ class ConnectionFailed(JudgefuseError):
     def __init__(self, message: str, *, attempts: int) -> None:
         super().__init__(message)
         self.attempts = attempts
+
+
+class DeadlineExceeded(ConnectionFailed):
+    """The whole answer (headers and body) did not arrive within the retry policy's
+    ``deadline_s``: a gateway that trickles its answer is cut at the deadline, not at the
+    read timeout of each chunk."""
+
+
+class GatewayDown(JudgefuseError):
+    """``judge_pairs`` stopped because the gateway stopped answering: ``failures`` connection
+    failures in a row, or none answered for ``outage_s`` (the run's circuit breaker). Raised
+    once for the run, instead of every remaining pair waiting out its own retry deadline.
+    ``finished`` pairs were judged (and, with ``resume=``, written); a rerun of the same call
+    with the same ``resume`` file judges only the rest."""
+
+    def __init__(self, message: str, *, finished: int, failures: int, outage_s: float,
+                 resume: str | None) -> None:
+        super().__init__(message)
+        self.finished = finished
+        self.failures = failures
+        self.outage_s = outage_s
+        self.resume = resume
 
 
 _BY_STATUS: dict[int, type[APIError]] = {

@@ -7,9 +7,15 @@ as soon as its verdict comes back and is not kept. The resume file keeps only th
 pairs already done in memory.
 
 **Resuming.** With ``resume=path`` every finished pair is appended to ``path`` as one JSON line
-(``{"index", "id", "verdict"}`` or ``{"index", "id", "error"}``) and flushed at once. A later
-run over the same pairs skips those with a verdict line and judges the rest (pairs that failed
-are tried again). A pair's id is its own ``id`` if it has one, else a digest of its panel,
+(``{"index", "id", "verdict"}``, or ``{"index", "id", "error"}`` for a pair the gateway refused)
+and flushed at once. A pair that got no answer (:class:`ConnectionFailed`) is not finished and
+not written. A later run over the same pairs skips those with a verdict line and judges the
+rest (pairs that failed are tried again).
+
+**Stopping.** The run's circuit breaker (:class:`~judgefuse.client.retry.CircuitBreaker`)
+opens when the gateway stops answering; the run then raises one :class:`GatewayDown`
+(:func:`gateway_down`) naming how many pairs finished and how to resume, instead of each
+remaining pair waiting out its own retry deadline. A pair's id is its own ``id`` if it has one, else a digest of its panel,
 question and answers (and ``namespace``): so it is the same in every run, and a pair whose
 verdict was stored by the gateway but never written to the file (the run was killed between
 the two) is replayed from storage instead of judged again (the gateway's single flight: :mod:`judgefuse.service.judging.single_flight`).
@@ -28,11 +34,12 @@ from typing import IO, Any
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from judgefuse.client.calls import judge_request
-from judgefuse.client.errors import APIError, JudgefuseError
+from judgefuse.client.errors import APIError, ConnectionFailed, GatewayDown, InvalidRequest, JudgefuseError
+from judgefuse.client.retry import Breaker, BreakerOpen
 from judgefuse.json_input import JSONTextError, decode_utf8, parse_json
 from judgefuse.service.schemas import VerdictOut
 
-__all__ = ["Pair", "PairResult", "PairRun", "pair_id"]
+__all__ = ["Pair", "PairResult", "PairRun", "gateway_down", "pair_id"]
 
 Pair = Mapping[str, Any] | Sequence[str]
 """A mapping with ``question``, ``answer_a``, ``answer_b`` (and optionally ``id``, ``panel``,
@@ -109,6 +116,8 @@ class PairRun:
         )
         self._task = self._progress.add_task(description, total=total, failed=0)
         self._failed = 0
+        self.judged = 0
+        """Pairs given a verdict in this run."""
 
     @staticmethod
     def _read_done(path: Path) -> set[str]:
@@ -144,29 +153,65 @@ class PairRun:
     def todo(self) -> Iterator[tuple[int, dict[str, Any]]]:
         """``(index, request body)`` of each pair not done yet, lazily."""
         for index, pair in enumerate(self.pairs):
-            fields = pair_fields(pair, self.panel)
-            fields["id"] = pair_id(fields, self.namespace)
-            if fields["id"] in self.done:
-                self.skipped += 1
-                self._progress.advance(self._task)
-                continue
-            yield index, judge_request(fields)
+            try:
+                fields = pair_fields(pair, self.panel)
+                fields["id"] = pair_id(fields, self.namespace)
+                if fields["id"] in self.done:
+                    self.skipped += 1
+                    self._progress.advance(self._task)
+                    continue
+                body = judge_request(fields)
+            except InvalidRequest as exc:
+                raise InvalidRequest.before_sending(
+                    [(f"pairs[{index}].{f.field.removeprefix('body.')}", f.problem) for f in exc.fields]) from exc
+            except (TypeError, KeyError) as exc:
+                raise InvalidRequest.before_sending([(f"pairs[{index}]", f"{type(exc).__name__}: {exc}")]) from exc
+            yield index, body
+
+    def outcome(self, index: int, body: Mapping[str, Any], outcome: object, stopping: bool) -> PairResult | None:
+        """:meth:`finish` for one call of a run with a breaker: None for a pair the breaker
+        cut off (it is not finished: not yielded, not written, judged by the rerun)."""
+        if isinstance(outcome, BreakerOpen) or (stopping and isinstance(outcome, ConnectionFailed)):
+            return None
+        assert isinstance(outcome, (VerdictOut, BaseException))
+        return self.finish(index, body, outcome)
 
     def finish(self, index: int, body: Mapping[str, Any], outcome: VerdictOut | BaseException) -> PairResult:
         """Record one pair's outcome (file, bar) and make its result; an exception that is not
         the client's (a bug, a cancellation) is raised."""
+        line: dict[str, Any] | None
         if isinstance(outcome, VerdictOut):
             result = PairResult(index, body["id"], verdict=outcome)
-            line: dict[str, Any] = {"index": index, "id": result.id,
-                                    "verdict": outcome.model_dump(mode="json")}
+            line = {"index": index, "id": result.id, "verdict": outcome.model_dump(mode="json")}
+            self.judged += 1
+        elif isinstance(outcome, ConnectionFailed):  # no answer: not finished, not written
+            result = PairResult(index, body["id"], error=outcome)
+            line = None
+            self._failed += 1
         elif isinstance(outcome, JudgefuseError):
             result = PairResult(index, body["id"], error=outcome)
             line = {"index": index, "id": result.id, "error": _error_line(outcome)}
             self._failed += 1
         else:
             raise outcome
-        if self._file is not None:
+        if self._file is not None and line is not None:
             self._file.write(json.dumps(line, separators=(",", ":")) + "\n")
             self._file.flush()
         self._progress.update(self._task, advance=1, failed=self._failed)
         return result
+
+
+def gateway_down(run: PairRun, breaker: Breaker, url: str) -> GatewayDown:
+    """The one error a run stops with when its breaker opened: what happened, how many pairs
+    finished, and the rerun that picks up the rest."""
+    finished = run.judged + run.skipped
+    if run.path is not None:
+        how = (f"run the same call again with resume={str(run.path)!r}: the {finished} finished pair(s) "
+               "are skipped, the rest judged")
+    else:
+        how = ("pass resume=<file> to judge_pairs to skip finished pairs on a rerun (without it a rerun "
+               "replays their verdicts from the gateway's storage: pair ids are stable)")
+    message = (f"judge_pairs stopped: the gateway at {url} stopped answering ({breaker.reason}); "
+               f"{finished} pair(s) finished ({run.judged} in this run, {run.skipped} before); {how}")
+    return GatewayDown(message, finished=finished, failures=breaker.in_a_row,
+                       outage_s=breaker.policy.outage_s, resume=None if run.path is None else str(run.path))

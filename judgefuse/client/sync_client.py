@@ -16,10 +16,21 @@ from typing import Any, TypeVar
 import httpx
 
 from judgefuse.client import calls, models
-from judgefuse.client.errors import JudgefuseError
-from judgefuse.client.pairs import Pair, PairResult, PairRun
-from judgefuse.client.retry import Call, Outcome, RetryPolicy, Sleep, Step, send_with_retries
-from judgefuse.client.settings import http_options
+from judgefuse.client import retry as attempts
+from judgefuse.client.errors import BadResponse, InvalidRequest, JudgefuseError
+from judgefuse.client.pairs import Pair, PairResult, PairRun, gateway_down
+from judgefuse.client.retry import (
+    BreakerOpen,
+    Call,
+    Outcome,
+    RetryPolicy,
+    Send,
+    Sleep,
+    Step,
+    parse_answer,
+    send_with_retries,
+)
+from judgefuse.client.settings import DEFAULT_MAX_RESPONSE_BYTES, http_options
 
 __all__ = ["Client"]
 
@@ -33,14 +44,21 @@ class Client:
 
     ``retry`` decides what is sent again (:class:`~judgefuse.client.retry.RetryPolicy`: 429
     and 503 after ``Retry-After``, no answer with backoff, within a deadline; never another
-    4xx). ``http_client`` replaces the httpx client the others build (its own base URL and
-    headers then apply)."""
+    4xx; ``deadline_s`` covers the whole answer, body included). ``breaker`` decides when a
+    ``judge_pairs`` run gives up on a gateway that stopped answering
+    (:class:`~judgefuse.client.retry.CircuitBreaker`: 5 connection failures in a row or 30 s
+    without an answer). ``max_response_bytes`` caps the body read from any answer (64 MB).
+    ``http_client`` replaces the httpx client the others build (its own base URL and headers
+    then apply). Every failure is a :class:`~judgefuse.client.errors.JudgefuseError`."""
 
     def __init__(self, base_url: str = "http://localhost:8000", api_key: str | None = None, *,
                  timeout: float | httpx.Timeout | None = None, retry: RetryPolicy | None = None,
-                 headers: Mapping[str, str] | None = None,
+                 headers: Mapping[str, str] | None = None, breaker: attempts.CircuitBreaker | None = None,
+                 max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
                  http_client: httpx.Client | None = None) -> None:
         self.retry = retry or RetryPolicy()
+        self.breaker = breaker or attempts.CircuitBreaker()
+        self.max_response_bytes = max_response_bytes
         self.batch_limit = calls.BatchLimit()
         self._http = http_client or httpx.Client(**http_options(base_url, api_key, headers, timeout))  # type: ignore[arg-type]
 
@@ -54,7 +72,7 @@ class Client:
         self.close()
 
     # ------------------------------------------------------------------ sending
-    def _drive(self, steps: Generator[Step, Outcome | None, R]) -> R:
+    def _drive(self, steps: Generator[Step, Outcome | None, R], breaker: attempts.Breaker | None = None) -> R:
         outcome: Outcome | None = None
         while True:
             try:
@@ -62,19 +80,39 @@ class Client:
             except StopIteration as done:
                 return done.value
             if isinstance(step, Sleep):
-                time.sleep(step.seconds)
+                if breaker is None:
+                    time.sleep(step.seconds)
+                elif breaker.tripped.wait(step.seconds):  # woken when another call opens it
+                    raise BreakerOpen
                 outcome = None
                 continue
-            call = step.call
+            if breaker is not None:
+                breaker.check()
             try:
-                outcome = self._http.request(call.method, call.path, json=call.json,
-                                             params=call.params, headers=call.headers)
+                outcome = self._send(step)
             except httpx.TransportError as exc:
                 outcome = exc
+            except httpx.HTTPError as exc:  # a body that does not decode, too many redirects
+                raise BadResponse(0, f"{type(exc).__name__}: {exc}", method=step.call.method,
+                                  path=step.call.path) from exc
+            if breaker is not None:
+                breaker.check(outcome)
+
+    def _send(self, step: Send) -> httpx.Response:
+        """One attempt, its body read in chunks under the call's deadline and the size cap
+        (httpx's own timeouts bound each read, not the whole answer)."""
+        call = step.call
+        timeout = attempts.attempt_timeout(self._http.timeout, step.deadline)
+        with self._http.stream(call.method, call.path, json=call.json, params=call.params,
+                               headers=call.headers, timeout=timeout) as response:
+            reader = attempts.BodyReader(call, response, step.deadline, self.max_response_bytes)
+            for chunk in response.iter_bytes():
+                reader.add(chunk)
+            return reader.done()
 
     def call(self, call: Call[T]) -> T:
         """Send one :class:`~judgefuse.client.retry.Call` with retries; its parsed answer."""
-        return call.parse(self._drive(send_with_retries(call, self.retry)).json())
+        return parse_answer(call, self._drive(send_with_retries(call, self.retry)))
 
     # ------------------------------------------------------------------ judging
     def judge(self, *, question: str, answer_a: str, answer_b: str, panel: str | None = None,
@@ -109,17 +147,23 @@ class Client:
                     resume: str | os.PathLike[str] | None = None, progress: bool = True,
                     namespace: str = "") -> Iterator[PairResult]:
         """Judge ``pairs`` with at most ``concurrency`` in flight, yielding each result as it
-        finishes (not in input order), resumable from ``resume`` (:mod:`judgefuse.client.pairs`)."""
+        finishes (not in input order), resumable from ``resume`` (:mod:`judgefuse.client.pairs`).
+
+        When the gateway stops answering (the client's ``breaker``) the run stops with one
+        :class:`~judgefuse.client.errors.GatewayDown` naming the pairs finished and how to
+        resume; the pairs cut off are not written to ``resume``, so a rerun judges them."""
         if concurrency < 1:
-            raise ValueError("concurrency must be at least 1")
+            raise InvalidRequest.before_sending([("concurrency", f"at least 1, not {concurrency}")])
+        breaker = attempts.Breaker(self.breaker)
+        self.last_breaker = breaker
         with PairRun(pairs, panel=panel, resume=resume, progress=progress, namespace=namespace) as run, \
                 ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="judgefuse") as pool:
-            running: dict[Future[models.VerdictOut | JudgefuseError], tuple[int, dict[str, Any]]] = {}
+            running: dict[Future[Any], tuple[int, dict[str, Any]]] = {}
             todo = run.todo()
             try:
-                while True:
+                while not breaker.open:
                     for index, body in todo:
-                        running[pool.submit(self._outcome, body)] = (index, body)
+                        running[pool.submit(self._outcome, body, breaker)] = (index, body)
                         if len(running) >= concurrency:
                             break
                     if not running:
@@ -127,15 +171,25 @@ class Client:
                     finished, _ = wait(running, return_when=FIRST_COMPLETED)
                     for future in finished:
                         index, body = running.pop(future)
-                        yield run.finish(index, body, future.result())
+                        if (result := run.outcome(index, body, future.result(), breaker.open)) is not None:
+                            yield result
+                for future in running:  # the breaker opened: the calls in flight stop at once
+                    future.cancel()
+                for future in list(running):
+                    if not future.cancelled():
+                        index, body = running.pop(future)
+                        if (result := run.outcome(index, body, future.result(), True)) is not None:
+                            yield result
+                raise gateway_down(run, breaker, str(self._http.base_url))
             finally:
                 for future in running:
                     future.cancel()
 
-    def _outcome(self, body: dict[str, Any]) -> models.VerdictOut | JudgefuseError:
+    def _outcome(self, body: dict[str, Any], breaker: attempts.Breaker) -> models.VerdictOut | JudgefuseError | BreakerOpen:
+        call = calls.judged(body)
         try:
-            return self.call(calls.judged(body))
-        except JudgefuseError as exc:
+            return parse_answer(call, self._drive(send_with_retries(call, self.retry), breaker))
+        except (JudgefuseError, BreakerOpen) as exc:
             return exc
 
     # ------------------------------------------------------------------ labels and reads

@@ -129,8 +129,9 @@ def test_a_429_is_retried_after_its_retry_after(tmp_path: Path) -> None:
         assert admission.rejected >= 1  # the gateway did answer 429 first
         assert waited >= 1.0  # Retry-After: 1 (at least), honoured
         # with a deadline shorter than Retry-After the 429 is raised, typed, after one attempt
-        with Client(live.url, API_KEY, retry=RetryPolicy(deadline_s=0.5)) as impatient:
-            slow = threading.Thread(target=impatient.judge, kwargs={**PAIR, "question": "slow two"})
+        with Client(live.url, API_KEY, retry=RetryPolicy(deadline_s=0.5)) as impatient, \
+                Client(live.url, API_KEY, retry=FAST) as patient:  # 1.2 s judging: over 0.5 s
+            slow = threading.Thread(target=patient.judge, kwargs={**PAIR, "question": "slow two"})
             slow.start()
             while admission.inflight() == 0:
                 time.sleep(0.01)
@@ -199,9 +200,9 @@ def test_connection_errors_back_off_until_the_deadline() -> None:
 
 def test_a_bad_request_is_refused_before_it_is_sent() -> None:
     with Client("http://127.0.0.1:9", retry=RetryPolicy(deadline_s=0)) as client:
-        with pytest.raises(ValueError, match="answer_b"):
+        with pytest.raises(InvalidRequest, match="answer_b"):
             client.judge(question="q", answer_a="a", answer_b=None)  # type: ignore[arg-type]
-        with pytest.raises(ValueError, match="label"):
+        with pytest.raises(InvalidRequest, match="label"):
             client.feedback("some-id", "C")
 
 
