@@ -52,6 +52,8 @@ class AsyncClient:
         self.retry = retry or RetryPolicy()
         self.breaker = breaker or CircuitBreaker()
         self.max_response_bytes = max_response_bytes
+        self.last_breaker: Breaker | None = None
+        """The breaker of the latest ``judge_pairs`` run (its ``attempts`` and ``failed`` sends)."""
         self.batch_limit = calls.BatchLimit()
         self._http = http_client or httpx.AsyncClient(**http_options(base_url, api_key, headers, timeout))  # type: ignore[arg-type]
 

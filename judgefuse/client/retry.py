@@ -106,7 +106,9 @@ class Breaker:
         self.tripped = threading.Event()
         self.in_a_row = 0
         self.attempts = 0
-        """Every send of the run (a benchmark and a test count what a dead gateway costs)."""
+        """Every send of the run, and ``failed`` those with no answer (a benchmark and a test
+        count what a dead gateway cost before the run stopped)."""
+        self.failed = 0
         self.failed_since: float | None = None
         self.reason = ""
         self._lock = threading.Lock()
@@ -120,6 +122,7 @@ class Breaker:
                 self.in_a_row, self.failed_since = 0, None
                 return
             now = self.clock()
+            self.failed += 1
             self.in_a_row += 1
             self.failed_since = now if self.failed_since is None else self.failed_since
             outage = now - self.failed_since

@@ -59,6 +59,8 @@ class Client:
         self.retry = retry or RetryPolicy()
         self.breaker = breaker or attempts.CircuitBreaker()
         self.max_response_bytes = max_response_bytes
+        self.last_breaker: attempts.Breaker | None = None
+        """The breaker of the latest ``judge_pairs`` run (its ``attempts`` and ``failed`` sends)."""
         self.batch_limit = calls.BatchLimit()
         self._http = http_client or httpx.Client(**http_options(base_url, api_key, headers, timeout))  # type: ignore[arg-type]
 

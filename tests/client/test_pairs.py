@@ -3,7 +3,11 @@ interrupted run judge each pair once in all."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,7 +15,7 @@ import pytest
 from jf_test_support import openai_stub as stub_module
 from jf_test_support.live_gateway import API_KEY, LiveGateway, live_gateway
 
-from judgefuse.client import AsyncClient, Client, InvalidRequest, RetryPolicy
+from judgefuse.client import AsyncClient, CircuitBreaker, Client, GatewayDown, InvalidRequest, PairResult, RetryPolicy
 
 FAST = RetryPolicy(deadline_s=10, backoff_s=0.05, max_backoff_s=0.2)
 
@@ -73,3 +77,84 @@ async def test_async_pairs_yield_as_they_finish_and_report_failures(tmp_path: Pa
     failed = [r for r in results if not r.ok]
     assert [r.index for r in failed] == [5] and isinstance(failed[0].error, InvalidRequest)
     assert failed[0].error.fields[0].field == "body.answer_b"
+
+
+def _wait_for_quiet(live: LiveGateway) -> None:
+    """Until the pairs in flight have their verdicts stored (judge calls stop changing)."""
+    last, quiet_since = -1, time.monotonic()
+    while time.monotonic() - quiet_since < 0.5:
+        now = live.judge_calls()
+        if now != last:
+            last, quiet_since = now, time.monotonic()
+        time.sleep(0.05)
+
+
+N_PAIRS, KILL_AFTER, CONCURRENCY = 2000, 100, 8
+BREAKER = CircuitBreaker(failures=5, outage_s=30)
+
+
+def _stored_verdicts(tmp_path: Path) -> int:
+    with sqlite3.connect(tmp_path / "gateway.sqlite3") as db:
+        return int(db.execute("select count(*) from verdicts").fetchone()[0])
+
+
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+def test_a_dead_gateway_stops_the_run_once_and_a_rerun_judges_each_pair_once(tmp_path: Path, flavour: str) -> None:
+    """Issue 47: the gateway stops after 100 of 2,000 pairs. Without a breaker each of the 1,900
+    pairs left waits out its own 120 s retry deadline (about 8 h at 8 in flight); with it the
+    run raises one GatewayDown after at most failures + concurrency sends that got no answer,
+    the resume file holds only verdicts, and a rerun judges the rest, none twice."""
+    progress_file = tmp_path / "run.jsonl"
+    stack = contextlib.ExitStack()
+    live = stack.enter_context(live_gateway(tmp_path))
+    first: list[PairResult] = []
+    async_clients: list[AsyncClient] = []
+    started = time.monotonic()
+    if flavour == "sync":
+        client = Client(live.url, API_KEY, breaker=BREAKER)
+        with pytest.raises(GatewayDown) as stopped:
+            for result in client.judge_pairs(pairs(N_PAIRS), concurrency=CONCURRENCY, resume=progress_file,
+                                             progress=False):
+                first.append(result)
+                if len(first) == KILL_AFTER:
+                    _wait_for_quiet(live)  # the pairs in flight finish (and are stored) first
+                    stack.close()  # the gateway stops
+        client.close()
+        breaker = client.last_breaker
+        assert breaker is not None
+    else:
+        async def run() -> None:
+            async with AsyncClient(live.url, API_KEY, breaker=BREAKER) as client:
+                async_clients.append(client)
+                async for result in client.judge_pairs(pairs(N_PAIRS), concurrency=CONCURRENCY,
+                                                       resume=progress_file, progress=False):
+                    first.append(result)
+                    if len(first) == KILL_AFTER:
+                        await asyncio.to_thread(_wait_for_quiet, live)
+                        await asyncio.to_thread(stack.close)
+
+        with pytest.raises(GatewayDown) as stopped:
+            asyncio.run(run())
+        breaker = async_clients[0].last_breaker
+        assert breaker is not None
+    elapsed = time.monotonic() - started
+    first_calls = live.judge_calls()
+    assert all(r.ok for r in first)  # nothing cut off was yielded as a failure
+    judged_first = len(first)
+    assert KILL_AFTER <= judged_first <= KILL_AFTER + CONCURRENCY
+    error = stopped.value
+    assert error.finished == judged_first and error.resume == str(progress_file)
+    assert f"{judged_first} pair(s) finished" in str(error) and "resume=" in str(error)
+    assert BREAKER.failures <= breaker.failed <= BREAKER.failures + CONCURRENCY  # sends that found no one
+    assert elapsed < 120  # the breaker, not 1,900 retry deadlines (hours)
+    lines = [json.loads(line) for line in progress_file.read_text().splitlines()]
+    assert len(lines) == judged_first and all(line.get("verdict") for line in lines)  # no error lines
+
+    with live_gateway(tmp_path) as again, Client(again.url, API_KEY) as client:  # the same storage
+        rest = list(client.judge_pairs(pairs(N_PAIRS), concurrency=CONCURRENCY, resume=progress_file,
+                                       progress=False))
+        second_calls = again.judge_calls()
+    assert all(r.ok for r in rest)
+    assert sorted(r.index for r in first + rest) == list(range(N_PAIRS))  # nothing missing, nothing twice
+    assert first_calls + second_calls == N_PAIRS * 3  # each pair's judges called once over both runs
+    assert _stored_verdicts(tmp_path) == N_PAIRS
