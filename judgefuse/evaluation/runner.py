@@ -27,7 +27,7 @@ from judgefuse.evaluation.scoring import (
     score_judge_columns,
     score_verdicts,
 )
-from judgefuse.evaluation.ties import TieReport, has_ties, judge_ties, tie_report, verdict_outcome
+from judgefuse.evaluation.ties import TieReport, has_ties, judge_ties_columns, tie_report, verdict_outcome
 from judgefuse.fusion import NotEnoughLabels, cross_fit_predict, get_method, replayable_methods, requires_fit
 from judgefuse.fusion.columnar import COLUMNAR_METHODS, NONE, TIE, A, B, FusedColumns, VoteColumns, fuse_columns
 from judgefuse.fusion.columnar_crossfit import columnar_recalibrated, cross_fit_columns, fit_and_apply
@@ -157,7 +157,7 @@ def evaluate(
     for name in judge_names(labelled):
         step(name)
         scored.append(score_judge_columns(name, labelled, columns))
-        ties.append(judge_ties(name, [*labelled, *undecided]))
+        ties.append(judge_ties_columns(name, [(labelled, columns), (undecided, undecided_columns)]))
 
     skipped: dict[str, str] = {}
     for name in options.methods or default_methods():

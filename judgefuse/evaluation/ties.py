@@ -25,7 +25,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import numpy as np
+
 from judgefuse.evaluation.scoring import find_vote
+from judgefuse.fusion.columnar import VoteColumns
 from judgefuse.fusion.verdict import Verdict, is_tie
 from judgefuse.judges.types import JudgedItem, Letter, Outcome, TieLabel
 
@@ -99,3 +102,27 @@ def judge_ties(name: str, items: Sequence[JudgedItem]) -> TieReport:
 def has_ties(reports: Sequence[TieReport]) -> bool:
     """True when a label or an answer is a tie (or a label is both_bad): the ties table is shown."""
     return any(t.n_tie_labels or t.n_both_bad_labels or t.n_tie_answers for t in reports)
+
+
+def judge_ties_columns(
+    name: str, parts: Sequence[tuple[Sequence[JudgedItem], VoteColumns]]
+) -> TieReport:
+    """:func:`judge_ties` over the items of ``parts`` in order, each with its vote arrays: the
+    judge's first vote per item by index, not by a search of every item's votes (tested against
+    :func:`judge_ties` through ``evaluate``)."""
+    answers: list[Outcome | None] = []
+    labels: list[Label] = []
+    for items, columns in parts:
+        voted, slot = columns.first_vote(name)
+        rows = np.flatnonzero(voted)
+        at = slot[rows]
+        said_a = columns.says_a[rows, at].tolist()
+        valid = columns.valid[rows, at].tolist()
+        tie = columns.tie[rows, at].tolist()
+        for i, a, v, t in zip(rows.tolist(), said_a, valid, tie, strict=True):
+            outcome = items[i].item.outcome
+            if outcome is None:
+                continue
+            answers.append("tie" if t else ("A" if a else "B") if v else None)
+            labels.append(outcome)
+    return tie_report(name, answers, labels)

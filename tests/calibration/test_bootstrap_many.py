@@ -53,3 +53,21 @@ def test_rows_in_groups_draw_the_same_resamples(monkeypatch: pytest.MonkeyPatch)
     grouped = bootstrap_intervals_many(rows, METRICS, n_resamples=200, seed=1)
     assert [{m: i.as_dict() for m, i in r.items()} for r in grouped] == [
         {m: i.as_dict() for m, i in r.items()} for r in whole]
+
+
+def test_products_over_several_blocks_equal_one_block_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The resamples are drawn in the reference's blocks whatever the product size: intervals
+    with products of one block and of many agree."""
+    from judgefuse.calibration import bootstrap
+
+    rows = _rows((4000, 4000))
+    monkeypatch.setattr(bootstrap, "_CHUNK_CELLS", 4000 * 7)  # blocks of 7 resamples
+    many_blocks = bootstrap_intervals_many(rows, METRICS, n_resamples=100, seed=4)
+    monkeypatch.setattr(bootstrap, "_PRODUCT_CELLS", 1)  # one block per product
+    one_block = bootstrap_intervals_many(rows, METRICS, n_resamples=100, seed=4)
+    for got, want in zip(many_blocks, one_block, strict=True):
+        for metric in METRICS:
+            assert got[metric].as_dict() == pytest.approx(want[metric].as_dict(), abs=1e-9)
+        for c, z in rows[:1]:
+            assert got["ece"].low == pytest.approx(
+                bootstrap_interval(c, z, metric="ece", n_resamples=100, seed=4).low, abs=1e-9)

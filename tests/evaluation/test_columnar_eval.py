@@ -19,6 +19,7 @@ from judgefuse.evaluation import runner
 from judgefuse.evaluation.loaders import load
 from judgefuse.evaluation.runner import Evaluation, EvaluationOptions, evaluate
 from judgefuse.evaluation.scoring import score_judge
+from judgefuse.evaluation.ties import judge_ties
 from judgefuse.judges.types import JudgedItem
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -41,6 +42,8 @@ def _reference(items: list[JudgedItem], options: EvaluationOptions, monkeypatch:
     with monkeypatch.context() as patch:
         patch.setattr(runner, "_has_columnar_form", lambda name: False)
         patch.setattr(runner, "score_judge_columns", lambda name, labelled, columns: score_judge(name, labelled))
+        patch.setattr(runner, "judge_ties_columns",
+                      lambda name, parts: judge_ties(name, [judged for items, _ in parts for judged in items]))
         patch.setattr(runner, "bootstrap_intervals_many", one_at_a_time)
         return evaluate(items, options=options)
 
