@@ -15,10 +15,21 @@ labels sent inline with each request, background refits every 50 labels (at leas
 verdicts routed to review for a model/threshold mismatch, and the refits' outcomes from the
 gateway's log (an unpaired promotion after the tune is a failure).
 
+What a block can auto-accept before a learned model serves with its threshold: majority's
+confidence is the winner's share of the votes (2/3 or 1), whatever confidence the judges state.
+At skills 0.8 / 0.7 / 0.6 a 2-1 verdict is right 70.6% of the time, a unanimous one 93.3%, all
+of them 78.8%; so majority's threshold at target 0.8 is 1.0 (36% auto-accepted, ~18 of 50), or
+review everything when the warm-up's labels cannot show 0.8 at delta 0.1 (0 of 50). Every block
+auto-accepts more than half only when a learned model is promoted before the tune (the tune
+then pairs it) or the first paired promotion lands within the first block. ``--settle S`` waits
+up to S seconds before the tune for the warm-up's refits to finish (``judgefuse_refits_total``
+counts one outcome per 50 labels); without it a refit that straddles the tune is voided and run
+again at the target (``retried``), and the blocks until it lands are majority's.
+
 ``--parallel`` gateways run at once (separate processes, so the refit workers compete for the
 CPU as on a busy host). Run from the repository root::
 
-    PYTHONPATH=. python benchmarks/bench_paired_promotion.py --runs 8 --parallel 4
+    PYTHONPATH=. python benchmarks/bench_paired_promotion.py --runs 20 --parallel 4 --pace 2 [--settle 120]
 """
 
 from __future__ import annotations
@@ -99,6 +110,21 @@ async def _post(client: httpx.AsyncClient, seed: int, start: int, stop: int, pac
     return out
 
 
+async def _settle(client: httpx.AsyncClient, rounds: int, limit: float) -> float:
+    """Wait until the gateway has counted ``rounds`` refit outcomes (``judgefuse_refits_total``:
+    the warm-up's background refits have finished) or ``limit`` seconds have passed; the
+    seconds waited."""
+    began = time.monotonic()
+    while time.monotonic() - began < limit:
+        text = (await client.get("/metrics")).text
+        done = sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                   if line.startswith("judgefuse_refits_total{"))
+        if done >= rounds:
+            break
+        await asyncio.sleep(0.5)
+    return round(time.monotonic() - began, 1)
+
+
 class _Refits(logging.Handler):
     """Collects the gateway's 'refit <tenant>/<panel>: <status> (<reason>)' log lines."""
 
@@ -112,7 +138,7 @@ class _Refits(logging.Handler):
             self.lines.append((time.monotonic(), message))
 
 
-async def run_one(seed: int, warmup: int, blocks: int, pace: float) -> dict[str, Any]:
+async def run_one(seed: int, warmup: int, blocks: int, pace: float, settle: float = 0.0) -> dict[str, Any]:
     import bench_review_loop as loop
 
     from judgefuse.service.settings import Settings
@@ -142,6 +168,8 @@ async def run_one(seed: int, warmup: int, blocks: int, pace: float) -> dict[str,
     try:
         async with loop.serve(settings) as url, httpx.AsyncClient(base_url=url, timeout=120) as client:
             await _post(client, seed, 0, warmup, pace)
+            settled = await _settle(client, warmup // 50, settle) if settle > 0 else 0.0
+            before = (await client.get("/v1/fusion/models", params={"panel": "p"})).json()
             tuned = (await client.post("/v1/thresholds/tune", json={
                 "panel": "p", "target_precision": TARGET, "delta": DELTA})).json()
             tuned_at = time.monotonic()
@@ -158,6 +186,7 @@ async def run_one(seed: int, warmup: int, blocks: int, pace: float) -> dict[str,
     return {
         "seed": seed, "seconds": round(time.perf_counter() - started, 1),
         "tune": f"{tuned['method']} {'stored' if tuned['stored'] else 'not stored'} {tuned['threshold']}",
+        "settled_s": settled, "served_before": f"{before['active_method']}/{before['model_version'] or '-'}",
         "per_block": per_block, "mismatches": mismatches,
         "promotions": sum(": promoted (" in line for _at, line in refits.lines),
         "unpaired_after_tune": sum(": promoted (" in line and "promoted with threshold" not in line
@@ -168,6 +197,25 @@ async def run_one(seed: int, warmup: int, blocks: int, pace: float) -> dict[str,
     }
 
 
+def fan_out(script: str, seeds: list[int], parallel: int, args: list[str]) -> list[dict[str, Any]]:
+    """Each seed's run as ``script --one SEED *args``, a process each, ``parallel`` at a time
+    (their refit workers compete for the CPU as on a busy host); what each printed last, as
+    JSON (a failed run is said and left out)."""
+    results: list[dict[str, Any]] = []
+    for first in range(0, len(seeds), parallel):
+        batch = seeds[first:first + parallel]
+        procs = [subprocess.Popen([sys.executable, script, "--one", str(seed), *args], stdout=subprocess.PIPE,
+                                  text=True) for seed in batch]
+        for seed, proc in zip(batch, procs, strict=True):
+            stdout, _ = proc.communicate()
+            if proc.returncode != 0:
+                print(f"run {seed} failed (exit {proc.returncode})", flush=True)
+                continue
+            results.append(json.loads(stdout.strip().splitlines()[-1]))
+            print(f"run {seed} done in {results[-1]['seconds']} s", flush=True)
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=8)
@@ -176,35 +224,27 @@ def main() -> None:
     parser.add_argument("--blocks", type=int, default=8)
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--pace", type=float, default=1.0, help="seconds per request of 25 verdicts")
+    parser.add_argument("--settle", type=float, default=0.0,
+                        help="before the tune, wait up to this many seconds for the warm-up's refits to finish")
     parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one is not None:
-        print(json.dumps(asyncio.run(run_one(args.one, args.warmup, args.blocks, args.pace))))
+        print(json.dumps(asyncio.run(run_one(args.one, args.warmup, args.blocks, args.pace, args.settle))))
         return
     print(f"paired promotion: {args.runs} runs, {args.parallel} gateways at a time, {args.warmup} verdicts, a "
+          f"{f'wait of up to {args.settle:g} s for the refits of the warm-up, a ' if args.settle else ''}"
           f"tune at {TARGET} (delta {DELTA}), then {args.blocks} blocks of {BLOCK}, 25 verdicts every {args.pace:g} s; pass: every block "
           "auto-accepts more than half, 0 mismatch reviews, no unpaired promotion after the tune\n", flush=True)
-    results: list[dict[str, Any]] = []
-    seeds_all = list(range(args.first_seed, args.first_seed + args.runs))
-    for first in range(0, len(seeds_all), args.parallel):
-        seeds = seeds_all[first:first + args.parallel]
-        procs = [subprocess.Popen(
-            [sys.executable, __file__, "--one", str(seed), "--warmup", str(args.warmup), "--blocks", str(args.blocks),
-             "--pace", str(args.pace)],
-            stdout=subprocess.PIPE, text=True) for seed in seeds]
-        for seed, proc in zip(seeds, procs, strict=True):
-            stdout, _ = proc.communicate()
-            if proc.returncode != 0:
-                print(f"run {seed} failed (exit {proc.returncode})", flush=True)
-                continue
-            results.append(json.loads(stdout.strip().splitlines()[-1]))
+    results = fan_out(__file__, list(range(args.first_seed, args.first_seed + args.runs)), args.parallel, [
+        "--warmup", str(args.warmup), "--blocks", str(args.blocks), "--pace", str(args.pace),
+        "--settle", str(args.settle)])
     passing = 0
-    print(f"{'seed':>4} {'auto-accepted per block after the tune':<42} {'mismatch':>8} {'promoted':>8} "
-          f"{'unpaired':>8} {'retried':>7} {'serving after':<30} {'s':>6}")
+    print(f"{'seed':>4} {'serving at the tune':<28} {'tune':<30} {'auto-accepted per block after the tune':<42} "
+          f"{'mismatch':>8} {'promoted':>8} {'unpaired':>8} {'retried':>7} {'serving after':<30} {'s':>6}")
     for r in results:
         ok = min(r["per_block"]) > BLOCK / 2 and r["mismatches"] == 0 and r["unpaired_after_tune"] == 0
         passing += ok
-        print(f"{r['seed']:>4} {str(r['per_block']):<42} {r['mismatches']:>8} {r['promotions']:>8} "
+        print(f"{r['seed']:>4} {r['served_before']:<28} {r['tune']:<30} {str(r['per_block']):<42} {r['mismatches']:>8} {r['promotions']:>8} "
               f"{r['unpaired_after_tune']:>8} {r['target_moved']:>7} {r['served_after']:<30} {r['seconds']:>6}")
     print(f"\nruns passing: {passing} of {args.runs}; mismatch reviews in all: "
           f"{sum(r['mismatches'] for r in results)}; unpaired promotions after a tune: "
