@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "service")]  # jf_test_support, app_support
 
-from jf_test_support.live_gateway import API_KEY, LiveGateway, live_gateway  # noqa: E402
+from jf_test_support.live_gateway import API_KEY, live_gateway  # noqa: E402
 
 from judgefuse.client import Client, GatewayDown, RetryPolicy  # noqa: E402
 
@@ -39,14 +39,6 @@ def pairs(n: int) -> Iterator[dict[str, str]]:
     for i in range(n):
         yield {"question": f"question {i}", "answer_a": f"a{i}", "answer_b": f"b{i}"}
 
-
-def wait_for_quiet(live: LiveGateway) -> None:
-    last, quiet_since = -1, time.monotonic()
-    while time.monotonic() - quiet_since < 0.5:
-        now = live.judge_calls()
-        if now != last:
-            last, quiet_since = now, time.monotonic()
-        time.sleep(0.05)
 
 
 def main() -> None:
@@ -76,7 +68,7 @@ def main() -> None:
                                              resume=progress_file, progress=False):
                 first += 1
                 if first == args.kill_after:
-                    wait_for_quiet(live)
+                    live.wait_until_quiet()
                     stack.close()
                     killed_at = time.monotonic()
         except GatewayDown as exc:

@@ -79,15 +79,6 @@ async def test_async_pairs_yield_as_they_finish_and_report_failures(tmp_path: Pa
     assert failed[0].error.fields[0].field == "body.answer_b"
 
 
-def _wait_for_quiet(live: LiveGateway) -> None:
-    """Until the pairs in flight have their verdicts stored (judge calls stop changing)."""
-    last, quiet_since = -1, time.monotonic()
-    while time.monotonic() - quiet_since < 0.5:
-        now = live.judge_calls()
-        if now != last:
-            last, quiet_since = now, time.monotonic()
-        time.sleep(0.05)
-
 
 N_PAIRS, KILL_AFTER, CONCURRENCY = 2000, 100, 8
 BREAKER = CircuitBreaker(failures=5, outage_s=30)
@@ -117,7 +108,7 @@ def test_a_dead_gateway_stops_the_run_once_and_a_rerun_judges_each_pair_once(tmp
                                              progress=False):
                 first.append(result)
                 if len(first) == KILL_AFTER:
-                    _wait_for_quiet(live)  # the pairs in flight finish (and are stored) first
+                    live.wait_until_quiet()  # the pairs in flight finish (and are stored) first
                     stack.close()  # the gateway stops
         client.close()
         breaker = client.last_breaker
@@ -130,7 +121,7 @@ def test_a_dead_gateway_stops_the_run_once_and_a_rerun_judges_each_pair_once(tmp
                                                        resume=progress_file, progress=False):
                     first.append(result)
                     if len(first) == KILL_AFTER:
-                        await asyncio.to_thread(_wait_for_quiet, live)
+                        await asyncio.to_thread(live.wait_until_quiet)
                         await asyncio.to_thread(stack.close)
 
         with pytest.raises(GatewayDown) as stopped:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
 from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +41,16 @@ class LiveGateway:
 
     def judge_calls(self) -> int:
         return len(self.stub.requests)
+
+    def wait_until_quiet(self, settle_s: float = 0.5) -> None:
+        """Until no judge call has come for ``settle_s``: the requests in flight have their
+        verdicts stored (a test stopping the gateway mid-run then knows what was judged)."""
+        last, quiet_since = -1, time.monotonic()
+        while time.monotonic() - quiet_since < settle_s:
+            now = self.judge_calls()
+            if now != last:
+                last, quiet_since = now, time.monotonic()
+            time.sleep(0.05)
 
     @property
     def gateway(self) -> Any:
