@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -20,9 +21,11 @@ from jf_test_support.ports import free_port
 from judgefuse.client import (
     AsyncClient,
     BadResponse,
+    CircuitBreaker,
     Client,
     ConnectionFailed,
     DeadlineExceeded,
+    GatewayDown,
     InvalidRequest,
     JudgefuseError,
     Record,
@@ -175,3 +178,29 @@ def test_mapping_blocks_read_as_attributes_and_as_keys() -> None:
     assert tuned.report is not None and tuned.report.rows[0].t == 0.5
     with pytest.raises(AttributeError, match="keys: rows"):
         _ = tuned.report.nothing
+    assert json.loads(tuned.model_dump_json())["report"] == {"rows": [{"t": 0.5}]}  # dumps as plain JSON
+
+
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+def test_a_gateway_that_never_answers_opens_the_breaker_by_outage_time(server: str, flavour: str) -> None:
+    """No connection is refused here: every send times out (0.2 s). The count in a row is set
+    out of reach (1,000), so it is ``outage_s`` (1 s without an answer) that stops the run:
+    one GatewayDown in seconds, not 50 pairs x a 30 s retry deadline each."""
+    patient = RetryPolicy(deadline_s=30, backoff_s=0.05, max_backoff_s=0.1)
+    breaker = CircuitBreaker(failures=1000, outage_s=1.0)
+    items = [{**PAIR, "question": f"q{i}"} for i in range(50)]
+    started = time.monotonic()
+    if flavour == "sync":
+        with Client(f"{server}/stall", retry=patient, timeout=0.2, breaker=breaker) as client, \
+                pytest.raises(GatewayDown) as stopped:
+            list(client.judge_pairs(items, concurrency=4, progress=False))
+    else:
+        async def main() -> None:
+            async with AsyncClient(f"{server}/stall", retry=patient, timeout=0.2, breaker=breaker) as client:
+                _ = [r async for r in client.judge_pairs(items, concurrency=4, progress=False)]
+
+        with pytest.raises(GatewayDown) as stopped:
+            asyncio.run(main())
+    assert stopped.value.finished == 0 and "ReadTimeout" in str(stopped.value)
+    assert time.monotonic() - started < 15.0
+
