@@ -2,9 +2,12 @@
 
 ``pip install judgefuse`` is enough for it (httpx and pydantic; the gateway's FastAPI, uvicorn
 and Redis are the ``service`` extra). Requests and answers are the server's own models
-(:mod:`judgefuse.service.schemas`); errors are typed (:mod:`judgefuse.client.errors`); 429 and
-503 are retried after ``Retry-After`` within a deadline (:mod:`judgefuse.client.retry`); each
-judge request carries an id drawn by the client, so a retry never judges twice.
+(:mod:`judgefuse.service.schemas`); every failure is a typed ``JudgefuseError``
+(:mod:`judgefuse.client.errors`: never a pydantic, JSON or httpx exception); 429 and 503 are
+retried after ``Retry-After`` within a deadline that covers the whole answer, and an answer's
+body is capped (:mod:`judgefuse.client.retry`); a ``judge_pairs`` run stops with one
+``GatewayDown`` when the gateway stops answering (its circuit breaker); each judge request
+carries an id drawn by the client, so a retry never judges twice.
 
     from judgefuse.client import Client
 
