@@ -43,7 +43,7 @@ __all__ = [
 
 _CHUNK_CELLS = 2_000_000  # resamples x items per block, bounds memory for large n
 _FEATURE_BYTES = 256 * 2**20  # feature matrices held at once by bootstrap_intervals_many
-_PRODUCT_CELLS = 10_000_000  # resamples x items of one product in bootstrap_intervals_many (80 MB)
+_PRODUCT_CELLS = 5_000_000  # resamples x items of one product in bootstrap_intervals_many (40 MB)
 
 Features = Callable[[np.ndarray, np.ndarray], np.ndarray]
 Reducer = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -392,18 +392,20 @@ def _shared_stats(
     block = max(1, _CHUNK_CELLS // n)
     # draws in _bootstrap_stats's blocks (the same stream), products over several blocks at once:
     # a product with few resamples re-reads every row's features per block (2.4x slower at 10^5)
-    per_product = max(block, _PRODUCT_CELLS // n)
-    pending: list[np.ndarray] = []
+    per_product = min(n_resamples, max(block, (_PRODUCT_CELLS // n) // block * block))
+    buffer = np.empty((per_product, n))  # filled block by block: no copy of the whole
+    filled = 0
     done = 0
     for start in range(0, n_resamples, block):
         b = min(block, n_resamples - start)
         idx = rng.integers(0, n, size=(b, n))
         flat = (idx + (np.arange(b) * n)[:, None]).ravel()
-        pending.append(np.bincount(flat, minlength=b * n).reshape(b, n).astype(np.float64))
-        if start + b < n_resamples and sum(part.shape[0] for part in pending) + block <= per_product:
+        buffer[filled : filled + b] = np.bincount(flat, minlength=b * n).reshape(b, n)
+        filled += b
+        if start + b < n_resamples and filled + block <= per_product:
             continue
-        counts = pending[0] if len(pending) == 1 else np.vstack(pending)
-        pending = []
+        counts = buffer[:filled]
+        filled = 0
         size = np.full(counts.shape[0], float(n))
         for row, x in enumerate(stacked):
             sums = counts @ x
