@@ -112,7 +112,8 @@ def main() -> None:
         write(args.out, args.n, args.seed)
         return
     args.dir.mkdir(parents=True, exist_ok=True)
-    print(f"judgefuse eval, default rows, 5 judges; python {sys.version.split()[0]}, {os.cpu_count()} cpus")
+    rows = " ".join(args.extra) if args.extra else "default rows"
+    print(f"judgefuse eval, {rows}, 5 judges; python {sys.version.split()[0]}, {os.cpu_count()} cpus")
     for n in sorted(args.sizes):
         path = args.dir / f"votes_{n}.jsonl"
         if not path.exists():
