@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from judgefuse.fusion.voting import _TOL, ENTROPY_EPS, TIE_VOTE_P_A, VOTING_FUNCTIONS, binary_entropy
+from judgefuse.fusion.voting import ENTROPY_EPS, TIE_TOLERANCE, TIE_VOTE_P_A, VOTING_FUNCTIONS, binary_entropy
 from judgefuse.judges.types import JudgeVote
 
 NONE, A, B, TIE = 0, 1, 2, 3
@@ -155,8 +155,8 @@ class FusedColumns:
 
 
 def _close(x: Floats, y: Floats) -> Bools:
-    """``math.isclose(x, y, rel_tol=_TOL, abs_tol=_TOL)`` elementwise (voting's tie test)."""
-    return np.abs(x - y) <= np.maximum(_TOL * np.maximum(np.abs(x), np.abs(y)), _TOL)
+    """``math.isclose(x, y, rel_tol=TIE_TOLERANCE, abs_tol=TIE_TOLERANCE)`` elementwise (voting's tie test)."""
+    return np.abs(x - y) <= np.maximum(TIE_TOLERANCE * np.maximum(np.abs(x), np.abs(y)), TIE_TOLERANCE)
 
 
 def _fsum_rows(values: Floats) -> Floats:
@@ -207,7 +207,7 @@ def _counts(columns: VoteColumns) -> tuple[Ints, Ints, Ints]:
     return n_valid, n_ties, n_invalid
 
 
-def _single(columns: VoteColumns, n_valid: Ints, n_ties: Ints) -> tuple[Bools, Bools, Floats]:
+def single_vote_rows(columns: VoteColumns, n_valid: Ints, n_ties: Ints) -> tuple[Bools, Bools, Floats]:
     """Items with exactly one valid vote and no tie vote: (mask, its vote says A, its confidence)."""
     single = (n_valid == 1) & (n_ties == 0)
     if columns.valid.shape[1] == 0:  # no item has a vote
@@ -246,7 +246,7 @@ def fuse_columns(method: str, columns: VoteColumns) -> FusedColumns:
     answer[scores_tie & tops_tie] = TIE
     tie_broken = scores_tie & ~tops_tie
     # the rules before the scores: no valid vote, then one valid vote
-    single, single_a, single_conf = _single(columns, n_valid, n_ties)
+    single, single_a, single_conf = single_vote_rows(columns, n_valid, n_ties)
     answer[single] = np.where(single_a[single], A, B)
     confidence = np.where(single, single_conf, confidence)
     none_valid = n_valid == 0
@@ -265,7 +265,7 @@ def _mean_probability(columns: VoteColumns) -> FusedColumns:
     answer[_close(mean, np.full_like(mean, 0.5))] = TIE
     answer[n_carried == 0] = NONE
     confidence = np.maximum(mean, 1.0 - mean)
-    single, single_a, single_conf = _single(columns, n_valid, n_ties)
+    single, single_a, single_conf = single_vote_rows(columns, n_valid, n_ties)
     answer[single] = np.where(single_a[single], A, B)
     confidence = np.where(single, single_conf, confidence)
     return _finish("mean_probability", answer, confidence, n_valid, n_invalid, np.zeros(answer.size, dtype=bool))

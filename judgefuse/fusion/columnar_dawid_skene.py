@@ -17,13 +17,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from judgefuse.fusion.columnar import NONE, TIE, A, B, FusedColumns, VoteColumns, _single, fuse_columns
+from judgefuse.fusion.columnar import NONE, TIE, A, B, FusedColumns, VoteColumns, fuse_columns, single_vote_rows
 from judgefuse.fusion.dawid_skene import (
     DawidSkeneFusion,
     DawidSkeneModel,
     Observation,
-    _digest,
     fit_em,
+    model_digest,
     observations,
 )
 from judgefuse.judges.types import JudgeVote
@@ -49,7 +49,7 @@ def dawid_skene_columns(
         if len(fit_on) >= method.min_items and any(fit_on):
             method.model = fit_em(fit_on, alpha=method.alpha, max_iter=method.max_iter)
             method.n_fit_items = len(fit_on)
-            method.model_version = _digest(method._model_params())
+            method.model_version = model_digest(method._model_params())
     if method.model is None:
         cold = fuse_columns("mean_probability", columns)
         return FusedColumns(method.name, cold.answer, cold.confidence, cold.p_a, cold.n_valid, cold.n_invalid,
@@ -64,7 +64,7 @@ def dawid_skene_columns(
     answer[~seen & (n_ties == 0)] = NONE
     confidence = np.where(answer == TIE, 0.5, np.maximum(p_a, 1.0 - p_a))
     p_a = np.where(answer == TIE, 0.5, p_a)
-    single, single_a, single_conf = _single(columns, n_valid, n_ties)
+    single, single_a, single_conf = single_vote_rows(columns, n_valid, n_ties)
     answer[single] = np.where(single_a[single], A, B)
     confidence = np.where(single, single_conf, confidence)
     p_a = np.where(single, np.where(single_a, single_conf, 1.0 - single_conf), p_a)

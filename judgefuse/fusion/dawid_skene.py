@@ -190,11 +190,11 @@ class DawidSkeneFusion:
         valid observation."""
         self.model = fit_em([observations(b) for b in batches], alpha=self.alpha, max_iter=self.max_iter)
         self.n_fit_items = len(batches)
-        self.model_version = _digest(self._model_params())
+        self.model_version = model_digest(self._model_params())
         return self
 
     def _model_params(self) -> dict[str, Any]:
-        """The fit, rounded: what :func:`_digest` versions (stable across platforms)."""
+        """The fit, rounded: what :func:`model_digest` versions (stable across platforms)."""
         assert self.model is not None
         return {
             "judges": list(self.model.judges),
@@ -234,7 +234,7 @@ class DawidSkeneFusion:
                      max_iter=int(params["max_iter"]))
         method.model = DawidSkeneModel(judges, prior_a, confusion, int(params.get("n_iter", 0)))
         method.n_fit_items = int(params.get("n_items", 0))
-        method.model_version = _digest(method._model_params())
+        method.model_version = model_digest(method._model_params())
         return method
 
     def fit(self, batches: Sequence[Sequence[JudgeVote]], labels: Sequence[Literal["A", "B"]] | None = None) -> Self:
@@ -305,6 +305,6 @@ class DawidSkeneFusion:
         return f"DawidSkeneFusion(alpha={self.alpha}, fitted={self.fitted})"
 
 
-def _digest(params: Mapping[str, Any]) -> str:
+def model_digest(params: Mapping[str, Any]) -> str:
     """A model version: the first 12 hex digits of the parameters' SHA-256."""
     return hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:12]

@@ -48,7 +48,10 @@ from judgefuse.fusion.registry import fusion_method
 from judgefuse.fusion.verdict import TIE_NOTE, Verdict
 from judgefuse.judges.types import JudgeVote, Letter
 
-_TOL = 1e-12
+TIE_TOLERANCE = 1e-12
+"""Relative and absolute tolerance under which two scores (or a mean and 0.5) are a tie; the
+columnar rules (:mod:`judgefuse.fusion.columnar`) use the same."""
+_TOL = TIE_TOLERANCE
 ENTROPY_EPS = 1e-6
 
 
