@@ -85,7 +85,8 @@ class Script:
 
 
 def panel_yaml(tmp_path: Path, url: str, *, judges: tuple[str, ...] = JUDGES, quorum: int = 2,
-               name: str = "main", fusion: str = "majority", timeout_s: float = 3.0) -> Path:
+               name: str = "main", fusion: str = "majority", timeout_s: float = 3.0,
+               deadline_s: float = 10.0) -> Path:
     entries = "".join(textwrap.dedent(f"""\
           - name: {j}
             model: openai/{j}
@@ -96,7 +97,8 @@ def panel_yaml(tmp_path: Path, url: str, *, judges: tuple[str, ...] = JUDGES, qu
             timeout_s: {timeout_s}
             retries: {{attempts: 1, base_delay_s: 0, max_delay_s: 0}}
         """) for j in judges)
-    text = f"name: {name}\nfusion: {fusion}\nquorum: {quorum}\ndeadline_s: 10\njudges:\n" + textwrap.indent(entries, "  ")
+    text = (f"name: {name}\nfusion: {fusion}\nquorum: {quorum}\ndeadline_s: {deadline_s:g}\njudges:\n"
+            + textwrap.indent(entries, "  "))
     path = tmp_path / f"panel-{name}.yaml"
     path.write_text(text, encoding="utf-8")
     return path

@@ -89,8 +89,11 @@ class AppThread:
         server.require_key = S.PLANTED
         server.record = False
         try:
+            # judges given a minute: the stub answers on this loop, which a 12,000-wide body
+            # can hold for seconds on a loaded machine, and a judge timeout is a 503 the
+            # oracle would count as a 5xx (the fuzz is about bodies, not about time)
             settings_ = S.make_settings(
-                self.tmp, [S.panel_yaml(self.tmp, server.url)],
+                self.tmp, [S.panel_yaml(self.tmp, server.url, timeout_s=60.0, deadline_s=120.0)],
                 storage_url=f"sqlite:///{self.tmp / 'fuzz.sqlite3'}",
                 sqlite_synchronous="NORMAL", max_body_bytes=MAX_BODY, max_text_chars=MAX_TEXT,
                 max_batch_items=MAX_BATCH, min_labels_for_refit=10, refit_max_labels=200,
