@@ -21,7 +21,7 @@ import sys
 import textwrap
 import time
 from collections import Counter, defaultdict
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import asynccontextmanager, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -572,6 +572,35 @@ async def calibration_n(url: str) -> dict[str, int]:
             assert r.status == 200, await r.text()
             body = await r.json()
     return {e["key"]: e["all_time"]["n"] for e in body["keys"] if e["all_time"] is not None}
+
+
+async def settled_counts(
+    url: str, open_storage: Callable[[], Storage], verdict_ids: Iterable[str], *, max_s: float = 60.0
+) -> tuple[dict[str, int], Recount]:
+    """The service's ``/v1/calibration`` counts and a storage recount taken while nothing moves.
+
+    A request that was in flight when the store (or the gateway's connection to it) died may
+    still commit after the restart: the gateway's handler waits on its pool and writes once the
+    store is back, after the client has given up. Such a late label is allowed (it was never
+    acknowledged, so it is one of the in-flight labels the audit may find), but read between the
+    report and the recount it makes the two disagree by one. So the report is read before and
+    after each recount, until both reads agree (the counters only grow here: no undo runs), and
+    that recount is the one compared."""
+    ids = list(verdict_ids)
+    deadline = asyncio.get_running_loop().time() + max_s
+    before = await calibration_n(url)
+    while True:
+        storage = open_storage()
+        await storage.open()
+        try:
+            counted = await recount(storage, verdict_ids=ids)
+        finally:
+            await storage.close()
+        after = await calibration_n(url)
+        if after == before or asyncio.get_running_loop().time() > deadline:
+            return after, counted
+        before = after
+        await asyncio.sleep(0.5)
 
 
 def report(what: str, ledger: Ledger, result: Audit, counted: Recount) -> str:
