@@ -161,12 +161,12 @@ def serve_gateway(port: int, stub_url: str, judges: int, workdir: str, storage_u
     logging.getLogger("judgefuse.service").setLevel(logging.ERROR)
     workers = int(os.environ.get("BENCH_GATEWAY_WORKERS", "1"))
     if workers > 1:  # judgefuse serve --workers N: the product's own supervisor
-        from judgefuse.service.ops.serve_command import run_workers
+        from judgefuse.service.commands.serve import run_workers
 
         settings = settings.model_copy(update={"server": settings.server.model_copy(update={
             "workers": workers, "host": "127.0.0.1", "port": port, "log_level": "error"})})
         raise SystemExit(run_workers(settings))
-    from judgefuse.service.ops.serve_command import uvicorn_config
+    from judgefuse.service.commands.serve import uvicorn_config
 
     # the server judgefuse serve runs (its HTTP protocol: deadlines, the read time backpressure sees)
     uvicorn.Server(uvicorn_config(create_app(settings), settings, host="127.0.0.1", port=port,

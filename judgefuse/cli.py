@@ -26,7 +26,9 @@ from judgefuse.errors import InputError
 from judgefuse.evaluation import commands as evaluation_commands
 from judgefuse.evaluation import judge_command, tune_command, winrate_command
 from judgefuse.judges.local import commands as model_commands
-from judgefuse.service.ops import annotators_command, export_command, serve_command
+from judgefuse.service.commands import annotators as annotators_command
+from judgefuse.service.commands import export as export_command
+from judgefuse.service.commands import serve as serve_command
 
 
 def build_parser() -> argparse.ArgumentParser:

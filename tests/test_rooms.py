@@ -106,7 +106,7 @@ def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_no_import_circles_in_the_package() -> None:
     """Imports run one way in every room, the service's slices included: a registry names its
     built-in modules by path instead of importing them back, and a slice takes what it needs
-    from the gateway as a small protocol (service/serving.py) instead of importing it."""
+    from the gateway as a small protocol (service/kernel/serving.py) instead of importing it."""
     circles = import_circles(import_graph())
     assert not circles, "import circles:\n" + "\n".join(" <-> ".join(circle) for circle in circles)
 
@@ -119,3 +119,56 @@ def test_the_circle_check_sees_a_deferred_import(tmp_path: Path) -> None:
     (package / "b.py").write_text("def thing():\n    from . import a\n")
     (package / "c.py").write_text("from pkg import a\n")
     assert import_circles(import_graph(package)) == [["pkg.a", "pkg.b"]]
+
+
+def folder_graph(graph: dict[str, set[str]], package: str) -> dict[str, set[str]]:
+    """The module graph lifted to the folders of ``package``: each subpackage of it is one node,
+    as is each of its top-level modules; an edge is any import from a module of one node into a
+    module of another. Modules outside ``package`` are left out."""
+    depth = package.count(".") + 2
+
+    def folder(module: str) -> str | None:
+        if module != package and not module.startswith(package + "."):
+            return None
+        return ".".join(module.split(".")[:depth])
+
+    lifted: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        here = folder(module)
+        if here is None:
+            continue
+        lifted.setdefault(here, set())
+        for target in targets:
+            there = folder(target)
+            if there is not None and there != here:
+                lifted[here].add(there)
+                lifted.setdefault(there, set())
+    return lifted
+
+
+def test_no_import_circles_between_the_service_folders() -> None:
+    """Folder to folder, the service runs one way (docs/design.md, 'Architecture'): its slices,
+    kernel, edge, base and commands form no strongly connected component of more than one
+    folder. import-linter's layers contract over the same folders (pyproject.toml) fixes their
+    order; this check needs no order and sees deferred imports too."""
+    folders = folder_graph(import_graph(), "judgefuse.service")
+    assert len(folders) > 10, sorted(folders)  # the lift did find the folders
+    circles = import_circles(folders)
+    assert not circles, "folder circles:\n" + "\n".join(" <-> ".join(circle) for circle in circles)
+
+
+def test_the_folder_check_sees_a_circle_through_two_modules(tmp_path: Path) -> None:
+    root = tmp_path / "pkg"
+    for folder in ("low", "high"):
+        (root / folder).mkdir(parents=True)
+        (root / folder / "__init__.py").write_text("")
+    (root / "__init__.py").write_text("")
+    (root / "high" / "route.py").write_text("from pkg.low.base import thing\n")
+    (root / "low" / "base.py").write_text("thing = 1\n")
+    (root / "low" / "helper.py").write_text("def late():\n    from pkg.high import route\n")
+    (root / "top.py").write_text("from pkg.high import route\n")
+    graph = import_graph(root)
+    assert import_circles(graph) == []  # no module circle ...
+    lifted = folder_graph(graph, "pkg")
+    assert lifted["pkg.top"] == {"pkg.high"}
+    assert import_circles(lifted) == [["pkg.high", "pkg.low"]]  # ... but a folder circle

@@ -23,7 +23,7 @@ from judgefuse import __version__
 from judgefuse.judges.transport.cache import RedisResponseCache, ResponseCache
 from judgefuse.service.errors import install_handlers
 from judgefuse.service.gateway import Gateway, PanelRuntime
-from judgefuse.service.monitoring.metrics import ServiceMetrics
+from judgefuse.service.kernel.metrics import ServiceMetrics
 from judgefuse.service.ops.retention_job import RetentionJob
 from judgefuse.service.review.session import SessionSigner
 from judgefuse.service.settings import Settings, load_settings

@@ -7,8 +7,9 @@ other slice's service once, sharing storage, clock, metrics and the state cache 
 labels (``labels``: :mod:`judgefuse.service.review.labels`), verdict reads (``verdicts``), the
 review queue (``review_queue``), learning (``learning``: tuning, refit, cold start and their
 schedulers), calibration estimates (``calibration``) and monitoring (``monitoring``). Routes
-reach those through :mod:`judgefuse.service.web.deps`; the services read serving state through
-:mod:`judgefuse.service.serving`, never by importing this module.
+reach those through their own slice's ``deps.py`` (``judging/deps.py``, ``review/deps.py``, ...);
+the services read serving state through :mod:`judgefuse.service.kernel.serving`, never by
+importing this module.
 
 The judging path (admit, check once, votes, decide, route, stamp, store, observe) is the judging
 slice's service, :class:`~judgefuse.service.judging.pipeline.JudgePipeline` (``judging``): its
@@ -22,7 +23,7 @@ Thresholds and models are cached per (tenant, panel) for ``state_ttl_s``
 panel and route their own verdicts (:mod:`judgefuse.service.judging.cascade_serving`).
 
 Cost: a verdict's ``cost`` (calls, tokens, USD) is the sum over its votes; /metrics and the
-dashboard carry the same per judge and per panel (:mod:`judgefuse.service.monitoring.metrics`).
+dashboard carry the same per judge and per panel (:mod:`judgefuse.service.kernel.metrics`).
 """
 
 from __future__ import annotations
@@ -32,18 +33,18 @@ import random
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from judgefuse.judges.types import Letter
 from judgefuse.service.estimates.service import CalibrationService
-from judgefuse.service.judging.panels import PanelRuntime, find_runtime
 from judgefuse.service.judging.pipeline import JudgePipeline
 from judgefuse.service.judging.routing import route_verdict
+from judgefuse.service.kernel.accounts import AnnotatorAccounts
+from judgefuse.service.kernel.metrics import ServiceMetrics
+from judgefuse.service.kernel.panels import PanelRuntime, find_runtime
 from judgefuse.service.learning.service import LearningService
 from judgefuse.service.learning.state_cache import StateCache
-from judgefuse.service.monitoring.metrics import ServiceMetrics
 from judgefuse.service.monitoring.service import MonitorService
-from judgefuse.service.review.accounts import AnnotatorAccounts
 from judgefuse.service.review.audit_plan import AuditPlanner
 from judgefuse.service.review.labels import LabelService
 from judgefuse.service.review.queue import ReviewQueue
@@ -62,9 +63,6 @@ from judgefuse.service.storage import (
     Storage,
     ThresholdRecord,
 )
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["Gateway", "PanelRuntime", "route_verdict"]
 
@@ -101,8 +99,8 @@ class Gateway:
         """This gateway's name in cluster-wide leases (one refit at a time across replicas)."""
         self.audit_planner = AuditPlanner(settings, storage)
         """The audit rate of new verdicts (a panel's ``label_budget_per_day``)."""
-        # ---- the other slices' services (routes reach them through web/deps.py); the
-        # gateway hands itself to those that read serving state (judgefuse.service.serving)
+        # ---- the other slices' services (routes reach them through each slice's deps.py); the
+        # gateway hands itself to those that read serving state (judgefuse.service.kernel.serving)
         self.monitoring = MonitorService(settings, storage, clock=clock)
         self.monitors = self.monitoring.monitors
         """Precision monitors per threshold version, judge drift (:mod:`judgefuse.service.monitoring.monitor`)."""
@@ -117,7 +115,7 @@ class Gateway:
         self.verdicts = VerdictReads(storage, panels)
         self.review_queue = ReviewQueue(settings, storage, self, self.audit_planner, clock)
         self.annotators = AnnotatorAccounts(storage, clock)
-        """Annotator credentials and review sessions (:mod:`judgefuse.service.review.accounts`)."""
+        """Annotator credentials and review sessions (:mod:`judgefuse.service.kernel.accounts`)."""
         self.calibration = CalibrationService(settings, storage, clock=clock, metrics=self.metrics)
         self.panel_structure = self.calibration.panel_structure
         """``GET /v1/calibration``'s panel_structure, per panel, for ``panel_structure_ttl_s``."""

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from judgefuse.service.console import dashboard
 from judgefuse.service.console import routes as console
-from judgefuse.service.estimates import dashboard
 from judgefuse.service.estimates import routes as calibration
 from judgefuse.service.judging import routes as judge
 from judgefuse.service.judging import verdict_routes as verdicts

@@ -3,7 +3,9 @@ itself, ``/console/verdicts``, the verdict list with filters and keyset paging o
 and ``/console/verdicts/{id}``, one verdict with every judge's vote. Server-rendered (Jinja2,
 autoescaped); everything shown is read from the store, so every replica shows the same page.
 
-Like the dashboard it shows every slice at once, through their public services: the review
-queue's counts, the calibration report's population estimates, the monitor's snapshot and the
-ledger's traffic counters. It imports no gateway: the routes get the services from web/deps.py.
+It shows every slice at once, through their public services: the review queue's counts, the
+calibration report's population estimates, the monitor's snapshot and the ledger's traffic
+counters; ``/dashboard`` (:mod:`.dashboard`) is the calibration and routing overview. It is the
+one slice above the gateway (its routes take the gateway from :mod:`.deps`); the other slices'
+services come from their own ``deps.py``.
 """

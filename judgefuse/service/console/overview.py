@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from judgefuse.service.console.figures import judge_figures, routing
 from judgefuse.service.estimates.service import CalibrationService
-from judgefuse.service.judging.panels import PanelRuntime
+from judgefuse.service.kernel.panels import PanelRuntime
 from judgefuse.service.monitoring.service import MonitorService
 from judgefuse.service.review.queue import ReviewQueue
 from judgefuse.service.settings import Settings

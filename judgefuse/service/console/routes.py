@@ -16,19 +16,17 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import HTMLResponse
 
+from judgefuse.service.console.deps import GatewayDep
 from judgefuse.service.console.overview import ConsoleSources, panel_overview
 from judgefuse.service.console.replica import replica_figures
 from judgefuse.service.console.verdict_list import FILTER_FIELDS, ListParams, show_time
 from judgefuse.service.console.verdict_view import fmt, usd, verdict_view
 from judgefuse.service.errors import NotFound
+from judgefuse.service.estimates.deps import CalibrationDep
+from judgefuse.service.monitoring.deps import MonitoringDep
+from judgefuse.service.review.deps import ReviewQueueDep
 from judgefuse.service.web.auth import Caller
-from judgefuse.service.web.deps import (
-    CalibrationDep,
-    CallerDep,
-    GatewayDep,
-    MonitoringDep,
-    ReviewQueueDep,
-)
+from judgefuse.service.web.deps import CallerDep
 
 router = APIRouter(tags=["console"])
 

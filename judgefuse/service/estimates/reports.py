@@ -42,8 +42,8 @@ from typing import TypeVar
 
 from judgefuse.places import Places
 from judgefuse.service.errors import Overloaded
+from judgefuse.service.kernel.metrics import ServiceMetrics
 from judgefuse.service.ledger import ALL_METHODS, panel_prefix, traffic_prefix
-from judgefuse.service.monitoring.metrics import ServiceMetrics
 from judgefuse.service.storage import Storage
 
 __all__ = ["LIMIT", "Reports", "data_version"]

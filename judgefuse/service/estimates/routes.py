@@ -11,9 +11,10 @@ from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
 from judgefuse.calibration import DEFAULT_TH_EPS
+from judgefuse.service.estimates.deps import CalibrationDep
 from judgefuse.service.estimates.win_rates import WinRateOut
 from judgefuse.service.responses import CalibrationOut
-from judgefuse.service.web.deps import CalibrationDep, GatewayDep, SettingsDep, TenantDep
+from judgefuse.service.web.deps import PanelsDep, SettingsDep, TenantDep
 
 router = APIRouter(prefix="/v1", tags=["calibration"])
 
@@ -21,7 +22,7 @@ router = APIRouter(prefix="/v1", tags=["calibration"])
 @router.get("/calibration")
 async def calibration(
     tenant: TenantDep,
-    gateway: GatewayDep,
+    served: PanelsDep,
     service: CalibrationDep,
     settings: SettingsDep,
     panel: Annotated[str | None, Query(min_length=1, max_length=256)] = None,
@@ -61,7 +62,7 @@ async def calibration(
     """
     from judgefuse.service.errors import FieldProblem
 
-    runtime = gateway.runtime(panel, field="query.panel")
+    runtime = served.runtime(panel, field="query.panel")
     eps = settings.estimates.th_eps if eps is None else eps
     if eps not in DEFAULT_TH_EPS:
         raise FieldProblem(
@@ -90,7 +91,7 @@ async def calibration(
 async def win_rate(
     panel: str,
     tenant: TenantDep,
-    gateway: GatewayDep,
+    served: PanelsDep,
     service: CalibrationDep,
     x: Annotated[str, Query(min_length=1, max_length=256)],
     y: Annotated[str, Query(min_length=1, max_length=256)],
@@ -111,7 +112,7 @@ async def win_rate(
     """
     from judgefuse.service.errors import FieldProblem
 
-    runtime = gateway.runtime(panel, field="path.panel")
+    runtime = served.runtime(panel, field="path.panel")
     if x == y:
         raise FieldProblem("query.y", "must name another system than x")
     body = await service.win_rate_json(tenant, runtime.name, field=field, x=x, y=y,

@@ -27,9 +27,9 @@ from judgefuse.service.estimates.disagreements import DisagreementCache
 from judgefuse.service.estimates.panel_estimates import PanelEstimatesCache
 from judgefuse.service.estimates.reports import Reports
 from judgefuse.service.estimates.win_rates import WinRateCache, WinRateOut
-from judgefuse.service.judging.panels import PanelRuntime
+from judgefuse.service.kernel.metrics import ServiceMetrics
+from judgefuse.service.kernel.panels import PanelRuntime
 from judgefuse.service.ledger import label_kind_counts, parse_key
-from judgefuse.service.monitoring.metrics import ServiceMetrics
 from judgefuse.service.settings import Settings
 from judgefuse.service.storage import Storage, hour_of
 

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from judgefuse.service.errors import Overloaded
 
 if TYPE_CHECKING:
-    from judgefuse.service.monitoring.metrics import ServiceMetrics
+    from judgefuse.service.kernel.metrics import ServiceMetrics
     from judgefuse.service.settings import Settings
 
 __all__ = ["Admission"]

@@ -25,12 +25,11 @@ import time
 from collections.abc import Sequence
 
 from judgefuse.fusion.cascade import CascadeDecision, run_cascade_async
-from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote, PairwiseItem
-from judgefuse.service.judging.panels import PanelRuntime
+from judgefuse.service.kernel.panels import PanelRuntime
 from judgefuse.service.schemas import CascadeOut
 
-__all__ = ["live_cascade_out", "stored_cascade_out", "walk_cascade"]
+__all__ = ["live_cascade_out", "walk_cascade"]
 
 
 async def walk_cascade(
@@ -72,12 +71,3 @@ def live_cascade_out(runtime: PanelRuntime, decision: CascadeDecision) -> tuple[
     stage = ("review" if decision.stage is None
              else f"{decision.stage + 1}:{stages[decision.stage].name}")
     return out, stage
-
-
-def stored_cascade_out(verdict: Verdict, runtime: PanelRuntime | None) -> CascadeOut | None:
-    """The ``cascade`` of a stored verdict, read back (the panel may since have changed or gone)."""
-    cascade = runtime.cascade if runtime is not None else None
-    return CascadeOut.of_stored(
-        verdict, fallback=cascade.fallback if cascade is not None else None,
-        stages=len(cascade.all_stages()) if cascade is not None else None,
-    )

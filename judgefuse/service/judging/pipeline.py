@@ -59,17 +59,17 @@ from judgefuse.judges.types import JudgeVote, Letter, PairwiseItem
 from judgefuse.service.errors import Conflict, FieldProblem, QuorumLost, ServiceError, TooLarge
 from judgefuse.service.judging.admission import Admission
 from judgefuse.service.judging.cascade_serving import live_cascade_out, walk_cascade
-from judgefuse.service.judging.panels import PanelRuntime
 from judgefuse.service.judging.posted_votes import same_votes
 from judgefuse.service.judging.request_checks import CheckedRequest, RequestChecks
 from judgefuse.service.judging.routing import Router, RoutingState
 from judgefuse.service.judging.single_flight import SingleFlight, join_or_judge
 from judgefuse.service.judging.telemetry import telemetry_from_environ
 from judgefuse.service.judging.verdict_ids import VerdictIds
+from judgefuse.service.kernel.metrics import ServiceMetrics
+from judgefuse.service.kernel.panels import PanelRuntime
+from judgefuse.service.kernel.sojourn import Working
 from judgefuse.service.ledger import traffic_increments
-from judgefuse.service.monitoring.metrics import ServiceMetrics
 from judgefuse.service.monitoring.monitor import Monitors
-from judgefuse.service.monitoring.sojourn import Working
 from judgefuse.service.review.audit_plan import AuditPlanner
 from judgefuse.service.review.labels import label_result
 from judgefuse.service.review.sampling import stamp_review

@@ -30,8 +30,8 @@ from pydantic import ValidationError
 
 from judgefuse.judges.types import JudgeVote
 from judgefuse.service.errors import FieldProblem
-from judgefuse.service.judging.panels import PanelRuntime
-from judgefuse.service.judging.stored_text import storable, unstorable_problem
+from judgefuse.service.kernel.panels import PanelRuntime
+from judgefuse.service.kernel.stored_text import storable, unstorable_problem
 from judgefuse.service.schemas import FuseVote
 from judgefuse.service.settings import LearningSettings
 

@@ -1,7 +1,7 @@
 """Checks on what a client sent, made before any judge is called or anything is stored.
 
 A request that is too long, not storable text (JSON lets lone surrogates and NUL in: neither
-can be stored by every backend, :mod:`judgefuse.service.judging.stored_text`), empty, or carries
+can be stored by every backend, :mod:`judgefuse.service.kernel.stored_text`), empty, or carries
 ``metadata`` nested too deeply or too large to store is refused as a 422 naming the field, so a
 malformed item costs no judge calls (a deep ``metadata`` used to pass validation and fail only
 when the verdict was serialised for storage, after the judges had been paid for); an id no
@@ -31,18 +31,16 @@ from typing import Any
 
 from judgefuse.judges.types import JudgeVote
 from judgefuse.service.errors import FieldProblem, InvalidFields, ServiceError
-from judgefuse.service.judging.panels import PanelRuntime, find_runtime
 from judgefuse.service.judging.posted_votes import posted_votes
-from judgefuse.service.judging.stored_text import encodable, unstorable_problem
+from judgefuse.service.kernel.panels import PanelRuntime, find_runtime
+from judgefuse.service.kernel.stored_text import encodable, unstorable_problem
 from judgefuse.service.schemas import FuseRequest, InvalidItem, JudgeRequest
 from judgefuse.service.settings import Settings
-from judgefuse.service.storage import VerdictNotFound
 
 __all__ = [
     "CheckedRequest",
     "RequestChecks",
     "check_request",
-    "check_verdict_id",
     "encodable",
     "json_depth",
     "visibly_empty",
@@ -187,11 +185,3 @@ def visibly_empty(text: str) -> bool:
     return all(
         ch in _BLANK_FILLERS or unicodedata.category(ch) in _INVISIBLE_CATEGORIES for ch in text
     )
-
-
-def check_verdict_id(tenant: str, verdict_id: str) -> None:
-    """An id no verdict can have (empty, over 256 characters, not storable text:
-    :mod:`judgefuse.service.judging.stored_text`) is simply not found."""
-    if not verdict_id or len(verdict_id) > 256 or not encodable(verdict_id):
-        shown = verdict_id[:64].encode("utf-8", "replace").decode("utf-8").replace("\x00", "\\0")
-        raise VerdictNotFound(tenant, shown + ("..." if len(verdict_id) > 64 else ""))

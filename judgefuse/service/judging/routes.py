@@ -7,6 +7,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.responses import Response
 
+from judgefuse.service.judging.deps import JudgingDep
 from judgefuse.service.schemas import (
     BatchRequest,
     BatchResponse,
@@ -15,7 +16,7 @@ from judgefuse.service.schemas import (
     JudgeRequest,
     VerdictOut,
 )
-from judgefuse.service.web.deps import JudgingDep, TenantDep, json_response
+from judgefuse.service.web.deps import TenantDep, json_response
 
 router = APIRouter(prefix="/v1", tags=["judge"])
 

@@ -41,7 +41,7 @@ from typing import Any, Literal, Protocol
 
 from judgefuse.fusion.cascade import CascadeDecision
 from judgefuse.fusion.verdict import Verdict, is_tie
-from judgefuse.service.judging.panels import PanelRuntime
+from judgefuse.service.kernel.panels import PanelRuntime
 from judgefuse.service.monitoring.monitor import DRIFT_ALARM, Alarm, raised_threshold
 from judgefuse.service.schemas import ThresholdUsed
 from judgefuse.service.storage import ModelRecord, ThresholdRecord

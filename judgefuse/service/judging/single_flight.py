@@ -35,7 +35,7 @@ from typing import Generic, TypeVar
 from judgefuse.service.errors import Conflict
 from judgefuse.service.judging.posted_votes import votes_key
 from judgefuse.service.judging.request_checks import CheckedRequest
-from judgefuse.service.monitoring.sojourn import Working
+from judgefuse.service.kernel.sojourn import Working
 from judgefuse.service.storage import Storage
 
 __all__ = ["DifferentItemInFlight", "SingleFlight", "join_or_judge"]

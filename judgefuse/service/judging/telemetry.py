@@ -35,7 +35,7 @@ from typing import Any
 
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote
-from judgefuse.service.judging.panels import PanelRuntime
+from judgefuse.service.kernel.panels import PanelRuntime
 
 __all__ = ["EVALUATION_EVENT", "VerdictTelemetry", "telemetry_from_environ"]
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.responses import Response
 
+from judgefuse.service.review.deps import VerdictsDep
 from judgefuse.service.schemas import VerdictOut
-from judgefuse.service.web.deps import TenantDep, VerdictsDep, json_response
+from judgefuse.service.web.deps import TenantDep, json_response
 
 router = APIRouter(prefix="/v1", tags=["verdicts"])
 

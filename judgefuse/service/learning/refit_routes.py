@@ -7,9 +7,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from judgefuse.service.learning.deps import LearningDep
 from judgefuse.service.responses import ModelsOut, RefitOut
 from judgefuse.service.schemas import RefitRequest
-from judgefuse.service.web.deps import GatewayDep, LearningDep, TenantDep
+from judgefuse.service.web.deps import PanelsDep, TenantDep
 
 router = APIRouter(prefix="/v1/fusion", tags=["fusion"])
 
@@ -26,8 +27,8 @@ async def refit(body: RefitRequest, tenant: TenantDep, learning: LearningDep) ->
 @router.get("/models")
 async def models(
     tenant: TenantDep,
-    gateway: GatewayDep,
+    served: PanelsDep,
     learning: LearningDep,
     panel: Annotated[str | None, Query(min_length=1, max_length=256)] = None,
 ) -> ModelsOut:
-    return await learning.models(tenant, gateway.runtime(panel, field="query.panel"))
+    return await learning.models(tenant, served.runtime(panel, field="query.panel"))

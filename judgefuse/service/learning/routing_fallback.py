@@ -35,14 +35,14 @@ from judgefuse.calibration.stratified_tuning import tune_threshold_stratified
 from judgefuse.fusion import NotEnoughLabels, cross_fit_predict
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote, Letter
-from judgefuse.service.judging.panels import PanelRuntime
 from judgefuse.service.judging.routing import routing_threshold
+from judgefuse.service.kernel.panels import PanelRuntime
+from judgefuse.service.kernel.serving import ServingState
 from judgefuse.service.learning.promotion import RETIRED, is_retired
 from judgefuse.service.learning.serving_pair import ServingPair, read_pair
 from judgefuse.service.learning.state_cache import StateCache
 from judgefuse.service.ledger import ALL_METHODS, label_stratum_key, solicited, traffic_counts
 from judgefuse.service.schemas import TuneRequest
-from judgefuse.service.serving import ServingState
 from judgefuse.service.storage import ModelRecord, ServingVersions, Storage, ThresholdRecord
 
 __all__ = ["RoutingFallback", "crossfit_threshold"]

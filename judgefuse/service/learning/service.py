@@ -6,7 +6,7 @@ counters of the ledger, stored votes) and hands what it learnt back to serving t
 state cache (:mod:`judgefuse.service.learning.state_cache`): a stored threshold is cached at
 once, a promoted model is dropped so the next verdict restores it. Serving itself (the panel,
 its promoted model, the method new verdicts get) is read through
-:class:`~judgefuse.service.serving.ServingState`, which the gateway satisfies, so learning never
+:class:`~judgefuse.service.kernel.serving.ServingState`, which the gateway satisfies, so learning never
 imports the gateway.
 
 Two schedulers count toward the next background run (:class:`~judgefuse.service.learning.refit.RefitScheduler`):
@@ -25,7 +25,10 @@ from typing import Any
 
 from judgefuse.fusion.capabilities import LEARNED_METHOD
 from judgefuse.service.errors import FieldProblem
-from judgefuse.service.judging.panels import PanelRuntime
+from judgefuse.service.kernel.metrics import ServiceMetrics
+from judgefuse.service.kernel.panels import PanelRuntime
+from judgefuse.service.kernel.serving import ServingState
+from judgefuse.service.kernel.shared_state import StateContention
 from judgefuse.service.learning.cold_start import cold_start_fit
 from judgefuse.service.learning.pooled_inputs import PooledInputs, pooled_inputs, tune_pooled
 from judgefuse.service.learning.refit import (
@@ -43,11 +46,8 @@ from judgefuse.service.learning.signal_caps import SignalCaps
 from judgefuse.service.learning.state_cache import StateCache
 from judgefuse.service.learning.tuning_data import tuning_data
 from judgefuse.service.ledger import ALL_METHODS, solicited, traffic_counts
-from judgefuse.service.monitoring.metrics import ServiceMetrics
 from judgefuse.service.responses import ModelsOut, ThresholdOut, ThresholdsOut
-from judgefuse.service.review.shared_state import StateContention
 from judgefuse.service.schemas import TuneRequest
-from judgefuse.service.serving import ServingState
 from judgefuse.service.settings import Settings
 from judgefuse.service.storage import Storage, ThresholdRecord
 

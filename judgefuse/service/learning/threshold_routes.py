@@ -6,9 +6,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from judgefuse.service.learning.deps import LearningDep
 from judgefuse.service.responses import ThresholdsOut, TuneOut
 from judgefuse.service.schemas import TuneRequest
-from judgefuse.service.web.deps import GatewayDep, LearningDep, TenantDep
+from judgefuse.service.web.deps import PanelsDep, TenantDep
 
 router = APIRouter(prefix="/v1/thresholds", tags=["thresholds"])
 
@@ -16,11 +17,11 @@ router = APIRouter(prefix="/v1/thresholds", tags=["thresholds"])
 @router.get("")
 async def thresholds(
     tenant: TenantDep,
-    gateway: GatewayDep,
+    served: PanelsDep,
     learning: LearningDep,
     panel: Annotated[str | None, Query(min_length=1, max_length=256)] = None,
 ) -> ThresholdsOut:
-    return await learning.thresholds(tenant, gateway.runtime(panel, field="query.panel"))
+    return await learning.thresholds(tenant, served.runtime(panel, field="query.panel"))
 
 
 @router.post("/tune")

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from judgefuse.service.judging.panels import PanelRuntime
+from judgefuse.service.kernel.panels import PanelRuntime
 from judgefuse.service.ledger import label_stratum_key
 from judgefuse.service.storage import VerdictRecord
 

@@ -17,7 +17,9 @@ from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from judgefuse.service.errors import Unauthorized
-from judgefuse.service.web.deps import CalibrationDep, CallerDep, GatewayDep, MetricsDep, MonitoringDep
+from judgefuse.service.estimates.deps import CalibrationDep
+from judgefuse.service.monitoring.deps import MonitoringDep
+from judgefuse.service.web.deps import CallerDep, MetricsDep, PanelsDep
 
 router = APIRouter(tags=["metrics"])
 log = logging.getLogger("judgefuse.service")
@@ -25,7 +27,7 @@ log = logging.getLogger("judgefuse.service")
 
 @router.get("/metrics", include_in_schema=False)
 async def metrics(
-    request: Request, caller: CallerDep, gateway: GatewayDep, registry: MetricsDep,
+    request: Request, caller: CallerDep, served: PanelsDep, registry: MetricsDep,
     calibration: CalibrationDep, monitoring: MonitoringDep,
 ) -> Response:
     authenticator = request.app.state.authenticator
@@ -33,7 +35,7 @@ async def metrics(
         raise Unauthorized("/metrics needs the metrics token",
                            fields=[("header.authorization", "not the metrics token")])
     registry.set_circuits(
-        (name, judge.name, judge.circuit) for name, runtime in gateway.panels.items() for judge in runtime.panel.judges
+        (name, judge.name, judge.circuit) for name, runtime in served.panels.items() for judge in runtime.panel.judges
     )
     own = [] if caller.tenant is None else [caller.tenant]  # a non-admin caller without a tenant sees none
     tenants = authenticator.tenants if caller.admin else own
@@ -46,7 +48,7 @@ async def metrics(
     max_age_s = request.app.state.settings.monitoring.metrics_max_age_s
     try:
         for tenant in tenants:
-            for name in gateway.panels:
+            for name in served.panels:
                 registry.set_monitor(tenant, name, await monitoring.current_snapshot(
                     tenant, name, max_age_s=max_age_s))
     except Exception as exc:  # a scrape still returns the process metrics

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from judgefuse.service.errors import FieldProblem
-from judgefuse.service.judging.panels import PanelRuntime
+from judgefuse.service.kernel.panels import PanelRuntime
 from judgefuse.service.monitoring.monitor import Monitors
 from judgefuse.service.schemas import MonitorClearOut, MonitorEventOut, MonitorOut
 from judgefuse.service.settings import Settings

@@ -2,7 +2,7 @@
 
 A tenant key labels any verdict of its tenant, as always. An annotator credential labels only
 verdicts of its panels (403 otherwise, before anything is written) and each label it gives is
-noted in its own history (``GET /v1/annotators/me``, :mod:`judgefuse.service.review.accounts`).
+noted in its own history (``GET /v1/annotators/me``, :mod:`judgefuse.service.kernel.accounts`).
 Every label also names its author in the verdict's label history (:func:`label_author`).
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from judgefuse.service.judging.request_checks import check_verdict_id
-from judgefuse.service.review.accounts import AnnotatorAccounts
+from judgefuse.service.kernel.accounts import AnnotatorAccounts
+from judgefuse.service.kernel.stored_text import check_verdict_id
 from judgefuse.service.review.labels import LabelService
 from judgefuse.service.schemas import LabelResult
 from judgefuse.service.web.auth import Principal

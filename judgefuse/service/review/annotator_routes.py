@@ -18,7 +18,7 @@ from fastapi import APIRouter, Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from judgefuse.service.errors import FieldProblem, Forbidden
-from judgefuse.service.web.deps import AccountsDep, GatewayDep, ReviewerDep, TenantDep
+from judgefuse.service.web.deps import AccountsDep, PanelsDep, ReviewerDep, TenantDep
 
 router = APIRouter(prefix="/v1/annotators", tags=["annotators"])
 
@@ -61,11 +61,11 @@ class AnnotatorMe(BaseModel):
 
 @router.post("", status_code=201)
 async def create(
-    body: AnnotatorCreate, tenant: TenantDep, accounts: AccountsDep, gateway: GatewayDep
+    body: AnnotatorCreate, tenant: TenantDep, accounts: AccountsDep, served: PanelsDep
 ) -> AnnotatorCreated:
     """Create an annotator credential for this tenant (shown once in the answer)."""
     for i, panel in enumerate(body.panels or ()):
-        gateway.runtime(panel, field=f"body.panels.{i}")
+        served.runtime(panel, field=f"body.panels.{i}")
     account, credential = await accounts.create(tenant, body.name, body.panels)
     return AnnotatorCreated(**account.out(), credential=credential)
 

@@ -6,8 +6,9 @@ from fastapi import APIRouter
 from fastapi.responses import Response
 
 from judgefuse.service.review.annotator_labels import label_as
+from judgefuse.service.review.deps import LabelsDep
 from judgefuse.service.schemas import FeedbackRequest, LabelResult
-from judgefuse.service.web.deps import AccountsDep, LabelsDep, ReviewerDep, json_response
+from judgefuse.service.web.deps import AccountsDep, ReviewerDep, json_response
 
 router = APIRouter(prefix="/v1", tags=["feedback"])
 

@@ -16,10 +16,10 @@ from collections.abc import Callable, Mapping
 from typing import cast
 
 from judgefuse.judges.types import Letter
-from judgefuse.service.judging.panels import PanelRuntime
-from judgefuse.service.judging.request_checks import check_verdict_id
+from judgefuse.service.kernel.metrics import ServiceMetrics
+from judgefuse.service.kernel.panels import PanelRuntime
+from judgefuse.service.kernel.stored_text import check_verdict_id
 from judgefuse.service.ledger import label_increments
-from judgefuse.service.monitoring.metrics import ServiceMetrics
 from judgefuse.service.monitoring.monitor import Monitors
 from judgefuse.service.schemas import LabelResult
 from judgefuse.service.storage import (

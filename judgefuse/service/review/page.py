@@ -31,6 +31,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from judgefuse.service.errors import FieldProblem, Forbidden, Unauthorized
 from judgefuse.service.ledger import label_kind_counts
 from judgefuse.service.review.annotator_labels import label_as
+from judgefuse.service.review.deps import LabelsDep, ReviewQueueDep
 from judgefuse.service.review.queue import item_out
 from judgefuse.service.review.rendering import render_text
 from judgefuse.service.review.session import (
@@ -47,7 +48,7 @@ from judgefuse.service.review.session import (
 from judgefuse.service.review.undo import UNDO_WINDOW_S, UndoSigner
 from judgefuse.service.storage import COMMENT_MAX_CHARS, LabelKind
 from judgefuse.service.web.auth import Principal
-from judgefuse.service.web.deps import AccountsDep, GatewayDep, LabelsDep, ReviewQueueDep
+from judgefuse.service.web.deps import AccountsDep, PanelsDep
 
 router = APIRouter(tags=["review page"], include_in_schema=False)
 
@@ -111,7 +112,7 @@ def _done(value: str | None) -> int:
 
 @router.get("/review", response_class=HTMLResponse)
 async def review_page(
-    request: Request, gateway: GatewayDep, queue: ReviewQueueDep, panel: str | None = None,
+    request: Request, served: PanelsDep, queue: ReviewQueueDep, panel: str | None = None,
     done: str | None = None, skipped: str | None = None, undo: str | None = None,
 ) -> HTMLResponse:
     session = await current_session(request)
@@ -122,7 +123,7 @@ async def review_page(
         return _render(request, "review_login.html.j2", error=None, panel=panel or "")
     if panel is None and session.account is not None and session.account.panels:
         panel = session.account.panels[0]
-    runtime = gateway.runtime(panel, field="query.panel")
+    runtime = served.runtime(panel, field="query.panel")
     if not session.may_use(runtime.name):
         raise Forbidden(f"annotator {session.annotator!r} may not use panel {runtime.name!r}",
                         fields=[("query.panel", "not one of this annotator's panels")])

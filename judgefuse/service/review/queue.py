@@ -39,14 +39,14 @@ from typing import Any
 
 from judgefuse.fusion.verdict import is_tie
 from judgefuse.service.errors import FieldProblem, ServiceError
-from judgefuse.service.judging.panels import PanelRuntime
-from judgefuse.service.judging.request_checks import encodable
+from judgefuse.service.kernel.panels import PanelRuntime
+from judgefuse.service.kernel.serving import ServingState
+from judgefuse.service.kernel.shared_state import update_state
+from judgefuse.service.kernel.stored_text import encodable
 from judgefuse.service.ledger import label_kind_counts
 from judgefuse.service.responses import ReviewStatsOut
 from judgefuse.service.review.audit_plan import AuditPlanner, daily_traffic, plan_report
-from judgefuse.service.review.shared_state import update_state
 from judgefuse.service.schemas import ReviewItemOut
-from judgefuse.service.serving import ServingState
 from judgefuse.service.settings import Settings
 from judgefuse.service.storage import ReviewLease, Storage, StratumCounts
 

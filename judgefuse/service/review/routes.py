@@ -13,12 +13,13 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query
 
 from judgefuse.service.errors import FieldProblem, Forbidden, NotFound
-from judgefuse.service.judging.request_checks import check_verdict_id
+from judgefuse.service.kernel.stored_text import check_verdict_id
 from judgefuse.service.responses import ReviewNextOut, ReviewSkipOut, ReviewStatsOut
+from judgefuse.service.review.deps import ReviewQueueDep
 from judgefuse.service.review.queue import annotator_name, item_out
 from judgefuse.service.schemas import ReviewSkipRequest
 from judgefuse.service.web.auth import Principal
-from judgefuse.service.web.deps import GatewayDep, ReviewerDep, ReviewQueueDep, SettingsDep, TenantDep
+from judgefuse.service.web.deps import PanelsDep, ReviewerDep, SettingsDep, TenantDep
 
 router = APIRouter(prefix="/v1/review", tags=["review"])
 
@@ -44,7 +45,7 @@ def _caller(principal: Principal) -> str | None:
 @router.get("/next")
 async def next_items(
     principal: ReviewerDep,
-    gateway: GatewayDep,
+    served: PanelsDep,
     queue: ReviewQueueDep,
     settings: SettingsDep,
     panel: Annotated[str | None, Query(min_length=1, max_length=256)] = None,
@@ -59,7 +60,7 @@ async def next_items(
     limit = settings.review.review_max_lease
     if not 1 <= n <= limit:
         raise FieldProblem("query.n", f"must be between 1 and {limit}")
-    runtime = gateway.runtime(panel, field="query.panel")
+    runtime = served.runtime(panel, field="query.panel")
     principal.check_panel(runtime.name)
     who = _who(principal, annotator, x_annotator, field="query.annotator")
     leases = await queue.lease(principal.tenant, runtime.name, n=n, annotator=who,
@@ -90,7 +91,7 @@ async def skip(
 @router.get("/stats")
 async def stats(
     tenant: TenantDep,
-    gateway: GatewayDep,
+    served: PanelsDep,
     queue: ReviewQueueDep,
     panel: Annotated[str | None, Query(min_length=1, max_length=256)] = None,
 ) -> ReviewStatsOut:
@@ -99,4 +100,4 @@ async def stats(
     verdicts get (the static ``audit_rate``, or planned from ``label_budget_per_day`` and the
     last day's traffic), the expected half-width it buys and the expected time to detect a
     10-point precision drop (:mod:`judgefuse.service.review.audit_plan`)."""
-    return await queue.stats(tenant, gateway.runtime(panel, field="query.panel"))
+    return await queue.stats(tenant, served.runtime(panel, field="query.panel"))

@@ -9,7 +9,7 @@ under a server secret (``review_session_secret``, else random per process). The 
 ``HttpOnly`` and ``SameSite=Strict``, scoped to ``/review``.
 
 **Bound to the credential, ended server-side.** The session id is stored with the credential
-it was opened with (:class:`~judgefuse.service.review.accounts.AnnotatorAccounts`), and every
+it was opened with (:class:`~judgefuse.service.kernel.accounts.AnnotatorAccounts`), and every
 request reads it back (one state read): a session ends when its annotator credential is
 revoked or rotated, when the tenant key it was opened with is rotated or its tenant removed
 (the key's fingerprint is compared with the current settings'), and at logout, which deletes
@@ -38,7 +38,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from judgefuse.service.errors import Forbidden, Unauthorized
-from judgefuse.service.review.accounts import Annotator, AnnotatorAccounts, looks_like_credential
+from judgefuse.service.kernel.accounts import Annotator, AnnotatorAccounts, looks_like_credential
 from judgefuse.service.review.queue import annotator_name
 from judgefuse.service.settings import DEFAULT_TENANT
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from judgefuse.service.judging.cascade_serving import stored_cascade_out
-from judgefuse.service.judging.panels import PanelRuntime
-from judgefuse.service.judging.request_checks import check_verdict_id
-from judgefuse.service.schemas import ReviewOut, ThresholdUsed, VerdictOut
+from judgefuse.fusion.verdict import Verdict
+from judgefuse.service.kernel.panels import PanelRuntime
+from judgefuse.service.kernel.stored_text import check_verdict_id
+from judgefuse.service.schemas import CascadeOut, ReviewOut, ThresholdUsed, VerdictOut
 from judgefuse.service.storage import Storage, VerdictNotFound, VerdictRecord
 
-__all__ = ["VerdictReads", "review_out"]
+__all__ = ["VerdictReads", "review_out", "stored_cascade_out"]
 
 
 class VerdictReads:
@@ -57,4 +57,13 @@ def review_out(record: VerdictRecord) -> ReviewOut | None:
         queued=stamp.queued, reason=stamp.reason, stratum=stamp.stratum,
         inclusion_probability=stamp.inclusion_probability, audit_rate=stamp.audit_rate,
         threshold_version=record.threshold_version,
+    )
+
+
+def stored_cascade_out(verdict: Verdict, runtime: PanelRuntime | None) -> CascadeOut | None:
+    """The ``cascade`` of a stored verdict, read back (the panel may since have changed or gone)."""
+    cascade = runtime.cascade if runtime is not None else None
+    return CascadeOut.of_stored(
+        verdict, fallback=cascade.fallback if cascade is not None else None,
+        stages=len(cascade.all_stages()) if cascade is not None else None,
     )

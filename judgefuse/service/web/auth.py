@@ -14,7 +14,7 @@ Who may read what (:meth:`Authenticator.caller`):
 * in open mode everything is tenant ``default``, and ``/metrics`` stays open unless a metrics
   token is configured;
 * an **annotator credential** (``jfa.<tenant>.<id>.<secret>``, made by an operator, see
-  :mod:`judgefuse.service.review.accounts`): leases, labels, skips and reads its own history
+  :mod:`judgefuse.service.kernel.accounts`): leases, labels, skips and reads its own history
   (:func:`principal_for`, the routes that take ``ReviewerDep``); every route that takes the
   tenant (``TenantDep``) refuses it with 403, so a new route is closed to annotators unless it
   opts in.
@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from judgefuse.service.errors import Forbidden, Unauthorized
-from judgefuse.service.review.accounts import Annotator, AnnotatorAccounts, looks_like_credential
+from judgefuse.service.kernel.accounts import Annotator, AnnotatorAccounts, looks_like_credential
 from judgefuse.service.settings import DEFAULT_TENANT
 
 __all__ = ["Authenticator", "Caller", "Principal", "hash_key", "principal_for", "refuse_annotator"]

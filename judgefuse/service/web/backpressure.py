@@ -6,7 +6,7 @@ refusing keeps the replica serving what it admitted):
 * **The loop's capacity** (every guarded route: ``/v1/judge``, ``/v1/fuse``, their batches,
   ``/v1/feedback``, the review queue's ``next``/``skip`` and the ``/review`` page's
   ``label``/``skip``): while the event loop is past capacity
-  (:meth:`~judgefuse.service.monitoring.loop_lag.LoopLag.overloaded`: every timer of the last
+  (:meth:`~judgefuse.service.kernel.loop_lag.LoopLag.overloaded`: every timer of the last
   window late by more than ``server.shed_loop_lag_s``) and at least ``SHED_MIN_INFLIGHT``
   guarded requests are in flight (a queue of requests, not a busy neighbour or a test thread
   holding the GIL, is what made it late: :data:`SHED_MIN_INFLIGHT`), the request is answered 429. Without it an
@@ -26,7 +26,7 @@ refusing keeps the replica serving what it admitted):
   every verdict of the last window spent more than ``server.shed_sojourn_s`` (50 ms: several
   times a verdict's in-app time below capacity, under the 100 ms an admitted request may take
   above it; at 25 ms a noisy minute at 80% of ``/v1/judge``'s max tripped it) in the gateway
-  beyond its judge calls (:class:`~judgefuse.service.monitoring.sojourn.Sojourn`) and at least
+  beyond its judge calls (:class:`~judgefuse.service.kernel.sojourn.Sojourn`) and at least
   :data:`SHED_MIN_INFLIGHT` are in flight (a slow fsync alone makes a handful of verdicts
   slow: the crash suite's 12 clients on a busy disk were refused at 8), the request is
   answered 429. This sees the queue the
@@ -53,7 +53,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from judgefuse.places import Places
 from judgefuse.service.errors import Overloaded
-from judgefuse.service.monitoring.metrics import ServiceMetrics
+from judgefuse.service.kernel.metrics import ServiceMetrics
 from judgefuse.service.settings import Settings
 from judgefuse.service.web.server_timeouts import READ_AT
 
@@ -61,7 +61,7 @@ __all__ = ["BackpressureMiddleware", "LabelGate", "guarded_route"]
 
 _JUDGING = frozenset({"/v1/judge", "/v1/judge/batch", "/v1/fuse", "/v1/fuse/batch"})
 _SINGLE = frozenset({"/v1/judge", "/v1/fuse"})
-"""Judging routes whose requests :class:`~judgefuse.service.monitoring.sojourn.Working` counts
+"""Judging routes whose requests :class:`~judgefuse.service.kernel.sojourn.Working` counts
 (a batch's items run concurrently: the gates above cover them)."""
 _LABELS = frozenset({"/v1/feedback", "/v1/review/next", "/v1/review/skip", "/review/label",
                      "/review/skip"})

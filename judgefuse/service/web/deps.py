@@ -1,74 +1,55 @@
-"""Dependencies as ``Annotated`` aliases (full-stack-fastapi-template's ``api/deps.py`` style).
+"""The HTTP edge's dependencies as ``Annotated`` aliases (full-stack-fastapi-template's
+``api/deps.py`` style): who is calling, the settings, the process metrics, annotator accounts and
+the panels, and nothing of any slice.
 
 Everything comes from ``request.app.state``, filled by the app factory's lifespan: nothing is
-built at import time. A route takes its own slice's service (``JudgingDep``, ``LabelsDep``,
-``ReviewQueueDep``, ``LearningDep``, ``CalibrationDep``, ``MonitoringDep``, ``VerdictsDep``), built by the gateway
-(the composition root), rather than the gateway's storage: what a slice reads and writes stays
-in that slice. The functions are ``async def`` on purpose: FastAPI runs a plain ``def``
-dependency in a worker thread, which costs more than the dependency itself.
+built at import time. A slice's own service comes from that slice's ``deps.py``
+(``judging/deps.py``'s ``JudgingDep``, ``review/deps.py``'s ``LabelsDep``, ``VerdictsDep`` and
+``ReviewQueueDep``, ``learning/deps.py``, ``estimates/deps.py``, ``monitoring/deps.py``), so what a
+slice reads and writes stays in that slice and this module knows none. The functions are
+``async def`` on purpose: FastAPI runs a plain ``def`` dependency in a worker thread, which costs
+more than the dependency itself.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
 from fastapi.responses import Response
 from pydantic import BaseModel
 
-from judgefuse.service.estimates.service import CalibrationService
-from judgefuse.service.gateway import Gateway
-from judgefuse.service.judging.pipeline import JudgePipeline
-from judgefuse.service.learning.service import LearningService
-from judgefuse.service.monitoring.metrics import ServiceMetrics
-from judgefuse.service.monitoring.service import MonitorService
-from judgefuse.service.review.accounts import CREDENTIAL_PREFIX, AnnotatorAccounts
-from judgefuse.service.review.labels import LabelService
-from judgefuse.service.review.queue import ReviewQueue
-from judgefuse.service.review.verdicts import VerdictReads
+from judgefuse.service.kernel.accounts import CREDENTIAL_PREFIX, AnnotatorAccounts
+from judgefuse.service.kernel.metrics import ServiceMetrics
+from judgefuse.service.kernel.serving import PanelDirectory
 from judgefuse.service.settings import Settings
 from judgefuse.service.web.auth import Authenticator, Caller, Principal, principal_for, refuse_annotator
 
 __all__ = [
-    "AccountsDep", "CalibrationDep", "CallerDep", "GatewayDep", "JudgingDep", "LabelsDep", "LearningDep", "MetricsDep",
-    "MonitoringDep", "ReviewQueueDep", "ReviewerDep", "SettingsDep", "TenantDep", "VerdictsDep", "json_response",
+    "AccountsDep", "CallerDep", "MetricsDep", "PanelsDep", "ReviewerDep", "SettingsDep", "TenantDep", "gateway_part",
+    "json_response",
 ]
+
+
+def gateway_part(name: str) -> Callable[[Request], Awaitable[Any]]:
+    """The dependency a slice's ``deps.py`` gives its service by: the composition root's
+    attribute ``name`` (``request.app.state.gateway.<name>``), read by name so that no slice
+    imports the gateway."""
+
+    async def part(request: Request) -> Any:
+        return getattr(request.app.state.gateway, name)
+
+    part.__name__ = part.__qualname__ = f"get_{name}"
+    return part
 
 
 async def get_settings(request: Request) -> Settings:
     return request.app.state.settings
 
 
-async def get_gateway(request: Request) -> Gateway:
+async def get_panels(request: Request) -> PanelDirectory:
     return request.app.state.gateway
-
-
-async def get_judging(request: Request) -> JudgePipeline:
-    return request.app.state.gateway.judging
-
-
-async def get_labels(request: Request) -> LabelService:
-    return request.app.state.gateway.labels
-
-
-async def get_verdicts(request: Request) -> VerdictReads:
-    return request.app.state.gateway.verdicts
-
-
-async def get_review_queue(request: Request) -> ReviewQueue:
-    return request.app.state.gateway.review_queue
-
-
-async def get_learning(request: Request) -> LearningService:
-    return request.app.state.gateway.learning
-
-
-async def get_calibration(request: Request) -> CalibrationService:
-    return request.app.state.gateway.calibration
-
-
-async def get_monitoring(request: Request) -> MonitorService:
-    return request.app.state.gateway.monitoring
 
 
 async def get_metrics(request: Request) -> ServiceMetrics:
@@ -120,14 +101,7 @@ def json_response(model: BaseModel, status_code: int = 200) -> Response:
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
-GatewayDep = Annotated[Gateway, Depends(get_gateway)]
-JudgingDep = Annotated[JudgePipeline, Depends(get_judging)]
-LabelsDep = Annotated[LabelService, Depends(get_labels)]
-VerdictsDep = Annotated[VerdictReads, Depends(get_verdicts)]
-ReviewQueueDep = Annotated[ReviewQueue, Depends(get_review_queue)]
-LearningDep = Annotated[LearningService, Depends(get_learning)]
-CalibrationDep = Annotated[CalibrationService, Depends(get_calibration)]
-MonitoringDep = Annotated[MonitorService, Depends(get_monitoring)]
+PanelsDep = Annotated[PanelDirectory, Depends(get_panels)]
 MetricsDep = Annotated[ServiceMetrics, Depends(get_metrics)]
 TenantDep = Annotated[str, Depends(get_tenant)]
 ReviewerDep = Annotated[Principal, Depends(get_reviewer)]

@@ -43,7 +43,7 @@ from pydantic import BaseModel
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from judgefuse.judges.deadline import Deadline
-from judgefuse.service.review.accounts import CREDENTIAL_PREFIX
+from judgefuse.service.kernel.accounts import CREDENTIAL_PREFIX
 from judgefuse.service.schemas import FuseRequest, JudgeRequest
 from judgefuse.service.web.deps import json_response
 from judgefuse.service.web.middleware import FORM_MEDIA_TYPE, BodyTimeout, media_type

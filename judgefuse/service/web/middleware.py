@@ -22,7 +22,7 @@ from typing import Any
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from judgefuse.service.monitoring.metrics import ServiceMetrics
+from judgefuse.service.kernel.metrics import ServiceMetrics
 from judgefuse.service.web.query_secrets import secret_params_in
 
 __all__ = ["FORM_MEDIA_TYPE", "BodyLimitMiddleware", "BodyTimeout", "QueryKeyMiddleware",

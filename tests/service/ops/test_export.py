@@ -198,7 +198,7 @@ async def test_export_is_atomic_and_errors_are_clear(tmp_path, capsys):
 
 
 def test_parse_time() -> None:
-    from judgefuse.service.ops.export_command import parse_time
+    from judgefuse.service.commands.export import parse_time
 
     assert parse_time("1700000000") == 1_700_000_000.0
     assert parse_time("2026-11-01") == parse_time("2026-11-01T00:00:00+00:00") == 1_793_491_200.0

@@ -304,7 +304,7 @@ def test_annotator_accounts_from_the_cli_on_the_serve_store(tmp_path, capsys):
     import asyncio
 
     from judgefuse.cli import main
-    from judgefuse.service.review.accounts import AnnotatorAccounts
+    from judgefuse.service.kernel.accounts import AnnotatorAccounts
     from judgefuse.service.storage import SQLiteStorage
 
     db = tmp_path / "cli.sqlite3"

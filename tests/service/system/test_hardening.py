@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from judgefuse.service.app import create_app
-from judgefuse.service.ops.serve_command import uvicorn_config
+from judgefuse.service.commands.serve import uvicorn_config
 from judgefuse.service.web.query_secrets import RedactQuerySecrets, redact_query, secret_params_in
 
 stub = S.stub

@@ -216,7 +216,7 @@ def test_settings_read_yaml_file_and_environment(tmp_path, monkeypatch):
 def test_serve_command_refuses_a_bad_config_with_exit_2(tmp_path, capsys):
     import argparse
 
-    from judgefuse.service.ops.serve_command import add_commands
+    from judgefuse.service.commands.serve import add_commands
 
     parser = argparse.ArgumentParser(prog="judgefuse")
     add_commands(parser.add_subparsers(dest="command", required=True))

@@ -20,7 +20,7 @@ from jf_test_support.live_gateway import API_KEY, live_gateway
 from panel_support import UNANIMOUS
 
 from judgefuse.places import Places
-from judgefuse.service.monitoring.sojourn import Working
+from judgefuse.service.kernel.sojourn import Working
 from judgefuse.service.web import backpressure
 from judgefuse.service.web.backpressure import BackpressureMiddleware, LabelGate, guarded_route
 

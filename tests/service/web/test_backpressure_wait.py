@@ -16,8 +16,8 @@ import httpx
 import pytest
 import uvicorn
 
-from judgefuse.service.monitoring.metrics import ServiceMetrics
-from judgefuse.service.ops.serve_command import uvicorn_config
+from judgefuse.service.commands.serve import uvicorn_config
+from judgefuse.service.kernel.metrics import ServiceMetrics
 from judgefuse.service.web import backpressure
 from judgefuse.service.web.backpressure import BackpressureMiddleware
 from judgefuse.service.web.server_timeouts import READ_AT

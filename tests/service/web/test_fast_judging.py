@@ -25,8 +25,8 @@ from fastapi import Request
 from panel_support import UNANIMOUS, external_panel
 
 from judgefuse.service.app import create_app
-from judgefuse.service.review.accounts import CREDENTIAL_PREFIX
-from judgefuse.service.web.deps import get_judging
+from judgefuse.service.judging.deps import get_judging
+from judgefuse.service.kernel.accounts import CREDENTIAL_PREFIX
 from judgefuse.service.web.fast_judging import FastJudging
 
 stub = S.stub

@@ -1,4 +1,4 @@
-"""The loop-lag sampler (judgefuse.service.monitoring.loop_lag) on a real event loop: a loop kept
+"""The loop-lag sampler (judgefuse.service.kernel.loop_lag) on a real event loop: a loop kept
 busy past capacity is overloaded and recovers when the work stops; one stall is not overload."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import time
 
 from prometheus_client import CollectorRegistry, Histogram
 
-from judgefuse.service.monitoring.loop_lag import LoopLag
+from judgefuse.service.kernel.loop_lag import LoopLag
 
 
 def spin(seconds: float) -> None:

@@ -1,7 +1,7 @@
 """The time verdicts spend inside the app (``timings.overhead_s``: all but the slowest judge
 call), and whether the app is queueing them: the second of backpressure's capacity signals.
 
-The loop's lag (:mod:`judgefuse.service.monitoring.loop_lag`) sees work waiting for the loop;
+The loop's lag (:mod:`judgefuse.service.kernel.loop_lag`) sees work waiting for the loop;
 it does not see work waiting behind the loop's back: verdicts queued for the store's group
 commit, or for the GIL a storage thread holds. At 150% of ``/v1/fuse``'s max the loop's lag
 stayed under the shedding target for most windows while admitted requests waited 50-280 ms for

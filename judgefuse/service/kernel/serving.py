@@ -10,18 +10,28 @@ the composition root stays the only place that knows every slice.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from judgefuse.service.judging.panels import PanelRuntime
+    from judgefuse.service.kernel.panels import PanelRuntime
     from judgefuse.service.storage import ModelRecord, ThresholdRecord
 
-__all__ = ["PanelLookup", "ServingState"]
+__all__ = ["PanelDirectory", "PanelLookup", "ServingState"]
 
 
 class PanelLookup(Protocol):
     def runtime(self, name: str | None, *, field: str = "body.panel") -> PanelRuntime:
         """The panel ``name`` (the default panel when None); a 422 naming ``field`` if unknown."""
+        ...
+
+
+class PanelDirectory(PanelLookup, Protocol):
+    """A panel by name and every panel there is: what a route of any slice needs of the gateway."""
+
+    @property
+    def panels(self) -> Mapping[str, PanelRuntime]:
+        """Every started panel, by name, in the order of the settings."""
         ...
 
 

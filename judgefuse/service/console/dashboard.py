@@ -25,20 +25,17 @@ from fastapi.responses import HTMLResponse
 from markupsafe import Markup
 
 from judgefuse.evaluation.svg import reliability_svg
+from judgefuse.service.console.deps import GatewayDep
 from judgefuse.service.console.verdict_view import fmt as _fmt
 from judgefuse.service.console.verdict_view import usd as _usd
+from judgefuse.service.estimates.deps import CalibrationDep
 from judgefuse.service.estimates.service import CalibrationService
 from judgefuse.service.gateway import Gateway
-from judgefuse.service.monitoring.metrics import ServiceMetrics
+from judgefuse.service.kernel.metrics import ServiceMetrics
+from judgefuse.service.monitoring.deps import MonitoringDep
 from judgefuse.service.monitoring.service import MonitorService
 from judgefuse.service.web.auth import Caller
-from judgefuse.service.web.deps import (
-    CalibrationDep,
-    CallerDep,
-    GatewayDep,
-    MetricsDep,
-    MonitoringDep,
-)
+from judgefuse.service.web.deps import CallerDep, MetricsDep
 
 router = APIRouter(tags=["dashboard"])
 HISTORY_DAYS = 14

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from judgefuse.service.monitoring.metrics import ServiceMetrics
+from judgefuse.service.kernel.metrics import ServiceMetrics
 
 
 def test_a_bound_child_is_the_series_labels_returns_and_counts_in_it() -> None:

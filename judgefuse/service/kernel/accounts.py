@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from judgefuse.service.errors import Conflict, FieldProblem, NotFound
-from judgefuse.service.review.shared_state import update_state
+from judgefuse.service.kernel.shared_state import update_state
 from judgefuse.service.storage import Coordination
 from judgefuse.service.storage.checks import check_tenant
 

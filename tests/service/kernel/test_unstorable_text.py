@@ -1,5 +1,5 @@
 """Text PostgreSQL cannot store (NUL, ``\\u0000``) and text no backend can (a lone surrogate)
-is refused at the boundary on every backend alike (:mod:`judgefuse.service.judging.stored_text`):
+is refused at the boundary on every backend alike (:mod:`judgefuse.service.kernel.stored_text`):
 a 422 naming the field for new text, a 404 for an id naming a stored verdict. Before, NUL in an
 id or an annotator name was stored on SQLite and Redis and a 500 on PostgreSQL."""
 
@@ -9,7 +9,7 @@ import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import pytest
 from panel_support import PAIR, SPLIT, UNANIMOUS, H, external_panel, put_threshold
 
-from judgefuse.service.judging.stored_text import encodable, unstorable_problem
+from judgefuse.service.kernel.stored_text import encodable, unstorable_problem
 
 NUL = "a\x00b"
 

@@ -12,7 +12,9 @@ goes through :func:`encodable`, so every backend answers alike.
 
 from __future__ import annotations
 
-__all__ = ["encodable", "storable", "unstorable_problem"]
+from judgefuse.service.storage import VerdictNotFound
+
+__all__ = ["check_verdict_id", "encodable", "storable", "unstorable_problem"]
 
 
 def encodable(text: str) -> bool:
@@ -36,3 +38,11 @@ def unstorable_problem(text: str) -> str:
     if "\x00" in text:
         return "contains NUL (\\u0000), which cannot be stored"
     return "not valid Unicode text (a lone surrogate?)"
+
+
+def check_verdict_id(tenant: str, verdict_id: str) -> None:
+    """An id no verdict can have (empty, over 256 characters, not storable text) is simply not
+    found: :class:`~judgefuse.service.storage.VerdictNotFound`, before any storage read."""
+    if not verdict_id or len(verdict_id) > 256 or not encodable(verdict_id):
+        shown = verdict_id[:64].encode("utf-8", "replace").decode("utf-8").replace("\x00", "\\0")
+        raise VerdictNotFound(tenant, shown + ("..." if len(verdict_id) > 64 else ""))

@@ -22,7 +22,7 @@ Series (all prefixed ``judgefuse_``):
   ``circuit_opened`` {panel, judge} (times opened, this process), ``circuit_open`` {panel, judge}
   (1 while open or half-open)
 * ``event_loop_lag_seconds`` histogram: how late a timer set 5 ms ahead fired, sampled all the
-  time (:mod:`judgefuse.service.monitoring.loop_lag`; also what backpressure sheds on)
+  time (:mod:`judgefuse.service.kernel.loop_lag`; also what backpressure sheds on)
 * ``calibration_ece``, ``calibration_th_score``, ``calibration_labels`` gauges
   {tenant, panel, key}: refreshed from storage on every scrape of ``/metrics``.
 
@@ -48,8 +48,8 @@ from prometheus_client.metrics_core import Metric
 from judgefuse.fusion.cascade import vote_calls
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote
-from judgefuse.service.monitoring.loop_lag import LoopLag
-from judgefuse.service.monitoring.sojourn import Sojourn, Working
+from judgefuse.service.kernel.loop_lag import LoopLag
+from judgefuse.service.kernel.sojourn import Sojourn, Working
 
 __all__ = ["ServiceMetrics"]
 

@@ -2,7 +2,7 @@
 
 Reads the settings ``judgefuse serve`` reads (``--config`` YAML, then ``JUDGEFUSE_*``
 environment variables, then ``--storage``) and writes to the same store, so every replica sees
-the change at its next request (:mod:`judgefuse.service.review.accounts`; docs/review-loop.md,
+the change at its next request (:mod:`judgefuse.service.kernel.accounts`; docs/review-loop.md,
 'Annotator accounts'). A new or rotated credential is printed once, on stdout; nothing else
 ever shows it again.
 """
@@ -25,7 +25,7 @@ def _when(at: float | None) -> str:
 
 
 async def _run(args: argparse.Namespace, settings: Any) -> list[str]:
-    from judgefuse.service.review.accounts import AnnotatorAccounts
+    from judgefuse.service.kernel.accounts import AnnotatorAccounts
     from judgefuse.service.storage import open_storage
 
     store = open_storage(settings.storage.storage_url,

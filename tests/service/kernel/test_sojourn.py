@@ -1,4 +1,4 @@
-"""The in-app time tracker (judgefuse.service.monitoring.sojourn) on a fake clock: a window
+"""The in-app time tracker (judgefuse.service.kernel.sojourn) on a fake clock: a window
 whose every verdict took longer than the target is a queue, one slow verdict is not, a window
 with too few verdicts says nothing, and a silence longer than a window forgets."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from judgefuse.service.monitoring.sojourn import Sojourn
+from judgefuse.service.kernel.sojourn import Sojourn
 
 
 class Clock:
