@@ -27,16 +27,32 @@ Conventions
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Letter = Literal["A", "B"]
+"""An answer of a pair. A label that names one is *decided*: it says which answer is better."""
+LETTERS: tuple[Letter, ...] = get_args(Letter)
+"""The two answers, in order; also the decided label kinds (accuracy, calibration, tuning, refits)."""
 Outcome = Literal["A", "B", "tie"]
 """What a judge can answer on a pair: a letter or a tie."""
 TieLabel = Literal["tie", "both_bad"]
 """A label saying neither answer is the better one: equally good, or both unacceptable."""
-TIE_LABELS: tuple[TieLabel, ...] = ("tie", "both_bad")
+TIE_LABELS: tuple[TieLabel, ...] = get_args(TieLabel)
+"""The *undecided* label kinds: stored and counted as such, apart from every A/B count."""
+LabelKind = Literal[Letter, TieLabel]
+"""Every label an item or a verdict can carry (docs/design.md, 'The review loop'): ``A`` or ``B``
+(decided, :data:`LETTERS`), ``tie`` (equally good) or ``both_bad`` (neither acceptable)
+(undecided, :data:`TIE_LABELS`). The one definition: every other module imports these."""
+LABEL_KINDS: tuple[LabelKind, ...] = get_args(LabelKind)
+"""``("A", "B", "tie", "both_bad")``, in that order (the review page's buttons, messages)."""
+
+
+def spelled(kinds: tuple[str, ...], *, quote: bool = False) -> str:
+    """``kinds`` as a message writes them: ``A, B, tie or both_bad`` (quoted with ``quote``)."""
+    words = [repr(kind) if quote else kind for kind in kinds]
+    return ", ".join(words[:-1]) + " or " + words[-1] if len(words) > 1 else "".join(words)
 Mode = Literal["sc", "mp", "logprob", "recorded"]
 """How the confidence was elicited: the three modes of "Overconfidence in LLM-as-a-Judge", or ``recorded`` for a replayed
 judgment whose confidence comes from the source's own documented rule."""

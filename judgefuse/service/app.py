@@ -21,6 +21,7 @@ from fastapi import FastAPI
 
 from judgefuse import __version__
 from judgefuse.judges.transport.cache import RedisResponseCache, ResponseCache
+from judgefuse.judges.types import LABEL_KINDS, LETTERS
 from judgefuse.service.errors import install_handlers
 from judgefuse.service.gateway import Gateway, PanelRuntime
 from judgefuse.service.kernel.metrics import ServiceMetrics
@@ -164,6 +165,7 @@ def create_app(
         autoescape=True,
         undefined=jinja2.StrictUndefined,
     )
+    app.state.templates.globals.update(LETTERS=LETTERS, LABEL_KINDS=LABEL_KINDS)  # one spelling, templates too
     secret = settings.review.review_session_secret
     app.state.review_sessions = SessionSigner(
         secret.get_secret_value().encode() if secret is not None else None,

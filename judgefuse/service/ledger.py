@@ -76,6 +76,7 @@ from urllib.parse import quote, unquote
 
 from judgefuse.calibration import FIXED_POINT_SCALE, CalibrationAccumulator
 from judgefuse.fusion.verdict import is_tie
+from judgefuse.judges.types import TIE_LABELS
 from judgefuse.service.storage import (
     DECIDED,
     LabelKind,
@@ -90,7 +91,6 @@ __all__ = [
     "ALL_METHODS",
     "INLINE_AUTO",
     "INLINE_REVIEW",
-    "UNDECIDED_KINDS",
     "REVIEW",
     "UNSOLICITED",
     "AccumulatorKey",
@@ -378,16 +378,13 @@ def label_increments(record: VerdictRecord, label: LabelKind) -> dict[str, dict[
     return out
 
 
-UNDECIDED_KINDS: tuple[LabelKind, ...] = ("tie", "both_bad")
-
-
 async def label_kind_counts(
     storage: Storage, tenant: str, panel: str, *, since_hour: int | None = None
 ) -> dict[str, int]:
     """How many ``tie`` and ``both_bad`` labels (panel) holds now, all time or since
     ``since_hour`` (by the labelled verdict's hour, like every accumulator)."""
     out: dict[str, int] = {}
-    for kind in UNDECIDED_KINDS:
+    for kind in TIE_LABELS:
         fields = await storage.read_accumulator(tenant, label_kind_key(panel, kind),
                                                 since_hour=since_hour)
         out[kind] = int(fields.get("n", 0))

@@ -16,6 +16,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import HTMLResponse
 
+from judgefuse.judges.types import LETTERS
 from judgefuse.service.console.deps import GatewayDep
 from judgefuse.service.console.overview import ConsoleSources, panel_overview
 from judgefuse.service.console.replica import replica_figures
@@ -129,7 +130,7 @@ def _row(record: Any) -> dict[str, Any]:
         "choice": verdict.choice or "–", "confidence": verdict.confidence,
         "route": (stamp.route if stamp and stamp.route else verdict.route) or "–",
         "stratum": stamp.stratum if stamp else "–", "label": record.label or "",
-        "wrong": record.label in ("A", "B") and verdict.choice != record.label,
+        "wrong": record.label in LETTERS and verdict.choice != record.label,
         "votes": f"A {choices.count('A')} · B {choices.count('B')}"
                  + (f" · failed {choices.count(None)}" if None in choices else ""),
         "disagree": len({c for c in choices if c is not None}) > 1,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from judgefuse.judges.types import LETTERS
 from judgefuse.service.storage import LabelEvent, ThresholdRecord, VerdictRecord
 
 __all__ = ["fmt", "usd", "verdict_view"]
@@ -69,7 +70,7 @@ def verdict_view(
         "p_a": v.p_a, "explanation": v.explanation, "latency_s": v.latency_s, "calls": v.calls,
         "tokens": v.prompt_tokens + v.completion_tokens, "cost_usd": v.cost_usd, "error": v.error,
         "agrees": v.choice is not None and v.choice == verdict.choice,
-        "right": None if record.label not in ("A", "B") or v.choice is None else v.choice == record.label,
+        "right": None if record.label not in LETTERS or v.choice is None else v.choice == record.label,
     } for v in verdict.votes]
     stamp = record.review
     rows = history_rows(record, history or [])
@@ -87,7 +88,7 @@ def verdict_view(
         "threshold_version": record.threshold_version,
         "threshold": threshold,
         "label": record.label,
-        "wrong": record.label in ("A", "B") and verdict.choice != record.label,
+        "wrong": record.label in LETTERS and verdict.choice != record.label,
         "history": rows,
         "history_dropped": max(0, rows[0]["seq"] - 1) if rows else 0,
         "decided_at": _when(record.decided_at) if record.decided_at is not None else None,

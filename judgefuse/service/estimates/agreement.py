@@ -19,12 +19,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from judgefuse.calibration.agreement import cohen_kappa
+from judgefuse.judges.types import LETTERS
 from judgefuse.service.ledger import agreement_field
 
-__all__ = ["LETTERS", "agreement_block", "tie_count"]
+__all__ = ["agreement_block", "tie_count"]
 
-LETTERS = ("A", "B")
-"""The labels (rows) and the answers (columns) of the confusion matrix."""
 
 
 def _count(fields: Mapping[str, Any], answer: str, label: str) -> int:

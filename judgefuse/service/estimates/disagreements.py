@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from judgefuse.judges.types import LETTERS
 from judgefuse.service.ledger import panel_prefix, parse_key
 from judgefuse.service.storage import Storage, VerdictRecord
 
@@ -129,7 +130,7 @@ class DisagreementCache:
 
 def _misses(records: list[VerdictRecord]) -> tuple[Miss, ...]:
     """The labelled ``records`` whose fused A/B answer the label contradicts, most confident first."""
-    missed = [r for r in records if r.verdict.choice in ("A", "B") and r.verdict.choice != r.label]
+    missed = [r for r in records if r.verdict.choice in LETTERS and r.verdict.choice != r.label]
     missed.sort(key=lambda r: (-r.verdict.confidence, -r.created_at, r.id))
     return tuple((r.id, r.verdict.method, str(r.verdict.choice), r.verdict.confidence, str(r.label),
                   r.created_at) for r in missed)  # fmt: skip

@@ -34,7 +34,7 @@ from judgefuse.calibration import ThresholdReport
 from judgefuse.calibration.stratified_tuning import tune_threshold_stratified
 from judgefuse.fusion import NotEnoughLabels, cross_fit_predict
 from judgefuse.fusion.verdict import Verdict
-from judgefuse.judges.types import JudgeVote, Letter
+from judgefuse.judges.types import LETTERS, JudgeVote, Letter
 from judgefuse.service.judging.routing import routing_threshold
 from judgefuse.service.kernel.panels import PanelRuntime
 from judgefuse.service.kernel.serving import ServingState
@@ -146,7 +146,7 @@ class RoutingFallback:
     ) -> ThresholdReport | None:
         records = await self.storage.iter_labelled(tenant, runtime.name, limit=self.max_labels)
         # oldest first; a cascade verdict holds only some votes; ties and "both bad" are not A/B
-        records = [r for r in reversed(records) if r.verdict.method != "cascade" and r.label in ("A", "B")]
+        records = [r for r in reversed(records) if r.verdict.method != "cascade" and r.label in LETTERS]
         traffic = await traffic_counts(self.storage, tenant, runtime.name, ALL_METHODS)
         return await asyncio.to_thread(
             crossfit_threshold, method, [list(r.verdict.votes) for r in records],

@@ -89,7 +89,7 @@ from urllib.parse import quote
 
 from judgefuse.calibration.drift import BrierDrift, VoteDrift
 from judgefuse.calibration.sequential import PrecisionMonitor
-from judgefuse.judges.types import JudgeVote, Letter
+from judgefuse.judges.types import LETTERS, JudgeVote, Letter
 from judgefuse.service.monitoring.snapshot import DetectorReports, VoteCopy
 from judgefuse.service.settings import Settings
 from judgefuse.service.storage import MonitorEvent, Storage, ThresholdRecord, VerdictRecord
@@ -207,7 +207,7 @@ def in_fold_order(labels: Iterable[FoldedLabel]) -> list[FoldedLabel]:
 def _monitored(record: VerdictRecord, version: int) -> bool:
     """A stored record the monitor of threshold ``version`` counts (module doc)."""
     return (record.review is not None and record.review.stratum == "audit"
-            and record.threshold_version == version and record.label in ("A", "B"))
+            and record.threshold_version == version and record.label in LETTERS)
 
 
 @dataclass
@@ -281,7 +281,7 @@ class Monitors:
                 or threshold is None or threshold.target_precision is None
                 or not 0.0 < threshold.target_precision < 1.0):
             return None
-        if label not in ("A", "B"):
+        if label not in LETTERS:
             return None  # a tie or both-bad label says nothing about an auto-accepted choice
         folded = FoldedLabel.of(record, label)
         key = monitor_key(record.panel, record.threshold_version)
@@ -532,7 +532,7 @@ class _BatchedVoteDrift:
         self.votes = 0
 
     def add(self, choice: str | None, confidence: float | None) -> None:
-        if choice not in ("A", "B") or confidence is None:
+        if choice not in LETTERS or confidence is None:
             self.drift.invalid += 1
             return
         self.votes += 1

@@ -28,6 +28,7 @@ from urllib.parse import parse_qs, urlencode
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from judgefuse.judges.types import LABEL_KINDS, spelled
 from judgefuse.service.errors import FieldProblem, Forbidden, Unauthorized
 from judgefuse.service.ledger import label_kind_counts
 from judgefuse.service.review.annotator_labels import label_as
@@ -75,7 +76,6 @@ def _render(request: Request, name: str, status: int = 200, **context: Any) -> H
     })
 
 
-LABEL_KINDS: tuple[LabelKind, ...] = ("A", "B", "tie", "both_bad")
 """The page's answers (docs/design.md, 'The review loop'): ties and both-bad are stored and
 counted as such, outside A/B accuracy and calibration."""
 
@@ -182,7 +182,7 @@ async def label(request: Request, labels: LabelsDep, accounts: AccountsDep) -> R
     session = await posted_session(request, form)
     choice = form.get("label")
     if choice not in LABEL_KINDS:
-        raise FieldProblem("form.label", "must be A, B, tie or both_bad")
+        raise FieldProblem("form.label", f"must be {spelled(LABEL_KINDS)}")
     comment = form.get("comment", "").strip() or None
     if comment is not None and len(comment) > COMMENT_MAX_CHARS:
         raise FieldProblem("form.comment", f"at most {COMMENT_MAX_CHARS} characters")

@@ -19,6 +19,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import ValidationError
 
+from judgefuse.judges.types import LABEL_KINDS, spelled
 from judgefuse.service.storage.errors import StorageCorrupt
 from judgefuse.service.storage.records import (
     COMMENT_MAX_CHARS,
@@ -120,8 +121,8 @@ def check_verdict_record(tenant: str, record: VerdictRecord) -> None:
 
 def check_label(label: str, comment: str | None) -> None:
     """``set_label``'s label kind and optional comment (at most ``COMMENT_MAX_CHARS``)."""
-    if label not in ("A", "B", "tie", "both_bad"):
-        raise ValueError(f"label must be 'A', 'B', 'tie' or 'both_bad', got {label!r}")
+    if label not in LABEL_KINDS:
+        raise ValueError(f"label must be {spelled(LABEL_KINDS, quote=True)}, got {label!r}")
     if comment is not None and (not isinstance(comment, str) or len(comment) > COMMENT_MAX_CHARS):
         raise ValueError(f"comment must be a string of at most {COMMENT_MAX_CHARS} characters")
 

@@ -12,15 +12,13 @@ from typing import Any, Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from judgefuse.fusion.verdict import Verdict
-from judgefuse.judges.types import PairwiseItem
+from judgefuse.judges.types import LETTERS, LabelKind, PairwiseItem
 
 LabelStatus = Literal["labelled", "relabelled", "unchanged"]
-LabelKind = Literal["A", "B", "tie", "both_bad"]
-"""What an annotator may say of a pair (docs/design.md, 'The review loop'): ``A`` or ``B`` (a
-preference: the only labels the accuracy and calibration record counts), ``tie`` (equally good)
-or ``both_bad`` (neither acceptable). Ties and both-bad are stored and counted as such, apart."""
-DECIDED: tuple[LabelKind, ...] = ("A", "B")
-"""The label kinds that say which answer is better (accuracy, calibration, tuning, refits)."""
+DECIDED: tuple[LabelKind, ...] = LETTERS
+"""The label kinds that say which answer is better (accuracy, calibration, tuning, refits):
+:data:`judgefuse.judges.types.LETTERS`, under the name storage backends use (the label kinds
+themselves are :data:`judgefuse.judges.types.LabelKind`)."""
 COMMENT_MAX_CHARS = 2000
 """The longest comment stored with a label."""
 Stratum = Literal["review", "audit", "none", "inline"]

@@ -20,6 +20,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from judgefuse.judges.types import LETTERS
 from judgefuse.service.storage.records import Stratum, VerdictRecord
 
 __all__ = ["VerdictCursor", "VerdictPage", "VerdictQuery", "matches"]
@@ -138,7 +139,7 @@ def matches(record: VerdictRecord, query: VerdictQuery) -> bool:
         return False
     if query.stratum is not None and _stratum(record) != query.stratum:
         return False
-    if query.wrong and (record.label not in ("A", "B") or record.verdict.choice == record.label):
+    if query.wrong and (record.label not in LETTERS or record.verdict.choice == record.label):
         return False
     if query.disagreeing and not disagreeing(record):
         return False
