@@ -98,6 +98,7 @@ def to_json(
         "rows": [row_record(report, undefined_answers, _ties_of(evaluation, report)) for report in evaluation.rows],
         "agreement": agreement_dict(evaluation.agreement, evaluation.judges_alpha),
         "skipped_methods": evaluation.skipped_methods,
+        "chosen": evaluation.chosen,
         "undefined_answers": dict(undefined_answers or {}),
     }
     return json.dumps(_clean(document), indent=2, allow_nan=False) + "\n"

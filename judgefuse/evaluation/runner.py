@@ -9,6 +9,7 @@ and comparable with the voting rules that never see a label.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -35,7 +36,7 @@ from judgefuse.fusion.columnar_dawid_skene import dawid_skene_columns
 from judgefuse.fusion.crossfit import predict_many
 from judgefuse.fusion.dawid_skene import NAME as DAWID_SKENE
 from judgefuse.fusion.dawid_skene import DawidSkeneFusion
-from judgefuse.fusion.registry import LearnedFusionMethod
+from judgefuse.fusion.registry import FusionMethod, LearnedFusionMethod, factory_of
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgedItem, Letter, Outcome
 
@@ -45,8 +46,11 @@ RECALIBRATED_DEFAULTS = ("majority+platt", "majority+isotonic")
 
 
 def default_methods() -> tuple[str, ...]:
-    """Every method that can replay recorded votes, plus the recalibrated-majority variants."""
-    return (*replayable_methods(), *RECALIBRATED_DEFAULTS)
+    """Every method that can replay recorded votes, plus the recalibrated-majority variants; not
+    those whose factory says ``eval_by_default = False`` (``auto``: cross-fitting it refits every
+    candidate in every fold, several times the cost of every other row: ask for it by name)."""
+    shown = [name for name in replayable_methods() if getattr(factory_of(name), "eval_by_default", True)]
+    return (*shown, *RECALIBRATED_DEFAULTS)
 CI_METRICS = tuple(metric.name for metric in BUILTIN_METRICS if metric.interval)
 """The built-in metrics with a bootstrap interval (accuracy, ECE); :func:`ci_metrics` adds plugins'."""
 
@@ -105,6 +109,9 @@ class Evaluation:
     """Krippendorff's alpha among the judges (nominal), None when undefined."""
     ties: list[TieReport] = field(default_factory=list)
     """Per row, how ties count (:mod:`.ties`): the metrics above are on decided (A/B) labels."""
+    chosen: dict[str, str] = field(default_factory=dict)
+    """Per row of a method that chooses among others when fitted (``auto``), what it chose in the
+    cross-fitting folds, e.g. ``stacked+platt in 4 of 5 folds, offset_stacked in 1``."""
 
     @property
     def has_ties(self) -> bool:
@@ -160,6 +167,7 @@ def evaluate(
         ties.append(judge_ties_columns(name, [(labelled, columns), (undecided, undecided_columns)]))
 
     skipped: dict[str, str] = {}
+    chosen: dict[str, str] = {}
     for name in options.methods or default_methods():
         step(name)
         if _has_columnar_form(name):
@@ -174,11 +182,14 @@ def evaluate(
             )
             ties.append(_columnar_ties(name, labelled, arrays, undecided, tail))
             continue
+        fitted: list[FusionMethod] = []
         try:
-            verdicts = _fuse(name, labelled, options)
+            verdicts = _fuse(name, labelled, options, fitted)
         except NotEnoughLabels as exc:
             skipped[name] = str(exc)
             continue
+        if choices := choice_summary(fitted):
+            chosen[name] = choices
         scored.append(score_verdicts(name, labelled, verdicts, tie_seed=options.seed))
         ties.append(_method_ties(name, labelled, verdicts, undecided, _fuse_undecided(name, labelled, undecided)))
     for name, made in (fused or {}).items():
@@ -196,7 +207,7 @@ def evaluate(
     reports = [_report(row, reference, options, made) for row, made in zip(scored, intervals, strict=True)]
     agreement = [row_agreement(row, labelled) for row in scored]
     alpha = panel_alpha(labelled, judge_names(labelled))
-    return Evaluation(len(items), len(labelled), reports, skipped, options, agreement, alpha, ties)
+    return Evaluation(len(items), len(labelled), reports, skipped, options, agreement, alpha, ties, chosen)
 
 
 def _has_columnar_form(name: str) -> bool:
@@ -276,15 +287,35 @@ def _fuse_undecided(name: str, labelled: Sequence[JudgedItem], undecided: Sequen
     return predict_many(method, [*(judged.votes for judged in labelled), *batches])[len(labelled):]
 
 
-def _fuse(name: str, items: Sequence[JudgedItem], options: EvaluationOptions) -> list[Verdict]:
+def _fuse(
+    name: str, items: Sequence[JudgedItem], options: EvaluationOptions, fitted: list[FusionMethod] | None = None
+) -> list[Verdict]:
+    """Cross-fitted verdicts of a learned method (each fold's fitted method appended to
+    ``fitted``), a label-free method's verdicts on every item."""
     method = get_method(name)
     batches = [judged.votes for judged in items]
     if requires_fit(method):
         labels: list[Letter] = [judged.item.label for judged in items]  # type: ignore[misc]
-        return cross_fit_predict(
-            lambda: get_method(name), batches, labels, n_folds=options.n_folds, seed=options.seed
-        )
+        made = fitted if fitted is not None else []
+
+        def fresh() -> FusionMethod:
+            made.append(get_method(name))
+            return made[-1]
+
+        return cross_fit_predict(fresh, batches, labels, n_folds=options.n_folds, seed=options.seed)
     return predict_many(method, batches)  # a label-free method (dawid_skene) fits on every item here
+
+
+def choice_summary(fitted: Sequence[FusionMethod]) -> str:
+    """What the folds' fitted methods chose, for a method that chooses (a ``chosen`` attribute,
+    e.g. ``auto``): ``stacked+platt in 4 of 5 folds, offset_stacked in 1``; "" for any other."""
+    choices = [chosen for method in fitted if isinstance(chosen := getattr(method, "chosen", None), str)]
+    if not choices:
+        return ""
+    counts = Counter(choices).most_common()
+    first, n_first = counts[0]
+    parts = [f"{first} in {n_first} of {len(choices)} folds", *(f"{name} in {n}" for name, n in counts[1:])]
+    return ", ".join(parts)
 
 
 def _report(

@@ -337,3 +337,5 @@ def print_evaluation(
         print_disagreements(evaluation, console, names)
     for name, reason in evaluation.skipped_methods.items():
         console.print(f"[yellow]skipped {name}[/yellow]: {reason}")
+    for name, choices in evaluation.chosen.items():
+        console.print(f"{name} chose (cross-validated log-loss on each fold's training labels): {choices}")

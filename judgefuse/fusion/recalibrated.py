@@ -74,15 +74,27 @@ class Recalibrated:
         self.model_version: str | None = None
 
     def fit(
-        self, batches: Sequence[Sequence[JudgeVote]], labels: Sequence[Literal["A", "B"]]
+        self,
+        batches: Sequence[Sequence[JudgeVote]],
+        labels: Sequence[Literal["A", "B"]],
+        *,
+        cross_fitted: Sequence[Verdict] | None = None,
     ) -> Self:
+        """Fit (module docstring). ``cross_fitted``: a learned base's cross-fitted verdicts on
+        ``batches`` when the caller has them already (the same ``n_folds`` and ``seed``, e.g.
+        :class:`~judgefuse.fusion.auto.AutoFusion`, which made them to choose this method): they
+        are what this fit would compute, so they are not computed again."""
         check_labels(batches, labels, min_labels=self.min_labels)
+        if cross_fitted is not None and len(cross_fitted) != len(batches):
+            raise ValueError(f"{len(cross_fitted)} cross-fitted verdicts for {len(batches)} batches")
         if requires_fit(self.base):
-            template = copy.deepcopy(self.base)
-            verdicts = cross_fit_predict(
-                lambda: copy.deepcopy(template), batches, labels,
-                n_folds=self.n_folds, seed=self.seed,
-            )
+            if cross_fitted is None:
+                template = copy.deepcopy(self.base)
+                cross_fitted = cross_fit_predict(
+                    lambda: copy.deepcopy(template), batches, labels,
+                    n_folds=self.n_folds, seed=self.seed,
+                )
+            verdicts = list(cross_fitted)
             self.base.fit(batches, labels)  # type: ignore[attr-defined]
         else:
             verdicts = predict_many(self.base, batches)

@@ -107,6 +107,7 @@ BUILTIN_MODULES = (
     "judgefuse.fusion.dawid_skene",
     "judgefuse.fusion.fuser",
     "judgefuse.fusion.recalibrated",
+    "judgefuse.fusion.auto",
 )
 """The modules that register the built-in methods (and the recalibration wrapper)."""
 

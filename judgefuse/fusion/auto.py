@@ -1,0 +1,425 @@
+"""``auto``: the fusion method chosen on the labels at hand, by cross-validation (issue 43).
+
+Why: which method fuses a panel best depends on the panel. A vote count is hard to beat when the
+judges' stated confidence is noise and labels are few; stacking wins when confidence carries
+information and labels are many; Dawid-Skene when one judge is much stronger than the rest and
+the judges err independently; a method whose votes are counted as independent evidence is
+overconfident when judges are correlated copies of each other, and a recalibrator fixes that.
+No fixed default is the best on every panel (benchmarks/synthetic_panels.py), so ``auto`` asks
+the labels.
+
+**Candidates** (:data:`CANDIDATES`), simplest first: the label-free rules ``majority``,
+``confidence_weighted`` (a weighted vote) and ``mean_probability``; ``dawid_skene`` (fitted on the
+votes, labels unused); the learned ``offset_stacked`` and ``stacked``; each alone and followed by
+a recalibrator of its confidence (``platt`` by default: ``<base>+platt``). Each has a
+**complexity** (:func:`complexity`): 0 for a rule, 1 for Dawid-Skene, 3 for offset stacking, 5
+for stacking, one more with a recalibrator.
+
+**The comparison** (``fit``): the labels are split into ``n_folds`` stratified folds (fewer when a
+class has fewer items; below two folds there is nothing to compare and the fit is the cold-start
+rule ``mean_probability``, :data:`FALLBACK`). Each base candidate's verdict on each item comes from
+a model that never saw that item's label (:func:`~judgefuse.fusion.crossfit.cross_fit_predict`
+on those folds; the label-free ones are simply applied). A recalibrated candidate's confidence on
+the items of one fold comes from a recalibrator fitted on the other folds' out-of-fold
+(confidence, correct) pairs. Every item gets each candidate's **log-loss** ``-log P(label)``
+(``P`` clipped to [1e-6, 1 - 1e-6]; an undecided item or an exact tie is 0.5). The candidate with
+the lowest mean is the *best*; ``auto`` takes the **simplest** candidate whose mean log-loss is
+within :data:`SE_RULE` (1) standard error of the best's, the standard error of the paired
+per-item difference: a more complex method is taken only when the labels show it better by
+more than the noise of the comparison. Among equally complex candidates within it, the lower
+mean wins. Recalibration is a candidate like any other: a raw method is kept only where its own
+confidence is as good, out of sample, as a recalibrated one (so agreeing votes of correlated
+judges, which the raw methods count as independent evidence, are not called certain unless the
+labels say they are right that often).
+
+Cross-fitted comparisons by log-loss, not accuracy: log-loss sees both the choice and the
+confidence, and it is what the recalibrator and the learners minimise. Offline (``judgefuse eval``)
+``auto`` is itself cross-fitted, so its choice is made afresh in each fold on the training folds
+only (nested cross-validation) and its row is an honest held-out number.
+
+**The fit**: the chosen candidate fitted on every label (a recalibrated learned base reuses the
+out-of-fold verdicts the comparison made, which are the ones its own fit would make). Verdicts
+are the chosen method's, with ``method`` ``auto``, ``model_version`` auto's and a note naming
+the choice. A recalibrator may map a confidence below one half (e.g. ``dawid_skene`` certain of
+two copies of one judge outvoted by the rest: the labels say the copies are then wrong more often
+than not); the verdict then answers the other letter with one minus that confidence, as its
+``p_a`` says (the comparison scored ``p_a``, so the choice follows it).
+:attr:`AutoFusion.chosen` names it, :attr:`AutoFusion.scores` gives every
+candidate's numbers, ``to_params``/``from_params`` save and restore the choice with the chosen
+method's own parameters, so the service can refit, store and serve ``auto`` like any learned
+method.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Literal, Self
+
+import numpy as np
+from numpy.typing import NDArray
+
+from judgefuse.calibration.recalibration import make_recalibrator
+from judgefuse.fusion.capabilities import method_params, restore_method
+from judgefuse.fusion.crossfit import cross_fit_predict, fold_indices, predict_many
+from judgefuse.fusion.recalibrated import Recalibrated
+from judgefuse.fusion.registry import FusionMethod, NotEnoughLabels, NotFitted, fusion_method, get_method, requires_fit
+from judgefuse.fusion.stacking import check_labels
+from judgefuse.fusion.verdict import Verdict
+from judgefuse.judges.types import JudgeVote
+
+__all__ = [
+    "BASES",
+    "CANDIDATES",
+    "FALLBACK",
+    "SE_RULE",
+    "AutoFusion",
+    "CandidateScore",
+    "choose",
+    "complexity",
+    "log_losses",
+]
+
+NAME = "auto"
+PARAMS_FORMAT = "judgefuse.auto/1"
+"""The ``format`` tag of :meth:`AutoFusion.to_params` output."""
+BASES: dict[str, int] = {
+    "majority": 0,
+    "confidence_weighted": 0,
+    "mean_probability": 0,
+    "dawid_skene": 1,
+    "offset_stacked": 3,
+    "stacked": 5,
+}
+"""The base candidates and their complexity (module docstring), simplest first."""
+RECALIBRATOR = "platt"
+CANDIDATES = tuple(name for base in BASES for name in (base, f"{base}+{RECALIBRATOR}"))
+"""Every candidate of the default ``auto``: each base alone and recalibrated."""
+FALLBACK = "mean_probability"
+"""The method of a fit whose labels cannot be split into two stratified folds: the cold-start rule."""
+SE_RULE = 1.0
+"""How many standard errors (of the paired per-item log-loss difference) a more complex candidate
+must gain over a simpler one to be chosen: the one-standard-error rule."""
+LOSS_CLIP = 1e-6
+
+
+def complexity(name: str) -> int:
+    """A candidate's complexity: its base's (:data:`BASES`, 10 for a base not listed there), one
+    more with a recalibrator."""
+    base, plus, _ = name.partition("+")
+    return BASES.get(base, 10) + (1 if plus else 0)
+
+
+@dataclass(frozen=True)
+class CandidateScore:
+    """One candidate's out-of-fold numbers in a fit of ``auto``."""
+
+    name: str
+    complexity: int
+    log_loss: float
+    """Mean per-item log-loss, out of fold."""
+    difference: float
+    """Mean paired difference of log-loss to the best candidate's (>= 0)."""
+    standard_error: float
+    """Standard error of that paired difference."""
+    accuracy: float
+    """Out-of-fold accuracy (an undecided item or an exact tie counts half)."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def log_losses(p_a: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Per-item ``-log P(label)`` from P(A) (``y`` 1 for A), P clipped to [1e-6, 1 - 1e-6]."""
+    p = np.clip(np.where(y == 1.0, p_a, 1.0 - p_a), LOSS_CLIP, 1.0 - LOSS_CLIP)
+    return np.asarray(-np.log(p), dtype=float)
+
+
+def _p_a(verdicts: Sequence[Verdict]) -> NDArray[np.float64]:
+    """P(A) of each verdict (0.5 for an undecided verdict or an exact tie: they carry 0.5)."""
+    return np.asarray([v.p_a if v.choice is not None else 0.5 for v in verdicts], dtype=float)
+
+
+def _accuracy(p_a: NDArray[np.float64], y: NDArray[np.float64]) -> float:
+    right = np.where(p_a == 0.5, 0.5, ((p_a > 0.5) == (y == 1.0)).astype(float))
+    return float(right.mean())
+
+
+def choose(
+    losses: Mapping[str, NDArray[np.float64]], accuracy: Mapping[str, float] | None = None, *, se_rule: float = SE_RULE
+) -> tuple[CandidateScore, list[CandidateScore]]:
+    """(the chosen candidate, every candidate's score in the order of ``losses``) from each
+    candidate's per-item out-of-fold log-loss (the same items in the same order): the simplest
+    (:func:`complexity`, then the lower mean) whose mean paired difference to the best's is
+    within ``se_rule`` standard errors of that difference."""
+    if not losses:
+        raise ValueError("no candidate to choose from")
+    best = min(losses, key=lambda name: float(losses[name].mean()))
+    scores = []
+    for name, loss in losses.items():
+        diff = loss - losses[best]
+        se = float(diff.std(ddof=1)) / math.sqrt(diff.size) if diff.size > 1 else 0.0
+        scores.append(
+            CandidateScore(
+                name,
+                complexity(name),
+                float(loss.mean()),
+                float(diff.mean()),
+                se,
+                float("nan") if accuracy is None else accuracy[name],
+            )
+        )
+    within = [score for score in scores if score.difference <= se_rule * score.standard_error]
+    return min(within, key=lambda score: (score.complexity, score.log_loss)), scores  # the best is within
+
+
+@fusion_method(NAME)
+class AutoFusion:
+    """The candidate chosen on the labels by cross-validated log-loss (module docstring)."""
+
+    requires_fit = True
+    eval_by_default = False
+    """Not among ``judgefuse eval``'s default rows: cross-fitted, each fold refits every candidate in
+    five inner folds (45 s of CPU on JudgeBench's 350 items, against ~4 s for ``offset_stacked``);
+    ``--methods ... auto`` shows it."""
+
+    def __init__(
+        self,
+        *,
+        bases: Sequence[str] = tuple(BASES),
+        recalibrator: str = RECALIBRATOR,
+        n_folds: int = 5,
+        seed: int = 0,
+        min_labels: int = 10,
+        se_rule: float = SE_RULE,
+        name: str = NAME,
+    ):
+        if n_folds < 2:
+            raise ValueError("n_folds must be >= 2")
+        if se_rule < 0:
+            raise ValueError("se_rule must be >= 0")
+        self.name = name
+        self.bases = tuple(bases)
+        self.recalibrator = recalibrator
+        self.n_folds = n_folds
+        self.seed = seed
+        self.min_labels = min_labels
+        self.se_rule = se_rule
+        self.chosen: str | None = None
+        """The candidate the last fit chose (None before a fit)."""
+        self.scores: list[CandidateScore] = []
+        """Every compared candidate's out-of-fold numbers, in :data:`CANDIDATES` order."""
+        self.skipped: dict[str, str] = {}
+        """Candidates that could not be fitted on these labels, and why."""
+        self.reason = ""
+        """How the choice was made, in a sentence."""
+        self.n_labels = 0
+        self.model: FusionMethod | None = None
+        self.model_version: str | None = None
+
+    @property
+    def fitted(self) -> bool:
+        return self.model is not None
+
+    @property
+    def candidates(self) -> tuple[str, ...]:
+        return tuple(name for base in self.bases for name in (base, f"{base}+{self.recalibrator}"))
+
+    # -- the comparison ---------------------------------------------------------------------
+
+    def fit(self, batches: Sequence[Sequence[JudgeVote]], labels: Sequence[Literal["A", "B"]]) -> Self:
+        y = check_labels(batches, labels, min_labels=self.min_labels).astype(float)
+        self.n_labels = int(y.size)
+        k = min(self.n_folds, int(min(y.sum(), y.size - y.sum())))
+        if k < 2:
+            self._settle(FALLBACK, batches, labels, {}, k)
+            self.scores, self.skipped = [], {}
+            self.reason = f"{int(y.sum())} A and {int(y.size - y.sum())} B labels: too few to compare; cold-start rule"
+            return self
+        folds = fold_indices(labels, n_folds=k, seed=self.seed)
+        losses: dict[str, NDArray[np.float64]] = {}
+        accuracy: dict[str, float] = {}
+        out_of_fold: dict[str, list[Verdict]] = {}
+        self.skipped = {}
+        for base in self.bases:
+            try:
+                verdicts = cross_fit_predict(base, batches, labels, n_folds=k, seed=self.seed)
+            except NotEnoughLabels as exc:
+                self.skipped[base] = str(exc)
+                continue
+            out_of_fold[base] = verdicts
+            p_a = _p_a(verdicts)
+            losses[base], accuracy[base] = log_losses(p_a, y), _accuracy(p_a, y)
+            recalibrated = f"{base}+{self.recalibrator}"
+            try:
+                p_a = self._recalibrated_out_of_fold(verdicts, y, folds)
+            except NotEnoughLabels as exc:
+                self.skipped[recalibrated] = str(exc)
+                continue
+            losses[recalibrated], accuracy[recalibrated] = log_losses(p_a, y), _accuracy(p_a, y)
+        if not losses:
+            raise NotEnoughLabels(
+                "no candidate of auto could be fitted: "
+                + "; ".join(f"{name}: {why}" for name, why in self.skipped.items())
+            )
+        ordered = {name: losses[name] for name in self.candidates if name in losses}
+        chosen, self.scores = choose(ordered, accuracy, se_rule=self.se_rule)
+        best = min(self.scores, key=lambda score: score.log_loss)
+        self.reason = (
+            f"best {best.name} (log-loss {best.log_loss:.4f}); chose {chosen.name}, the simplest within "
+            f"{self.se_rule:g} SE of it (log-loss {chosen.log_loss:.4f}, +{chosen.difference:.4f} +- "
+            f"{chosen.standard_error:.4f}); {len(self.scores)} candidates, {k}-fold"
+        )
+        self._settle(chosen.name, batches, labels, out_of_fold, k)
+        return self
+
+    def _recalibrated_out_of_fold(
+        self, verdicts: Sequence[Verdict], y: NDArray[np.float64], folds: Sequence[NDArray[np.int64]]
+    ) -> NDArray[np.float64]:
+        """P(A) of the recalibrated candidate: each fold's decided confidences mapped by a
+        recalibrator fitted on the other folds' decided (confidence, correct) pairs."""
+        choice_a = np.asarray([v.choice == "A" for v in verdicts], dtype=bool)
+        decided = np.asarray([v.choice is not None for v in verdicts], dtype=bool)
+        confidence = np.asarray([v.confidence for v in verdicts], dtype=float)
+        correct = (choice_a == (y == 1.0)).astype(float)
+        p_a = _p_a(verdicts)
+        for held in folds:
+            train = np.ones(y.size, dtype=bool)
+            train[held] = False
+            train &= decided
+            if int(train.sum()) < self.min_labels:
+                raise NotEnoughLabels(f"only {int(train.sum())} decided verdicts to recalibrate on in a fold")
+            recalibrator = make_recalibrator(self.recalibrator).fit(confidence[train], correct[train])
+            target = held[decided[held]]
+            if target.size:
+                mapped = np.clip(recalibrator.transform(confidence[target]), 0.0, 1.0)
+                p_a[target] = np.where(choice_a[target], mapped, 1.0 - mapped)
+        return p_a
+
+    def _settle(
+        self,
+        chosen: str,
+        batches: Sequence[Sequence[JudgeVote]],
+        labels: Sequence[Literal["A", "B"]],
+        out_of_fold: Mapping[str, list[Verdict]],
+        k: int,
+    ) -> None:
+        """Fit ``chosen`` on every label and stamp the version."""
+        base, plus, recalibrator = chosen.partition("+")
+        method: FusionMethod
+        if plus:
+            method = Recalibrated(
+                get_method(base),
+                make_recalibrator(recalibrator),
+                min_labels=self.min_labels,
+                n_folds=max(k, 2),
+                seed=self.seed,
+            )
+            method.fit(batches, labels, cross_fitted=out_of_fold.get(base) if requires_fit(method.base) else None)
+        else:
+            method = get_method(chosen)
+            fit = getattr(method, "fit", None)
+            if callable(fit):  # a learned method; dawid_skene fits on the votes, labels unused
+                fit(batches, labels)
+        self.chosen = chosen
+        self.model = method
+        self.model_version = self._version()
+
+    def _version(self) -> str:
+        state = {"chosen": self.chosen, "model": getattr(self.model, "model_version", None) or self.chosen}
+        return hashlib.sha256(json.dumps(state, sort_keys=True).encode()).hexdigest()[:12]
+
+    # -- predict ----------------------------------------------------------------------------
+
+    def predict(self, batches: Sequence[Sequence[JudgeVote]]) -> list[Verdict]:
+        """The chosen method's verdicts, named ``auto`` and stamped with auto's version."""
+        if self.model is None:
+            raise NotFitted(f"{self.name} must be fitted before use")
+        note = f"auto: {self.chosen}"
+        return [self._stamp(v, note) for v in predict_many(self.model, batches)]
+
+    def _stamp(self, verdict: Verdict, note: str) -> Verdict:
+        update: dict[str, Any] = {
+            "method": self.name,
+            "model_version": self.model_version,
+            "notes": [*verdict.notes, note],
+        }
+        if verdict.choice is not None and verdict.confidence < 0.5:
+            # a recalibrated confidence below one half: P(A) says the other answer (module docstring)
+            update["choice"] = "B" if verdict.choice == "A" else "A"
+            update["confidence"] = 1.0 - verdict.confidence
+            update["notes"].append(
+                f"recalibrated confidence {verdict.confidence:.4f} in {verdict.choice}: answered the other"
+            )
+        return verdict.model_copy(update=update)
+
+    def __call__(self, votes: Sequence[JudgeVote]) -> Verdict:
+        return self.predict([votes])[0]
+
+    def describe(self) -> str:
+        """What the last fit chose and why (empty before a fit)."""
+        return f"{self.chosen}: {self.reason}" if self.chosen else ""
+
+    # -- parameters to save and restore -----------------------------------------------------
+
+    def to_params(self) -> dict[str, Any]:
+        """JSON-ready parameters (``NotFitted`` before ``fit``): the choice, the chosen method's
+        own parameters (None for a label-free rule, rebuilt by name), the comparison's numbers."""
+        if self.model is None or self.chosen is None:
+            raise NotFitted(f"{self.name} must be fitted before its parameters are saved")
+        saves = callable(getattr(self.model, "to_params", None)) and (
+            requires_fit(self.model) or getattr(self.model, "fitted", False)
+        )
+        return {
+            "format": PARAMS_FORMAT,
+            "chosen": self.chosen,
+            "chosen_params": method_params(self.model) if saves else None,
+            "bases": list(self.bases),
+            "recalibrator": self.recalibrator,
+            "n_folds": self.n_folds,
+            "seed": self.seed,
+            "min_labels": self.min_labels,
+            "se_rule": self.se_rule,
+            "n_labels": self.n_labels,
+            "reason": self.reason,
+            "scores": [score.as_dict() for score in self.scores],
+            "skipped": dict(self.skipped),
+            "model_version": self.model_version,
+        }
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> AutoFusion:
+        """A fitted ``auto`` from :meth:`to_params` output (``ValueError`` for another format, or
+        a chosen method that needs parameters and has none)."""
+        if params.get("format") != PARAMS_FORMAT:
+            raise ValueError(f"unknown auto model format {params.get('format')!r}")
+        method = cls(
+            bases=[str(b) for b in params["bases"]],
+            recalibrator=str(params["recalibrator"]),
+            n_folds=int(params["n_folds"]),
+            seed=int(params["seed"]),
+            min_labels=int(params["min_labels"]),
+            se_rule=float(params["se_rule"]),
+        )
+        chosen = str(params["chosen"])
+        chosen_params = params.get("chosen_params")
+        if chosen_params is not None:
+            model = restore_method(chosen, chosen_params)
+        else:
+            model = get_method(chosen)
+            if requires_fit(model):
+                raise ValueError(f"auto model: {chosen!r} must be fitted but no parameters were saved")
+        method.chosen, method.model = chosen, model
+        method.n_labels = int(params.get("n_labels", 0))
+        method.reason = str(params.get("reason", ""))
+        method.scores = [CandidateScore(**score) for score in params.get("scores", [])]
+        method.skipped = {str(k): str(v) for k, v in dict(params.get("skipped", {})).items()}
+        method.model_version = method._version()
+        return method
+
+    def __repr__(self) -> str:
+        state = f"chose {self.chosen} ({self.model_version})" if self.chosen else "unfitted"
+        return f"AutoFusion({state})"

@@ -1,0 +1,202 @@
+"""``auto``: a fusion method chosen on the labels by cross-validated log-loss
+(judgefuse/fusion/auto.py, issue 43)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from judgefuse.fusion import get_method
+from judgefuse.fusion.auto import CANDIDATES, FALLBACK, AutoFusion, choose, complexity, log_losses
+from judgefuse.fusion.capabilities import capabilities, method_params, restore_method
+from judgefuse.judges.types import JudgeVote
+
+Panel = tuple[list[list[JudgeVote]], list[str]]
+
+
+def _other(letter: str) -> str:
+    return "B" if letter == "A" else "A"
+
+
+def _vote(judge: str, choice: str, confidence: float) -> JudgeVote:
+    return JudgeVote(judge=judge, mode="sc", choice=choice, confidence=round(confidence, 6))  # type: ignore[arg-type]
+
+
+def _panel(n: int, seed: int, judge_votes) -> Panel:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(seed)
+    batches, labels = [], []
+    for _ in range(n):
+        truth = "A" if rng.random() < 0.5 else "B"
+        batches.append(judge_votes(rng, truth))
+        labels.append(truth)
+    return batches, labels
+
+
+def _independent(accuracies: tuple[float, ...], *, informative: bool = False):  # type: ignore[no-untyped-def]
+    """Judges right with their accuracies; confidence uniform in [0.5, 1] whatever they answer,
+    or (``informative``) ``sigmoid(|z|)`` of a latent ``z`` whose sign is the answer."""
+
+    def votes(rng: np.random.Generator, truth: str) -> list[JudgeVote]:
+        out = []
+        for k, accuracy in enumerate(accuracies):
+            if informative:
+                z = rng.normal((1.0 if truth == "A" else -1.0) * _probit(accuracy), 1.0)
+                out.append(_vote(f"j{k}", "A" if z > 0 else "B", 1.0 / (1.0 + math.exp(-abs(z)))))
+            else:
+                choice = truth if rng.random() < accuracy else _other(truth)
+                out.append(_vote(f"j{k}", choice, float(rng.uniform(0.5, 1.0))))
+        return out
+
+    return votes
+
+
+def _probit(p: float) -> float:
+    from statistics import NormalDist
+
+    return NormalDist().inv_cdf(p)
+
+
+def _copies(rng: np.random.Generator, truth: str) -> list[JudgeVote]:
+    """Five judges that nearly always repeat one shared answer (right 75% of the time), each
+    sure of it (confidence 0.9-1): a vote share of 1.0, or a mean confidence of 0.95, is right
+    only ~75% of the time."""
+    shared = truth if rng.random() < 0.75 else _other(truth)
+    out = []
+    for k in range(5):
+        choice = shared if rng.random() < 0.95 else _other(shared)
+        out.append(_vote(f"j{k}", choice, float(rng.uniform(0.9, 1.0))))
+    return out
+
+
+def _base(name: str | None) -> str:
+    assert name is not None
+    return name.partition("+")[0]
+
+
+def test_it_is_a_registered_refittable_method() -> None:
+    caps = capabilities("auto")
+    assert caps.requires_fit and caps.saves_params and caps.refittable
+    assert isinstance(get_method("auto"), AutoFusion)
+    assert set(CANDIDATES) == {
+        f"{b}{r}"
+        for b in ("majority", "confidence_weighted", "mean_probability", "dawid_skene", "offset_stacked", "stacked")
+        for r in ("", "+platt")
+    }
+
+
+def test_simplest_within_one_standard_error_of_the_best() -> None:
+    rng = np.random.default_rng(0)
+    base = rng.exponential(0.5, size=400)
+    noise = rng.normal(0.0, 0.05, size=400)
+    # stacked better than majority by far less than one standard error of the difference
+    near = {"majority": base + 0.002 + noise, "stacked": base.copy()}
+    chosen, scores = choose(near)
+    assert chosen.name == "majority"
+    assert scores[0].difference < scores[0].standard_error
+    # and by many standard errors: the evidence is beyond noise, the complex one is taken
+    far = {"majority": base + 0.05 + noise, "stacked": base.copy()}
+    assert choose(far)[0].name == "stacked"
+    # equally complex candidates within noise: the lower mean wins
+    assert choose({"majority+platt": base + 0.001, "dawid_skene": base.copy()})[0].name == "dawid_skene"
+    assert (
+        complexity("majority")
+        < complexity("majority+platt")
+        <= complexity("dawid_skene")
+        < complexity("offset_stacked")
+        < complexity("stacked")
+        < complexity("stacked+platt")
+    )
+
+
+def test_log_loss_clips_certainty() -> None:
+    losses = log_losses(np.array([1.0, 0.0, 0.5]), np.array([0.0, 0.0, 1.0]))
+    assert losses[0] == pytest.approx(-math.log(1e-6))
+    assert losses[1] == pytest.approx(-math.log(1 - 1e-6))
+    assert losses[2] == pytest.approx(math.log(2))
+
+
+def test_uninformative_confidence_and_equal_judges_choose_a_vote() -> None:
+    batches, labels = _panel(200, 1, _independent((0.7, 0.7, 0.7, 0.7, 0.7)))
+    method = AutoFusion().fit(batches, labels)
+    assert _base(method.chosen) in ("majority", "confidence_weighted", "mean_probability", "dawid_skene"), (
+        method.describe()
+    )
+    assert complexity(method.chosen or "") <= 2
+
+
+def test_informative_confidence_chooses_stacking() -> None:
+    batches, labels = _panel(1000, 2, _independent((0.60, 0.64, 0.68, 0.71, 0.75), informative=True))
+    method = AutoFusion().fit(batches, labels)
+    assert _base(method.chosen) in ("stacked", "offset_stacked"), method.describe()
+    by_name = {score.name: score for score in method.scores}
+    assert by_name["majority"].log_loss > by_name[method.chosen or ""].log_loss + 0.05
+
+
+def test_one_strong_judge_among_weak_ones_chooses_dawid_skene() -> None:
+    """Dawid-Skene learns from agreement alone that one judge is strong; with 300 labels the
+    learners are not better by more than the noise."""
+    batches, labels = _panel(300, 3, _independent((0.90, 0.60, 0.62, 0.64, 0.66)))
+    method = AutoFusion().fit(batches, labels)
+    assert _base(method.chosen) == "dawid_skene", method.describe()
+
+
+def test_agreeing_copies_are_recalibrated() -> None:
+    """Five copies of one sure answer: every raw rule is near certain on most items, right 75% of
+    the time; the choice is recalibrated, and its confidence on unanimous items is near 0.75."""
+    batches, labels = _panel(400, 4, _copies)
+    method = AutoFusion().fit(batches, labels)
+    assert method.chosen is not None and method.chosen.endswith("+platt"), method.describe()
+    unanimous = [b for b in batches if len({v.choice for v in b}) == 1]
+    confidences = [v.confidence for v in method.predict(unanimous)]
+    assert 0.65 < float(np.mean(confidences)) < 0.85
+    assert all(v.method == "auto" and v.model_version == method.model_version for v in method.predict(batches[:5]))
+
+
+def test_too_few_labels_to_fold_fall_back_to_the_cold_start_rule() -> None:
+    batches, labels = _panel(12, 5, _independent((0.7, 0.7, 0.7)))
+    labels = ["A"] * 11 + ["B"]
+    method = AutoFusion().fit(batches, labels)
+    assert method.chosen == FALLBACK and method.scores == []
+    assert "too few to compare" in method.reason
+
+
+@pytest.mark.parametrize(
+    ("seed", "judge_votes", "n"),
+    [
+        (1, _independent((0.7, 0.7, 0.7, 0.7, 0.7)), 200),
+        (3, _independent((0.90, 0.60, 0.62, 0.64, 0.66)), 300),
+        (4, _copies, 400),
+        (2, _independent((0.60, 0.64, 0.68, 0.71, 0.75), informative=True), 600),
+    ],
+)
+def test_save_and_restore_gives_the_same_verdicts(seed: int, judge_votes, n: int) -> None:  # type: ignore[no-untyped-def]
+    batches, labels = _panel(n, seed, judge_votes)
+    method = AutoFusion().fit(batches, labels)
+    params = json.loads(json.dumps(method_params(method)))  # what a model record stores
+    restored = restore_method("auto", params)
+    assert isinstance(restored, AutoFusion)
+    assert restored.chosen == method.chosen and restored.model_version == method.model_version
+    assert [s.name for s in restored.scores] == [s.name for s in method.scores]
+    before, after = method.predict(batches), restored.predict(batches)
+    assert [v.choice for v in before] == [v.choice for v in after]
+    assert np.allclose([v.p_a for v in before], [v.p_a for v in after], atol=1e-12)
+    assert restored.describe() == method.describe()
+
+
+def test_a_recalibrated_confidence_below_one_half_answers_the_other_letter() -> None:
+    method = AutoFusion()
+    method.fit(*_panel(100, 6, _independent((0.7, 0.7, 0.7))))
+    low = get_method("majority")([_vote("j0", "A", 0.9), _vote("j1", "A", 0.8), _vote("j2", "B", 0.7)])
+    low = low.model_copy(update={"confidence": 0.3, "p_a": 0.3})
+    flipped = method._stamp(low, "auto: test")
+    assert (flipped.choice, flipped.confidence, flipped.p_a) == ("B", pytest.approx(0.7), 0.3)
+
+
+def test_refuses_unknown_params_and_unfitted_use() -> None:
+    with pytest.raises(ValueError, match="unknown auto model format"):
+        AutoFusion.from_params({"format": "other"})
+    with pytest.raises(Exception, match="must be fitted"):
+        AutoFusion().predict([[_vote("j0", "A", 0.9)]])
