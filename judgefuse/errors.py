@@ -9,6 +9,36 @@ input errors subclass :class:`InputError` and keep their historic base class too
 
 This module imports nothing, so every room, ``calibration/`` and ``prompts/`` included, may
 use it.
+
+The tree (``tests/test_errors_tree.py`` walks the package for exception classes outside it)::
+
+    JudgefuseError
+    +-- InputError                        each room's typed input errors (also ValueError, KeyError, ...)
+    +-- judgefuse.service.errors.ServiceError       an HTTP answer: its ``status`` and body
+    |   +-- FieldProblem, InvalidFields (422), TooLarge (413), NotFound (404), Conflict (409)
+    |   +-- Forbidden (403) -- review.session.CrossSite, Unauthorized (401)
+    |   +-- Overloaded (503/429), QuorumLost (503)
+    |   +-- kernel.shared_state.StateContention (503), review.queue.LeaseCapReached
+    +-- judgefuse.service.storage.StorageError      every backend's failures, mapped at its boundary
+    |   +-- StorageUnavailable (503), VerdictNotFound (404), VerdictExists, AccumulatorOverflow,
+    |   |   StorageCorrupt
+    |   +-- (postgres) _Retry                       a transaction to run again, never seen outside
+    +-- service.judging.single_flight.DifferentItemInFlight
+    +-- service.learning.refit_worker.RefitWorkerFailed   (also RuntimeError)
+    +-- service.learning.signal_caps.TooManyFeatures      (also ValueError)
+    +-- service.web.middleware.BodyTimeout, _BodyTooLarge (also Starlette's HTTPException: 408, 413)
+    +-- judgefuse.judges.transport.errors.TransportError   a judge call failed (becomes an invalid vote)
+    |   +-- RetryableError: RateLimited, ServerError, JudgeTimeout, ConnectionFailed
+    |   +-- FatalError: AuthenticationFailed, BadRequest -- Unsupported, MalformedResponse
+    |   +-- judges.batch.answers.AwaitingBatch
+    +-- judges.transport.http1.ConnectError, ConnectionBroken, ProtocolError   (also OSError)
+    +-- judges.local.server.LocalServerError (also RuntimeError)
+    +-- judges.local.models.ModelVerificationError, prompts.render.PromptRenderError (also ValueError)
+
+Not yet in the tree (the test lists them, so the list only shrinks): ``json_input.JSONTextError``
+(``json_input`` sits beside this module, in the same bottom layer), and the client's own
+``JudgefuseError`` root (``client/errors.py``, kept apart so the client needs nothing of the
+server) with its subclasses and ``client.retry.BreakerOpen``.
 """
 
 from __future__ import annotations

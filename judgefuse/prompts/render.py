@@ -56,6 +56,7 @@ from typing import Any
 
 import jinja2
 
+from judgefuse.errors import JudgefuseError
 from judgefuse.prompts.defuse import BLOCK_TAGS, neutralise_tags
 
 MODES: tuple[str, ...] = ("sc", "mp", "logprob", "fuser")
@@ -76,7 +77,7 @@ NONCE_KEY_ENV = "JUDGEFUSE_PROMPT_NONCE_KEY"
 _nonce_key: bytes | None = None
 
 
-class PromptRenderError(ValueError):
+class PromptRenderError(JudgefuseError, ValueError):
     """A template could not be rendered (unknown mode, missing or bad variable)."""
 
 

@@ -33,6 +33,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from judgefuse.errors import JudgefuseError
 from judgefuse.field_path import field_path
 from judgefuse.judges.types import JudgeVote
 from judgefuse.service.storage import StorageError, StorageUnavailable, VerdictNotFound
@@ -63,7 +64,7 @@ def error_body(error: str, fields: Sequence[tuple[str, str]] = (), **extra: Any)
     return body
 
 
-class ServiceError(Exception):
+class ServiceError(JudgefuseError):
     status = 500
 
     def __init__(

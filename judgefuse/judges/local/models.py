@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from judgefuse.errors import InputError
+from judgefuse.errors import InputError, JudgefuseError
 
 CHUNK = 4 * 1024 * 1024
 
@@ -40,7 +40,7 @@ class ModelNotInstalledError(InputError, LookupError):
     """A local model (or one of its parts) is not installed; the message says how to install it."""
 
 
-class ModelVerificationError(ValueError):
+class ModelVerificationError(JudgefuseError, ValueError):
     """A joined model file does not have the expected size or sha256; it was deleted."""
 
 

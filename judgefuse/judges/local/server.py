@@ -37,10 +37,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
+from judgefuse.errors import JudgefuseError
+
 RUNNER_MODULE = "judgefuse.judges.local._runner"
 
 
-class LocalServerError(RuntimeError):
+class LocalServerError(JudgefuseError, RuntimeError):
     """The local model server could not be started (it died, or did not answer in time)."""
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import datetime as _dt
 from email.utils import parsedate_to_datetime
 
+from judgefuse.errors import JudgefuseError
 from judgefuse.judges.transport.redaction import scrubber_for
 
 __all__ = [
@@ -50,7 +51,7 @@ UNSUPPORTED_PARAMS = frozenset({"n", "logprobs", "top_logprobs", "seed", "respon
 _MAX_DETAIL = 300
 
 
-class TransportError(Exception):
+class TransportError(JudgefuseError):
     """Base class: a judge call failed. ``status`` is the HTTP status when there was one."""
 
     def __init__(self, message: str, *, status: int | None = None) -> None:

@@ -42,6 +42,7 @@ from urllib.parse import urlsplit
 
 import httptools
 
+from judgefuse.errors import JudgefuseError
 from judgefuse.places import Places
 
 __all__ = [
@@ -60,11 +61,11 @@ MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 """The default cap on one answer's body (a chat completion is kilobytes)."""
 
 
-class ConnectError(OSError):
+class ConnectError(JudgefuseError, OSError):
     """Could not open a connection (refused, no route, name not resolved, TLS handshake)."""
 
 
-class ConnectionBroken(OSError):
+class ConnectionBroken(JudgefuseError, OSError):
     """The connection closed or failed before the answer was complete."""
 
     def __init__(self, message: str, *, body_started: bool) -> None:
@@ -72,7 +73,7 @@ class ConnectionBroken(OSError):
         self.body_started = body_started
 
 
-class ProtocolError(OSError):
+class ProtocolError(JudgefuseError, OSError):
     """The peer did not answer in HTTP/1.x, or its answer was over the size cap."""
 
 

@@ -32,6 +32,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from judgefuse.errors import JudgefuseError
 from judgefuse.service.errors import Conflict
 from judgefuse.service.judging.posted_votes import votes_key
 from judgefuse.service.judging.request_checks import CheckedRequest
@@ -44,7 +45,7 @@ log = logging.getLogger("judgefuse.service")
 T = TypeVar("T")
 
 
-class DifferentItemInFlight(Exception):
+class DifferentItemInFlight(JudgefuseError):
     """The id is being judged right now for a different item (the gateway answers 409)."""
 
 

@@ -48,6 +48,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from judgefuse.errors import JudgefuseError
 from judgefuse.service.learning.worker_priority import WORKER_NICE, leave_serving_cpus, lowest_priority
 
 __all__ = ["WORKER_NICE", "RefitWorkerFailed", "RefitWorkers", "WorkerBudget", "WorkerJob"]
@@ -62,7 +63,7 @@ PRELOAD = ["judgefuse.service.learning.forkserver_first", "judgefuse.service.lea
 first entry steps the forkserver back before the others (:mod:`.forkserver_first`)."""
 
 
-class RefitWorkerFailed(RuntimeError):
+class RefitWorkerFailed(JudgefuseError, RuntimeError):
     """The job did not finish within its budgets, or raised: ``reason`` says which."""
 
     def __init__(self, reason: str) -> None:

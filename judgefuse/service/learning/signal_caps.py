@@ -26,6 +26,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from judgefuse.errors import JudgefuseError
 from judgefuse.fusion.stacking import VOTE_KINDS
 from judgefuse.judges.types import JudgeVote
 
@@ -35,7 +36,7 @@ FEATURES_PER_JUDGE = len(VOTE_KINDS)
 """log-odds, missing, invalid, tie and direction (:mod:`judgefuse.fusion.stacking`)."""
 
 
-class TooManyFeatures(ValueError):
+class TooManyFeatures(JudgefuseError, ValueError):
     """The panel's judges alone need more features than ``refit_max_features``."""
 
 

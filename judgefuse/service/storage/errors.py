@@ -8,6 +8,8 @@ non-finite increment) are ``ValueError``, raised by :mod:`.checks` before any ba
 
 from __future__ import annotations
 
+from judgefuse.errors import JudgefuseError
+
 __all__ = [
     "AccumulatorOverflow",
     "StorageCorrupt",
@@ -18,7 +20,7 @@ __all__ = [
 ]
 
 
-class StorageError(Exception):
+class StorageError(JudgefuseError):
     """Any storage failure. Not retryable unless it is a :class:`StorageUnavailable`."""
 
 

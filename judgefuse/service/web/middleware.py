@@ -22,6 +22,7 @@ from typing import Any
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from judgefuse.errors import JudgefuseError
 from judgefuse.service.kernel.metrics import ServiceMetrics
 from judgefuse.service.web.query_secrets import secret_params_in
 
@@ -29,14 +30,14 @@ __all__ = ["FORM_MEDIA_TYPE", "BodyLimitMiddleware", "BodyTimeout", "QueryKeyMid
            "TimingMiddleware", "media_type"]
 
 
-class _BodyTooLarge(HTTPException):
+class _BodyTooLarge(HTTPException, JudgefuseError):
     """Raised from ``receive``; an HTTPException so FastAPI's body parsing re-raises it as is."""
 
     def __init__(self, limit: int) -> None:
         super().__init__(413, f"request body too large: at most {limit} bytes")
 
 
-class BodyTimeout(HTTPException):
+class BodyTimeout(HTTPException, JudgefuseError):
     """The body was not received within ``body_timeout_s`` (408, as the routes answer it)."""
 
     def __init__(self, seconds: float) -> None:

@@ -46,6 +46,7 @@ import psycopg
 import psycopg.errors
 import psycopg_pool
 
+from judgefuse.errors import JudgefuseError
 from judgefuse.service.storage import sql as shared_sql
 from judgefuse.service.storage.base import Storage
 from judgefuse.service.storage.checks import (
@@ -125,7 +126,7 @@ which costs at most a duplicate judge call; the verdict's own save stays idempot
 statement runs it in a CTE: one statement, its own transaction, one round trip."""
 
 
-class _Retry(Exception):
+class _Retry(JudgefuseError):
     """A row vanished between two statements of one attempt (a concurrent retention pass):
     run the transaction again."""
 
