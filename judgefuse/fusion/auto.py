@@ -167,8 +167,8 @@ def choose(
     for name, loss in losses.items():
         diff = loss - losses[best]
         se = float(diff.std(ddof=1)) / math.sqrt(diff.size) if diff.size > 1 else 0.0
-        score = float("nan") if accuracy is None else accuracy[name]
-        scores.append(CandidateScore(name, complexity(name), mean[name], float(diff.mean()), se, score))
+        right = float("nan") if accuracy is None else accuracy[name]
+        scores.append(CandidateScore(name, complexity(name), mean[name], float(diff.mean()), se, right))
     standing: dict[str, CandidateScore] = {}  # base -> the variant that stands for it
     for score in scores:
         base, plus, _ = score.name.partition("+")
