@@ -34,7 +34,7 @@ import time
 from typing import Any
 
 import numpy as np
-from bench_review_sim import data_dir, load_judgebench_fused, load_toe
+from bench_review_sim import data_dir, recorded_pools
 
 from judgefuse.calibration import CalibrationAccumulator
 from judgefuse.calibration.model_assisted import AssistedStratum, brier_pseudo_values, difference_mean
@@ -140,10 +140,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     started = time.perf_counter()
-    root = data_dir()
-    pools = {"Trust-or-Escalate gpt-4-turbo": load_toe(root / "trust_or_escalate" / "gpt-4-turbo.calibration.jsonl")}
-    for method, (c, z) in load_judgebench_fused(root / "judgebench").items():
-        pools[f"JudgeBench GPT-4o, 10 judges, {method}"] = (c, z)
+    pools = recorded_pools(data_dir())
     for name, (c, z) in pools.items():
         run_pool(name, c, z, args)
     print(f"({time.perf_counter() - started:.0f} s)")

@@ -387,6 +387,15 @@ def load_judgebench_fused(directory: Path) -> dict[str, tuple[np.ndarray, np.nda
     return out
 
 
+def recorded_pools(root: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The recorded pools the estimate benchmarks replay: Trust-or-Escalate gpt-4-turbo and
+    JudgeBench GPT-4o's ten judges fused by majority and by mean probability, by name."""
+    pools = {"Trust-or-Escalate gpt-4-turbo": load_toe(root / "trust_or_escalate" / "gpt-4-turbo.calibration.jsonl")}
+    for method, (c, z) in load_judgebench_fused(root / "judgebench").items():
+        pools[f"JudgeBench GPT-4o, 10 judges, {method}"] = (c, z)
+    return pools
+
+
 def time_estimates(n_labels: int = 1_000_000, repeats: int = 50) -> float:
     """Best time of :func:`population_estimates` + :func:`precision_estimate` on 1M labels' fields.
 

@@ -179,6 +179,7 @@ def difference_mean(
     lo_v, hi_v = value_range
     estimate, variance, hard_lo, hard_hi, widen = 0.0, 0.0, 0.0, 0.0, 0.0
     welch: list[tuple[float, float]] = []
+    labelled_total = float(sum(s.population for s in live if s.labels > 0))
     missing = []
     for s in live:
         if s.labels == 0:
@@ -189,6 +190,7 @@ def difference_mean(
             estimate += s.population * lo_v
             continue
         weight = (z * z if small_sample else 0.0) if pseudo is None else float(pseudo)
+        weight *= s.population / labelled_total  # the window's guard, split by the strata's shares
         total, var, df, s_lo, s_hi = _stratum_part(s, lam, weight, small_sample, value_range)
         estimate += total
         variance += var
