@@ -176,7 +176,7 @@ def evaluate(
             except NotEnoughLabels as exc:
                 skipped[name] = str(exc)
                 continue
-            scored.append(score_columns(name, labelled, arrays, columns, tie_seed=options.seed))
+            scored.append(score_columns(name, labelled, arrays, columns))
             tail = (
                 _fuse_columnar(name, labelled, columns, options, (undecided, undecided_columns)) if undecided else None
             )
@@ -190,11 +190,11 @@ def evaluate(
             continue
         if choices := choice_summary(fitted):
             chosen[name] = choices
-        scored.append(score_verdicts(name, labelled, verdicts, tie_seed=options.seed))
+        scored.append(score_verdicts(name, labelled, verdicts))
         ties.append(_method_ties(name, labelled, verdicts, undecided, _fuse_undecided(name, labelled, undecided)))
     for name, made in (fused or {}).items():
         step(name)
-        scored.append(score_verdicts(name, labelled, made, tie_seed=options.seed))
+        scored.append(score_verdicts(name, labelled, made))
         ties.append(_method_ties(name, labelled, made, [], []))
 
     reference = next((row for row in scored if row.name == REFERENCE_METHOD), None)
@@ -207,7 +207,7 @@ def evaluate(
     reports = [_report(row, reference, options, made) for row, made in zip(scored, intervals, strict=True)]
     agreement = [row_agreement(row, labelled) for row in scored]
     alpha = panel_alpha(labelled, judge_names(labelled))
-    return Evaluation(len(items), len(labelled), reports, skipped, options, agreement, alpha, ties, chosen)
+    return Evaluation(len(items), len(labelled), reports, skipped, options, agreement, alpha, ties, chosen=chosen)
 
 
 def _has_columnar_form(name: str) -> bool:

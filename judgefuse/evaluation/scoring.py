@@ -8,10 +8,14 @@ positive), and 0.5 is the confidence of a coin flip, the honest reading of "no a
 Items the judge never saw (absent from its file) are not scored for it at all.
 
 A fused **exact tie** (the votes favour neither answer, :func:`~judgefuse.fusion.verdict.is_tie`)
-is not a failure to answer: it is scored by a seeded coin (:func:`tie_coin`, from the seed and
-the item id, so neither position is favoured and a rerun gives the same numbers) at confidence
-0.5, which is half right in expectation. The row counts its ties (``n_ties``); the reports say
-the rule (:data:`TIE_RULE`).
+is not a failure to answer: it counts **half right**, at confidence 0.5. Correctness is a fact
+per scored item (the metrics take 0/1), so half of a row's ties are scored right and half wrong
+(:func:`tie_halves`: in a fixed order of their item ids, every other one right; an odd one out
+wrong): the row's accuracy counts each tie as half an item, its Brier and log-loss are those of
+a fair coin exactly (0.25 and log 2 per tie whichever way it is scored), and nothing depends on a
+seed. (A seeded coin per item, the rule before, moved a voting row of a held-out set with many
+ties by nearly three points between seeds: issue 43.) The row counts its ties (``n_ties``); the
+reports say the rule (:data:`TIE_RULE`).
 """
 
 from __future__ import annotations
@@ -31,14 +35,21 @@ from judgefuse.judges.types import JudgedItem, JudgeVote, Letter
 RowKind = Literal["judge", "fusion"]
 NO_ANSWER_CONFIDENCE = 0.5
 TIE_RULE = (
-    "a fused exact tie is scored by a seeded coin (per item id) at confidence 0.5: half right in expectation; "
+    "a fused exact tie counts half right at confidence 0.5: half of a row's ties are scored right, half wrong "
+    "(every other one in a fixed order of item ids, no seed); "
     "a judge's tie vote (A=B) is not correct at 0.5 (JudgeBench's rule: a tie scores 0)"
 )
 
 
-def tie_coin(item_id: str, seed: int) -> Letter:
-    """The letter a tie on ``item_id`` is scored as: a fair coin, fixed by the seed and the id."""
-    return "A" if hashlib.sha256(f"{seed}:{item_id}".encode()).digest()[0] & 1 == 0 else "B"
+def tie_halves(item_ids: Sequence[str]) -> np.ndarray:
+    """Which of a row's exact ties (on items ``item_ids``) are scored right: every other one in the
+    order of their ids' SHA-256 digests, the first wrong, so ``len // 2`` of them are right. The
+    order is fixed by the ids alone (no seed, no position), so neither answer is favoured and a
+    tie is worth half an item to the row's accuracy whatever the run."""
+    order = sorted(range(len(item_ids)), key=lambda k: hashlib.sha256(item_ids[k].encode()).digest())
+    right = np.zeros(len(item_ids), dtype=bool)
+    right[order[1::2]] = True
+    return right
 
 
 @dataclass(frozen=True)
@@ -61,7 +72,7 @@ class ScoredRow:
     calls: int = 0
     n_ties: int = 0
     """Tie answers, not counted in ``n_invalid``: a method's fused exact ties (scored by
-    :func:`tie_coin`), a judge's tie votes (scored not correct at 0.5)."""
+    :func:`tie_halves`), a judge's tie votes (scored not correct at 0.5)."""
     choices: np.ndarray = field(default_factory=lambda: np.asarray([], dtype=str))
     """Per item, the answer as given: ``"A"``, ``"B"``, ``"tie"`` or ``"none"`` (no usable answer)."""
 
@@ -85,19 +96,19 @@ def score_judge(name: str, items: Sequence[JudgedItem]) -> ScoredRow:
     return dataclasses.replace(row, n_invalid=row.n_invalid - n_ties, n_ties=n_ties, choices=choices)
 
 
-def score_verdicts(
-    name: str, items: Sequence[JudgedItem], verdicts: Sequence[Verdict], *, tie_seed: int = 0
-) -> ScoredRow:
-    """Score a fusion method's verdicts, one per item of ``items`` (same order); exact ties by
-    :func:`tie_coin` with ``tie_seed``."""
+def score_verdicts(name: str, items: Sequence[JudgedItem], verdicts: Sequence[Verdict]) -> ScoredRow:
+    """Score a fusion method's verdicts, one per item of ``items`` (same order); exact ties half
+    right (:func:`tie_halves`)."""
     if len(items) != len(verdicts):
         raise ValueError(f"{name}: {len(verdicts)} verdicts for {len(items)} items")
     ties = [is_tie(verdict) and judged.item.label is not None for judged, verdict in zip(items, verdicts, strict=True)]
+    tied = [position for position, tie in enumerate(ties) if tie]
+    halves = dict(zip(tied, tie_halves([items[p].item.id for p in tied]).tolist(), strict=True))
     answers = (
         (
             position,
             judged,
-            tie_coin(judged.item.id, tie_seed) if tie else verdict.choice,
+            _tie_letter(judged.item.label, halves[position]) if tie else verdict.choice,
             NO_ANSWER_CONFIDENCE if tie else verdict.confidence,
             verdict.votes,
         )
@@ -108,6 +119,11 @@ def score_verdicts(
     labelled_ties = [tie for tie, judged in zip(ties, items, strict=True) if judged.item.label is not None]
     choices[np.asarray(labelled_ties, dtype=bool)] = "tie"
     return dataclasses.replace(row, n_ties=sum(ties), choices=choices)
+
+
+def _tie_letter(label: Letter | None, right: bool) -> Letter:
+    """The letter a tie is scored as: the label when it counts right, the other when wrong."""
+    return label if right and label is not None else ("B" if label == "A" else "A")
 
 
 def _score(
@@ -170,9 +186,7 @@ def find_vote(votes: Sequence[JudgeVote], name: str) -> JudgeVote | None:
     return None
 
 
-def score_columns(
-    name: str, items: Sequence[JudgedItem], fused: FusedColumns, votes: VoteColumns, *, tie_seed: int = 0
-) -> ScoredRow:
+def score_columns(name: str, items: Sequence[JudgedItem], fused: FusedColumns, votes: VoteColumns) -> ScoredRow:
     """:func:`score_verdicts` of verdicts given as arrays (:mod:`judgefuse.fusion.columnar`),
     one per item of ``items`` (``votes``: those items' votes, for cost and calls), without
     building a verdict per item: the same row (tested against it), at array speed."""
@@ -182,13 +196,12 @@ def score_columns(
     keep = np.asarray([label is not None for label in labels], dtype=bool)
     label_a = np.asarray([label == "A" for label in labels], dtype=bool)
     tie = fused.answer == TIE
-    coin_a = np.zeros(len(items), dtype=bool)
-    for position in np.flatnonzero(tie & keep).tolist():
-        coin_a[position] = tie_coin(items[position].item.id, tie_seed) == "A"
-    says_a = np.where(tie, coin_a, fused.answer == A)
+    tie_right = np.zeros(len(items), dtype=bool)
+    tied = np.flatnonzero(tie & keep)
+    tie_right[tied] = tie_halves([items[p].item.id for p in tied.tolist()])
     has_choice = fused.decided | tie
     confidence = np.where(tie, NO_ANSWER_CONFIDENCE, np.where(has_choice, fused.confidence, NO_ANSWER_CONFIDENCE))
-    correct = has_choice & (says_a == label_a)
+    correct = np.where(tie, tie_right, fused.decided & ((fused.answer == A) == label_a))
     choices = np.where(tie, "tie", np.where(fused.answer == A, "A", np.where(fused.answer == B, "B", "none")))
     cost = 0.0
     for value in votes.cost_usd[keep].tolist():  # item by item, in the order score_verdicts adds

@@ -73,7 +73,8 @@ def fmt(metric: str, value: float | None) -> str:
 TIES_CAPTION = (
     "accuracy and calibration above: on decided (A/B) labels only. labels A/B, tie, bad (both_bad): counts; "
     "JB %: JudgeBench's rule (a tie answer scores 0); dec %: A/B answers on A/B labels; "
-    "3-way %: answer = label over A/B/tie labels (both_bad left out); ties: tie answers; tie %: of all items"
+    "3-way %: answer = label over A/B/tie labels (both_bad left out); ties: tie answers; tie %: of all items; "
+    "tie ok %: tie answers whose label is a tie (over A/B/tie labels; tie labels answered tie: JSON and HTML)"
 )
 
 
@@ -81,7 +82,7 @@ def ties_table(ties: Sequence[TieReport], names: Mapping[str, str]) -> Table:
     """How ties count, per row (:mod:`.ties`): label and answer tie counts beside the tie-aware rates
     (``eval``'s rows, ``compare``'s judges)."""
     table = compact_table("ties")
-    for header in (NAME_HEADER, "A/B", "tie", "bad", "JB %", "dec %", "3-way %", "ties", "tie %"):
+    for header in (NAME_HEADER, "A/B", "tie", "bad", "JB %", "dec %", "3-way %", "ties", "tie %", "tie ok %"):
         table.add_column(header, justify="left" if header == NAME_HEADER else "right", no_wrap=True)
 
     def pct(value: float | None) -> str:
@@ -91,7 +92,7 @@ def ties_table(ties: Sequence[TieReport], names: Mapping[str, str]) -> Table:
         table.add_row(
             names.get(t.name, t.name), str(t.n_decided_labels), str(t.n_tie_labels), str(t.n_both_bad_labels),
             pct(t.judgebench_accuracy), pct(t.decided_accuracy), pct(t.three_way_accuracy),
-            str(t.n_tie_answers), pct(t.tie_rate),
+            str(t.n_tie_answers), pct(t.tie_rate), pct(t.tie_precision),
         )
     return table
 
@@ -323,7 +324,7 @@ def print_evaluation(
     tied = [(names.get(r.row.name, r.row.name), r.row.n_ties) for r in evaluation.rows if r.row.n_ties]
     if tied:
         counted = ", ".join(f"{name} {n}" for name, n in tied)
-        console.print(f"tie answers (no answer preferred): {counted}; {TIE_RULE} (seed {evaluation.options.seed})",
+        console.print(f"tie answers (no answer preferred): {counted}; {TIE_RULE}",
                       highlight=False)
     if evaluation.has_ties:
         console.print(ties_table(evaluation.ties, names))

@@ -17,6 +17,11 @@ tie. Beside them, per row:
   on a tie label is right; no answer is wrong). ``both_bad`` labels are left out: neither
   answer is acceptable, which is not a three-way outcome; they are counted.
 * ``tie_rate``: the share of the row's answers that are ties, over every labelled item it covers.
+* ``tie_precision``: how often a tie answer is right: of the row's tie answers on items labelled
+  A, B or tie, the share labelled tie (None without such an answer; ``n_tie_answers_scored``
+  counts them). Without tie labels it is 0 wherever the row answers a tie.
+* ``tie_recall``: of the items labelled tie, the share the row answered tie (None without a tie
+  label).
 """
 
 from __future__ import annotations
@@ -50,6 +55,9 @@ class TieReport:
     three_way_accuracy: float | None
     n_three_way: int
     tie_rate: float | None
+    tie_precision: float | None = None
+    n_tie_answers_scored: int = 0
+    tie_recall: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON form (every field)."""
@@ -74,6 +82,8 @@ def tie_report(name: str, answers: Sequence[Outcome | None], labels: Sequence[La
     committed = [(answer, label) for answer, label in decided if answer in ("A", "B")]
     three_way = [(answer, label) for answer, label in pairs if label != "both_bad"]
     n_tie_answers = sum(answer == "tie" for answer in answers)
+    tie_answers = [label for answer, label in three_way if answer == "tie"]
+    tie_labels = [answer for answer, label in pairs if label == "tie"]
     return TieReport(
         name=name,
         n_decided_labels=len(decided),
@@ -86,6 +96,9 @@ def tie_report(name: str, answers: Sequence[Outcome | None], labels: Sequence[La
         three_way_accuracy=_rate(sum(answer == label for answer, label in three_way), len(three_way)),
         n_three_way=len(three_way),
         tie_rate=_rate(n_tie_answers, len(pairs)),
+        tie_precision=_rate(sum(label == "tie" for label in tie_answers), len(tie_answers)),
+        n_tie_answers_scored=len(tie_answers),
+        tie_recall=_rate(sum(answer == "tie" for answer in tie_labels), len(tie_labels)),
     )
 
 

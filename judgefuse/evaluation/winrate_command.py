@@ -5,8 +5,10 @@ Each item names its two systems in metadata fields (``--field-a``, ``--field-b``
 wrote answer A and which answer B); items comparing X with Y, in either order, count. The
 judges' outcome of an item is its fused verdict (``--method``, default ``mean_probability``):
 1 when it picks X's answer, 0 for Y's, 1/2 when undecided. Items that carry a label are the
-labelled slice (1/0 by the label; any other label, e.g. a tie, counts 1/2); the corrected
-estimate is valid when that slice is a uniform random subset of the items.
+labelled slice (1/0 by the label; a tie or both-bad label counts 1/2: it is a label, and leaving
+those items out of the slice biased the corrected estimate and its interval where ties are
+frequent, issue 43); the corrected estimate is valid when that slice is a uniform random subset
+of the items.
 """
 
 from __future__ import annotations
@@ -67,9 +69,10 @@ def run_winrate(args: argparse.Namespace) -> int:
             continue
         verdict = method(list(item.votes))
         judged_outcomes.append(outcome_for_x(verdict.choice, a, x))
-        if item.item.label is not None:
+        label = item.item.outcome  # A, B, tie or both_bad: a tie label is a labelled half
+        if label is not None:
             labelled.append(len(judged_outcomes) - 1)
-            outcomes.append(outcome_for_x(item.item.label, a, x))
+            outcomes.append(outcome_for_x(label, a, x))
     if not judged_outcomes:
         raise WinRateInputError(f"no item compares {x!r} with {y!r} (systems: {', '.join(systems)})")
     rates = win_rates(judged_outcomes, labelled, outcomes, alpha=args.alpha)

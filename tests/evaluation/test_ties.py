@@ -85,8 +85,15 @@ def test_tie_report_by_hand() -> None:
     assert report.decided_accuracy == 1.0 and report.n_decided_answers == 1
     assert report.three_way_accuracy == pytest.approx(2 / 4) and report.n_three_way == 4
     assert report.n_tie_answers == 2 and report.tie_rate == pytest.approx(2 / 5)
+    # how often a tie answer is right: of the two (on B and on tie), the one on the tie label
+    assert report.tie_precision == pytest.approx(1 / 2) and report.n_tie_answers_scored == 2
+    assert report.tie_recall == 1.0  # the one tie label was answered tie
     empty = tie_report("y", [], [])
     assert empty.tie_rate is None and empty.three_way_accuracy is None
+    assert empty.tie_precision is None and empty.tie_recall is None
+    # a tie answer on a both_bad label is not scored (neither right nor wrong as a three-way answer)
+    bad = tie_report("z", ["tie", "A"], ["both_bad", "tie"])
+    assert (bad.tie_precision, bad.n_tie_answers_scored, bad.tie_recall) == (None, 0, 0.0)
 
 
 def test_evaluate_csv_ties_by_hand() -> None:
@@ -112,6 +119,8 @@ def test_evaluate_csv_ties_by_hand() -> None:
     assert majority.n_tie_answers == 0
     assert majority.judgebench_accuracy == pytest.approx(4 / 5)  # r1 r2 r4 r8
     assert majority.three_way_accuracy == pytest.approx(4 / 7)
+    # j1 answered tie on r3 (label tie) and r4 (label A): right once; r7's tie label it answered A
+    assert (j1.tie_precision, j1.n_tie_answers_scored, j1.tie_recall) == (pytest.approx(1 / 2), 2, pytest.approx(1 / 2))
 
 
 def test_eval_command_over_a_csv_with_ties(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -173,3 +182,46 @@ def test_compare_without_ties_shows_no_ties_table(tmp_path: Path, capsys: pytest
     html = tmp_path / "c.html"
     assert main(["compare", str(plain), "--judges", "j1", "j2", "--bootstrap", "10", "--html", str(html)]) == 0
     assert "3-way" not in capsys.readouterr().out and 'id="ties"' not in html.read_text()
+
+
+def _tied_items(n: int, label: str = "A") -> list:
+    """``n`` items where two judges disagree at equal confidence: every vote-share rule ties."""
+    from judgefuse.judges.types import JudgedItem, JudgeVote, PairwiseItem
+
+    return [
+        JudgedItem(
+            item=PairwiseItem(id=f"tie{i}", question="q", answer_a="a", answer_b="b", label=label),  # type: ignore[arg-type]
+            votes=[
+                JudgeVote(judge="j1", mode="sc", choice="A", confidence=0.8),
+                JudgeVote(judge="j2", mode="sc", choice="B", confidence=0.8),
+            ],
+        )
+        for i in range(n)
+    ]
+
+
+def test_a_fused_exact_tie_counts_half_right_whatever_the_seed() -> None:
+    """Issue 43: a seeded coin per tie moved a voting row with the seed. Half of a row's ties are
+    scored right (an odd one out wrong), at confidence 0.5, the same for every seed, per item and
+    over arrays."""
+    from judgefuse.evaluation.scoring import score_verdicts, tie_halves
+    from judgefuse.fusion import get_method
+
+    items = [*_tied_items(7, "A"), *_tied_items(6, "B")]
+    items = [judged.model_copy(update={"item": judged.item.model_copy(update={"id": f"t{k}"})})
+             for k, judged in enumerate(items)]  # fmt: skip
+    accuracies = set()
+    for seed in range(4):
+        evaluation = evaluate(items, options=EvaluationOptions(methods=("majority",), n_bootstrap=10, seed=seed))
+        row = evaluation.row("majority")
+        assert row.row.n_ties == 13 and set(row.row.confidence.tolist()) == {0.5}
+        assert int(row.row.correct.sum()) == 6  # 13 // 2
+        assert row.metrics["brier"] == pytest.approx(0.25)
+        accuracies.add(row.metrics["accuracy"])
+    assert accuracies == {6 / 13}
+    # the per-item scoring (the reference of the columnar one) scores the same items right
+    verdicts = [get_method("majority")(judged.votes) for judged in items]
+    per_item = score_verdicts("majority", items, verdicts)
+    assert per_item.correct.tolist() == evaluation.row("majority").row.correct.tolist()
+    assert tie_halves([]).size == 0 and tie_halves(["x"]).tolist() == [False]
+    assert int(tie_halves([f"id{k}" for k in range(1000)]).sum()) == 500

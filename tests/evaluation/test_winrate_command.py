@@ -47,3 +47,26 @@ def test_winrate_refuses_a_file_that_names_no_systems(tmp_path, capsys):
     _write(votes, n=20, n_labels=5)
     assert main(["winrate", str(votes), "--field-a", "nope"]) == 2
     assert "no item names two systems" in capsys.readouterr().err
+
+
+def test_tie_labels_count_half_in_the_labelled_slice(tmp_path, capsys):
+    """Issue 43: a tie-labelled item was left out of the labelled slice; it is a label worth 1/2."""
+    votes = tmp_path / "votes.jsonl"
+    lines = []
+    for i in range(40):
+        x_first = i % 2 == 0
+        item = {"id": f"i{i}", "question": "q", "answer_a": "a", "answer_b": "b",
+                "metadata": {"system_a": "x" if x_first else "y", "system_b": "y" if x_first else "x"}}
+        if i < 10:
+            item["label"] = "A" if x_first else "B"  # x wins
+        elif i < 20:
+            item["label"] = "tie"
+        elif i < 22:
+            item["label"] = "both_bad"
+        vote = {"judge": "j", "mode": "recorded", "choice": "A", "confidence": 0.9, "p_a": 0.9}
+        lines.append(json.dumps({"item": item, "votes": [vote]}) + "\n")
+    votes.write_text("".join(lines), encoding="utf-8")
+    assert main(["winrate", str(votes), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["n_labels"] == 22
+    assert out["labels_only"]["estimate"] == (10 * 1.0 + 12 * 0.5) / 22
