@@ -99,6 +99,7 @@ def to_json(
         "agreement": agreement_dict(evaluation.agreement, evaluation.judges_alpha),
         "skipped_methods": evaluation.skipped_methods,
         "chosen": evaluation.chosen,
+        "judge_warnings": [warning.as_dict() for warning in evaluation.judge_warnings],
         "undefined_answers": dict(undefined_answers or {}),
     }
     return json.dumps(_clean(document), indent=2, allow_nan=False) + "\n"

@@ -36,6 +36,7 @@ from judgefuse.fusion.columnar_dawid_skene import dawid_skene_columns
 from judgefuse.fusion.crossfit import predict_many
 from judgefuse.fusion.dawid_skene import NAME as DAWID_SKENE
 from judgefuse.fusion.dawid_skene import DawidSkeneFusion
+from judgefuse.fusion.judge_outliers import JudgeWarning, judge_warnings
 from judgefuse.fusion.registry import FusionMethod, LearnedFusionMethod, factory_of
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgedItem, Letter, Outcome
@@ -109,6 +110,10 @@ class Evaluation:
     """Krippendorff's alpha among the judges (nominal), None when undefined."""
     ties: list[TieReport] = field(default_factory=list)
     """Per row, how ties count (:mod:`.ties`): the metrics above are on decided (A/B) labels."""
+    judge_warnings: list[JudgeWarning] = field(default_factory=list)
+    """Judges that disagree with the rest of the panel far more than chance allows, found on every
+    item's votes without labels (:mod:`judgefuse.fusion.judge_outliers`): the label-free methods
+    weigh them like any other judge."""
     chosen: dict[str, str] = field(default_factory=dict)
     """Per row of a method that chooses among others when fitted (``auto``), what it chose in the
     cross-fitting folds, e.g. ``stacked+platt in 4 of 5 folds, offset_stacked in 1``."""
@@ -207,7 +212,8 @@ def evaluate(
     reports = [_report(row, reference, options, made) for row, made in zip(scored, intervals, strict=True)]
     agreement = [row_agreement(row, labelled) for row in scored]
     alpha = panel_alpha(labelled, judge_names(labelled))
-    return Evaluation(len(items), len(labelled), reports, skipped, options, agreement, alpha, ties, chosen=chosen)
+    warnings = judge_warnings([judged.votes for judged in items])
+    return Evaluation(len(items), len(labelled), reports, skipped, options, agreement, alpha, ties, warnings, chosen)
 
 
 def _has_columnar_form(name: str) -> bool:

@@ -25,6 +25,7 @@ from judgefuse.evaluation.display import compact_table, fit, legend, natural_wid
 from judgefuse.evaluation.runner import CI_METHOD, Evaluation, RowReport
 from judgefuse.evaluation.scoring import TIE_RULE, ScoredRow
 from judgefuse.evaluation.ties import TieReport
+from judgefuse.fusion.capabilities import known_capabilities
 
 Column = tuple[str, str]
 """(metric name, header)."""
@@ -284,6 +285,12 @@ def _fit_main(evaluation: Evaluation, title: str, console: Console) -> tuple[Tab
     return fit(console, MAIN_LAYOUTS, lambda lay: main_table(evaluation, title=title, layout=lay))
 
 
+def _label_free(name: str) -> bool:
+    """A registered method fused from the votes alone, no label and no item (a voting rule, dawid_skene)."""
+    found = known_capabilities(name)
+    return found is not None and not found.requires_fit and not found.reads_item
+
+
 def print_evaluation(
     evaluation: Evaluation,
     *,
@@ -336,6 +343,10 @@ def print_evaluation(
     if evaluation.agreement:
         console.print(agreement_table(evaluation, names))
         print_disagreements(evaluation, console, names)
+    label_free = [r.row.name for r in evaluation.rows if r.row.kind == "fusion" and _label_free(r.row.name)]
+    for warning in evaluation.judge_warnings:
+        weigh = f"; {', '.join(label_free)} weigh it like any other judge" if label_free else ""
+        console.print(f"[yellow]warning[/yellow]: {warning.message}{weigh}", highlight=False)
     for name, reason in evaluation.skipped_methods.items():
         console.print(f"[yellow]skipped {name}[/yellow]: {reason}")
     for name, choices in evaluation.chosen.items():
