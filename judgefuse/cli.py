@@ -13,22 +13,49 @@ handlers; this module only dispatches and turns errors into exit statuses:
 
 Every message reads ``judgefuse COMMAND: error: ...``. ``main`` returns the status in every
 case, argparse's usage errors included, so callers and tests see one convention.
+
+A command group whose module cannot be imported because an optional install is missing
+(``pip install judgefuse`` has no ``judges`` or ``service`` extra) is still listed; running it,
+or a handler that reaches such an import, exits 2 naming the extra (:mod:`judgefuse.extras`).
+Every other command keeps working.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
-from judgefuse import __version__, plugins_command
+from judgefuse import __version__
 from judgefuse.errors import InputError
-from judgefuse.evaluation import commands as evaluation_commands
-from judgefuse.evaluation import judge_command, tune_command, winrate_command
-from judgefuse.judges.local import commands as model_commands
-from judgefuse.service.commands import annotators as annotators_command
-from judgefuse.service.commands import export as export_command
-from judgefuse.service.commands import serve as serve_command
+from judgefuse.extras import MissingExtra, missing_extra
+
+COMMAND_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("judgefuse.evaluation.commands", ("eval", "compare")),
+    ("judgefuse.evaluation.tune_command", ("tune",)),
+    ("judgefuse.evaluation.winrate_command", ("winrate",)),
+    ("judgefuse.evaluation.judge_command", ("judge",)),
+    ("judgefuse.judges.local.commands", ("model",)),
+    ("judgefuse.service.commands.serve", ("serve",)),
+    ("judgefuse.service.commands.export", ("export",)),
+    ("judgefuse.service.commands.annotators", ("annotators",)),
+    ("judgefuse.plugins_command", ("plugins",)),
+)
+"""Each command group's module (it has ``add_commands(subcommands)``) and the commands it adds,
+in the order ``--help`` lists them (tests/test_cli.py checks the names against the modules)."""
+
+
+def _unavailable(subcommands: argparse._SubParsersAction, names: tuple[str, ...], missing: MissingExtra) -> None:
+    """List ``names`` with what they need; running one raises ``missing`` (exit 2)."""
+
+    def handler(_args: argparse.Namespace) -> NoReturn:
+        raise missing
+
+    for name in names:
+        sub = subcommands.add_parser(name, help=f"(needs judgefuse[{missing.extra}])", add_help=False)
+        sub.set_defaults(handler=handler, unavailable=True)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,15 +65,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"judgefuse {__version__}")
     subcommands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    evaluation_commands.add_commands(subcommands)
-    tune_command.add_commands(subcommands)
-    winrate_command.add_commands(subcommands)
-    judge_command.add_commands(subcommands)
-    model_commands.add_commands(subcommands)
-    serve_command.add_commands(subcommands)
-    export_command.add_commands(subcommands)
-    annotators_command.add_commands(subcommands)
-    plugins_command.add_commands(subcommands)
+    for module, names in COMMAND_GROUPS:
+        try:
+            group = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            missing = missing_extra(exc)
+            if missing is None:
+                raise
+            _unavailable(subcommands, names, missing)
+            continue
+        group.add_commands(subcommands)
     return parser
 
 
@@ -62,12 +90,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         args, unknown = parser.parse_known_args(argv)
-        if unknown:  # a misspelt flag: the subcommand's usage, not the top-level one
+        if unknown and not getattr(args, "unavailable", False):  # a misspelt flag: the subcommand's usage
             _subcommand_parser(parser, args.command).error(f"unrecognized arguments: {' '.join(unknown)}")
     except SystemExit as exc:  # a usage error (argparse printed it, status 2), or --help / --version (0)
         return exc.code if isinstance(exc.code, int) else 2
     try:
-        return int(args.handler(args) or 0)
+        try:
+            return int(args.handler(args) or 0)
+        except ModuleNotFoundError as exc:  # an optional install the command reached for
+            missing = missing_extra(exc)
+            if missing is None:
+                raise
+            raise missing from exc
     except InputError as exc:
         print(f"judgefuse {args.command}: error: {exc}", file=sys.stderr)
         return 2
