@@ -15,8 +15,8 @@ The judging path (admit, check once, votes, decide, route, stamp, store, observe
 slice's service, :class:`~judgefuse.service.judging.pipeline.JudgePipeline` (``judging``): its
 module says which fusion method decides a verdict and where the votes come from (the panel's
 fan-out, or the request's own for ``fuse``), :mod:`judgefuse.service.judging.routing` which
-route it takes (docs/design.md, 'Routing and threshold tuning'). :meth:`Gateway.judge`,
-:meth:`Gateway.fuse` and their batches hand it their requests.
+route it takes (docs/design.md, 'Routing and threshold tuning'). The routes call it
+directly (``gateway.judging.judge`` and ``.batch``); the gateway only builds it.
 
 Thresholds and models are cached per (tenant, panel) for ``state_ttl_s``
 (:mod:`judgefuse.service.learning.state_cache`). Cascade panels walk their cascade instead of the whole
@@ -32,10 +32,9 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
-from judgefuse.judges.types import Letter
 from judgefuse.service.estimates.service import CalibrationService
 from judgefuse.service.judging.pipeline import JudgePipeline
 from judgefuse.service.judging.routing import route_verdict
@@ -49,16 +48,8 @@ from judgefuse.service.review.audit_plan import AuditPlanner
 from judgefuse.service.review.labels import LabelService
 from judgefuse.service.review.queue import ReviewQueue
 from judgefuse.service.review.verdicts import VerdictReads
-from judgefuse.service.schemas import (
-    BatchResponse,
-    FuseRequest,
-    InvalidItem,
-    JudgeRequest,
-    VerdictOut,
-)
 from judgefuse.service.settings import Settings
 from judgefuse.service.storage import (
-    LabelOutcome,
     ModelRecord,
     Storage,
     ThresholdRecord,
@@ -142,37 +133,6 @@ class Gateway:
     async def active_method(self, tenant: str, runtime: PanelRuntime) -> tuple[str, str | None]:
         """(method name, model version) new verdicts of (tenant, panel) get by default."""
         return await self.judging.active_method(tenant, runtime)
-
-    # ------------------------------------------------------------------ judging
-    async def judge(self, tenant: str, request: JudgeRequest, *, prefix: str = "body") -> VerdictOut:
-        """One verdict: fan-out, quorum, fuse, route, stamp, store (and the inline label):
-        :meth:`JudgePipeline.judge <judgefuse.service.judging.pipeline.JudgePipeline.judge>`."""
-        return await self.judging.judge(tenant, request, prefix=prefix)
-
-    async def fuse(self, tenant: str, request: FuseRequest, *, prefix: str = "body") -> VerdictOut:
-        """One verdict from votes cast elsewhere: the same path as :meth:`judge` but for where
-        the votes come from (checked against the panel before anything is stored)."""
-        return await self.judging.judge(tenant, request, prefix=prefix)
-
-    async def judge_batch(
-        self, tenant: str, requests: Sequence[JudgeRequest | InvalidItem]
-    ) -> BatchResponse:
-        """Each item answers for itself: a malformed item is its own 4xx in ``results`` (found
-        before any judge call); only a batch over the size limit is refused whole."""
-        return await self.judging.batch(tenant, requests)
-
-    async def fuse_batch(self, tenant: str, requests: Sequence[FuseRequest]) -> BatchResponse:
-        """As :meth:`judge_batch`; an item voting for a judge its panel does not have is that
-        item's 422 (its votes are checked with the item, before anything is judged)."""
-        return await self.judging.batch(tenant, requests)
-
-    async def get_verdict(self, tenant: str, verdict_id: str) -> VerdictOut:
-        """A stored verdict read back (:class:`~judgefuse.service.review.verdicts.VerdictReads`)."""
-        return await self.verdicts.get(tenant, verdict_id)
-
-    async def _label(self, tenant: str, verdict_id: str, label: Letter) -> LabelOutcome:
-        """A request's inline label (:class:`~judgefuse.service.review.labels.LabelService`)."""
-        return await self.labels.label(tenant, verdict_id, label)
 
     async def aclose(self) -> None:
         await self.monitoring.aclose()

@@ -1,7 +1,7 @@
 """A started panel plus the fusion methods the gateway may use with it (and its cascade, if any).
 
 A panel whose YAML declares ``cascade:`` is served as a cascade by ``POST /v1/judge``
-(:meth:`judgefuse.service.gateway.Gateway.judge`). The stage thresholds are read from the YAML
+(:meth:`judgefuse.service.judging.pipeline.JudgePipeline.judge`). The stage thresholds are read from the YAML
 as they are: tune them offline with ``judgefuse tune --cascade J1,J2,...`` on labelled data
 (fixed-sequence Clopper-Pearson per stage) and paste the printed thresholds into the file.
 The fallback panel (``cascade_fallback: panel``) is fused with the panel's configured voting

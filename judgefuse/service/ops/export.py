@@ -18,7 +18,6 @@ interrupted export leaves the previous file as it was.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -204,8 +203,3 @@ async def _write_parquet(
         if rows:
             writer.write_table(pa.Table.from_pylist(rows, schema=schema))
 
-
-def report_json(report: ExportReport) -> str:
-    """The report as one JSON line (``--json``-style summaries, logs)."""
-    return json.dumps({"path": str(report.path), "written": report.written,
-                       "labelled": report.labelled, "skipped_no_item": report.skipped_no_item})
