@@ -202,4 +202,3 @@ async def _write_parquet(
                     progress(counts["written"], counts["skipped"])
         if rows:
             writer.write_table(pa.Table.from_pylist(rows, schema=schema))
-
