@@ -6,9 +6,9 @@ wrote answer A and which answer B); items comparing X with Y, in either order, c
 judges' outcome of an item is its fused verdict (``--method``, default ``mean_probability``):
 1 when it picks X's answer, 0 for Y's, 1/2 when undecided. Items that carry a label are the
 labelled slice (1/0 by the label; a tie or both-bad label counts 1/2: it is a label, and leaving
-those items out of the slice biased the corrected estimate and its interval where ties are
-frequent, issue 43); the corrected estimate is valid when that slice is a uniform random subset
-of the items.
+those items out of the slice would bias the corrected estimate and its interval where ties are
+frequent); the corrected estimate is valid when that slice is a uniform random subset of the
+items.
 """
 
 from __future__ import annotations
@@ -25,13 +25,22 @@ from judgefuse.fusion import get_method
 __all__ = ["WinRateInputError", "add_commands", "run_winrate"]
 
 
+DESCRIPTION = (
+    "The win rate of system X over system Y from a votes file: the judges' estimate, the labels' "
+    "estimate and the two combined (prediction-powered: valid when the labelled items are a uniform "
+    "random subset), each with its interval. Items name their systems in metadata fields "
+    "(--field-a, --field-b); a tie or both-bad label counts one half."
+)
+"""``--help``'s description: whole sentences (the module docstring's first line stops mid-one)."""
+
+
 class WinRateInputError(InputError, ValueError):
     """The votes file cannot answer the question asked (fields, systems)."""
 
 
 def add_commands(subcommands: Any) -> None:
     parser = subcommands.add_parser("winrate", help="win rate of system X over Y, corrected by labels (PPI)",
-                                    description=__doc__.splitlines()[0])
+                                    description=DESCRIPTION)
     parser.add_argument("votes", nargs="+", help="votes JSONL files or folders")
     parser.add_argument("--field-a", default="system_a", help="metadata field naming answer A's system")
     parser.add_argument("--field-b", default="system_b", help="metadata field naming answer B's system")
