@@ -31,9 +31,9 @@ from judgefuse.evaluation.scoring import (
 from judgefuse.evaluation.ties import TieReport, has_ties, judge_ties_columns, tie_report, verdict_outcome
 from judgefuse.fusion import NotEnoughLabels, cross_fit_predict, get_method, replayable_methods, requires_fit
 from judgefuse.fusion.columnar import COLUMNAR_METHODS, NONE, TIE, A, B, FusedColumns, VoteColumns, fuse_columns
-from judgefuse.fusion.columnar_crossfit import columnar_recalibrated, cross_fit_columns, fit_and_apply
+from judgefuse.fusion.columnar_crossfit import columnar_learned, cross_fit_columns, fit_and_apply
 from judgefuse.fusion.columnar_dawid_skene import dawid_skene_columns
-from judgefuse.fusion.crossfit import predict_many
+from judgefuse.fusion.crossfit import cross_fit_outcomes, predict_many
 from judgefuse.fusion.dawid_skene import NAME as DAWID_SKENE
 from judgefuse.fusion.dawid_skene import DawidSkeneFusion
 from judgefuse.fusion.judge_outliers import JudgeWarning, judge_warnings
@@ -188,15 +188,22 @@ def evaluate(
             ties.append(_columnar_ties(name, labelled, arrays, undecided, tail))
             continue
         fitted: list[FusionMethod] = []
+        three_way = any(judged.item.tie_label == "tie" for judged in undecided) and bool(
+            getattr(get_method(name), "fits_tie_labels", False)
+        )
         try:
-            verdicts = _fuse(name, labelled, options, fitted)
+            if three_way:  # tie labels are training labels too: every item cross-fitted
+                verdicts, undecided_verdicts = _fuse_with_ties(name, labelled, undecided, options, fitted)
+            else:
+                verdicts = _fuse(name, labelled, options, fitted)
+                undecided_verdicts = _fuse_undecided(name, labelled, undecided)
         except NotEnoughLabels as exc:
             skipped[name] = str(exc)
             continue
         if choices := choice_summary(fitted):
             chosen[name] = choices
         scored.append(score_verdicts(name, labelled, verdicts))
-        ties.append(_method_ties(name, labelled, verdicts, undecided, _fuse_undecided(name, labelled, undecided)))
+        ties.append(_method_ties(name, labelled, verdicts, undecided, undecided_verdicts))
     for name, made in (fused or {}).items():
         step(name)
         scored.append(score_verdicts(name, labelled, made))
@@ -217,9 +224,9 @@ def evaluate(
 
 
 def _has_columnar_form(name: str) -> bool:
-    """True for a voting rule, a recalibrated voting rule and dawid_skene (fused over arrays, not
-    item by item)."""
-    return name in COLUMNAR_METHODS or name == DAWID_SKENE or columnar_recalibrated(get_method(name))
+    """True for a voting rule, a recalibrated voting rule, dawid_skene, stacked and offset_stacked
+    (fused over arrays, not item by item)."""
+    return name in COLUMNAR_METHODS or name == DAWID_SKENE or columnar_learned(get_method(name))
 
 
 def _fuse_columnar(
@@ -310,6 +317,27 @@ def _fuse(
 
         return cross_fit_predict(fresh, batches, labels, n_folds=options.n_folds, seed=options.seed)
     return predict_many(method, batches)  # a label-free method (dawid_skene) fits on every item here
+
+
+def _fuse_with_ties(
+    name: str,
+    labelled: Sequence[JudgedItem],
+    undecided: Sequence[JudgedItem],
+    options: EvaluationOptions,
+    fitted: list[FusionMethod],
+) -> tuple[list[Verdict], list[Verdict]]:
+    """Cross-fitted verdicts of a method that learns from tie labels (``fits_tie_labels``) on the
+    A/B-labelled and the tie/both_bad-labelled items together (each held out once, the folds
+    stratified by outcome): (the labelled items' verdicts, the undecided items')."""
+    batches = [judged.votes for judged in [*labelled, *undecided]]
+    outcomes = [judged.item.outcome or "" for judged in [*labelled, *undecided]]
+
+    def fresh() -> FusionMethod:
+        fitted.append(get_method(name))
+        return fitted[-1]
+
+    verdicts = cross_fit_outcomes(fresh, batches, outcomes, n_folds=options.n_folds, seed=options.seed)
+    return verdicts[: len(labelled)], verdicts[len(labelled) :]
 
 
 def choice_summary(fitted: Sequence[FusionMethod]) -> str:

@@ -37,6 +37,19 @@ within it, the lower mean wins. (A first version ranked ``<base>+platt`` one ste
 than its base: with 80 labels the one-standard-error rule then kept raw ``majority`` in most
 folds, whose vote share made the row's ECE 13% on the strong-judge panel.)
 
+**Ties** (issue 43, item 4). ``fit`` also takes ``tie`` labels (``fits_tie_labels``; ``both_bad``
+labels are left out). The choice above is made and fitted on the A/B labels only; with at least
+:data:`MIN_TIE_LABELS` tie labels a **tie model** is fitted besides: a logistic regression (L2,
+:data:`TIE_PENALTY`) of "the label is a tie" on :data:`TIE_FEATURES` (the share of the item's
+votes that say tie, the share that failed, the margin ``|logit P(A)|`` of the chosen method),
+over the A/B-labelled items (with their out-of-fold P(A)) and the tie-labelled ones (P(A) of the
+method fitted on the A/B labels, which saw no tie label). A verdict then answers **tie** (an
+exact tie: no choice, confidence 0.5, routed to review in the service) where ``P(tie)`` is above
+``(1 - P(tie)) x`` the chosen letter's confidence: where a tie is the likeliest of the three
+answers. Offline, ``eval`` cross-fits such a method over the A/B- and tie-labelled items together
+(:func:`~judgefuse.fusion.crossfit.cross_fit_outcomes`), so no tie label scores a model that saw
+it. The service refits on A/B labels only, so a served ``auto`` has no tie model.
+
 Cross-fitted comparisons by log-loss, not accuracy: log-loss sees both the choice and the
 confidence, and it is what the recalibrator and the learners minimise. Offline (``judgefuse eval``)
 ``auto`` is itself cross-fitted, so its choice is made afresh in each fold on the training folds
@@ -70,10 +83,11 @@ from numpy.typing import NDArray
 from judgefuse.calibration.recalibration import make_recalibrator
 from judgefuse.fusion.capabilities import method_params, restore_method
 from judgefuse.fusion.crossfit import cross_fit_predict, fold_indices, predict_many
+from judgefuse.fusion.offset_stacking import fit_offset_logistic
 from judgefuse.fusion.recalibrated import Recalibrated
 from judgefuse.fusion.registry import FusionMethod, NotEnoughLabels, NotFitted, fusion_method, get_method, requires_fit
 from judgefuse.fusion.stacking import check_labels
-from judgefuse.fusion.verdict import Verdict
+from judgefuse.fusion.verdict import TIE_NOTE, Verdict
 from judgefuse.judges.types import JudgeVote
 
 __all__ = [
@@ -109,6 +123,27 @@ SE_RULE = 1.0
 """How many standard errors (of the paired per-item log-loss difference) a more complex candidate
 must gain over a simpler one to be chosen: the one-standard-error rule."""
 LOSS_CLIP = 1e-6
+MIN_TIE_LABELS = 10
+"""Tie labels below which no tie model is fitted (auto then never answers a tie of its own)."""
+TIE_PENALTY = 1.0
+"""L2 penalty of the tie model's weights."""
+TIE_FEATURES = ("tie_share", "failed_share", "margin")
+"""The tie model's features per item: the share of its votes that say tie, the share that failed
+(no letter, no tie), and ``|logit P(A)|`` of the chosen method (clipped at 10)."""
+
+
+def tie_features(batches: Sequence[Sequence[JudgeVote]], p_a: NDArray[np.float64]) -> NDArray[np.float64]:
+    """:data:`TIE_FEATURES` of each item (``p_a``: the chosen method's P(A) of each)."""
+    shares = np.asarray(
+        [
+            (sum(v.tie for v in votes) / len(votes), sum(v.failed for v in votes) / len(votes)) if votes else (0.0, 1.0)
+            for votes in batches
+        ],
+        dtype=float,
+    ).reshape(len(batches), 2)
+    p = np.clip(p_a, 1e-6, 1.0 - 1e-6)
+    margin = np.minimum(np.abs(np.log(p) - np.log1p(-p)), 10.0)
+    return np.column_stack([shares, margin])
 
 
 def complexity(name: str) -> int:
@@ -184,6 +219,8 @@ class AutoFusion:
     """The candidate chosen on the labels by cross-validated log-loss (module docstring)."""
 
     requires_fit = True
+    fits_tie_labels = True
+    """``fit`` takes ``tie`` (and ``both_bad``) labels beside A and B: the tie model (module docstring)."""
     eval_by_default = False
     """Not among ``judgefuse eval``'s default rows: cross-fitted, each fold refits every candidate in
     five inner folds (45 s of CPU on JudgeBench's 350 items, against ~4 s for ``offset_stacked``);
@@ -220,6 +257,8 @@ class AutoFusion:
         self.reason = ""
         """How the choice was made, in a sentence."""
         self.n_labels = 0
+        self.tie_model: dict[str, Any] | None = None
+        """The tie model's intercept and weights (:data:`TIE_FEATURES`), None without tie labels."""
         self.model: FusionMethod | None = None
         self.model_version: str | None = None
 
@@ -233,7 +272,30 @@ class AutoFusion:
 
     # -- the comparison ---------------------------------------------------------------------
 
-    def fit(self, batches: Sequence[Sequence[JudgeVote]], labels: Sequence[Literal["A", "B"]]) -> Self:
+    def fit(self, batches: Sequence[Sequence[JudgeVote]], labels: Sequence[str]) -> Self:
+        """Choose and fit on the A/B labels (module docstring); with :data:`MIN_TIE_LABELS` or
+        more ``tie`` labels among ``labels``, fit the tie model too (``both_bad`` labels are left
+        out: neither answer is acceptable, which is not an outcome to predict)."""
+        if len(batches) != len(labels):
+            raise ValueError(f"length mismatch: {len(batches)} batches, {len(labels)} labels")
+        unknown = sorted({repr(label) for label in labels if label not in ("A", "B", "tie", "both_bad")})
+        if unknown:
+            raise ValueError(f"labels must be 'A', 'B', 'tie' or 'both_bad', got {', '.join(unknown[:5])}")
+        decided = [i for i, label in enumerate(labels) if label in ("A", "B")]
+        tied = [i for i, label in enumerate(labels) if label == "tie"]
+        letters: list[Literal["A", "B"]] = [labels[i] for i in decided]  # type: ignore[misc]
+        oof_p_a = self._fit_decided([batches[i] for i in decided], letters)
+        self.tie_model = None
+        if oof_p_a is not None and len(tied) >= MIN_TIE_LABELS:
+            self._fit_ties([batches[i] for i in decided], oof_p_a, [batches[i] for i in tied])
+        self.model_version = self._version()
+        return self
+
+    def _fit_decided(
+        self, batches: Sequence[Sequence[JudgeVote]], labels: Sequence[Literal["A", "B"]]
+    ) -> NDArray[np.float64] | None:
+        """The choice and its fit on A/B labels; the chosen candidate's out-of-fold P(A) per item
+        (None for the fallback, which compared nothing)."""
         y = check_labels(batches, labels, min_labels=self.min_labels).astype(float)
         self.n_labels = int(y.size)
         k = min(self.n_folds, int(min(y.sum(), y.size - y.sum())))
@@ -241,11 +303,12 @@ class AutoFusion:
             self._settle(FALLBACK, batches, labels, {}, k)
             self.scores, self.skipped = [], {}
             self.reason = f"{int(y.sum())} A and {int(y.size - y.sum())} B labels: too few to compare; cold-start rule"
-            return self
+            return None
         folds = fold_indices(labels, n_folds=k, seed=self.seed)
         losses: dict[str, NDArray[np.float64]] = {}
         accuracy: dict[str, float] = {}
         out_of_fold: dict[str, list[Verdict]] = {}
+        p_a_of: dict[str, NDArray[np.float64]] = {}
         self.skipped = {}
         for base in self.bases:
             try:
@@ -254,11 +317,11 @@ class AutoFusion:
                 self.skipped[base] = str(exc)
                 continue
             out_of_fold[base] = verdicts
-            p_a = _p_a(verdicts)
+            p_a = p_a_of[base] = _p_a(verdicts)
             losses[base], accuracy[base] = log_losses(p_a, y), _accuracy(p_a, y)
             recalibrated = f"{base}+{self.recalibrator}"
             try:
-                p_a = self._recalibrated_out_of_fold(verdicts, y, folds)
+                p_a = p_a_of[recalibrated] = self._recalibrated_out_of_fold(verdicts, y, folds)
             except NotEnoughLabels as exc:
                 self.skipped[recalibrated] = str(exc)
                 continue
@@ -277,7 +340,23 @@ class AutoFusion:
             f"{chosen.standard_error:.4f}); {len(self.scores)} candidates, {k}-fold"
         )
         self._settle(chosen.name, batches, labels, out_of_fold, k)
-        return self
+        return p_a_of[chosen.name]
+
+    def _fit_ties(
+        self,
+        decided: Sequence[Sequence[JudgeVote]],
+        decided_p_a: NDArray[np.float64],
+        tied: Sequence[Sequence[JudgeVote]],
+    ) -> None:
+        """The tie model: P(tie label) from each item's votes and the chosen method's P(A), fitted
+        on the A/B-labelled items (their out-of-fold P(A)) against the tie-labelled ones (P(A) of
+        the method fitted on the A/B labels, which never saw a tie label)."""
+        assert self.model is not None
+        tied_p_a = _p_a(predict_many(self.model, tied))
+        x = np.vstack([tie_features(decided, decided_p_a), tie_features(tied, tied_p_a)])
+        y = np.concatenate([np.zeros(len(decided)), np.ones(len(tied))])
+        intercept, weights = fit_offset_logistic(x, y, np.zeros(y.size), TIE_PENALTY, intercept_penalty=1e-6)
+        self.tie_model = {"intercept": intercept, "weights": [float(w) for w in weights], "n_tie_labels": len(tied)}
 
     def _recalibrated_out_of_fold(
         self, verdicts: Sequence[Verdict], y: NDArray[np.float64], folds: Sequence[NDArray[np.int64]]
@@ -332,7 +411,12 @@ class AutoFusion:
         self.model_version = self._version()
 
     def _version(self) -> str:
-        state = {"chosen": self.chosen, "model": getattr(self.model, "model_version", None) or self.chosen}
+        state: dict[str, Any] = {
+            "chosen": self.chosen,
+            "model": getattr(self.model, "model_version", None) or self.chosen,
+        }
+        if getattr(self, "tie_model", None) is not None:
+            state["tie_model"] = self.tie_model
         return hashlib.sha256(json.dumps(state, sort_keys=True).encode()).hexdigest()[:12]
 
     # -- predict ----------------------------------------------------------------------------
@@ -342,7 +426,25 @@ class AutoFusion:
         if self.model is None:
             raise NotFitted(f"{self.name} must be fitted before use")
         note = f"auto: {self.chosen}"
-        return [self._stamp(v, note) for v in predict_many(self.model, batches)]
+        verdicts = [self._stamp(v, note) for v in predict_many(self.model, batches)]
+        if self.tie_model is None:
+            return verdicts
+        p_a = _p_a(verdicts)
+        weights = np.asarray(self.tie_model["weights"], dtype=float)
+        z = float(self.tie_model["intercept"]) + tie_features(batches, p_a) @ weights
+        p_tie = 1.0 / (1.0 + np.exp(-np.clip(z, -35.0, 35.0)))
+        return [
+            self._tie(v, float(pt)) if v.choice is not None and pt > (1.0 - pt) * v.confidence else v
+            for v, pt in zip(verdicts, p_tie.tolist(), strict=True)
+        ]
+
+    def _tie(self, verdict: Verdict, p_tie: float) -> Verdict:
+        """An exact tie: the tie model's P(tie) is above the chosen letter's P(letter and not tie)."""
+        letter = (1.0 - p_tie) * verdict.confidence
+        return verdict.model_copy(update={
+            "choice": None, "confidence": 0.5, "p_a": 0.5, "tie_broken": False,
+            "notes": [TIE_NOTE, *verdict.notes, f"auto: tie predicted: P(tie) {p_tie:.3f} > P({verdict.choice}) {letter:.3f}"],
+        })  # fmt: skip
 
     def _stamp(self, verdict: Verdict, note: str) -> Verdict:
         update: dict[str, Any] = {
@@ -390,6 +492,7 @@ class AutoFusion:
             "reason": self.reason,
             "scores": [score.as_dict() for score in self.scores],
             "skipped": dict(self.skipped),
+            "tie_model": self.tie_model,
             "model_version": self.model_version,
         }
 
@@ -420,6 +523,13 @@ class AutoFusion:
         method.reason = str(params.get("reason", ""))
         method.scores = [CandidateScore(**score) for score in params.get("scores", [])]
         method.skipped = {str(k): str(v) for k, v in dict(params.get("skipped", {})).items()}
+        tie_model = params.get("tie_model")
+        if tie_model is not None:
+            if len(tie_model["weights"]) != len(TIE_FEATURES):
+                raise ValueError(f"auto model: the tie model has {len(tie_model['weights'])} weights, not "
+                                 f"{len(TIE_FEATURES)}")  # fmt: skip
+            method.tie_model = {"intercept": float(tie_model["intercept"]), "weights": [float(w) for w in
+                                tie_model["weights"]], "n_tie_labels": int(tie_model.get("n_tie_labels", 0))}  # fmt: skip
         method.model_version = method._version()
         return method
 

@@ -86,3 +86,49 @@ def cross_fit_predict(
             out[i] = verdict
     assert all(v is not None for v in out)
     return [v for v in out if v is not None]
+
+
+def outcome_folds(outcomes: Sequence[str], *, n_folds: int = 5, seed: int = 0) -> list[np.ndarray]:
+    """The held-out indices of each fold over labels that may be ``tie`` or ``both_bad`` too:
+    A, B and the rest (tie, both_bad) are each shuffled with ``seed`` and dealt round-robin, so
+    every fold gets its share of each. ``NotEnoughLabels`` when A or B has fewer than ``n_folds``
+    items (the rest may have fewer: some folds then hold none)."""
+    if n_folds < 2:
+        raise ValueError("n_folds must be >= 2")
+    rng = np.random.default_rng(seed)
+    fold = np.empty(len(outcomes), dtype=np.int64)
+    for group in (("A",), ("B",), ("tie", "both_bad")):
+        members = np.asarray([i for i, outcome in enumerate(outcomes) if outcome in group], dtype=np.int64)
+        if group != ("tie", "both_bad") and members.size < n_folds:
+            raise NotEnoughLabels(
+                f"{members.size} {group[0]} labels; cross-fitting over {n_folds} folds needs at least {n_folds}"
+            )
+        fold[rng.permutation(members)] = np.arange(members.size) % n_folds
+    return [np.flatnonzero(fold == k) for k in range(n_folds)]
+
+
+def cross_fit_outcomes(
+    method_factory: Callable[[], FusionMethod],
+    batches: Sequence[Sequence[JudgeVote]],
+    outcomes: Sequence[str],
+    *,
+    n_folds: int = 5,
+    seed: int = 0,
+) -> list[Verdict]:
+    """:func:`cross_fit_predict` for a method whose ``fit`` takes tie labels
+    (``fits_tie_labels``, e.g. ``auto``): ``outcomes`` are ``A``, ``B``, ``tie`` or ``both_bad``,
+    every item is held out once (:func:`outcome_folds`) and scored by a fit on the others."""
+    if len(batches) != len(outcomes):
+        raise ValueError(f"length mismatch: {len(batches)} batches, {len(outcomes)} labels")
+    out: list[Verdict | None] = [None] * len(batches)
+    for k, test in enumerate(outcome_folds(outcomes, n_folds=n_folds, seed=seed)):
+        held_out = set(test.tolist())
+        train = [i for i in range(len(batches)) if i not in held_out]
+        method = method_factory()
+        method.fit([batches[i] for i in train], [outcomes[i] for i in train])  # type: ignore[attr-defined]
+        note = f"cross-fitted: fold {k + 1}/{n_folds}, fitted on {len(train)} items (tie labels included)"
+        held = test.tolist()
+        for i, verdict in zip(held, predict_many(method, [batches[i] for i in held]), strict=True):
+            verdict.notes.append(note)
+            out[i] = verdict
+    return [v for v in out if v is not None]

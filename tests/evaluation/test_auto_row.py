@@ -64,3 +64,27 @@ def test_eval_prints_what_auto_chose(
     assert main(["eval", str(data), "--format", "votes", "--methods", "majority", "auto", "--bootstrap", "10"]) == 0
     out = capsys.readouterr().out
     assert "auto chose (cross-validated log-loss on each fold's training labels): " in out
+
+
+def test_with_tie_labels_auto_is_cross_fitted_on_them_and_answers_ties() -> None:
+    rng = np.random.default_rng(5)
+    items = []
+    for i in range(400):
+        truth = "tie" if rng.random() < 0.2 else ("A" if rng.random() < 0.5 else "B")
+        votes = []
+        for k, accuracy in enumerate((0.6, 0.65, 0.7, 0.75)):
+            if rng.random() < (0.5 if truth == "tie" else 0.05):
+                votes.append(JudgeVote(judge=f"j{k}", mode="sc", tie=True))
+                continue
+            right = truth != "tie" and rng.random() < accuracy
+            choice = truth if right else ("A" if truth == "B" else "B" if truth == "A" else rng.choice(["A", "B"]))
+            votes.append(JudgeVote(judge=f"j{k}", mode="sc", choice=str(choice), confidence=0.8))  # type: ignore[arg-type]
+        item = PairwiseItem(id=f"i{i}", question="q", answer_a="a", answer_b="b", label=truth)  # type: ignore[arg-type]
+        items.append(JudgedItem(item=item, votes=votes))
+    evaluation = evaluate(items, options=EvaluationOptions(methods=("majority", "auto"), n_bootstrap=10))
+    ties = {t.name: t for t in evaluation.ties}
+    assert ties["auto"].n_tie_answers > 20 and ties["auto"].tie_precision is not None
+    assert ties["auto"].tie_precision > 0.4  # tie labels are 23% of the items
+    assert ties["auto"].three_way_accuracy is not None and ties["majority"].three_way_accuracy is not None
+    assert ties["auto"].three_way_accuracy > ties["majority"].three_way_accuracy + 0.05
+    assert evaluation.row("auto").row.correct.size == ties["auto"].n_decided_labels

@@ -200,3 +200,62 @@ def test_refuses_unknown_params_and_unfitted_use() -> None:
         AutoFusion.from_params({"format": "other"})
     with pytest.raises(Exception, match="must be fitted"):
         AutoFusion().predict([[_vote("j0", "A", 0.9)]])
+
+
+def _with_ties(n: int, seed: int) -> tuple[list[list[JudgeVote]], list[str]]:
+    """Five judges (0.6-0.75); 20% of the labels are ties, on which each judge says tie with
+    probability 0.4 (5% on A/B items), else A or B at random."""
+    rng = np.random.default_rng(seed)
+    batches, labels = [], []
+    for _ in range(n):
+        truth = "tie" if rng.random() < 0.2 else ("A" if rng.random() < 0.5 else "B")
+        votes = []
+        for k, accuracy in enumerate((0.60, 0.64, 0.68, 0.71, 0.75)):
+            if rng.random() < (0.4 if truth == "tie" else 0.05):
+                votes.append(JudgeVote(judge=f"j{k}", mode="sc", tie=True))
+                continue
+            if truth == "tie":
+                choice = "A" if rng.random() < 0.5 else "B"
+            else:
+                choice = truth if rng.random() < accuracy else _other(truth)
+            votes.append(_vote(f"j{k}", choice, float(rng.uniform(0.5, 1.0))))
+        batches.append(votes)
+        labels.append(truth)
+    return batches, labels
+
+
+def test_tie_labels_teach_it_to_answer_tie() -> None:
+    from judgefuse.fusion.verdict import is_tie
+
+    batches, labels = _with_ties(600, 7)
+    method = AutoFusion().fit(batches, labels)
+    assert method.tie_model is not None and method.tie_model["n_tie_labels"] == labels.count("tie")
+    assert method.n_labels == len(labels) - labels.count("tie")  # the A/B choice is fitted on A/B labels
+    test_batches, test_labels = _with_ties(600, 8)
+    verdicts = method.predict(test_batches)
+    answers = ["tie" if is_tie(v) else v.choice for v in verdicts]
+    tie_answers = [label for answer, label in zip(answers, test_labels, strict=True) if answer == "tie"]
+    assert len(tie_answers) > 40 and tie_answers.count("tie") / len(tie_answers) > 0.7
+    three_way = np.mean([a == label for a, label in zip(answers, test_labels, strict=True)])
+    without = np.mean([v.choice == label for v, label in zip(AutoFusion().fit(
+        [b for b, label in zip(batches, labels, strict=True) if label != "tie"],
+        [label for label in labels if label != "tie"]).predict(test_batches), test_labels, strict=True)])  # fmt: skip
+    assert three_way > without + 0.05
+    restored = restore_method("auto", json.loads(json.dumps(method_params(method))))
+    assert isinstance(restored, AutoFusion) and restored.tie_model == method.tie_model
+    assert [is_tie(v) for v in restored.predict(test_batches)] == [is_tie(v) for v in verdicts]
+    assert restored.model_version == method.model_version
+
+
+def test_cross_fitting_over_tie_labels_holds_every_item_out_once() -> None:
+    from judgefuse.fusion.crossfit import outcome_folds
+
+    outcomes = ["A"] * 20 + ["B"] * 15 + ["tie"] * 7 + ["both_bad"] * 2
+    folds = outcome_folds(outcomes, n_folds=5, seed=3)
+    held = np.sort(np.concatenate(folds))
+    assert held.tolist() == list(range(len(outcomes)))
+    for fold in folds:
+        chosen = [outcomes[i] for i in fold]
+        assert chosen.count("A") == 4 and chosen.count("B") == 3
+    with pytest.raises(Exception, match="3 B labels"):
+        outcome_folds(["A"] * 10 + ["B"] * 3, n_folds=5)
