@@ -36,6 +36,7 @@ COMMAND_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("judgefuse.evaluation.commands", ("eval", "compare")),
     ("judgefuse.evaluation.tune_command", ("tune",)),
     ("judgefuse.evaluation.winrate_command", ("winrate",)),
+    ("judgefuse.evaluation.plan_command", ("plan",)),
     ("judgefuse.evaluation.judge_command", ("judge",)),
     ("judgefuse.judges.local.commands", ("model",)),
     ("judgefuse.service.commands.serve", ("serve",)),

@@ -1,0 +1,127 @@
+"""How many audit labels a day an interval of a given width needs (issue 44, the planner).
+
+The inverse of :func:`.label_budget.expected_half_width`: a gateway routes ``review_per_day``
+verdicts to review (labelled by the review itself: a census, no sampling variance) and
+auto-accepts ``auto_per_day``, of which a share ``r`` is audited. Over a window of ``days`` the
+auto stratum holds ``N = auto_per_day x days`` verdicts and ``n = r N`` audit labels; with a
+per-verdict standard deviation ``S`` of correctness the stratified estimate of the auto-accept
+precision has variance ``S^2 (1 - r) / (r N)`` (finite-population corrected), and the window's
+accuracy ``W^2`` times that (``W``: the auto stratum's share of traffic; review adds nothing).
+Setting ``z^2 var = h^2`` for the half-width ``h = width / 2`` gives
+
+    r = 1 / (1 + h^2 N / (z^2 S^2))          (precision; accuracy: h / W in place of h)
+
+which is below 1 for any ``h > 0``: auditing everything gives an exact answer.
+
+Two designs: **uniform** audits use ``S = sqrt(p (1 - p))`` of the stratum's precision ``p``;
+**active** audits by confidence band (:mod:`.audit_bands`) the Neyman-allocated spread
+``S = sum_h W_h S_h`` over the bands (the band shares ``W_h`` and spreads ``S_h``), which is the
+same variance at the rates the bands' plan gives. Normal approximation: a plan, not a bound;
+the small-sample guard of the service's intervals adds a little width at a few dozen labels.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+from scipy.stats import norm
+
+__all__ = ["WidthPlan", "audit_rate_for_width", "plan_widths"]
+
+
+def audit_rate_for_width(
+    width: float, population: float, sd: float, *, share: float = 1.0, level: float = 0.95
+) -> float:
+    """The audit rate whose stratified interval on a stratum of ``population`` verdicts with
+    spread ``sd`` is ``width`` wide (two-sided ``level``), for a mean of which that stratum is
+    ``share`` (module docstring). 0 when the spread is 0 or the population empty."""
+    if not width > 0:
+        raise ValueError(f"width must be > 0, got {width!r}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level!r}")
+    if not 0 < share <= 1:
+        raise ValueError(f"share must lie in (0, 1], got {share!r}")
+    if population <= 0 or sd <= 0:
+        return 0.0
+    z = float(norm.ppf(0.5 + level / 2.0))
+    h = width / 2.0 / share
+    return 1.0 / (1.0 + h * h * population / (z * z * sd * sd))
+
+
+@dataclass(frozen=True)
+class WidthPlan:
+    """Audit rates and labels a day for one target ``width`` over a ``days`` window."""
+
+    width: float
+    days: float
+    review_per_day: float
+    auto_per_day: float
+    precision: float
+    """The auto-accepted verdicts' precision the plan assumes (audit labels, else confidence)."""
+    precision_basis: str
+    sd_uniform: float
+    sd_active: float
+    rates: dict[str, float]
+    """``{"precision/uniform": r, "precision/active": r, "accuracy/uniform": r, ...}``."""
+
+    def labels_per_day(self, key: str) -> float:
+        return self.rates[key] * self.auto_per_day
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["labels_per_day"] = {key: self.labels_per_day(key) for key in self.rates}
+        return out
+
+
+def plan_widths(
+    auto_confidence: np.ndarray,
+    auto_correct: np.ndarray,
+    *,
+    review_per_day: float,
+    auto_per_day: float,
+    width: float,
+    days: float,
+    bands: int = 3,
+    level: float = 0.95,
+) -> WidthPlan:
+    """The plan from a period of traffic: the auto-accepted verdicts' fused confidences and
+    their audit labels (1/0, NaN where not audited) set ``p`` and the band spreads; the daily
+    volumes and the window set ``N`` and ``W``."""
+    from .audit_bands import plan_audit_bands
+
+    c = np.asarray(auto_confidence, dtype=np.float64)
+    y = np.asarray(auto_correct, dtype=np.float64)
+    if c.size == 0 or c.shape != y.shape:
+        raise ValueError("auto_confidence must be non-empty, with a label (or NaN) for each")
+    if not (days > 0 and auto_per_day > 0 and review_per_day >= 0):
+        raise ValueError("days and auto_per_day must be > 0, review_per_day >= 0")
+    labelled = y[np.isfinite(y)]
+    if labelled.size:
+        p, basis = float(labelled.mean()), f"{labelled.size} audit labels"
+    else:
+        p, basis = float(c.mean()), "the mean fused confidence (no audit label yet)"
+    p = min(max(p, 1e-3), 1.0 - 1e-3)
+    sd_uniform = math.sqrt(p * (1.0 - p))
+    plan = plan_audit_bands(c, y, mean_rate=0.1, bands=bands)
+    which = np.searchsorted(np.asarray(plan.edges), c, side="right")
+    sd_active = 0.0
+    for h in range(len(plan.rates)):
+        members = which == h
+        if not members.any():
+            continue
+        known = y[members][np.isfinite(y[members])]
+        mean_c = float(c[members].mean())
+        p_h = (float(known.sum()) + 10.0 * mean_c) / (known.size + 10.0)
+        p_h = min(max(p_h, 1e-3), 1.0 - 1e-3)
+        sd_active += float(members.mean()) * math.sqrt(p_h * (1.0 - p_h))
+    population = auto_per_day * days
+    share = auto_per_day / (auto_per_day + review_per_day)
+    rates = {
+        f"{metric}/{design}": audit_rate_for_width(width, population, sd, share=s, level=level)
+        for metric, s in (("precision", 1.0), ("accuracy", share))
+        for design, sd in (("uniform", sd_uniform), ("active", sd_active))
+    }
+    return WidthPlan(width, days, review_per_day, auto_per_day, p, basis, sd_uniform, sd_active, rates)
