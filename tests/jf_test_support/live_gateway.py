@@ -18,10 +18,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from app_support import JUDGES, PLANTED, TENANT_KEYS, Script, make_settings, panel_yaml, uvicorn_server
-from panel_support import external_panel
 
 from jf_test_support import openai_stub as stub_module
 from judgefuse.service.app import create_app
+
+EXAMPLE_EXT_PANEL = Path(__file__).resolve().parents[2] / "examples" / "panels" / "ext.yaml"
+"""The external-votes panel the Python client page names (``panel="ext"``), as the docs ship it."""
 
 T = TypeVar("T")
 API_KEY = TENANT_KEYS["tenant-a"]
@@ -76,7 +78,7 @@ def live_gateway(tmp_path: Path, *, judges: tuple[str, ...] = JUDGES, quorum: in
             stub.handler = script.handler
             stub.require_key = PLANTED
             panels = [panel_yaml(tmp_path, stub.url, judges=judges, quorum=quorum)]
-            panels.append(external_panel(tmp_path))  # "ext": judges whose votes are posted
+            panels.append(EXAMPLE_EXT_PANEL)  # "ext": judges whose votes are posted (the docs' file)
             panels += [panel_yaml(tmp_path, stub.url, judges=judges, quorum=quorum, name=name)
                        for name in extra_panels]
             values = {"storage_url": f"sqlite:///{tmp_path / 'gateway.sqlite3'}", **overrides}
