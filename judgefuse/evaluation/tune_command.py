@@ -45,7 +45,7 @@ from judgefuse.fusion import cross_fit_predict, get_method, requires_fit
 from judgefuse.fusion.cascade import Cascade, CascadeStage
 from judgefuse.fusion.cascade_tuning import CascadeReport, tune_cascade
 from judgefuse.fusion.columnar import COLUMNAR_METHODS, VoteColumns, fuse_columns
-from judgefuse.fusion.columnar_crossfit import columnar_recalibrated, cross_fit_columns
+from judgefuse.fusion.columnar_crossfit import columnar_learned, cross_fit_columns
 from judgefuse.judges.types import JudgedItem, Letter
 
 DEFAULT_METHOD = "majority"
@@ -143,9 +143,9 @@ def scored_row(
     name = method or DEFAULT_METHOD
     fusion = get_method(name)  # an unknown name fails here, listing the known ones
     batches = [judged.votes for judged in labelled]
-    if name in COLUMNAR_METHODS or columnar_recalibrated(fusion):
-        # a voting rule or a recalibrated one: over arrays (judgefuse.fusion.columnar), the
-        # per-item path's row to the bit, cross-fitted on the same folds
+    if name in COLUMNAR_METHODS or columnar_learned(fusion):
+        # a voting rule, a recalibrated one or stacking: over arrays (judgefuse.fusion.columnar,
+        # .columnar_stacking), the per-item path's row, cross-fitted on the same folds
         columns = VoteColumns.from_batches(batches)
         if name in COLUMNAR_METHODS:
             fused = fuse_columns(name, columns)

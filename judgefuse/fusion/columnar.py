@@ -17,7 +17,7 @@ synthetic panels with every case (one valid vote, tie votes, no valid vote, tied
 rules' definitions, tie tolerance included, are in :mod:`judgefuse.fusion.voting`. The numbers
 are the per-item rules' to the bit, not only to 1e-9: a confidence one ulp off can fall in the
 next ECE bin or past a histogram recalibrator's edge. So the scores are ``math.fsum``'s
-correctly rounded sums (:func:`_fsum_rows`: a running sum whose every step is checked exact,
+correctly rounded sums (:func:`fsum_rows`: a running sum whose every step is checked exact,
 ``math.fsum`` only on the rows where a step rounded) and the entropy weight is voting's own
 ``math.log2`` formula applied to each distinct confidence.
 """
@@ -25,8 +25,8 @@ correctly rounded sums (:func:`_fsum_rows`: a running sum whose every step is ch
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
@@ -50,7 +50,9 @@ class VoteColumns:
     ``tie`` a tie vote; ``confidence`` is 0 and ``p_a`` NaN where a vote has none. ``judge`` is
     the index of the vote's judge in ``judges`` (-1 for an empty slot). ``cost_usd`` and
     ``calls`` are per item (every vote's), what a scored row adds up; ``vote_cost_usd`` and
-    ``vote_calls`` per vote (a judge's row adds up its own).
+    ``vote_calls`` per vote (a judge's row adds up its own). ``signals`` holds, per key of any
+    vote's ``signals``, an items x slots array of the values (NaN where a vote has none): what
+    stacking reads (:mod:`judgefuse.fusion.columnar_stacking`).
     """
 
     present: Bools
@@ -65,6 +67,7 @@ class VoteColumns:
     calls: Ints
     vote_cost_usd: Floats
     vote_calls: Ints
+    signals: Mapping[str, Floats] = field(default_factory=dict)
 
     @property
     def n_items(self) -> int:
@@ -87,6 +90,7 @@ class VoteColumns:
         vote_cost = np.zeros((n, k))
         vote_calls = np.zeros((n, k), dtype=np.int64)
         names: dict[str, int] = {}
+        signals: dict[str, Floats] = {}
         for i, votes in enumerate(batches):
             item_cost = 0.0
             item_calls = 0
@@ -104,9 +108,14 @@ class VoteColumns:
                 vote_calls[i, s] = vote.calls
                 item_cost += vote.cost_usd
                 item_calls += vote.calls
+                for key, value in vote.signals.items():
+                    if key not in signals:
+                        signals[key] = np.full((n, k), np.nan)
+                    signals[key][i, s] = value
             cost[i] = item_cost
             calls[i] = item_calls
-        return cls(present, valid, says_a, tie, confidence, p_a, judge, tuple(names), cost, calls, vote_cost, vote_calls)
+        return cls(present, valid, says_a, tie, confidence, p_a, judge, tuple(names), cost, calls, vote_cost, vote_calls,
+                   signals)
 
     def take(self, rows: Ints | Sequence[int]) -> VoteColumns:
         """The columns of the items at ``rows`` (cross-fitting's folds are index arrays)."""
@@ -115,6 +124,7 @@ class VoteColumns:
             self.present[index], self.valid[index], self.says_a[index], self.tie[index],
             self.confidence[index], self.p_a[index], self.judge[index], self.judges,
             self.cost_usd[index], self.calls[index], self.vote_cost_usd[index], self.vote_calls[index],
+            {key: values[index] for key, values in self.signals.items()},
         )
 
     def first_vote(self, name: str) -> tuple[Bools, Ints]:
@@ -159,7 +169,7 @@ def _close(x: Floats, y: Floats) -> Bools:
     return np.abs(x - y) <= np.maximum(TIE_TOLERANCE * np.maximum(np.abs(x), np.abs(y)), TIE_TOLERANCE)
 
 
-def _fsum_rows(values: Floats) -> Floats:
+def fsum_rows(values: Floats) -> Floats:
     """``math.fsum`` of each row (correctly rounded, whatever the order of the terms).
 
     A running sum over the columns, each step's rounding error found by TwoSum: a row whose
@@ -231,8 +241,8 @@ def fuse_columns(method: str, columns: VoteColumns) -> FusedColumns:
     half = float(weight(np.asarray([TIE_VOTE_P_A]))[0]) / 2.0
     # the per-item rule fsums the letter's weights and half a tie vote's weight per tie vote
     tie_terms = np.where(columns.tie, half, 0.0)
-    score_a = _fsum_rows(np.where(valid_a, w, tie_terms))
-    score_b = _fsum_rows(np.where(valid_b, w, tie_terms))
+    score_a = fsum_rows(np.where(valid_a, w, tie_terms))
+    score_b = fsum_rows(np.where(valid_b, w, tie_terms))
     top_a = np.where(valid_a, columns.confidence, -1.0).max(axis=1, initial=-1.0)
     top_b = np.where(valid_b, columns.confidence, -1.0).max(axis=1, initial=-1.0)
     scores_tie = _close(score_a, score_b)
@@ -260,7 +270,7 @@ def _mean_probability(columns: VoteColumns) -> FusedColumns:
     carried = ~np.isnan(columns.p_a)
     n_carried = carried.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        mean = _fsum_rows(np.where(carried, columns.p_a, 0.0)) / n_carried
+        mean = fsum_rows(np.where(carried, columns.p_a, 0.0)) / n_carried
     answer = np.where(mean > 0.5, A, B).astype(np.int8)
     answer[_close(mean, np.full_like(mean, 0.5))] = TIE
     answer[n_carried == 0] = NONE

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from judgefuse.fusion.columnar import COLUMNAR_METHODS, A, B, Bools, FusedColumns, VoteColumns, fuse_columns
+from judgefuse.fusion.columnar_stacking import columnar_stacking, cross_fit_stacking, fit_and_apply_stacking
 from judgefuse.fusion.crossfit import fold_indices
 from judgefuse.fusion.recalibrated import Recalibrated
 from judgefuse.fusion.registry import FusionMethod, NotEnoughLabels, get_method
@@ -32,6 +33,12 @@ def columnar_recalibrated(method: FusionMethod) -> bool:
     return isinstance(method, Recalibrated) and method.base.name in COLUMNAR_METHODS and not getattr(
         method.base, "requires_fit", False
     )
+
+
+def columnar_learned(method: FusionMethod) -> bool:
+    """True for a learned method :func:`cross_fit_columns` fits over arrays: a recalibrated
+    voting rule, ``stacked`` or ``offset_stacked`` (:mod:`.columnar_stacking`)."""
+    return columnar_recalibrated(method) or columnar_stacking(method)
 
 
 def fit_recalibrator(method: Recalibrated, base: FusedColumns, label_a: Bools) -> None:
@@ -63,8 +70,11 @@ def cross_fit_columns(
     name: str, columns: VoteColumns, labels: Sequence[Letter], *, n_folds: int = 5, seed: int = 0
 ) -> FusedColumns:
     """Out-of-fold verdicts of the recalibrated voting rule ``name`` for every item, as
-    :func:`~judgefuse.fusion.crossfit.cross_fit_predict` gives them (see the module docstring)."""
+    :func:`~judgefuse.fusion.crossfit.cross_fit_predict` gives them (see the module docstring);
+    ``stacked`` and ``offset_stacked`` by :func:`~.columnar_stacking.cross_fit_stacking`."""
     probe = get_method(name)
+    if columnar_stacking(probe):
+        return cross_fit_stacking(name, columns, labels, n_folds=n_folds, seed=seed)
     if not isinstance(probe, Recalibrated) or not columnar_recalibrated(probe):
         raise ValueError(f"{name!r} is not a recalibrated voting rule")
     if len(labels) != columns.n_items:
@@ -87,9 +97,12 @@ def cross_fit_columns(
 def fit_and_apply(
     name: str, train: VoteColumns, labels: Sequence[Letter], target: VoteColumns
 ) -> FusedColumns:
-    """The recalibrated voting rule ``name`` fitted on every item of ``train`` and applied to
-    ``target`` (eval's tie-labelled items: no tie label is a training label)."""
+    """The recalibrated voting rule ``name`` (or ``stacked``, ``offset_stacked``) fitted on every
+    item of ``train`` and applied to ``target`` (eval's tie-labelled items: no tie label is a
+    training label)."""
     method = get_method(name)
+    if columnar_stacking(method):
+        return fit_and_apply_stacking(name, train, labels, target)
     if not isinstance(method, Recalibrated) or not columnar_recalibrated(method):
         raise ValueError(f"{name!r} is not a recalibrated voting rule")
     label_a = np.asarray([label == "A" for label in labels], dtype=bool)
