@@ -16,7 +16,7 @@ The tree (``tests/test_errors_tree.py`` walks the package for exception classes 
     +-- InputError                        each room's typed input errors (also ValueError, KeyError, ...)
     +-- judgefuse.service.errors.ServiceError       an HTTP answer: its ``status`` and body
     |   +-- FieldProblem, InvalidFields (422), TooLarge (413), NotFound (404), Conflict (409)
-    |   +-- Forbidden (403) -- review.session.CrossSite, Unauthorized (401)
+    |   +-- Forbidden (403) -- web.sessions.CrossSite, PageRefused; Unauthorized (401) -- web.sessions.SignInRequired
     |   +-- Overloaded (503/429), QuorumLost (503)
     |   +-- kernel.shared_state.StateContention (503), review.queue.LeaseCapReached
     +-- judgefuse.service.storage.StorageError      every backend's failures, mapped at its boundary

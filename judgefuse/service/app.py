@@ -26,7 +26,6 @@ from judgefuse.service.errors import install_handlers
 from judgefuse.service.gateway import Gateway, PanelRuntime
 from judgefuse.service.kernel.metrics import ServiceMetrics
 from judgefuse.service.ops.retention_job import RetentionJob
-from judgefuse.service.review.session import SessionSigner
 from judgefuse.service.settings import Settings, load_settings
 from judgefuse.service.storage import Storage, open_storage
 from judgefuse.service.web.auth import Authenticator
@@ -40,8 +39,28 @@ from judgefuse.service.web.middleware import (
     TimingMiddleware,
 )
 from judgefuse.service.web.openapi import DESCRIPTION, install_openapi
+from judgefuse.service.web.sessions import PageRefused, SessionSigner, SignInRequired, refused_page, signin_page
 
 __all__ = ["create_app"]
+
+
+def _install_page_handlers(app: FastAPI) -> None:
+    """A page asked for by a browser without a session shows the sign-in page (401), a role
+    the page is not for a page saying so (403); API clients get the JSON errors as always."""
+    from fastapi import Request
+    from fastapi.responses import JSONResponse, Response
+
+    @app.exception_handler(SignInRequired)
+    async def _sign_in(request: Request, exc: SignInRequired) -> Response:
+        if exc.browser:
+            return signin_page(request, next_url=exc.next_url, status=401)
+        return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers())
+
+    @app.exception_handler(PageRefused)
+    async def _refused(request: Request, exc: PageRefused) -> Response:
+        if exc.browser:
+            return refused_page(request, exc)
+        return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers())
 
 log = logging.getLogger("judgefuse.service")
 
@@ -173,6 +192,7 @@ def create_app(
     )
     app.state.panels_started = {}
     install_handlers(app)
+    _install_page_handlers(app)
     from judgefuse.service.routers import ROUTERS
 
     for router in ROUTERS:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from judgefuse.service.console import dashboard
+from judgefuse.service.console import actions, dashboard, signin
 from judgefuse.service.console import routes as console
 from judgefuse.service.estimates import routes as calibration
 from judgefuse.service.judging import routes as judge
@@ -32,4 +32,6 @@ ROUTERS = [
     review_page.router,
     dashboard.router,
     console.router,
+    signin.router,
+    actions.router,
 ]

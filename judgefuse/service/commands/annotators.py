@@ -33,10 +33,11 @@ async def _run(args: argparse.Namespace, settings: Any) -> list[str]:
     async with store as storage:
         accounts = AnnotatorAccounts(storage, clock=time.time)
         if args.action == "create":
-            account, credential = await accounts.create(args.tenant, args.name, args.panel)
-            return [f"created annotator {account.name!r} (id {account.id}) of tenant {account.tenant!r}"
+            account, credential = await accounts.create(args.tenant, args.name, args.panel, role=args.role)
+            return [f"created {account.role} {account.name!r} (id {account.id}) of tenant {account.tenant!r}"
                     f"{'' if account.panels is None else ', panels ' + ', '.join(account.panels)}",
-                    "credential (shown once, give it to the annotator):", credential]
+                    f"credential (shown once, give it to the {account.role}; it signs in at /signin):",
+                    credential]
         if args.action == "rotate":
             account, credential = await accounts.rotate(args.tenant, args.annotator)
             return [f"rotated annotator {account.name!r} (id {account.id}): the old credential and "
@@ -45,9 +46,9 @@ async def _run(args: argparse.Namespace, settings: Any) -> list[str]:
             account = await accounts.revoke(args.tenant, args.annotator)
             return [f"revoked annotator {account.name!r} (id {account.id}) of tenant "
                     f"{account.tenant!r}: its credential and sessions have ended"]
-        rows = ["id\tname\tstate\tpanels\tcreated\trevoked"]
+        rows = ["id\tname\trole\tstate\tpanels\tcreated\trevoked"]
         for a in await accounts.accounts(args.tenant):
-            rows.append("\t".join([a.id, a.name, "active" if a.active else "revoked",
+            rows.append("\t".join([a.id, a.name, a.role, "active" if a.active else "revoked",
                                    ",".join(a.panels) if a.panels is not None else "*",
                                    _when(a.created_at), _when(a.revoked_at)]))
         return rows
@@ -79,10 +80,11 @@ def run_annotators(args: argparse.Namespace) -> int:
 def add_commands(subcommands: argparse._SubParsersAction) -> None:
     parser = subcommands.add_parser(
         "annotators",
-        help="create, list, revoke or rotate annotator credentials (the /review page's sign-in)",
-        description="Annotator credentials of one tenant, in the store `judgefuse serve` uses. An "
-                    "annotator credential can lease, label, skip and read its own history, "
-                    "nothing else.",
+        help="create, list, revoke or rotate account credentials (the pages' sign-in)",
+        description="Account credentials of one tenant, in the store `judgefuse serve` uses, each "
+                    "with a role: an annotator credential can lease, label, skip and read its own "
+                    "history, nothing else; an operator signs in to the console, /review and "
+                    "/metrics; a viewer reads the console and /metrics.",
     )
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     common = argparse.ArgumentParser(add_help=False)
@@ -94,7 +96,11 @@ def add_commands(subcommands: argparse._SubParsersAction) -> None:
                                             "once (only its SHA-256 is stored).")
     create.add_argument("--name", required=True, help="the annotator's name (unique among active ones)")
     create.add_argument("--panel", action="append", default=None,
-                        help="a panel it may use (repeatable; default: every panel)")
+                        help="a panel it may use (repeatable; default: every panel; annotators only)")
+    create.add_argument("--role", choices=("annotator", "operator", "viewer"), default="annotator",
+                        help="annotator (default: /review only), operator (the console, /review and "
+                             "/metrics, acting as the tenant's key) or viewer (the console and "
+                             "/metrics, read-only)")
     actions.add_parser("list", parents=[common], help="the tenant's accounts (never a credential)",
                        description="List the tenant's annotator accounts: name, panels, state and "
                                    "dates (never a credential).")

@@ -1,9 +1,11 @@
 """``/console`` (overview), ``/console/verdicts`` (the list), ``/console/verdicts/{id}`` (one).
 
-Who sees what, as on the dashboard: a tenant key sees its own tenant's panels, verdicts and
-figures; the operator's metrics token sees every tenant's overview figures side by side but no
-verdict (questions and answers are the tenant's data); in open mode the one tenant ``default``
-is everything. Annotator credentials are refused (they have ``/review``).
+Who sees what: a tenant key (or a session signed in with it, or with an operator or viewer
+account of the tenant) sees its own tenant's panels, verdicts and figures; the operator's metrics
+token sees every tenant's overview figures side by side but no verdict (questions and answers
+are the tenant's data); in open mode the one tenant ``default`` is everything. Annotator
+credentials and sessions are refused (they have ``/review``). A browser without a session gets
+the sign-in page (docs/console.md, 'Signing in').
 
 The pages are HTML with a strict Content-Security-Policy: no resource from elsewhere, only the
 inline style and the overview's small inline refresh script, forms posting nowhere but here.
@@ -19,9 +21,10 @@ from fastapi.responses import HTMLResponse
 from judgefuse.judges.types import LETTERS
 from judgefuse.service.console.deps import GatewayDep
 from judgefuse.service.console.overview import ConsoleSources, panel_overview
+from judgefuse.service.console.pages import console_page
 from judgefuse.service.console.replica import replica_figures
 from judgefuse.service.console.verdict_list import FILTER_FIELDS, ListParams, show_time
-from judgefuse.service.console.verdict_view import fmt, usd, verdict_view
+from judgefuse.service.console.verdict_view import verdict_view
 from judgefuse.service.errors import NotFound
 from judgefuse.service.estimates.deps import CalibrationDep
 from judgefuse.service.monitoring.deps import MonitoringDep
@@ -31,24 +34,10 @@ from judgefuse.service.web.deps import CallerDep
 
 router = APIRouter(tags=["console"])
 
-SECURITY_HEADERS = {
-    "Content-Security-Policy": (
-        "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
-        "connect-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; "
-        "base-uri 'none'"),
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "same-origin",
-    "Cache-Control": "no-store",
-}
 REFRESH_S = 30
 """How often the overview reloads its figures in the background."""
 SCAN_LIMIT = 1000
 """Records one list page may examine (see ``Storage.list_verdicts``)."""
-
-
-def _page(request: Request, template: str, **context: Any) -> HTMLResponse:
-    html = request.app.state.templates.get_template(template).render(fmt=fmt, usd=usd, **context)
-    return HTMLResponse(html, headers=SECURITY_HEADERS)
 
 
 def _tenant_of(caller: Caller) -> str:
@@ -82,7 +71,7 @@ async def overview(
                     monitoring=monitoring)})
     replica = replica_figures(request.app.state.metrics,
                               None if caller.tenant is None else [caller.tenant])
-    return _page(request, "console_overview.html.j2", views=views, operator=caller.tenant is None,
+    return await console_page(request, caller, "console_overview.html.j2", views=views, operator=caller.tenant is None,
                  tenant=caller.tenant, refresh_s=refresh, panels=list(gateway.panels),
                  selected=panel, replica=replica)
 
@@ -100,7 +89,7 @@ async def verdict_list(request: Request, caller: CallerDep, gateway: GatewayDep)
             tenant, checked.query, after=checked.after, limit=checked.limit, scan_limit=SCAN_LIMIT)
     rows = [_row(record) for record in page.records]
     presets = _presets(checked)
-    return _page(request, "console_verdicts.html.j2", tenant=tenant, panel=runtime.name,
+    return await console_page(request, caller, "console_verdicts.html.j2", tenant=tenant, panel=runtime.name,
                  panels=list(gateway.panels), params=checked, raw=checked.raw, rows=rows, page=page,
                  next_link=checked.link(after=page.next.token()) if page.next else None,
                  first_link=checked.link(after=None) if checked.after else None,
@@ -151,6 +140,6 @@ async def verdict_page(
     if record.threshold_version is not None:
         threshold = await gateway.storage.get_threshold(tenant, record.panel, version=record.threshold_version)
     history = await gateway.storage.label_history(tenant, verdict_id)
-    return _page(request, "console_verdict.html.j2", tenant=tenant,
+    return await console_page(request, caller, "console_verdict.html.j2", tenant=tenant,
                  v=verdict_view(record, threshold, history),
                  back=ListParams(record.panel, {}).link(), panels=list(gateway.panels))

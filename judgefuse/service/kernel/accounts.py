@@ -1,9 +1,17 @@
-"""Annotator accounts and the review page's sessions (docs/review-loop.md, 'Annotator accounts').
+"""Accounts (annotators, operators, viewers) and the pages' sessions (docs/review-loop.md,
+'Annotator accounts'; docs/console.md, 'Accounts and roles').
 
 An operator (a tenant API key, or the CLI on the gateway's store) creates a credential per
-annotator; it can lease, label, skip and read its own history, nothing else (the routes refuse
-it everywhere else with 403, see :mod:`judgefuse.service.web.auth`). Tenant keys stay the
-pipeline's and the operator's: annotators no longer need them.
+person, with a role:
+
+* ``annotator`` (the default): leases, labels, skips and reads its own history, over the API or
+  on ``/review``, nothing else (the routes refuse it everywhere else with 403, see
+  :mod:`judgefuse.service.web.auth`);
+* ``operator``: signs in to the pages (``/console``, ``/review``, ``/metrics``) and does there
+  what the tenant's key may do (the API still takes the tenant key);
+* ``viewer``: signs in to read the console and ``/metrics``; posts nothing.
+
+Tenant keys stay the pipeline's and the operator's: annotators no longer need them.
 
 Storage: one compare-and-set state blob per tenant (``annotators``), so every replica on every
 backend sees the same accounts and sessions, and one read answers "is this credential live and
@@ -27,14 +35,23 @@ import re
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 from judgefuse.service.errors import Conflict, FieldProblem, NotFound
 from judgefuse.service.kernel.shared_state import update_state
 from judgefuse.service.storage import Coordination
 from judgefuse.service.storage.checks import check_tenant
 
-__all__ = ["CREDENTIAL_PREFIX", "Annotator", "AnnotatorAccounts", "looks_like_credential"]
+__all__ = ["ANNOTATOR", "CREDENTIAL_PREFIX", "LABELLING_ROLES", "OPERATOR_ROLE", "ROLES", "VIEWER",
+           "Annotator", "AnnotatorAccounts", "Role", "looks_like_credential"]
+
+Role = Literal["annotator", "operator", "viewer"]
+ROLES: tuple[Role, ...] = get_args(Role)
+ANNOTATOR: Role = "annotator"
+OPERATOR_ROLE: Role = "operator"
+VIEWER: Role = "viewer"
+LABELLING_ROLES = (ANNOTATOR, OPERATOR_ROLE)
+"""The roles that label on ``/review`` (as themselves)."""
 
 CREDENTIAL_PREFIX = "jfa."
 STATE_KEY = "annotators"
@@ -76,6 +93,7 @@ class Annotator:
     panels: tuple[str, ...] | None
     created_at: float
     revoked_at: float | None = None
+    role: Role = ANNOTATOR
 
     @property
     def active(self) -> bool:
@@ -88,14 +106,15 @@ class Annotator:
         return {"id": self.id, "name": self.name, "tenant": self.tenant,
                 "panels": list(self.panels) if self.panels is not None else None,
                 "created_at": self.created_at, "revoked_at": self.revoked_at,
-                "active": self.active}
+                "active": self.active, "role": self.role}
 
 
 def _account(tenant: str, account_id: str, entry: dict[str, Any]) -> Annotator:
     panels = entry.get("panels")
     return Annotator(tenant, account_id, str(entry["name"]),
                      tuple(panels) if panels is not None else None,
-                     float(entry["created_at"]), entry.get("revoked_at"))
+                     float(entry["created_at"]), entry.get("revoked_at"),
+                     entry.get("role", ANNOTATOR))
 
 
 def check_account_name(name: str, field: str = "body.name") -> str:
@@ -107,7 +126,7 @@ def check_account_name(name: str, field: str = "body.name") -> str:
 
 class AnnotatorAccounts:
     """Create, list, revoke, rotate and verify annotator credentials; open, check and close
-    review sessions. Stateless between calls: the store is the truth for every replica."""
+    page sessions. Stateless between calls: the store is the truth for every replica."""
 
     def __init__(self, storage: Coordination, clock: Callable[[], float]) -> None:
         self.storage = storage
@@ -119,16 +138,22 @@ class AnnotatorAccounts:
 
     # -- accounts ----------------------------------------------------------------------------
     async def create(
-        self, tenant: str, name: str, panels: Sequence[str] | None = None
+        self, tenant: str, name: str, panels: Sequence[str] | None = None, role: str = ANNOTATOR,
     ) -> tuple[Annotator, str]:
         """A new account and its credential (shown once: only its digest is stored). 409 when
-        an active account of the tenant already has the name."""
+        an active account of the tenant already has the name; 422 for an unknown role, or
+        panels given to an operator or viewer (panels scope an annotator's queue)."""
         check_tenant(tenant)
         name = check_account_name(name)
+        if role not in ROLES:
+            raise FieldProblem("body.role", f"must be one of {', '.join(ROLES)}")
+        if panels is not None and role != ANNOTATOR:
+            raise FieldProblem("body.panels", "panels scope an annotator account only")
         account_id = secrets.token_hex(6)
         credential = f"{CREDENTIAL_PREFIX}{tenant}.{account_id}.{secrets.token_urlsafe(32)}"
         entry = {"name": name, "panels": sorted(set(panels)) if panels is not None else None,
-                 "created_at": self.clock(), "revoked_at": None, "digest": _digest(credential)}
+                 "created_at": self.clock(), "revoked_at": None, "digest": _digest(credential),
+                 "role": role}
 
         def change(body: dict[str, Any]) -> tuple[dict[str, Any], None]:
             accounts = dict(body.get("accounts", {}))
@@ -148,9 +173,12 @@ class AnnotatorAccounts:
         return sorted((_account(tenant, i, e) for i, e in accounts.items()),
                       key=lambda a: (a.created_at, a.id))
 
-    async def any(self, tenant: str) -> bool:
-        """True once the tenant has ever had an annotator account (even revoked)."""
-        return bool((await self._body(tenant)).get("accounts"))
+    async def any(self, tenant: str, roles: Sequence[str] = LABELLING_ROLES) -> bool:
+        """True once the tenant has ever had an account of one of ``roles`` (even revoked): by
+        default one that labels, after which ``/review`` refuses the tenant key (everyone
+        labels as themselves)."""
+        accounts = (await self._body(tenant)).get("accounts", {})
+        return any(entry.get("role", ANNOTATOR) in roles for entry in accounts.values())
 
     def _find(self, tenant: str, accounts: dict[str, Any], ref: str) -> str:
         """The account id ``ref`` names (an id, or the name of an active account); 404 else."""
@@ -164,7 +192,7 @@ class AnnotatorAccounts:
 
     async def revoke(self, tenant: str, ref: str) -> Annotator:
         """Revoke at once: the credential is refused from the next request on, and the
-        account's review sessions end (idempotent)."""
+        account's page sessions end (idempotent)."""
         check_tenant(tenant)
         now = self.clock()
 
@@ -214,10 +242,11 @@ class AnnotatorAccounts:
             return None
         return _account(tenant, account_id, entry)
 
-    # -- review sessions ---------------------------------------------------------------------
+    # -- page sessions -----------------------------------------------------------------------
     async def open_session(self, tenant: str, bound_to: str, expires_at: float) -> str:
-        """A new session id bound to ``bound_to`` (an account id, or ``key:<fingerprint>`` for
-        a tenant key), stored until ``expires_at`` or logout."""
+        """A new session id bound to ``bound_to`` (an account id, ``key:<fingerprint>`` for a
+        tenant key, ``metrics:<fingerprint>`` for the metrics token), stored until
+        ``expires_at`` or sign-out."""
         session_id = secrets.token_urlsafe(18)
         now = self.clock()
 
@@ -240,7 +269,7 @@ class AnnotatorAccounts:
         if entry is None or entry["e"] <= self.clock():
             return None
         bound = str(entry["a"])
-        if bound.startswith("key:"):
+        if bound.startswith(("key:", "metrics:")):
             return bound, None
         account = body.get("accounts", {}).get(bound)
         if account is None or account.get("revoked_at") is not None:

@@ -5,7 +5,10 @@ old (:mod:`judgefuse.service.monitoring.snapshot`).
 
 With tenant keys configured: the metrics token (``settings.web.metrics_token``) reads every series,
 a tenant key only its own tenant's (:meth:`ServiceMetrics.render_for_tenant`), no key is a 401.
-Open mode (no keys) is open, unless a metrics token is configured: then it is required.
+Open mode (no keys) is open, unless a metrics token is configured: then it is required. A
+browser may sign in instead (``/signin``: a tenant key or account of role operator or viewer
+reads its tenant's series, the metrics token every series); without a session it gets the
+sign-in page, an API client (a scraper) the JSON 401.
 """
 
 from __future__ import annotations
@@ -16,10 +19,10 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from judgefuse.service.errors import Unauthorized
 from judgefuse.service.estimates.deps import CalibrationDep
 from judgefuse.service.monitoring.deps import MonitoringDep
 from judgefuse.service.web.deps import CallerDep, MetricsDep, PanelsDep
+from judgefuse.service.web.sessions import SignInRequired, is_browser
 
 router = APIRouter(tags=["metrics"])
 log = logging.getLogger("judgefuse.service")
@@ -32,8 +35,9 @@ async def metrics(
 ) -> Response:
     authenticator = request.app.state.authenticator
     if authenticator.open_mode and not caller.admin:
-        raise Unauthorized("/metrics needs the metrics token",
-                           fields=[("header.authorization", "not the metrics token")])
+        raise SignInRequired("/metrics needs the metrics token", next_url="/metrics",
+                             browser=is_browser(request),
+                             fields=[("header.authorization", "not the metrics token")])
     registry.set_circuits(
         (name, judge.name, judge.circuit) for name, runtime in served.panels.items() for judge in runtime.panel.judges
     )

@@ -25,7 +25,7 @@ def label_author(principal: Principal, name: str | None = None) -> str:
     key on ``POST /v1/feedback``). Never the key or credential itself."""
     account = principal.account
     if account is not None:
-        return f"{account.name} (annotator {account.id})"[:256]
+        return f"{account.name} ({account.role} {account.id})"[:256]
     return f"{name} (tenant key)"[:256] if name else "api"
 
 

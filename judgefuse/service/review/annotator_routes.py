@@ -1,4 +1,6 @@
-"""``/v1/annotators``: annotator accounts over HTTP (docs/review-loop.md, 'Annotator accounts').
+"""``/v1/annotators``: accounts over HTTP (docs/review-loop.md, 'Annotator accounts';
+docs/console.md, 'Accounts and roles'): annotators, and with ``role`` the operators and viewers
+who sign in to the console.
 
 Operator-only (a tenant key; an annotator credential gets 403): ``POST /v1/annotators`` creates
 an account and answers its credential, the only time it is ever shown; ``GET /v1/annotators``
@@ -18,6 +20,7 @@ from fastapi import APIRouter, Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from judgefuse.service.errors import FieldProblem, Forbidden
+from judgefuse.service.kernel.accounts import Role
 from judgefuse.service.web.deps import AccountsDep, PanelsDep, ReviewerDep, TenantDep
 
 router = APIRouter(prefix="/v1/annotators", tags=["annotators"])
@@ -31,7 +34,11 @@ class AnnotatorCreate(BaseModel):
     name: str = Field(min_length=1, max_length=128)
     """The annotator's name: leases, labels and the page show it (unique among active accounts)."""
     panels: list[str] | None = Field(default=None, min_length=1, max_length=256)
-    """The panels this credential may lease and label in (default: every panel)."""
+    """The panels this credential may lease and label in (default: every panel; annotators only)."""
+    role: Role = "annotator"
+    """``annotator`` (review only, over the API or on /review), ``operator`` (signs in to the
+    console, /review and /metrics and acts there as the tenant's key would) or ``viewer`` (reads
+    the console and /metrics). Operator and viewer credentials sign in to the pages only."""
 
 
 class AnnotatorOut(BaseModel):
@@ -42,6 +49,7 @@ class AnnotatorOut(BaseModel):
     created_at: float
     revoked_at: float | None
     active: bool
+    role: Role = "annotator"
 
 
 class AnnotatorCreated(AnnotatorOut):
@@ -63,10 +71,11 @@ class AnnotatorMe(BaseModel):
 async def create(
     body: AnnotatorCreate, tenant: TenantDep, accounts: AccountsDep, served: PanelsDep
 ) -> AnnotatorCreated:
-    """Create an annotator credential for this tenant (shown once in the answer)."""
+    """Create an account credential for this tenant (shown once in the answer): an annotator,
+    an operator or a viewer (``role``)."""
     for i, panel in enumerate(body.panels or ()):
         served.runtime(panel, field=f"body.panels.{i}")
-    account, credential = await accounts.create(tenant, body.name, body.panels)
+    account, credential = await accounts.create(tenant, body.name, body.panels, role=body.role)
     return AnnotatorCreated(**account.out(), credential=credential)
 
 

@@ -11,19 +11,25 @@ panel opts in (``review_shows_verdict``). A reload, a second tab or the back but
 item the annotator already holds: one lease per annotator and panel
 (:meth:`~judgefuse.service.review.queue.ReviewQueue.held_item`).
 
-Auth and CSRF live in :mod:`judgefuse.service.review.session`: an annotator credential (or,
-while the tenant has no annotator account, its API key) is posted once to ``/review/login`` and
-exchanged for a session cookie bound to it server-side; the credential never appears in the
-page or a URL; every post passes the origin checks and carries the session's form token
-(``csrf``). In open mode (no keys configured) no login is needed (the first visit sets the
-session); the annotator name is given at login (default: the tenant's name).
+Auth and CSRF live in :mod:`judgefuse.service.web.sessions` and
+:mod:`judgefuse.service.review.session`: a credential is posted once to the one sign-in page
+(``/signin``; ``/review/login`` is kept) and exchanged for a session cookie bound to it
+server-side; the credential never appears in the page or a URL; every post passes the origin
+checks and carries the session's form token (``csrf``). Who may review: an annotator or operator
+account (as itself, an annotator within its panels), or the tenant key while the tenant has no
+such account; a viewer or the metrics token is refused (403). In open mode (no keys configured)
+no sign-in is needed (the first visit sets the session); the annotator name is given at sign-in
+(default: the tenant's name).
+
+The panel picker: every panel the session may use, with the items waiting in each; a visit
+without ``?panel=`` lands on the first panel with work (else the first panel).
 """
 
 from __future__ import annotations
 
 import time
 from typing import Any, cast
-from urllib.parse import parse_qs, urlencode
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -35,21 +41,27 @@ from judgefuse.service.review.annotator_labels import label_as
 from judgefuse.service.review.deps import LabelsDep, ReviewQueueDep
 from judgefuse.service.review.queue import item_out
 from judgefuse.service.review.rendering import render_text
-from judgefuse.service.review.session import (
-    COOKIE,
-    SessionSigner,
-    check_post,
-    current_session,
-    open_session,
-    posted_session,
-    set_session_cookie,
-    sign_in,
-    sign_out,
-)
+from judgefuse.service.review.session import TENANT_KEY_REFUSED, sign_in, sign_out
 from judgefuse.service.review.undo import UNDO_WINDOW_S, UndoSigner
 from judgefuse.service.storage import COMMENT_MAX_CHARS, LabelKind
 from judgefuse.service.web.auth import Principal
 from judgefuse.service.web.deps import AccountsDep, PanelsDep
+from judgefuse.service.web.sessions import (
+    ADMIN,
+    OPEN,
+    PageRefused,
+    PageSession,
+    SessionSigner,
+    check_post,
+    clear_session_cookie,
+    current_session,
+    open_session,
+    posted_session,
+    read_form,
+    render_page,
+    set_session_cookie,
+    signin_page,
+)
 
 router = APIRouter(tags=["review page"], include_in_schema=False)
 
@@ -58,22 +70,20 @@ def _signer(request: Request) -> SessionSigner:
     return request.app.state.review_sessions
 
 
-async def _form(request: Request) -> dict[str, str]:
-    body = (await request.body()).decode("utf-8", "replace")
-    return {k: v[0] for k, v in parse_qs(body, keep_blank_values=True).items()}
-
-
-def _render(request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:
-    html = request.app.state.templates.get_template(name).render(**context)
-    return HTMLResponse(html, status_code=status, headers={
-        "Cache-Control": "no-store",
-        "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
-                                   "script-src 'unsafe-inline'; form-action 'self'; "
-                                   "frame-ancestors 'none'",
-        # same-origin, not no-referrer: with no-referrer Chromium sends "Origin: null" on the
-        # page's own posts, which the CSRF guard must refuse (review/session.py)
-        "Referrer-Policy": "same-origin",
-    })
+async def _reviewer(request: Request, session: PageSession) -> PageSession:
+    """The session if its role may review: an annotator or operator account, a tenant key while
+    the tenant has no such account, open mode; else 403 (a page saying where to go)."""
+    role = session.role
+    browser = "text/html" in request.headers.get("accept", "")
+    if role in ("viewer", ADMIN):
+        who = "a viewer account" if role == "viewer" else "the metrics token"
+        raise PageRefused(f"{who} reads the console; reviewing needs an annotator or operator "
+                          "account", problem=f"{role} session", browser=browser, home="/console")
+    if session.account is None and session.bound != OPEN and \
+            await request.app.state.gateway.annotators.any(session.tenant):
+        raise PageRefused(TENANT_KEY_REFUSED, problem="tenant key session", browser=browser,
+                          home="/signin?next=/review")
+    return session
 
 
 """The page's answers (docs/design.md, 'The review loop'): ties and both-bad are stored and
@@ -120,7 +130,9 @@ async def review_page(
     if session is None and request.app.state.authenticator.open_mode:
         session, new_cookie = open_session(request)
     if session is None:
-        return _render(request, "review_login.html.j2", error=None, panel=panel or "")
+        here = "/review" + (f"?{urlencode({'panel': panel})}" if panel else "")
+        return signin_page(request, next_url=here, status=401)
+    session = await _reviewer(request, session)
     if panel is None and session.account is not None and session.account.panels:
         panel = session.account.panels[0]
     runtime = served.runtime(panel, field="query.panel")
@@ -133,7 +145,7 @@ async def review_page(
     item = item_out(held, runtime) if held else None
     last = _undo_signer(request).read(undo, session.tenant, session.annotator)
     kinds = await label_kind_counts(queue.storage, session.tenant, runtime.name)
-    response = _render(
+    response = render_page(
         request, "review.html.j2", tenant=session.tenant, annotator=session.annotator,
         panel=runtime.name, item=item, done=_done(done), csrf=_signer(request).form_token(session),
         rendered=_rendered(item) if item else None, comment_max=COMMENT_MAX_CHARS,
@@ -150,19 +162,20 @@ async def review_page(
 
 @router.post("/review/login")
 async def login(request: Request) -> Response:
+    """The review page's own sign-in (kept from before ``/signin``): a credential that may
+    review, then back to ``/review``."""
     check_post(request)
-    form = await _form(request)
+    form = await read_form(request)
     panel = form.get("panel") or None
     browser = "text/html" in request.headers.get("accept", "")
     try:
-        cookie = await sign_in(request, form)
+        cookie, _role = await sign_in(request, form, for_review=True)
     except (Unauthorized, Forbidden, FieldProblem) as exc:
         if not browser:  # API clients get the usual JSON error naming the field
             raise
-        error = ("invalid API key" if isinstance(exc, Unauthorized) else
-                 exc.message if isinstance(exc, Forbidden) else exc.fields[0][1])
-        return _render(request, "review_login.html.j2", status=exc.status, error=error,
-                       panel=panel or "")
+        error = exc.fields[0][1] if isinstance(exc, FieldProblem) else exc.message
+        return signin_page(request, next_url="/review" + (f"?{urlencode({'panel': panel})}" if panel else ""),
+                           error=error, status=exc.status)
     response = _back(panel, 0)
     set_session_cookie(request, response, cookie)
     return response
@@ -170,16 +183,16 @@ async def login(request: Request) -> Response:
 
 @router.post("/review/logout")
 async def logout(request: Request) -> Response:
-    await sign_out(request, await _form(request))
+    await sign_out(request, await read_form(request))
     response = _back(None, 0)
-    response.delete_cookie(COOKIE, path="/review")
+    clear_session_cookie(response)
     return response
 
 
 @router.post("/review/label")
 async def label(request: Request, labels: LabelsDep, accounts: AccountsDep) -> Response:
-    form = await _form(request)
-    session = await posted_session(request, form)
+    form = await read_form(request)
+    session = await _reviewer(request, await posted_session(request, form))
     choice = form.get("label")
     if choice not in LABEL_KINDS:
         raise FieldProblem("form.label", f"must be {spelled(LABEL_KINDS)}")
@@ -201,8 +214,8 @@ async def undo(
 ) -> Response:
     """Take back this session's last label (within ``UNDO_WINDOW_S``): the item shown now is
     given back and the undone one is held again, so the page shows it for a new answer."""
-    form = await _form(request)
-    session = await posted_session(request, form)
+    form = await read_form(request)
+    session = await _reviewer(request, await posted_session(request, form))
     last = _undo_signer(request).read(form.get("undo"), session.tenant, session.annotator)
     if last is None:
         raise FieldProblem("form.undo", f"nothing to undo: a label can be taken back within "
@@ -225,8 +238,8 @@ async def undo(
 
 @router.post("/review/skip")
 async def skip(request: Request, queue: ReviewQueueDep) -> Response:
-    form = await _form(request)
-    session = await posted_session(request, form)
+    form = await read_form(request)
+    session = await _reviewer(request, await posted_session(request, form))
     verdict_id = form.get("verdict_id", "")
     if verdict_id:
         await queue.release(session.tenant, verdict_id[:256], session.annotator)

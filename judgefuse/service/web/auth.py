@@ -19,9 +19,14 @@ Who may read what (:meth:`Authenticator.caller`):
   tenant (``TenantDep``) refuses it with 403, so a new route is closed to annotators unless it
   opts in.
 
-Roles (docs/review-loop.md, 'Roles'): a tenant key is the pipeline's and the operator's key
-(judge, fuse, tune, refit, clear alarms, manage annotators); annotators never need it, and the
-``/review`` page refuses it once the tenant has annotator accounts.
+* an **operator or viewer account credential** (the same shape, another role) signs in to the
+  pages only (:mod:`judgefuse.service.web.sessions`); the API refuses it with 403 naming
+  ``/signin``.
+
+Roles (docs/review-loop.md, 'Roles'; docs/console.md, 'Accounts and roles'): a tenant key is the
+pipeline's and the operator's key (judge, fuse, tune, refit, clear alarms, manage accounts);
+annotators never need it, and the ``/review`` page refuses it once the tenant has annotator or
+operator accounts. A signed-in page session is a :class:`Caller` too, with its ``role``.
 """
 
 from __future__ import annotations
@@ -45,10 +50,18 @@ def hash_key(key: str) -> str:
 
 @dataclass(frozen=True)
 class Caller:
-    """Who is asking: the operator (``admin``, no tenant) or one tenant."""
+    """Who is asking: the operator (``admin``, no tenant) or one tenant, as its ``operator``
+    (a key, an operator account) or a ``viewer`` (reads the pages, posts nothing)."""
 
     tenant: str | None
     admin: bool = False
+    role: str = "operator"
+    name: str | None = None
+    """Who signed in (a page session), for the page's header; None for an API key."""
+
+    @property
+    def may_post(self) -> bool:
+        return self.role == "operator"
 
 
 @dataclass(frozen=True)
@@ -69,6 +82,15 @@ class Principal:
 ANNOTATOR_ONLY = ("an annotator credential may only lease, label, skip and read its own history "
                   "(GET /v1/review/next, POST /v1/review/skip, POST /v1/feedback, "
                   "GET /v1/annotators/me); this needs the tenant's API key")
+PAGES_ONLY = ("an {role} account signs in to the pages (/signin: the console, /review, /metrics); "
+              "the API takes the tenant's API key")
+
+
+def _refusal(account: Annotator) -> Forbidden:
+    if account.role == "annotator":
+        return Forbidden(ANNOTATOR_ONLY, fields=[("header.authorization", "annotator credential")])
+    return Forbidden(PAGES_ONLY.format(role=account.role),
+                     fields=[("header.authorization", f"{account.role} account credential")])
 
 
 async def principal_for(
@@ -81,6 +103,8 @@ async def principal_for(
     if looks_like_credential(presented):
         account = await accounts.verify(presented or "")
         if account is not None:
+            if account.role != "annotator":
+                raise _refusal(account)
             return Principal(account.tenant, account)
         if not authenticator.open_mode:
             raise Unauthorized("invalid or revoked annotator credential",
@@ -92,10 +116,11 @@ async def refuse_annotator(
     authenticator: Authenticator, accounts: AnnotatorAccounts,
     authorization: str | None, x_api_key: str | None,
 ) -> None:
-    """403 when a live annotator credential calls a route that needs a tenant key."""
+    """403 when a live account credential (any role) calls a route that needs a tenant key."""
     presented = _maybe_presented(authorization, x_api_key)
-    if looks_like_credential(presented) and await accounts.verify(presented or "") is not None:
-        raise Forbidden(ANNOTATOR_ONLY, fields=[("header.authorization", "annotator credential")])
+    account = await accounts.verify(presented or "") if looks_like_credential(presented) else None
+    if account is not None:
+        raise _refusal(account)
 
 
 def _maybe_presented(authorization: str | None, x_api_key: str | None) -> str | None:
@@ -127,6 +152,17 @@ class Authenticator:
             if name == tenant:
                 return hashlib.sha256(b"review-session:" + digest).hexdigest()[:24]
         return None
+
+    def metrics_fingerprint(self) -> str | None:
+        """A short fingerprint of the metrics token's digest (None: no token): a page session
+        opened with the token is bound to it."""
+        if self._metrics is None:
+            return None
+        return hashlib.sha256(b"page-session:" + self._metrics).hexdigest()[:24]
+
+    def is_metrics_token(self, key: str) -> bool:
+        return self._metrics is not None and hmac.compare_digest(
+            hashlib.sha256(key.encode("utf-8")).digest(), self._metrics)
 
     @property
     def metrics_protected(self) -> bool:

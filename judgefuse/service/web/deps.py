@@ -20,11 +20,20 @@ from fastapi import Depends, Request
 from fastapi.responses import Response
 from pydantic import BaseModel
 
+from judgefuse.service.errors import Unauthorized
 from judgefuse.service.kernel.accounts import CREDENTIAL_PREFIX, AnnotatorAccounts
 from judgefuse.service.kernel.metrics import ServiceMetrics
 from judgefuse.service.kernel.serving import PanelDirectory
 from judgefuse.service.settings import Settings
 from judgefuse.service.web.auth import Authenticator, Caller, Principal, principal_for, refuse_annotator
+from judgefuse.service.web.sessions import (
+    COOKIE,
+    OPEN,
+    SignInRequired,
+    current_session,
+    is_browser,
+    session_caller,
+)
 
 __all__ = [
     "AccountsDep", "CallerDep", "MetricsDep", "PanelsDep", "ReviewerDep", "SettingsDep", "TenantDep", "gateway_part",
@@ -83,15 +92,32 @@ async def get_reviewer(request: Request) -> Principal:
 
 
 async def get_caller(request: Request) -> Caller:
-    """The operator (metrics token) or a tenant (its API key); else 401. For the views that
-    differ between the two (``/metrics``, the dashboard)."""
+    """The operator (metrics token) or a tenant (its API key, or a signed-in page session with
+    its role); else 401. For the pages and the views that differ between the two (the console,
+    ``/metrics``).
+
+    A key header wins. Without one, a live session cookie (:mod:`.sessions`) is the caller: an
+    annotator's is refused (403; its page is ``/review``). Without either, a browser gets the
+    sign-in page (:class:`~.sessions.SignInRequired`) and an API client the JSON 401; open mode
+    needs neither, as before."""
     authenticator: Authenticator = request.app.state.authenticator
     headers = request.headers
     authorization, x_api_key = headers.get("authorization"), headers.get("x-api-key")
-    if CREDENTIAL_PREFIX in (authorization or x_api_key or ""):  # an annotator: 403, not 401
+    if CREDENTIAL_PREFIX in (authorization or x_api_key or ""):  # an account: 403, not 401
         await refuse_annotator(authenticator, request.app.state.gateway.annotators,
                                authorization, x_api_key)
-    return authenticator.caller(authorization, x_api_key)
+    if authorization or x_api_key:
+        return authenticator.caller(authorization, x_api_key)
+    session = await current_session(request) if COOKIE in request.cookies else None
+    request.state.page_session = session  # the page's sign-out and form token (console)
+    if session is not None and session.bound != OPEN:
+        return session_caller(request, session)
+    try:
+        return authenticator.caller(None, None)
+    except Unauthorized as exc:
+        path = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        raise SignInRequired(f"{exc.message} (a browser signs in at /signin)", next_url=path,
+                             browser=is_browser(request), fields=exc.fields) from None
 
 
 def json_response(model: BaseModel, status_code: int = 200) -> Response:

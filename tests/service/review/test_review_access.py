@@ -146,7 +146,7 @@ async def test_review_sessions_end_with_their_credential_and_at_logout(storage, 
         out = await client.post("/review/logout", data={"csrf": csrf})
         assert out.status_code == 303
         client.cookies.set(COOKIE, cookie, path="/review")
-        assert 'action="/review/login"' in (await client.get("/review")).text
+        assert 'action="/signin"' in (await client.get("/review")).text
         stale = await client.post("/review/label", data={"verdict_id": "ext-0", "label": "A", "csrf": csrf})
         assert stale.status_code == 401
 
@@ -155,7 +155,7 @@ async def test_review_sessions_end_with_their_credential_and_at_logout(storage, 
         await _login(client, created["credential"])
         assert 'id="question"' in (await client.get("/review")).text
         await client.post("/v1/annotators/ann/revoke", headers=H)
-        assert 'action="/review/login"' in (await client.get("/review")).text
+        assert 'action="/signin"' in (await client.get("/review")).text
         assert (await _login(client, created["credential"])).status_code == 401
 
         # rotation: the old credential and its sessions end, the new one works
@@ -164,7 +164,7 @@ async def test_review_sessions_end_with_their_credential_and_at_logout(storage, 
         assert 'id="question"' in (await client.get("/review")).text
         rotated = (await client.post("/v1/annotators/bob/rotate", headers=H)).json()
         assert rotated["credential"] != bob["credential"]
-        assert 'action="/review/login"' in (await client.get("/review")).text
+        assert 'action="/signin"' in (await client.get("/review")).text
         assert (await _login(client, bob["credential"])).status_code == 401
         assert (await _login(client, rotated["credential"])).status_code == 303
 
@@ -185,7 +185,7 @@ async def test_review_sessions_end_with_their_credential_and_at_logout(storage, 
         async with S.running_app(_settings(tmp_path, api_keys=keys), storage) as (_, client):
             client.cookies.set(COOKIE, b_cookie, path="/review")
             html = (await client.get("/review")).text
-            expected = 'id="question"' if keys is settings.web.api_keys else 'action="/review/login"'
+            expected = 'id="question"' if keys is settings.web.api_keys else 'action="/signin"'
             assert expected in html, keys
 
 

@@ -91,7 +91,7 @@ def _session(driver: Any, url: str) -> dict[str, tuple[str | None, str | None]]:
         wait.until(ec.presence_of_element_located((By.ID, "progress")))
 
     driver.get(f"{url}/review")
-    wait.until(ec.presence_of_element_located((By.ID, "api_key"))).send_keys(KEY)
+    wait.until(ec.presence_of_element_located((By.ID, "credential"))).send_keys(KEY)
     driver.find_element(By.ID, "annotator").send_keys("selenium", Keys.ENTER)
     wait.until(ec.presence_of_element_located((By.ID, "label-form")))
     assert KEY not in driver.page_source
@@ -139,9 +139,9 @@ def _session(driver: Any, url: str) -> dict[str, tuple[str | None, str | None]]:
     assert shown() == held
 
     driver.find_element(By.ID, "logout").click()
-    wait.until(ec.presence_of_element_located((By.ID, "api_key")))
+    wait.until(ec.presence_of_element_located((By.ID, "credential")))
     driver.get(f"{url}/review")
-    assert driver.find_elements(By.ID, "api_key") and not driver.find_elements(By.ID, "label-form")
+    assert driver.find_elements(By.ID, "credential") and not driver.find_elements(By.ID, "label-form")
     expect[held] = (None, None)
     return expect
 
@@ -190,7 +190,7 @@ async def test_two_tabs_hold_one_item_and_a_revoked_credential_is_signed_out_in_
             def sign_in_and_open_a_second_tab() -> tuple[str, str]:
                 wait = WebDriverWait(browser, 15)
                 browser.get(f"{url}/review")
-                wait.until(ec.presence_of_element_located((By.ID, "api_key"))).send_keys(credential, Keys.ENTER)
+                wait.until(ec.presence_of_element_located((By.ID, "credential"))).send_keys(credential, Keys.ENTER)
                 wait.until(ec.presence_of_element_located((By.ID, "label-form")))
                 first = held_id()
                 browser.switch_to.new_window("tab")
@@ -209,7 +209,7 @@ async def test_two_tabs_hold_one_item_and_a_revoked_credential_is_signed_out_in_
                     browser.switch_to.window(handle)
                     browser.get(f"{url}/review")
                     WebDriverWait(browser, 15).until(ec.presence_of_element_located((By.TAG_NAME, "body")))
-                    signed_out.append(bool(browser.find_elements(By.ID, "api_key"))
+                    signed_out.append(bool(browser.find_elements(By.ID, "credential"))
                                       and not browser.find_elements(By.ID, "label-form"))
                 for handle in browser.window_handles[1:]:
                     browser.switch_to.window(handle)

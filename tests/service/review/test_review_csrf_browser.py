@@ -67,9 +67,9 @@ def _browse(url: str, credential: str, attack_url: str, profile: Path) -> dict[s
     try:
         wait = WebDriverWait(driver, 20)
         driver.get(f"{url}/review")
-        wait.until(lambda d: d.find_elements(By.ID, "api_key"))
-        driver.find_element(By.ID, "api_key").send_keys(credential)
-        driver.find_element(By.ID, "login").submit()
+        wait.until(lambda d: d.find_elements(By.ID, "credential"))
+        driver.find_element(By.ID, "credential").send_keys(credential)
+        driver.find_element(By.ID, "signin").submit()
         wait.until(lambda d: d.find_elements(By.ID, "question"))
         held = driver.find_element(By.NAME, "verdict_id").get_attribute("value")
         driver.get(f"{attack_url}?v={held}")

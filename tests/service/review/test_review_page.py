@@ -39,14 +39,15 @@ async def test_login_cookie_escaping_and_cross_site_posts(storage, tmp_path):
     async with S.uvicorn_server(app) as url, httpx.AsyncClient(base_url=url, timeout=30) as client:
         await _fill(client, 1, question=XSS, answer_a="<b>bold</b> & co", answer_b='"quoted"')
         page = await client.get("/review")
-        assert page.status_code == 200 and 'action="/review/login"' in page.text
+        assert page.status_code == 401 and 'action="/signin"' in page.text  # the sign-in page
+        assert "API key of your tenant" not in page.text  # annotators paste their own credential
         bad = await client.post("/review/login", data={"api_key": "wrong"}, headers={"Accept": "text/html"})
-        assert bad.status_code == 401 and "invalid API key" in bad.text and "<form" in bad.text
+        assert bad.status_code == 401 and "unknown credential or API key" in bad.text and "<form" in bad.text
         assert COOKIE not in bad.cookies
         api = await client.post("/review/login", data={"api_key": "wrong"})  # not a browser: JSON
-        assert api.status_code == 401 and api.json()["fields"][0]["field"] == "header.authorization"
+        assert api.status_code == 401 and api.json()["fields"][0]["field"] == "form.credential"
         forged = await client.get("/review", headers={"Cookie": f"{COOKIE}=eyJ0IjoidGVuYW50LWEifQ.00"})
-        assert 'action="/review/login"' in forged.text
+        assert 'action="/signin"' in forged.text
         unauth = await client.post("/review/label", data={"verdict_id": "p0", "label": "A"})
         assert unauth.status_code == 401
 
@@ -168,11 +169,11 @@ async def _annotate(tools: DevTools, url: str) -> tuple[list[str], int]:
     """Log in by typing the key, then press a, b, s, a: (questions shown, final 'done')."""
     await tools.send("Page.enable")
     await tools.send("Page.navigate", url=f"{url}/review")
-    await tools.wait_for("document.getElementById('api_key') !== null")
-    await tools.evaluate("document.getElementById('api_key').focus()")
+    await tools.wait_for("document.getElementById('credential') !== null")
+    await tools.evaluate("document.getElementById('credential').focus()")
     await tools.send("Input.insertText", text=KEY)
     await tools.evaluate("document.getElementById('annotator').value = 'browser'")
-    await tools.evaluate("document.getElementById('login').submit()")
+    await tools.evaluate("document.getElementById('signin').submit()")
     shown = []
     for step, key in enumerate("absa"):
         question = await tools.wait_for("document.getElementById('question') && "
