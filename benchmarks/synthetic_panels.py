@@ -17,18 +17,27 @@ in ``sc`` mode with a stated confidence. Regimes (five judges unless said):
 * ``corrupted``: ``uninformative`` with 30% of one judge's answers flipped (its 0.75 becomes 0.60);
 * ``position_biased``: ``uninformative`` where one judge answers A on every item shown to it in
   one order (half the items, hidden), and as its accuracy says on the rest;
-* ``strong``: one judge at 0.90 among four at 0.60-0.66, confidence uninformative.
+* ``strong``: one judge at 0.90 among four at 0.60-0.66, confidence uninformative;
+* ``ties`` (not among the regimes ``run`` evaluates by default): 20% of the labels are ties; the
+  ``uninformative`` judges say ``tie`` 5% of the time on A/B items and 40% of the time on tie
+  items (else A or B at random there): the data of the tie-aware table.
 
 Regimes other than ``informative`` keep confidence uninformative on purpose: it is the case
 where a learner that sees a vote only through its confidence's log-odds loses to a vote count.
 
     python benchmarks/synthetic_panels.py write --regime uninformative --n 10000 OUT.jsonl
-    python benchmarks/synthetic_panels.py run OUT_DIR [--sizes 1000 10000] [--regimes ...]
+    python benchmarks/synthetic_panels.py run OUT_DIR [--sizes 100 1000 10000] [--regimes ...]
+        [--methods ...] [--fold-seeds 0 1 2]
     python benchmarks/synthetic_panels.py table OUT_DIR [--before BEFORE_DIR]
+    python benchmarks/synthetic_panels.py targets OUT_DIR
 
-``run`` writes each regime and size (seed 0) and calls ``judgefuse eval`` on it, one at a time
-(cross-fitted, 5 folds, fold seed 0, 200 bootstrap resamples), keeping each JSON report;
-``table`` prints accuracy and ECE per row, beside an earlier run's when ``--before`` is given.
+``run`` writes each regime and size (data seed 0) and calls ``judgefuse eval`` on it once per
+fold seed, one at a time (cross-fitted, 5 folds, 200 bootstrap resamples), keeping each JSON
+report (``REGIME_N.json`` for fold seed 0, ``REGIME_N_sS.json`` for seed S); a report already
+there is kept, so an interrupted run resumes. ``table`` prints accuracy and ECE per row, the mean
+over the fold seeds found (with the range when there are several), beside an earlier run's
+when ``--before`` is given. ``targets`` checks issue 43's: at 1,000 labels and more, ``auto``
+within 0.5 point of the best row's accuracy with ECE <= 2%, per regime and size.
 """
 
 from __future__ import annotations
@@ -38,6 +47,7 @@ import json
 import math
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from statistics import NormalDist
@@ -50,8 +60,12 @@ ACCURACIES = (0.60, 0.6375, 0.675, 0.7125, 0.75)
 """The five judges' accuracies of the default panel (issue 43: "accuracies 0.60-0.75")."""
 STRONG = (0.90, 0.60, 0.62, 0.64, 0.66)
 FLIP = 0.30
-METHODS = ("majority", "dawid_skene", "stacked", "offset_stacked")
-SIZES = (1000, 10000)
+METHODS = ("majority", "dawid_skene", "stacked", "offset_stacked", "auto")
+SIZES = (100, 1000, 10000)
+AUTO_GAP = 0.005
+"""Issue 43's target: ``auto`` within half a point of the best row's accuracy (>= 1,000 labels)..."""
+AUTO_ECE = 0.02
+"""... with ECE at most 2%."""
 
 Votes = list[JudgeVote]
 
@@ -116,15 +130,52 @@ REGIMES: dict[str, Callable[[np.random.Generator, str], Votes]] = {
 }
 
 
+TIE_SHARE = 0.2
+"""The share of tie labels in the ``ties`` panel."""
+
+
+def _ties(rng: np.random.Generator, truth: str) -> Votes:
+    """The ``ties`` panel's votes: the default judges on A/B items, each saying ``tie`` 5% of the
+    time; on a tie item each says ``tie`` with probability 0.4, else A or B at random."""
+    votes = []
+    for k, accuracy in enumerate(ACCURACIES):
+        judge = f"j{k + 1}"
+        if rng.random() < (0.4 if truth == "tie" else 0.05):
+            votes.append(JudgeVote(judge=judge, mode="sc", tie=True))
+            continue
+        if truth == "tie":
+            choice = "A" if rng.random() < 0.5 else "B"
+        else:
+            choice = truth if rng.random() < accuracy else _other(truth)
+        votes.append(_vote(judge, choice, float(rng.uniform(0.5, 1.0))))
+    return votes
+
+
+TIE_PANEL = "ties"
+"""A panel with tie labels (:data:`TIE_SHARE`) and tie votes, apart from :data:`REGIMES` (whose
+random streams are numbered by their sorted names, so a new regime among them would change every
+other's data): for the tie-aware table."""
+
+
 def panel(regime: str, n: int, seed: int = 0) -> list[JudgedItem]:
-    """``n`` labelled items of ``regime`` (deterministic in ``seed``)."""
-    rng = np.random.default_rng([seed, sorted(REGIMES).index(regime)])
+    """``n`` labelled items of ``regime`` or of :data:`TIE_PANEL` (deterministic in ``seed``)."""
+    stream = len(REGIMES) if regime == TIE_PANEL else sorted(REGIMES).index(regime)
+    rng = np.random.default_rng([seed, stream])
+    votes_of = _ties if regime == TIE_PANEL else REGIMES[regime]
     items = []
     for i in range(n):
         truth = "A" if rng.random() < 0.5 else "B"
-        item = PairwiseItem(id=f"{regime}-{i}", question=f"synthetic item {i}", answer_a="first", answer_b="second",
-                            label=truth, metadata={"regime": regime})  # type: ignore[arg-type]
-        items.append(JudgedItem(item=item, votes=REGIMES[regime](rng, truth)))
+        if regime == TIE_PANEL and rng.random() < TIE_SHARE:
+            truth = "tie"
+        item = PairwiseItem(
+            id=f"{regime}-{i}",
+            question=f"synthetic item {i}",
+            answer_a="first",
+            answer_b="second",
+            label=truth,
+            metadata={"regime": regime},
+        )  # type: ignore[arg-type]
+        items.append(JudgedItem(item=item, votes=votes_of(rng, truth)))
     return items
 
 
@@ -134,48 +185,152 @@ def write(path: Path, items: list[JudgedItem]) -> None:
             out.write(judged.model_dump_json(exclude_defaults=True) + "\n")
 
 
-def run(out_dir: Path, regimes: list[str], sizes: list[int], methods: list[str]) -> None:
-    """Write and evaluate each regime and size, one ``judgefuse eval`` at a time.
+def _report_name(regime: str, n: int, fold_seed: int) -> str:
+    return f"{regime}_{n}.json" if fold_seed == 0 else f"{regime}_{n}_s{fold_seed}.json"
+
+
+def run(out_dir: Path, regimes: list[str], sizes: list[int], methods: list[str], fold_seeds: list[int]) -> None:
+    """Write and evaluate each regime and size, one ``judgefuse eval`` at a time per fold seed.
 
     ``eval`` runs in ``out_dir``, so ``PYTHONPATH`` decides which judgefuse it is (a checkout's
     folder as the working directory would come first on ``sys.path``): a before/after pair can
     run the old code from ``git archive REV judgefuse | tar -x -C OLD`` with ``PYTHONPATH=OLD``."""
     out_dir = out_dir.resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
-    for regime in regimes:
-        for n in sizes:
+    for n in sizes:
+        for regime in regimes:
             data = out_dir / f"{regime}_{n}.jsonl"
             if not data.exists():
                 write(data, panel(regime, n))
-            report = out_dir / f"{regime}_{n}.json"
-            command = [sys.executable, "-m", "judgefuse.cli", "eval", str(data), "--format", "votes", "--methods",
-                       *methods, "--folds", "5", "--seed", "0", "--bootstrap", "200", "--quiet",
-                       "--json", str(report)]
-            subprocess.run(command, check=True, cwd=out_dir)
-            print(f"{regime} {n}: {report}", file=sys.stderr, flush=True)
+            for fold_seed in fold_seeds:
+                report = out_dir / _report_name(regime, n, fold_seed)
+                if report.exists():
+                    continue
+                partial = report.with_suffix(".partial.json")
+                command = [
+                    sys.executable,
+                    "-m",
+                    "judgefuse.cli",
+                    "eval",
+                    str(data),
+                    "--format",
+                    "votes",
+                    "--methods",
+                    *methods,
+                    "--folds",
+                    "5",
+                    "--seed",
+                    str(fold_seed),
+                    "--bootstrap",
+                    "200",
+                    "--quiet",
+                    "--json",
+                    str(partial),
+                ]
+                started = time.perf_counter()
+                subprocess.run(command, check=True, cwd=out_dir)
+                partial.rename(report)
+                print(
+                    f"{regime} {n} fold seed {fold_seed}: {report} ({time.perf_counter() - started:.0f} s)",
+                    file=sys.stderr,
+                    flush=True,
+                )
 
 
 def _rows(path: Path) -> dict[str, dict]:
     return {row["name"]: row for row in json.loads(path.read_text())["rows"]}
 
 
+def _reports(out_dir: Path, regime: str) -> dict[int, list[Path]]:
+    """Size -> the reports of every fold seed run for ``regime`` (sorted by size)."""
+    found: dict[int, list[Path]] = {}
+    for path in out_dir.glob(f"{regime}_*.json"):
+        parts = path.stem[len(regime) + 1 :].split("_")
+        if parts[0].isdigit() and (len(parts) == 1 or (len(parts) == 2 and parts[1][1:].isdigit())):
+            found.setdefault(int(parts[0]), []).append(path)
+    return dict(sorted(found.items()))
+
+
+def _mean(reports: list[Path], name: str, key: str) -> tuple[float, float, float] | None:
+    values = [rows[name][key] for rows in (_rows(path) for path in reports) if name in rows]
+    return (float(np.mean(values)), min(values), max(values)) if values else None
+
+
+def _cell(value: tuple[float, float, float], n_seeds: int) -> str:
+    mean, low, high = (100 * v for v in value)
+    return f"{mean:.2f}" + (f" [{low:.1f}-{high:.1f}]" if n_seeds > 1 else "")
+
+
 def table(out_dir: Path, before: Path | None) -> str:
-    """Accuracy and ECE (%) per regime, size and method; ``before -> after`` with ``before``."""
+    """Accuracy and ECE (%) per regime, size and method, the mean over the fold seeds found
+    ([min-max] when several); ``before -> after`` with ``before``."""
     arrow = " (before -> after)" if before else ""
-    lines = [f"| regime | labels | method | accuracy %{arrow} | ECE %{arrow} |", "|---|---|---|---|---|"]
+    lines = [
+        f"| regime | labels | method | accuracy %{arrow} | ECE %{arrow} | fold seeds |",
+        "|---|---|---|---|---|---|",
+    ]
     for regime in REGIMES:
-        for report in sorted(out_dir.glob(f"{regime}_*.json"), key=lambda p: int(p.stem.rsplit("_", 1)[1])):
-            n = report.stem.rsplit("_", 1)[1]
-            rows = _rows(report)
-            old = _rows(before / report.name) if before and (before / report.name).exists() else {}
+        old_reports = _reports(before, regime) if before else {}
+        for n, reports in _reports(out_dir, regime).items():
+            chosen = [json.loads(path.read_text()).get("chosen", {}).get("auto") for path in reports]
             for name in METHODS:
-                if name not in rows:
-                    continue
                 cells = []
                 for key in ("accuracy", "ece"):
-                    now = f"{100 * rows[name][key]:.2f}"
-                    cells.append(f"{100 * old[name][key]:.2f} -> {now}" if name in old else now)
-                lines.append(f"| {regime} | {int(n):,} | {name} | {cells[0]} | {cells[1]} |")
+                    now = _mean(reports, name, key)
+                    if now is None:
+                        break
+                    old = _mean(old_reports.get(n, []), name, key)
+                    cells.append((f"{_cell(old, len(old_reports[n]))} -> " if old else "") + _cell(now, len(reports)))
+                if len(cells) == 2:
+                    lines.append(f"| {regime} | {n:,} | {name} | {cells[0]} | {cells[1]} | {len(reports)} |")
+            if any(chosen):
+                lines.append(f"| {regime} | {n:,} | (auto chose) | {'; '.join(c for c in chosen if c)} | | |")
+    return "\n".join(lines)
+
+
+def ece_floor(row: dict) -> float:
+    """The ECE a perfectly calibrated row with ``row``'s confidences would show on average: per
+    reliability bin of ``count`` items at mean confidence ``c``, ``E|X / count - c|`` for
+    ``X ~ Binomial(count, c)``, weighted by the bin's share (10 bins over 1,000 items: about 1.5
+    points above 0 for a row calibrated exactly)."""
+    from scipy.stats import binom
+
+    n = sum(b["count"] for b in row["reliability"])
+    total = 0.0
+    for b in row["reliability"]:
+        if b["count"]:
+            k = np.arange(b["count"] + 1)
+            c = b["mean_confidence"]
+            total += b["count"] / n * float(np.sum(binom.pmf(k, b["count"], c) * np.abs(k / b["count"] - c)))
+    return total
+
+
+def targets(out_dir: Path) -> str:
+    """Per regime and size (>= 1,000 labels): the best row's accuracy, auto's, the gap and auto's
+    ECE, each the mean over the fold seeds, whether issue 43's target is met, and the ECE a
+    perfectly calibrated row with auto's confidences would show (:func:`ece_floor`)."""
+    lines = [
+        "| regime | labels | best row | best acc % | auto acc % | gap (points) | auto ECE % | met "
+        "| ECE if calibrated exactly % |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for regime in REGIMES:
+        for n, reports in _reports(out_dir, regime).items():
+            if n < 1000:
+                continue
+            means = {name: m[0] for name in METHODS if name != "auto" and (m := _mean(reports, name, "accuracy"))}
+            auto = _mean(reports, "auto", "accuracy")
+            ece = _mean(reports, "auto", "ece")
+            if not means or auto is None or ece is None:
+                continue
+            best = max(means, key=lambda name: means[name])
+            gap = means[best] - auto[0]
+            met = gap <= AUTO_GAP and ece[0] <= AUTO_ECE
+            floor = float(np.mean([ece_floor(_rows(path)["auto"]) for path in reports]))
+            lines.append(
+                f"| {regime} | {n:,} | {best} | {100 * means[best]:.2f} | {100 * auto[0]:.2f} | "
+                f"{100 * gap:+.2f} | {100 * ece[0]:.2f} | {'yes' if met else 'no'} | {100 * floor:.2f} |"
+            )
     return "\n".join(lines)
 
 
@@ -183,7 +338,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     w = sub.add_parser("write", help="write one regime's votes file")
-    w.add_argument("--regime", choices=sorted(REGIMES), required=True)
+    w.add_argument("--regime", choices=[*sorted(REGIMES), TIE_PANEL], required=True)
     w.add_argument("--n", type=int, default=1000)
     w.add_argument("--seed", type=int, default=0)
     w.add_argument("out", type=Path)
@@ -192,14 +347,19 @@ def main() -> None:
     r.add_argument("--regimes", nargs="+", choices=sorted(REGIMES), default=list(REGIMES))
     r.add_argument("--sizes", nargs="+", type=int, default=list(SIZES))
     r.add_argument("--methods", nargs="+", default=list(METHODS))
+    r.add_argument("--fold-seeds", nargs="+", type=int, default=[0])
     t = sub.add_parser("table", help="print the table of a run's reports")
     t.add_argument("out_dir", type=Path)
     t.add_argument("--before", type=Path)
+    g = sub.add_parser("targets", help="auto against the best row, per regime and size")
+    g.add_argument("out_dir", type=Path)
     args = parser.parse_args()
     if args.command == "write":
         write(args.out, panel(args.regime, args.n, args.seed))
     elif args.command == "run":
-        run(args.out_dir, args.regimes, args.sizes, args.methods)
+        run(args.out_dir, args.regimes, args.sizes, args.methods, args.fold_seeds)
+    elif args.command == "targets":
+        print(targets(args.out_dir))
     else:
         print(table(args.out_dir, args.before))
 

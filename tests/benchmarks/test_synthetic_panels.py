@@ -52,3 +52,19 @@ def test_a_written_panel_reads_back_and_is_deterministic(tmp_path: Path) -> None
     S.write(path, S.panel("strong", 50, seed=3))
     assert read_votes(path) == S.panel("strong", 50, seed=3)
     assert S.panel("strong", 50, seed=4) != S.panel("strong", 50, seed=3)
+
+
+def test_the_ties_panel_has_tie_labels_and_tie_votes_and_leaves_the_regimes_alone() -> None:
+    ties = S.panel(S.TIE_PANEL, N)
+    outcomes = [j.item.outcome for j in ties]
+    assert outcomes.count("tie") / N == pytest.approx(S.TIE_SHARE, abs=0.02)
+    on_tie = [v.tie for j in ties if j.item.outcome == "tie" for v in j.votes]
+    on_letter = [v.tie for j in ties if j.item.outcome != "tie" for v in j.votes]
+    assert np.mean(on_tie) == pytest.approx(0.4, abs=0.03) and np.mean(on_letter) == pytest.approx(0.05, abs=0.01)
+    assert S.TIE_PANEL not in S.REGIMES  # each regime's random stream is numbered by the regimes' sorted names
+
+
+def test_ece_floor_of_an_exactly_calibrated_row() -> None:
+    """One bin of 1,000 items at 0.8: E|X/n - 0.8| for X ~ Binomial(1000, 0.8), about sqrt(2/pi * 0.16/1000)."""
+    row = {"reliability": [{"count": 1000, "mean_confidence": 0.8}, {"count": 0, "mean_confidence": None}]}
+    assert S.ece_floor(row) == pytest.approx(np.sqrt(2 / np.pi * 0.16 / 1000), rel=0.03)
