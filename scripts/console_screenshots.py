@@ -1,5 +1,5 @@
-"""The console's screenshots in docs/images/ (docs/console.md): the overview, the verdict list
-and a verdict page at 1400 and 800 px wide, in headless Debian Chromium.
+"""The console's screenshots in docs/images/ (docs/console.md): the overview, the calibration
+page, the verdict list and a verdict page at 1400 and 800 px wide, in headless Debian Chromium.
 
 Usage: ``.venv/bin/python scripts/console_screenshots.py [--out docs/images]``
 
@@ -7,7 +7,7 @@ A throwaway SQLite store in open mode holds one panel's last 18 hours: 600 verdi
 external judges (``benchmarks/bench_console.py``'s records, stored with the ledger's traffic
 counters), a tuned threshold, and labels posted through ``POST /v1/feedback`` (so the monitor
 and the estimates see them as they would in production): four in five audit items and one in
-four review items.
+four review items; then one refit (the learning section's log).
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ from judgefuse.service.settings import Settings  # noqa: E402
 from judgefuse.service.storage import SQLiteStorage, ThresholdRecord  # noqa: E402
 
 PANEL = "main"
-PAGES = [("console-overview", "/console"), ("console-verdicts", f"/console/verdicts?panel={PANEL}&limit=25"),
-         ("console-verdict", None)]
+PAGES = [("console-overview", "/console"), ("console-calibration", "/console/calibration"),
+         ("console-verdicts", f"/console/verdicts?panel={PANEL}&limit=25"), ("console-verdict", None)]
 
 
 async def seed(storage: SQLiteStorage, now: float) -> list[str]:
@@ -91,6 +91,8 @@ async def main() -> None:
                     votes = {v.choice for v in record.verdict.votes}
                     if shown is None and len(votes) > 1 and record.review.stratum == "review":
                         shown = vid
+            # one refit, so the overview's learning section lists an outcome and its reason
+            (await client.post("/v1/fusion/refit", json={"panel": PANEL}, timeout=300)).raise_for_status()
 
         def shoot() -> None:
             with browser.chromium(1400, 900) as driver:

@@ -201,6 +201,25 @@ class RefitOut(_Open):
     threshold_version: int | None = None
 
 
+class RefitLogEntry(RefitOut):
+    at: float
+    """When it ran (epoch seconds)."""
+    trigger: str
+    """What started it: ``background`` (every ``refit_every_labels`` labels), ``api``
+    (``POST /v1/fusion/refit``), ``tune``, ``console (<who>)``."""
+    kind: str = "refit"
+    """``refit`` (learned fusion from labels) or ``cold start`` (label-free)."""
+
+
+class RefitsOut(_Open):
+    panel: str
+    active_method: str
+    model_version: str | None
+    refits: list[RefitLogEntry]
+    """Newest first: each refit's outcome (``promoted``, ``kept``, ``skipped``, ``failed``)
+    and why."""
+
+
 class ModelsOut(_Open):
     panel: str
     active_method: str

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from judgefuse.service.console import actions, dashboard, signin
+from judgefuse.service.console import calibration as calibration_page
 from judgefuse.service.console import routes as console
 from judgefuse.service.estimates import routes as calibration
 from judgefuse.service.judging import routes as judge
@@ -31,6 +32,7 @@ ROUTERS = [
     monitor.router,
     review_page.router,
     dashboard.router,
+    calibration_page.router,
     console.router,
     signin.router,
     actions.router,

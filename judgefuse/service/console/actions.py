@@ -1,5 +1,8 @@
 """The console's posts: an operator's buttons (docs/console.md, 'What an operator can do').
 
+* ``POST /console/refit``: refit the panel's learned fusion now (``POST /v1/fusion/refit``'s
+  path); the outcome and its reason land in the panel's refit log, which the console's learning
+  section shows;
 * ``POST /console/monitor/clear``: end the drift alarm of the panel's current threshold
   version (``POST /v1/monitor/clear``'s path).
 
@@ -12,7 +15,7 @@ no one tenant's operator) is refused with 403 and nothing is done. An API client
 
 from __future__ import annotations
 
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse
@@ -50,7 +53,17 @@ async def _operator(request: Request) -> tuple[Caller, dict[str, str]]:
 
 
 def _back(panel: str, anchor: str) -> RedirectResponse:
-    return RedirectResponse(f"/console?{urlencode({'panel': panel})}#{anchor}", status_code=303)
+    return RedirectResponse(f"/console?{urlencode({'panel': panel})}#{anchor}-{quote(panel)}", status_code=303)
+
+
+@router.post("/console/refit")
+async def refit_now(request: Request, gateway: GatewayDep) -> RedirectResponse:
+    """Refit now; whatever the outcome (promoted, kept, skipped), the learning section lists it
+    with its reason."""
+    caller, form = await _operator(request)
+    runtime = gateway.runtime(form.get("panel") or None, field="form.panel")
+    await gateway.learning.refit(caller.tenant or "", runtime.name, trigger=f"console ({caller.name or 'tenant key'})")
+    return _back(runtime.name, "learning")
 
 
 @router.post("/console/monitor/clear")

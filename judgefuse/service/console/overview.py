@@ -8,7 +8,12 @@ and the API cannot disagree (tests/service/console/test_console_numbers.py check
 * the review queue: ``GET /v1/review/stats``;
 * the monitor: ``GET /v1/monitor``'s snapshot of the current threshold version;
 * routing per hour and latency and cost per judge: :mod:`.figures` (traffic counters and the
-  newest stored votes).
+  newest stored votes);
+* learning: the refit log (``GET /v1/fusion/refits``), each refit's outcome and reason.
+
+Every card names its source on the page, and a figure that has no evidence yet (no audit label
+behind the monitor, no verdict in the window, no loop-lag sample) says "no evidence yet" rather
+than a green "ok" or a bare dash.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Any, Protocol
 from judgefuse.service.console.figures import judge_figures, routing
 from judgefuse.service.estimates.service import CalibrationService
 from judgefuse.service.kernel.panels import PanelRuntime
+from judgefuse.service.learning.service import LearningService
 from judgefuse.service.monitoring.service import MonitorService
 from judgefuse.service.review.queue import ReviewQueue
 from judgefuse.service.settings import Settings
@@ -30,6 +36,8 @@ __all__ = ["ConsoleSources", "panel_overview"]
 
 WINDOW_HOURS = 24
 """The window of the routing rates and population estimates the overview shows."""
+REFITS_SHOWN = 5
+"""Refits listed per panel (the API has up to 50)."""
 JUDGE_SAMPLE = 500
 """Newest stored verdicts whose votes give each judge's latency and cost."""
 AGE_SCAN = 1000
@@ -103,6 +111,7 @@ def _next_step(threshold: ThresholdRecord | None, labelled: int) -> str | None:
 async def panel_overview(
     tenant: str, runtime: PanelRuntime, sources: ConsoleSources, *,
     calibration: CalibrationService, queue: ReviewQueue, monitoring: MonitorService,
+    learning: LearningService,
 ) -> dict[str, Any]:
     """Everything the overview shows for one (tenant, panel), as plain data for the template."""
     settings = sources.settings
@@ -124,6 +133,9 @@ async def panel_overview(
     labelled = sum(s["labelled"] for s in stats["strata"].values())
     oldest, complete = (await oldest_waiting(sources.storage, tenant, name)
                         if stats["queue_depth"] or stats["leased"] else (None, True))
+    refits = await learning.refit_log.recent(tenant, name, REFITS_SHOWN)
+    for entry in refits:
+        entry["when"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(entry["at"]))
     return {
         "name": name,
         "generated": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(now)),
@@ -149,4 +161,8 @@ async def panel_overview(
         "judges_sampled": sampled,
         "judge_sample": JUDGE_SAMPLE,
         "next_step": _next_step(threshold, labelled),
+        "refits": refits,
+        "refit_every_labels": settings.learning.refit_every_labels,
+        "min_labels_for_refit": settings.learning.min_labels_for_refit,
+        "monitor_evidence": bool(monitor.get("threshold_version")) and bool((monitor.get("precision") or {}).get("labels")),
     }

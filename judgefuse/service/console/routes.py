@@ -27,6 +27,7 @@ from judgefuse.service.console.verdict_list import FILTER_FIELDS, ListParams, sh
 from judgefuse.service.console.verdict_view import verdict_view
 from judgefuse.service.errors import NotFound
 from judgefuse.service.estimates.deps import CalibrationDep
+from judgefuse.service.learning.deps import LearningDep
 from judgefuse.service.monitoring.deps import MonitoringDep
 from judgefuse.service.review.deps import ReviewQueueDep
 from judgefuse.service.web.auth import Caller
@@ -51,7 +52,7 @@ def _tenant_of(caller: Caller) -> str:
 @router.get("/console", response_class=HTMLResponse, include_in_schema=False)
 async def overview(
     request: Request, caller: CallerDep, gateway: GatewayDep, calibration: CalibrationDep,
-    queue: ReviewQueueDep, monitoring: MonitoringDep,
+    queue: ReviewQueueDep, monitoring: MonitoringDep, learning: LearningDep,
     panel: Annotated[str | None, Query(min_length=1, max_length=256)] = None,
     refresh: Annotated[int, Query(ge=2, le=3600)] = REFRESH_S,
 ) -> HTMLResponse:
@@ -68,7 +69,7 @@ async def overview(
             for runtime in runtimes:
                 views.append({"tenant": tenant, **await panel_overview(
                     tenant, runtime, sources, calibration=calibration, queue=queue,
-                    monitoring=monitoring)})
+                    monitoring=monitoring, learning=learning)})
     replica = replica_figures(request.app.state.metrics,
                               None if caller.tenant is None else [caller.tenant])
     return await console_page(request, caller, "console_overview.html.j2", views=views, operator=caller.tenant is None,

@@ -1,5 +1,6 @@
 """``POST /v1/fusion/refit`` (fit, compare, maybe promote; or, with ``cold_start: true``, fit the
-panel's label-free method on its stored votes) and ``GET /v1/fusion/models``."""
+panel's label-free method on its stored votes), ``GET /v1/fusion/models`` and
+``GET /v1/fusion/refits`` (every refit's outcome and reason, :mod:`.refit_log`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from judgefuse.service.learning.deps import LearningDep
-from judgefuse.service.responses import ModelsOut, RefitOut
+from judgefuse.service.responses import ModelsOut, RefitOut, RefitsOut
 from judgefuse.service.schemas import RefitRequest
 from judgefuse.service.web.deps import PanelsDep, TenantDep
 
@@ -32,3 +33,18 @@ async def models(
     panel: Annotated[str | None, Query(min_length=1, max_length=256)] = None,
 ) -> ModelsOut:
     return await learning.models(tenant, served.runtime(panel, field="query.panel"))
+
+
+@router.get("/refits")
+async def refits(
+    tenant: TenantDep,
+    served: PanelsDep,
+    learning: LearningDep,
+    panel: Annotated[str | None, Query(min_length=1, max_length=256)] = None,
+    limit: Annotated[int, Query(ge=1, le=50)] = 20,
+) -> RefitsOut:
+    """The panel's newest refits and cold-start fits (background, API, tune, console), newest
+    first: when, what started it, the outcome (``promoted``, ``kept``, ``skipped``, ``failed``)
+    and why, the labels it saw, the model version promoted and its metrics."""
+    return RefitsOut.model_validate(
+        await learning.refits(tenant, served.runtime(panel, field="query.panel"), limit))

@@ -38,6 +38,7 @@ from judgefuse.service.learning.refit import (
     RefitScheduler,
     refit,
 )
+from judgefuse.service.learning.refit_log import RefitLog
 from judgefuse.service.learning.refit_once import LabelSetOnce
 from judgefuse.service.learning.refit_worker import RefitWorkers, WorkerBudget
 from judgefuse.service.learning.routing_fallback import RoutingFallback
@@ -101,6 +102,8 @@ class LearningService:
             n_folds=settings.learning.refit_folds, clock=clock,
         )
         """Finishes a tune whose serving model nothing routes (:mod:`judgefuse.service.learning.routing_fallback`)."""
+        self.refit_log = RefitLog(storage, clock)
+        """Every refit's outcome and reason (:mod:`judgefuse.service.learning.refit_log`)."""
 
     def note_label(self, tenant: str, panel: str) -> None:
         """One more first label of (tenant, panel): the refit scheduler's count."""
@@ -131,7 +134,7 @@ class LearningService:
         promoted = await self.serving.model(tenant, runtime.name) if runtime.cascade is None else None
         if request.method is None and promoted is not None and promoted[0].threshold is None:
             outcome = await self.refit(tenant, runtime.name, target=PromotionTarget(
-                request.target_precision, request.delta, request.min_count))
+                request.target_precision, request.delta, request.min_count), trigger="tune")
             result["refit"] = outcome.as_dict()
         # still nothing routes the serving model: its cross-fitted threshold, else the voting
         # method with its threshold (routing_fallback.py); never review-everything by default
@@ -264,14 +267,16 @@ class LearningService:
 
     async def refit(
         self, tenant: str, panel: str | None, *, target: PromotionTarget | None = None,
-        method: str | None = None,
+        method: str | None = None, trigger: str = "api",
     ) -> RefitOutcome:
         """Refit learned fusion; a promotion stores the model with a threshold tuned for it at
         ``target`` or else the target of the panel's latest threshold (so routing goes on: see
         :mod:`judgefuse.service.learning.refit`). A cascade panel is refused: its verdicts hold only
         the votes of the stages they reached, and a model fitted on such partial vote sets
         would be scored on full ones. ``method``: the refittable method to fit (default
-        ``settings.learning.refit_method``; anything else is a 422 naming ``body.method``)."""
+        ``settings.learning.refit_method``; anything else is a 422 naming ``body.method``).
+        ``trigger``: what started it, for the refit log (``api``, ``background``, ``tune``,
+        ``console``)."""
         runtime = self.serving.runtime(panel)
         learned = method or self.settings.learning.refit_method
         if not runtime.capabilities(learned).refittable:
@@ -287,6 +292,7 @@ class LearningService:
                         "(tune the stage thresholds offline: 'judgefuse tune --cascade')"),
             )
             self.metrics.refits.labels(tenant, runtime.name, outcome.status).inc()
+            await self.refit_log.record(tenant, outcome, trigger=trigger)
             return outcome
         for _attempt in range(REFIT_ATTEMPTS):
             # the target is read again for each attempt: one that changed while the last ran
@@ -316,12 +322,20 @@ class LearningService:
                                                      version=outcome.threshold_version),
                 )
         log.info("refit %s/%s: %s (%s)", tenant, runtime.name, outcome.status, outcome.reason)
+        await self.refit_log.record(tenant, outcome, trigger=trigger)
         return outcome
 
     async def _background_refit(self, tenant: str, panel: str) -> None:
-        await self.refit(tenant, panel)
+        await self.refit(tenant, panel, trigger="background")
 
-    async def cold_start_fit(self, tenant: str, panel: str | None) -> RefitOutcome:
+    async def refits(self, tenant: str, runtime: PanelRuntime, limit: int) -> dict[str, Any]:
+        """``GET /v1/fusion/refits``: the panel's newest refits and cold-start fits, newest first,
+        each with its outcome and reason, and the method new verdicts get."""
+        active_method, model_version = await self.serving.active_method(tenant, runtime)
+        return {"panel": runtime.name, "active_method": active_method, "model_version": model_version,
+                "refits": await self.refit_log.recent(tenant, runtime.name, limit)}
+
+    async def cold_start_fit(self, tenant: str, panel: str | None, *, trigger: str = "api") -> RefitOutcome:
         """Fit the panel's label-free cold-start method on its stored votes and serve it
         (:mod:`judgefuse.service.learning.cold_start`); a panel without one is a 422 naming ``body.panel``."""
         runtime = self.serving.runtime(panel)
@@ -338,10 +352,11 @@ class LearningService:
         if outcome.status == "promoted":
             self.state.drop_model(tenant, runtime.name)
         log.info("cold start %s/%s: %s (%s)", tenant, runtime.name, outcome.status, outcome.reason)
+        await self.refit_log.record(tenant, outcome, trigger=trigger, kind="cold start")
         return outcome
 
     async def _background_cold_start(self, tenant: str, panel: str) -> None:
-        await self.cold_start_fit(tenant, panel)
+        await self.cold_start_fit(tenant, panel, trigger="background")
 
     async def _verdict_count(self, tenant: str, panel: str) -> int:
         """The panel's verdicts so far (its review-stratum traffic counters): the cold start's rounds."""

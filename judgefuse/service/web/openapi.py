@@ -108,6 +108,7 @@ ERRORS: dict[str, tuple[int, ...]] = {
     "POST /v1/thresholds/tune": (*_KEYED, *_BODY, 503),
     "POST /v1/fusion/refit": (*_KEYED, *_BODY, 503),
     "GET /v1/fusion/models": (*_KEYED, 422, 503),
+    "GET /v1/fusion/refits": (*_KEYED, 422, 503),
     # 422: also an unusable annotator name (query or X-Annotator header)
     # 409: the annotator or the calling key holds its cap of leased items
     "GET /v1/review/next": (*_KEYED, 409, 422, 429, 503),

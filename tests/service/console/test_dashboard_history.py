@@ -24,8 +24,8 @@ async def test_dashboard_shows_ece_and_th_per_day_for_the_fused_verdicts(stub, t
             pair = {"question": f"q{index}?", "answer_a": "x", "answer_b": "y", "label": label}
             assert (await client.post("/v1/judge", json=pair, headers=headers)).status_code == 200
         calibration = (await client.get("/v1/calibration", headers=headers)).json()
-        html = (await client.get("/dashboard", headers=headers)).text
-        other = (await client.get("/dashboard", headers=S.auth("tenant-b"))).text
+        html = (await client.get("/console/calibration", headers=headers)).text
+        other = (await client.get("/console/calibration", headers=S.auth("tenant-b"))).text
     fused = next(k for k in calibration["keys"] if k["kind"] == "method")
     section = re.search(rf'<div class="history" data-key="{re.escape(fused["key"])}">(.*?)</div>', html, re.S)
     assert section, "no history section for the fused method"

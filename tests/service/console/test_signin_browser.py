@@ -1,6 +1,7 @@
 """Signing in to the console in a real browser (headless Debian Chromium through Selenium), tenant
 keys set (issue 47, item 1): /console without a session shows the sign-in page; an operator signs
-in and sees the overview; a viewer's post is refused; an annotator reaching /console is refused.
+in and sees the overview, and /dashboard takes it to the console's calibration page; a viewer's
+post is refused; an annotator reaching /console is refused.
 One server, one browser, every wait bounded. With ``JF_SCREENSHOT_DIR`` set, the sign-in page is
 saved there (docs/console.md's screenshot is made that way)."""
 
@@ -65,6 +66,11 @@ def _drive(base: str, credentials: dict[str, str]) -> dict[str, Any]:
         seen["operator_url"] = driver.current_url
         seen["operator_title"] = driver.find_element(By.TAG_NAME, "h1").text
         seen["operator_who"] = driver.find_element(By.ID, "who").text
+        driver.get(base + "/dashboard")  # moved into the console: it redirects
+        wait.until(ec.url_contains("/console/calibration"))
+        seen["dashboard"] = (driver.current_url, driver.find_element(By.TAG_NAME, "h1").text)
+        driver.back()
+        wait.until(ec.presence_of_element_located((By.ID, "overview")))
         seen["operator_panels"] = [
             s.get_attribute("data-panel") for s in driver.find_elements(By.CSS_SELECTOR, "section.panel[data-panel]")
         ]
@@ -122,6 +128,7 @@ async def test_sign_in_roles_in_chromium(tmp_path):
     assert seen["operator_url"].endswith("/console") and seen["operator_title"].startswith("Overview")
     assert "olga" in seen["operator_who"] and "(operator)" in seen["operator_who"]
     assert seen["operator_panels"] == ["ext"]
+    assert seen["dashboard"][0].endswith("/console/calibration") and seen["dashboard"][1] == "Calibration"
     assert "(viewer)" in seen["viewer_who"] and seen["viewer_buttons"] == 0
     assert "read-only" in seen["viewer_post"]
     assert seen["annotator_landed"].endswith("/review")

@@ -127,7 +127,7 @@ async def test_tie_votes_and_agreement_with_the_labels(storage, tmp_path):
         assert e3["all_time"]["n"] == 5
         assert _entry(cal, "mode", "all")["agreement"] is None
         assert _entry(cal, "mode", "all")["ties"] is None
-        html = (await client.get("/dashboard", headers=H)).text
+        html = (await client.get("/console/calibration", headers=H)).text
         assert "<th>ties</th><th>kappa</th>" in html
         e1_kappa = _entry(cal, "judge", "e1")["agreement"]["all_time"]["cohen_kappa"]
         assert f"<td>{e1_kappa:.3f}</td>" in html
@@ -188,7 +188,7 @@ async def test_the_console_shows_a_tie_vote_as_a_tie_not_a_failure(storage, tmp_
         overview = (await client.get("/console", headers=H)).text
         page = (await client.get("/console/verdicts/c0", headers=H)).text
         metrics = (await client.get("/metrics", headers=S.admin())).text
-        dashboard = (await client.get("/dashboard", headers=H)).text
+        dashboard = (await client.get("/console/calibration", headers=H)).text
     # /metrics: a tie vote is its own outcome, not an invalid vote or a judge error
     series = dict(re.findall(r'^(judgefuse_judge_(?:votes|errors)_total\{[^}]*judge="e3"[^}]*\}) (\S+)$',
                              metrics, re.M))

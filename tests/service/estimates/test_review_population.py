@@ -135,12 +135,14 @@ async def test_dashboard_shows_population_estimates_first_with_their_label_count
     async with S.running_app(settings, storage) as (_app, client):
         for i in range(10):
             await client.post("/v1/fuse", json={**PAIR, "id": f"d{i}", "votes": SPLIT, "label": "A"}, headers=H)
-        html = (await client.get("/dashboard", headers=H)).text
+        html = (await client.get("/console/calibration", headers=H)).text
     assert html.index("all traffic (population estimates") < html.index("labelled sample")
     row = html[html.index('<tr data-key="method:majority:fused">'):]
     row = row[:row.index("</tr>")]
     assert '<td class="labels">10</td>' in row
-    assert "review: 10 / 1.000" in row
+    strata = html[html.index('<table class="strata-share">'):]
+    strata = strata[strata.index('<tr data-key="method:majority:fused">'):]
+    assert "review: 10 / 1.000" in strata[:strata.index("</tr>")]
 
 
 async def test_inline_labels_are_a_census_stratum_in_the_estimates(storage, tmp_path):

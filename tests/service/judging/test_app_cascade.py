@@ -110,7 +110,7 @@ async def test_every_stage_uncertain_goes_to_human_review(stub, tmp_path):
         assert stored["cascade"]["stage"] is None and stored["cascade"]["stages_consulted"] == 3
         assert stored["route"] == "human_review"
 
-        dash = await client.get("/dashboard", headers=HEADERS)
+        dash = await client.get("/console/calibration", headers=HEADERS)
         assert dash.status_code == 200
         assert 'class="cascade"' in dash.text and "per cascade stage (panel file)" in dash.text
 

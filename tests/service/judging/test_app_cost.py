@@ -160,8 +160,8 @@ async def test_dashboard_shows_cost_per_judge_and_per_panel(stub, tmp_path):
     async with S.running_app(settings) as (_app, client):
         for _ in range(n):
             assert (await client.post("/v1/judge", json=PAIR, headers=HEADERS)).status_code == 200
-        html = (await client.get("/dashboard", headers=HEADERS)).text
-        other = (await client.get("/dashboard", headers=S.auth("tenant-b"))).text
+        html = (await client.get("/console/calibration", headers=HEADERS)).text
+        other = (await client.get("/console/calibration", headers=S.auth("tenant-b"))).text
 
     def row(page: str, judge: str) -> list[str]:
         match = re.search(rf'<tr data-judge="{judge}">(.*?)</tr>', page)

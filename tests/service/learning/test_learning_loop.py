@@ -79,6 +79,11 @@ async def test_a_candidate_with_no_qualifying_threshold_is_not_promoted(stub, tm
         assert outcome["metrics"]["stacked_review_load"] == 1.0
         models = (await client.get("/v1/fusion/models", headers=HEADERS)).json()
         assert [m["version"] for m in models["history"]] == [1]  # the current model keeps serving
+        # the refit log says what happened and why, newest first (issue 47, item 7)
+        refits = (await client.get("/v1/fusion/refits", headers=HEADERS)).json()["refits"]
+        assert [(e["trigger"], e["status"], e["version"]) for e in refits] == [("tune", "kept", 1),
+                                                                               ("api", "promoted", 1)]
+        assert refits[0]["reason"] == outcome["reason"] and refits[1]["reason"] == first["reason"]
 
 
 def _report(threshold, coverage=0.5):
@@ -206,6 +211,10 @@ async def test_two_replicas_on_one_redis_refit_once_per_round_and_serve_the_same
         history = (await a.get("/v1/fusion/models", headers=HEADERS)).json()["history"]
         assert [m["version"] for m in history] == list(range(1, len(history) + 1))
         assert 2 <= len(history) <= len(rounds)
+        # every background round is in the shared refit log, whichever replica ran it
+        logged = (await b.get("/v1/fusion/refits", headers=HEADERS)).json()["refits"]
+        assert [e["trigger"] for e in logged] == ["background"] * len(rounds)
+        assert sorted(e["version"] for e in logged if e["status"] == "promoted") == [m["version"] for m in history]
         latest = history[-1]["params"]["model_version"]
         await asyncio.sleep(0.35)  # the state TTL: both replicas re-read the promoted pair
         for client in clients:

@@ -87,9 +87,9 @@ def _cells(page: str, judge: str, table: str) -> list[str]:
 
 async def test_the_dashboard_shows_a_tenant_its_own_judge_figures_and_the_operator_all(traffic):
     _app, client = traffic
-    a = (await client.get("/dashboard", headers=A)).text
-    b = (await client.get("/dashboard", headers=B)).text
-    admin = await client.get("/dashboard", headers=S.admin())
+    a = (await client.get("/console/calibration", headers=A)).text
+    b = (await client.get("/console/calibration", headers=B)).text
+    admin = await client.get("/console/calibration", headers=S.admin())
     assert admin.status_code == 200
     # judge health: 4 valid votes of j1 for A, 1 for B; 5 for the operator
     assert _cells(a, "j1", "health")[:2] == ["4", "0"]
@@ -100,7 +100,7 @@ async def test_the_dashboard_shows_a_tenant_its_own_judge_figures_and_the_operat
     assert "tenant-a" not in b and "tenant-b" not in a
     tenants = dict(re.findall(r'<tr data-tenant="([^"]+)"><td>[^<]*</td><td>(\d+)</td>', admin.text))
     assert tenants == {"tenant-a": "4", "tenant-b": "1"}
-    assert (await client.get("/dashboard")).status_code == 401
+    assert (await client.get("/console/calibration")).status_code == 401
 
 
 async def test_open_mode_metrics_stay_open_unless_a_token_is_configured(stub, tmp_path):
@@ -111,14 +111,14 @@ async def test_open_mode_metrics_stay_open_unless_a_token_is_configured(stub, tm
         assert (await client.post("/v1/judge", json=PAIR)).status_code == 200
         r = await client.get("/metrics")
         assert r.status_code == 200 and "judgefuse_judge_calls_total" in r.text
-        assert "judgefuse_judge_calls_total" not in (await client.get("/dashboard")).text  # HTML, fine
-        assert _cells((await client.get("/dashboard")).text, "j1", "health")[:1] == ["1"]
+        assert "judgefuse_judge_calls_total" not in (await client.get("/console/calibration")).text  # HTML, fine
+        assert _cells((await client.get("/console/calibration")).text, "j1", "health")[:1] == ["1"]
     token = hashlib.sha256(S.METRICS_TOKEN.encode()).hexdigest()
     guarded = S.make_settings(tmp_path, [panel], api_keys={}, metrics_token=token)
     async with S.running_app(guarded) as (_app, client):
         assert (await client.get("/metrics")).status_code == 401
         assert (await client.get("/metrics", headers=S.admin())).status_code == 200
-        assert (await client.get("/dashboard")).status_code == 200  # tenant "default"
+        assert (await client.get("/console/calibration")).status_code == 200  # tenant "default"
 
 
 def test_metrics_token_must_be_a_digest_and_no_tenant_key():

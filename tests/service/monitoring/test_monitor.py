@@ -64,7 +64,7 @@ async def test_drop_alarms_routes_to_review_shows_the_event_and_a_retune_clears_
         metrics = (await client.get("/metrics", headers=H)).text
         assert 'judgefuse_monitor_alarm{panel="ext",tenant="tenant-a"} 1.0' in metrics
         assert "judgefuse_monitor_precision_upper" in metrics
-        page = (await client.get("/dashboard", headers=H)).text
+        page = (await client.get("/console/calibration", headers=H)).text
         assert "drift alarm" in page.lower()
         # a retune starts a new threshold version: a new monitor, no alarm, no drift_alarm route
         retuned = await tune(client)

@@ -88,7 +88,7 @@ async def test_an_annotator_credential_leases_labels_and_skips_and_nothing_else(
             assert r.status_code == 403, (path, r.status_code, r.text)
             assert "annotator credential may only lease, label, skip" in r.json()["error"], path
         assert storage is not None and (await storage.get_verdict("tenant-a", "x")) is None
-        for path in ("/metrics", "/dashboard", "/console", "/console/verdicts"):  # operator views
+        for path in ("/metrics", "/console/calibration", "/console", "/console/verdicts"):  # operator views
             r = await client.get(path, headers=annotator)
             assert r.status_code == 403, (path, r.status_code)
         other = await client.get("/v1/review/next", params={"panel": "other"}, headers=annotator)

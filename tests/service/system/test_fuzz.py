@@ -340,8 +340,8 @@ def test_schema_has_the_operations_fuzzed_here(app):
         ("GET", "/healthz"), ("GET", "/readyz"), ("POST", "/v1/judge"), ("POST", "/v1/judge/batch"),
         ("GET", "/v1/verdicts/{verdict_id}"), ("POST", "/v1/feedback"), ("GET", "/v1/calibration"),
         ("GET", "/v1/thresholds"), ("POST", "/v1/thresholds/tune"), ("POST", "/v1/fusion/refit"),
-        ("GET", "/v1/fusion/models"), ("POST", "/v1/fuse"), ("POST", "/v1/fuse/batch"),
-        ("GET", "/v1/review/next"), ("POST", "/v1/review/skip"), ("GET", "/v1/review/stats"),
+        ("GET", "/v1/fusion/models"), ("GET", "/v1/fusion/refits"), ("POST", "/v1/fuse"),
+        ("POST", "/v1/fuse/batch"), ("GET", "/v1/review/next"), ("POST", "/v1/review/skip"), ("GET", "/v1/review/stats"),
         ("GET", "/v1/monitor"), ("POST", "/v1/monitor/clear"),
         ("GET", "/v1/annotators"), ("POST", "/v1/annotators"), ("GET", "/v1/annotators/me"),
         ("POST", "/v1/annotators/{annotator}/revoke"), ("POST", "/v1/annotators/{annotator}/rotate"),
@@ -362,7 +362,7 @@ def test_bodies_from_schema_before_traffic(app, path, component, examples):
 
 
 @pytest.mark.parametrize(("path", "examples"), [
-    ("/v1/calibration", 700), ("/v1/thresholds", 500), ("/v1/fusion/models", 500),
+    ("/v1/calibration", 700), ("/v1/thresholds", 500), ("/v1/fusion/models", 500), ("/v1/fusion/refits", 200),
     ("/v1/review/next", 400), ("/v1/review/stats", 200), ("/v1/monitor", 200),
     ("/v1/panels/{panel}/winrate", 300),
 ])
@@ -420,7 +420,7 @@ def test_bodies_from_schema(app, path, component, examples):
 # ------------------------------------------------------------------------------- 2. raw HTTP
 PATHS = ["/v1/judge", "/v1/judge/batch", "/v1/feedback", "/v1/calibration", "/v1/thresholds",
          "/v1/thresholds/tune", "/v1/fusion/refit", "/v1/fusion/models", "/v1/verdicts/x",
-         "/healthz", "/readyz", "/dashboard", "/metrics", "/v1/", "/v2/judge", "/v1/judge/",
+         "/healthz", "/readyz", "/console/calibration", "/metrics", "/v1/", "/v2/judge", "/v1/judge/",
          "/v1/verdicts/", "/v1/verdicts/a/b", "/%00", "/v1/judge%20", "/" + "a" * 3000,
          "/v1/fuse", "/v1/fuse/batch", "/v1/review/next", "/v1/review/skip", "/v1/review/stats",
          "/review", "/review/login", "/review/label", "/review/skip", "/review/logout",

@@ -43,9 +43,9 @@ async def test_tenant_b_sees_and_changes_nothing_of_tenant_a_on_every_endpoint(s
         # tenant B's views before tenant A does anything
         b_before = {
             path: (await client.get(path, headers=B)).json()
-            for path in ("/v1/calibration", "/v1/thresholds", "/v1/fusion/models")
+            for path in ("/v1/calibration", "/v1/thresholds", "/v1/fusion/models", "/v1/fusion/refits")
         }
-        b_dash_before = (await client.get("/dashboard", headers=B)).text
+        b_dash_before = (await client.get("/console/calibration", headers=B)).text
 
         # tenant A: labelled traffic (with a private question), a tuned threshold, a refit, a batch
         a_ids = []
@@ -93,6 +93,7 @@ async def test_tenant_b_sees_and_changes_nothing_of_tenant_a_on_every_endpoint(s
         assert b_before["/v1/calibration"]["keys"] == []
         assert b_before["/v1/thresholds"]["current"] is None and b_before["/v1/thresholds"]["history"] == []
         assert b_before["/v1/fusion/models"]["history"] == []
+        assert b_before["/v1/fusion/refits"]["refits"] == []  # A's refit is in A's log only
 
         # POST /v1/thresholds/tune and /v1/fusion/refit as B read none of A's labels, change nothing of A's
         b_tune = (await client.post("/v1/thresholds/tune", headers=B,
@@ -116,8 +117,8 @@ async def test_tenant_b_sees_and_changes_nothing_of_tenant_a_on_every_endpoint(s
         assert b_verdict["threshold"]["version"] is None and b_verdict["route"] == "human_review"
 
         # the dashboard: B's page names no A data (ids, question, threshold, tenant)
-        b_dash = (await client.get("/dashboard", headers=B)).text
-        a_dash = (await client.get("/dashboard", headers=A)).text
+        b_dash = (await client.get("/console/calibration", headers=B)).text
+        a_dash = (await client.get("/console/calibration", headers=A)).text
         assert "tenant-a" in a_dash and "tenant-a" not in b_dash
         for marker in (SECRET_Q, *a_ids[:5], *a_batch_ids, "key-for-tenant"):
             assert marker not in b_dash and marker not in b_dash_before
@@ -244,7 +245,7 @@ async def test_planted_provider_key_appears_nowhere(storage, sqlite_path, stub, 
         await call("POST", "/v1/thresholds/tune", json={"target_precision": 0.8, "min_count": 30}, headers=A)
         await call("POST", "/v1/fusion/refit", json={}, headers=A)
         for path in (f"/v1/verdicts/{vid}", "/v1/calibration", "/v1/thresholds", "/v1/fusion/models",
-                     "/dashboard", "/metrics", "/healthz", "/readyz", "/openapi.json", "/docs"):
+                     "/v1/fusion/refits", "/console/calibration", "/metrics", "/healthz", "/readyz", "/openapi.json", "/docs"):
             r = await call("GET", path, headers=A)
             assert r.status_code == 200, (path, r.text)
         # error paths too
@@ -308,7 +309,7 @@ async def test_text_over_max_text_chars_is_422_naming_the_field(small_app):
     assert r.status_code == 422 and r.json()["fields"][0]["field"] == "body.question"
 
 
-@pytest.mark.parametrize("path", ["/v1/judge", "/v1/calibration", "/healthz", "/dashboard", "/metrics"])
+@pytest.mark.parametrize("path", ["/v1/judge", "/v1/calibration", "/healthz", "/console/calibration", "/metrics"])
 async def test_cors_is_off_by_default(small_app, path):
     origin = {"Origin": "https://evil.example"}
     preflight = await small_app.options(path, headers={

@@ -36,7 +36,7 @@ async def test_missing_or_invalid_api_key_is_401_json(app_client, headers):
     assert r.headers["www-authenticate"] == "Bearer"
     body = r.json()
     assert body["error"] and body["fields"][0]["field"] == "header.authorization"
-    for path in ("/v1/calibration", "/v1/thresholds", "/v1/verdicts/x", "/dashboard"):
+    for path in ("/v1/calibration", "/v1/thresholds", "/v1/verdicts/x", "/console/calibration"):
         assert (await client.get(path, headers=headers)).status_code == 401
 
 

@@ -74,7 +74,7 @@ async def test_real_http_flow_metrics_and_no_planted_key_anywhere(stub, tmp_path
 
         vid = accepted.json()["id"]
         for path in (f"/v1/verdicts/{vid}", "/v1/calibration", "/v1/thresholds", "/v1/fusion/models",
-                     "/dashboard", "/readyz", "/healthz"):
+                     "/console/calibration", "/readyz", "/healthz"):
             r = await call("GET", path, headers=headers)
             assert r.status_code == 200, (path, r.text)
         metrics = await call("GET", "/metrics", headers=S.admin())
@@ -104,7 +104,7 @@ async def test_dashboard_renders_diagrams_and_escapes_names(stub, tmp_path):
     async with S.running_app(settings) as (_app, client):
         for _ in range(3):
             await client.post("/v1/judge", json={**PAIR, "label": "A"}, headers=headers)
-        page = await client.get("/dashboard", headers=headers)
+        page = await client.get("/console/calibration", headers=headers)
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
     html = page.text
     assert html.count("<svg") >= 4
@@ -128,7 +128,7 @@ async def test_dashboard_in_headless_chromium(stub, tmp_path):
         proc = await asyncio.create_subprocess_exec(
             CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
             "--disable-component-update", "--disable-sync", "--no-first-run",
-            f"--user-data-dir={profile}", "--dump-dom", f"{url}/dashboard",
+            f"--user-data-dir={profile}", "--dump-dom", f"{url}/console/calibration",
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         )
         try:
