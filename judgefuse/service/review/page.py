@@ -113,6 +113,11 @@ def _back(
     return RedirectResponse("/review" + (f"?{query}" if query else ""), status_code=303)
 
 
+def _waiting(counts: dict[str, Any]) -> int:
+    """Items waiting in a panel's queue (not leased to anyone)."""
+    return sum(c.queued for c in counts.values())
+
+
 def _done(value: str | None) -> int:
     try:
         return max(0, min(int(value or 0), 10**9))
@@ -133,8 +138,13 @@ async def review_page(
         here = "/review" + (f"?{urlencode({'panel': panel})}" if panel else "")
         return signin_page(request, next_url=here, status=401)
     session = await _reviewer(request, session)
-    if panel is None and session.account is not None and session.account.panels:
-        panel = session.account.panels[0]
+    allowed = [name for name in served.panels if session.may_use(name)]
+    waiting: dict[str, int] = {}
+    if len(allowed) > 1 or panel is None:  # the picker's counts (one read per panel)
+        for name in allowed:
+            waiting[name] = _waiting(await queue.counts(session.tenant, name))
+    if panel is None and allowed:  # land on the first panel with work, else the first one
+        panel = next((name for name in allowed if waiting.get(name)), allowed[0])
     runtime = served.runtime(panel, field="query.panel")
     if not session.may_use(runtime.name):
         raise Forbidden(f"annotator {session.annotator!r} may not use panel {runtime.name!r}",
@@ -143,6 +153,9 @@ async def review_page(
                                  skipped=skipped[:256] if skipped else None)
     stats = await queue.counts(session.tenant, runtime.name)
     item = item_out(held, runtime) if held else None
+    waiting[runtime.name] = _waiting(stats) + (1 if item else 0)  # as "remaining": the held item too
+    picker = [{"name": name, "waiting": waiting.get(name, 0), "here": name == runtime.name}
+              for name in allowed] if len(allowed) > 1 else []
     last = _undo_signer(request).read(undo, session.tenant, session.annotator)
     kinds = await label_kind_counts(queue.storage, session.tenant, runtime.name)
     response = render_page(
@@ -151,9 +164,10 @@ async def review_page(
         rendered=_rendered(item) if item else None, comment_max=COMMENT_MAX_CHARS,
         undo=undo if last else None, undo_left=int(last.seconds_left()) if last else 0,
         ties=kinds["tie"], both_bad=kinds["both_bad"],
-        queue_depth=sum(c.queued for c in stats.values()) + (1 if item else 0),
+        queue_depth=waiting[runtime.name],
         labelled=sum(c.labelled for name, c in stats.items() if name != "none"),
         routed=sum(c.routed for name, c in stats.items() if name != "none"),
+        picker=picker, elsewhere=[p for p in picker if p["waiting"] and not p["here"]],
     )
     if new_cookie is not None:
         set_session_cookie(request, response, new_cookie)

@@ -51,13 +51,16 @@ def browser() -> Iterator[Any]:
 async def test_an_annotation_session_in_chromium(tmp_path, browser):
     from judgefuse.service.storage import SQLiteStorage
 
-    settings = S.make_settings(tmp_path, [external_panel(tmp_path)], review_seed=5)
+    # two panels, the first without work: the page lands on the one with work, and its panel
+    # picker shows both with their waiting counts
+    settings = S.make_settings(tmp_path, [external_panel(tmp_path, name="quiet"), external_panel(tmp_path)],
+                               review_seed=5)
     async with SQLiteStorage(tmp_path / "page.sqlite3") as storage:
         app = create_app(settings, storage=storage)
         async with S.uvicorn_server(app) as url, httpx.AsyncClient(base_url=url, timeout=30) as client:
             for i in range(6):
                 r = await client.post("/v1/fuse", json={
-                    "id": f"p{i}", "question": QUESTION, "answer_a": f"{XSS} answer {i}",
+                    "id": f"p{i}", "panel": "ext", "question": QUESTION, "answer_a": f"{XSS} answer {i}",
                     "answer_b": ANSWER_B, "votes": SPLIT}, headers=H)
                 assert r.status_code == 200, r.text
             labels = await asyncio.to_thread(_session, browser, url)
@@ -95,6 +98,11 @@ def _session(driver: Any, url: str) -> dict[str, tuple[str | None, str | None]]:
     driver.find_element(By.ID, "annotator").send_keys("selenium", Keys.ENTER)
     wait.until(ec.presence_of_element_located((By.ID, "label-form")))
     assert KEY not in driver.page_source
+    # landed on the panel with work; the picker names both panels with what waits in each (here:
+    # the item shown too, as "remaining" counts it)
+    picker = {a.get_attribute("data-panel"): (a.get_attribute("data-waiting"), a.get_attribute("class"))
+              for a in driver.find_elements(By.CSS_SELECTOR, "#panels a")}
+    assert picker == {"quiet": ("0", "idle"), "ext": ("6", "here")}, picker
     # the payload is text: no element made from it, no script run; Markdown rendered
     answer_a = driver.find_element(By.ID, "answer_a")
     assert "<script>window.__xss=2</script>" in answer_a.text and "onerror" in answer_a.text
