@@ -17,11 +17,19 @@ scikit-learn's ``cohen_kappa_score`` and the ``krippendorff`` package in the tes
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
+from numpy.typing import NDArray
 
-__all__ = ["cohen_kappa", "confusion_matrix", "krippendorff_alpha_nominal"]
+__all__ = [
+    "alpha_from_coincidence",
+    "cohen_kappa",
+    "cohen_kappa_counts",
+    "confusion_matrix",
+    "krippendorff_alpha_counts",
+    "krippendorff_alpha_nominal",
+]
 
 
 def confusion_matrix(truth: Sequence[str], predicted: Sequence[str], classes: Sequence[str]) -> list[list[int]]:
@@ -41,11 +49,21 @@ def cohen_kappa(first: Sequence[str], second: Sequence[str]) -> float | None:
     """Cohen's kappa between two raters over the same items (None when it is undefined)."""
     if len(first) != len(second):
         raise ValueError(f"{len(first)} ratings against {len(second)}")
-    n = len(first)
+    return cohen_kappa_counts(Counter(zip(first, second, strict=True)))
+
+
+def cohen_kappa_counts(pairs: Mapping[tuple[str, str], int]) -> float | None:
+    """:func:`cohen_kappa` from how many items each (first, second) pair of ratings has (the
+    same integer sums, so the same float)."""
+    n = sum(pairs.values())
     if n == 0:
         return None
-    observed = sum(a == b for a, b in zip(first, second, strict=True)) / n
-    counts_a, counts_b = Counter(first), Counter(second)
+    observed = sum(count for (a, b), count in pairs.items() if a == b) / n
+    counts_a: Counter[str] = Counter()
+    counts_b: Counter[str] = Counter()
+    for (a, b), count in pairs.items():
+        counts_a[a] += count
+        counts_b[b] += count
     expected = sum(counts_a[c] * counts_b[c] for c in counts_a) / (n * n)
     if np.isclose(expected, 1.0, rtol=0.0, atol=1e-15):
         return None
@@ -66,6 +84,34 @@ def krippendorff_alpha_nominal(units: Sequence[Sequence[str | None]]) -> float |
                 pairs = n_c * (n_c - 1) if c == k else n_c * n_k
                 if pairs:
                     coincidence[(c, k)] = coincidence.get((c, k), 0.0) + pairs / (m - 1)
+    return alpha_from_coincidence(coincidence)
+
+
+def krippendorff_alpha_counts(counts: NDArray[np.int64], categories: Sequence[str]) -> float | None:
+    """:func:`krippendorff_alpha_nominal` of units given as counts: ``counts[u, c]`` raters gave
+    unit ``u`` the value ``categories[c]``. Each coincidence cell is summed over the units in order
+    (a cumulative sum), as the per-unit loop adds it, so with two categories (eval's A and B: every
+    other sum then has two terms) the value is that function's to the bit."""
+    counts = np.asarray(counts, dtype=np.int64)
+    m = counts.sum(axis=1)
+    pairable = m >= 2
+    counts, m = counts[pairable], m[pairable]
+    coincidence: dict[tuple[str, str], float] = {}
+    seen: dict[tuple[str, str], int] = {}
+    for i, c in enumerate(categories):
+        for j, k in enumerate(categories):
+            pairs = counts[:, i] * (counts[:, i] - 1) if i == j else counts[:, i] * counts[:, j]
+            nonzero = np.flatnonzero(pairs)
+            if nonzero.size:
+                coincidence[(c, k)] = float(np.cumsum(pairs[nonzero] / (m[nonzero] - 1))[-1])
+                seen[(c, k)] = int(nonzero[0])
+    # the per-unit loop's dict order: cells by the first unit that has them (ties: category order)
+    ordered = sorted(coincidence, key=lambda cell: seen[cell])
+    return alpha_from_coincidence({cell: coincidence[cell] for cell in ordered})
+
+
+def alpha_from_coincidence(coincidence: Mapping[tuple[str, str], float]) -> float | None:
+    """Krippendorff's alpha (nominal) from its coincidence matrix (cells with a value)."""
     n_c_totals: dict[str, float] = {}
     for (c, _k), value in coincidence.items():
         n_c_totals[c] = n_c_totals.get(c, 0.0) + value

@@ -17,8 +17,16 @@ from typing import Any
 
 import numpy as np
 
-from judgefuse.calibration.agreement import cohen_kappa, confusion_matrix, krippendorff_alpha_nominal
+from judgefuse.calibration.agreement import (
+    cohen_kappa,
+    cohen_kappa_counts,
+    confusion_matrix,
+    krippendorff_alpha_counts,
+    krippendorff_alpha_nominal,
+)
 from judgefuse.evaluation.scoring import ScoredRow
+from judgefuse.evaluation.vote_table import LABEL_B, ItemColumns
+from judgefuse.fusion.columnar import VoteColumns
 from judgefuse.judges.types import JudgedItem
 
 ANSWERS = ("A", "B", "tie", "none")
@@ -74,6 +82,42 @@ def row_agreement(row: ScoredRow, items: Sequence[JudgedItem], *, top: int = N_D
         confusion=confusion_matrix(labels, answers, ANSWERS)[: len(LABELS)],
         disagreements=disagreements,
     )
+
+
+def row_agreement_columns(row: ScoredRow, items: ItemColumns, *, top: int = N_DISAGREEMENTS) -> RowAgreement:
+    """:func:`row_agreement` with the labels and ids from the items' columns: kappa and the
+    confusion matrix from counts of (label, answer) pairs (the same integer sums), the most
+    confident disagreements by one stable sort."""
+    labels = np.asarray(["A", "B"], dtype="<U4")[(items.outcome[row.item_index] == LABEL_B).astype(np.int64)]
+    answers = np.asarray(row.choices, dtype="<U4")
+    pairs: dict[tuple[str, str], int] = {}
+    for label in LABELS:
+        for answer in ANSWERS:
+            count = int(((labels == label) & (answers == answer)).sum())
+            if count:
+                pairs[(label, answer)] = count
+    confusion = [[pairs.get((label, answer), 0) for answer in ANSWERS] for label in LABELS]
+    wrong = np.flatnonzero(((answers == "A") | (answers == "B")) & (answers != labels))
+    order = wrong[np.argsort(-row.confidence[wrong], kind="stable")][:top]
+    disagreements = [
+        Disagreement(items.ids[int(row.item_index[k])], str(answers[k]), str(labels[k]), float(row.confidence[k]))
+        for k in order.tolist()
+    ]
+    return RowAgreement(row.name, int(labels.size), cohen_kappa_counts(pairs), confusion, disagreements)
+
+
+def panel_alpha_columns(votes: VoteColumns, judges: Sequence[str]) -> float | None:
+    """:func:`panel_alpha` from the items' vote arrays: per item, how many of ``judges`` gave A
+    and how many B as their first vote (an invalid or tie first vote is a missing rating)."""
+    counts = np.zeros((votes.n_items, 2), dtype=np.int64)
+    for name in judges if votes.present.shape[1] else ():
+        voted, slot = votes.first_vote(name)
+        rows = np.arange(votes.n_items)
+        letter = voted & votes.valid[rows, slot]
+        says_a = votes.says_a[rows, slot]
+        counts[:, 0] += letter & says_a
+        counts[:, 1] += letter & ~says_a
+    return krippendorff_alpha_counts(counts, ("A", "B"))
 
 
 def panel_alpha(items: Sequence[JudgedItem], judges: Sequence[str]) -> float | None:

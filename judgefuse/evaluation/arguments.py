@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from judgefuse.evaluation.loaders import FORMATS, UndefinedAnswers, load
+from judgefuse.evaluation.vote_table import VoteTable
 from judgefuse.judges.types import JudgedItem
 
 
@@ -82,3 +83,14 @@ def load_sources(args: argparse.Namespace) -> tuple[list[JudgedItem], UndefinedA
     for line in answers.summary():
         print(f"judgefuse {args.command}: warning: {line}", file=sys.stderr)
     return items, answers
+
+
+def load_table_sources(args: argparse.Namespace) -> tuple[VoteTable, UndefinedAnswers]:
+    """:func:`load_sources` as arrays (a votes file streamed, no object per item: issue 46)."""
+    from judgefuse.evaluation.loaders.votes_columnar import load_table
+
+    answers = UndefinedAnswers(strict=getattr(args, "strict", False))
+    table = load_table(args.paths, format=args.format, answers=answers)
+    for line in answers.summary():
+        print(f"judgefuse {args.command}: warning: {line}", file=sys.stderr)
+    return table, answers

@@ -4,21 +4,40 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+from rich.console import Console
+
+from judgefuse.errors import InputError
 from judgefuse.evaluation import fuser_eval_command
-from judgefuse.evaluation.arguments import add_source_arguments, float_in, int_at_least, load_sources, output_path
+from judgefuse.evaluation.arguments import (
+    add_source_arguments,
+    float_in,
+    int_at_least,
+    load_sources,
+    load_table_sources,
+    output_path,
+)
 from judgefuse.evaluation.atomic import write_atomic
 from judgefuse.evaluation.compare_outputs import compare_html, compare_json, print_compare_report
 from judgefuse.evaluation.comparison import compare_report
 from judgefuse.evaluation.display import output_console
 from judgefuse.evaluation.html_report import render_html
 from judgefuse.evaluation.json_report import to_json
-from judgefuse.evaluation.panel_structure import panel_structure, print_panel_structure
+from judgefuse.evaluation.loaders import UndefinedAnswers
+from judgefuse.evaluation.panel_structure import (
+    PanelStructure,
+    panel_structure,
+    panel_structure_of_table,
+    print_panel_structure,
+)
 from judgefuse.evaluation.progress import progress_bar
-from judgefuse.evaluation.runner import EvaluationOptions, default_methods, evaluate
+from judgefuse.evaluation.runner import Evaluation, EvaluationOptions, default_methods, evaluate
 from judgefuse.evaluation.scoring import judge_names
 from judgefuse.evaluation.table import print_evaluation
+from judgefuse.evaluation.table_eval import columnar_methods, evaluate_table
+from judgefuse.evaluation.vote_table import LABEL_BOTH_BAD, LABEL_TIE
 from judgefuse.fusion import get_method
 
 
@@ -105,6 +124,8 @@ def add_commands(subcommands: argparse._SubParsersAction) -> None:
 def run_eval(args: argparse.Namespace) -> int:
     console = output_console()
     started = time.perf_counter()
+    if _columnar(args):
+        return _run_eval_table(args, console, started)
     items, answers = load_sources(args)
     if args.limit is not None:
         items = items[: args.limit]
@@ -129,20 +150,10 @@ def run_eval(args: argparse.Namespace) -> int:
             progress.update(task, advance=1, description=name)
 
         evaluation = evaluate(items, options=options, progress=step, fused=fused)
-    sources = [str(path) for path in args.paths]
-    title = f"judgefuse eval: {', '.join(Path(s).name for s in sources)}"
-    if not args.quiet:
-        print_evaluation(
-            evaluation, title=title, console=console, wide=args.wide, undefined_answers=answers.per_judge()
-        )
-        structure = panel_structure([judged for judged in items if judged.item.label is not None])
-        if structure is not None:
-            print_panel_structure(structure, console)
-    if args.json_out:
-        console.print(f"wrote {write_atomic(args.json_out, to_json(evaluation, sources=sources, undefined_answers=answers.per_judge()))}")
-    if args.html_out:
-        html = render_html(evaluation, title=title, sources=sources)
-        console.print(f"wrote {write_atomic(args.html_out, html)}")
+    _write_reports(
+        args, console, evaluation, answers,
+        lambda: panel_structure([judged for judged in items if judged.item.label is not None]),
+    )  # fmt: skip
     undecided = sum(1 for judged in items if judged.item.tie_label is not None)
     labelled = f"{evaluation.n_labelled} labelled" + (f" A/B (+{undecided} tie/both_bad)" if undecided else "")
     console.print(
@@ -152,6 +163,75 @@ def run_eval(args: argparse.Namespace) -> int:
     if fuser_failed:  # the other rows are reported; the run still fails, so no script takes it as whole
         console.print(f"[red]{fuser_failed} fuser calls failed: no fuser row (run again to retry them)[/red]")
         return 1
+    return 0
+
+
+def _write_reports(
+    args: argparse.Namespace,
+    console: Console,
+    evaluation: Evaluation,
+    answers: UndefinedAnswers,
+    structure: Callable[[], PanelStructure | None],
+) -> None:
+    """The tables and the panel structure (unless ``--quiet``), then ``--json`` and ``--html``."""
+    sources = [str(path) for path in args.paths]
+    title = f"judgefuse eval: {', '.join(Path(s).name for s in sources)}"
+    if not args.quiet:
+        print_evaluation(
+            evaluation, title=title, console=console, wide=args.wide, undefined_answers=answers.per_judge()
+        )
+        found = structure()
+        if found is not None:
+            print_panel_structure(found, console)
+    if args.json_out:
+        console.print(f"wrote {write_atomic(args.json_out, to_json(evaluation, sources=sources, undefined_answers=answers.per_judge()))}")
+    if args.html_out:
+        html = render_html(evaluation, title=title, sources=sources)
+        console.print(f"wrote {write_atomic(args.html_out, html)}")
+
+
+def _columnar(args: argparse.Namespace) -> bool:
+    """Whether ``eval`` reads the data into arrays (:mod:`.table_eval`): every method asked for
+    has a columnar form and there is no fuser row (anything else, faults included, takes the
+    judged items' path, which reports them in its own order)."""
+    if args.fuser or args.fuser_api_base:
+        return False
+    try:
+        return columnar_methods(fuser_eval_command.voting_methods(args))
+    except (InputError, ValueError, KeyError):
+        return False
+
+
+def _run_eval_table(args: argparse.Namespace, console: Console, started: float) -> int:
+    """``eval`` over a votes file streamed into arrays: no object per item (issue 46)."""
+    table, answers = load_table_sources(args)
+    if args.limit is not None:
+        table = table.head(args.limit)
+    loaded = time.perf_counter()
+    options = EvaluationOptions(
+        methods=fuser_eval_command.voting_methods(args),
+        n_bins=args.bins,
+        eps=args.eps,
+        n_folds=args.folds,
+        n_bootstrap=args.bootstrap,
+        seed=args.seed,
+    )
+    n_rows = len(table.votes.judges) + len(options.methods or default_methods())
+    with progress_bar("evaluating {task.description}", quiet=args.quiet) as progress:
+        task = progress.add_task("", total=n_rows)
+
+        def step(name: str) -> None:
+            progress.update(task, advance=1, description=name)
+
+        evaluation = evaluate_table(table, options=options, progress=step)
+    _write_reports(args, console, evaluation, answers, lambda: panel_structure_of_table(table))
+    outcome = table.items.outcome
+    undecided = int(((outcome == LABEL_TIE) | (outcome == LABEL_BOTH_BAD)).sum())
+    labelled = f"{evaluation.n_labelled} labelled" + (f" A/B (+{undecided} tie/both_bad)" if undecided else "")
+    console.print(
+        f"{table.n_items} items, {labelled}, {len(evaluation.rows)} rows; "
+        f"load {loaded - started:.2f} s, total {time.perf_counter() - started:.2f} s"
+    )
     return 0
 
 

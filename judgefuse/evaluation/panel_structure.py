@@ -7,8 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from judgefuse.calibration.effective_judges import effective_number
-from judgefuse.fusion.panel_structure import JudgeEstimate, PanelStructure
+from judgefuse.evaluation.vote_table import VoteTable
+from judgefuse.fusion.panel_structure import JudgeEstimate, PanelStructure, panel_structure_columns
 from judgefuse.fusion.panel_structure import panel_structure as structure_of_votes
 from judgefuse.judges.types import JudgedItem
 
@@ -18,6 +21,12 @@ __all__ = ["JudgeEstimate", "PanelStructure", "effective_number", "panel_structu
 def panel_structure(items: Sequence[JudgedItem]) -> PanelStructure | None:
     """The panel structure of judged items (their votes; their labels where they have one)."""
     return structure_of_votes([judged.votes for judged in items], [judged.item.label for judged in items])
+
+
+def panel_structure_of_table(table: VoteTable) -> PanelStructure | None:
+    """:func:`panel_structure` of a table's labelled items, from its arrays."""
+    labelled = table.take(np.flatnonzero(table.items.decided))
+    return panel_structure_columns(labelled.votes, labelled.items.label_a, labelled.items.decided)
 
 
 def print_panel_structure(structure: PanelStructure, console: object) -> None:

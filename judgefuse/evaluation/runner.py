@@ -21,6 +21,7 @@ from judgefuse.calibration.builtin_metrics import BUILTIN_METRICS
 from judgefuse.calibration.metric_registry import registered_metrics
 from judgefuse.errors import InputError
 from judgefuse.evaluation.agreement import RowAgreement, panel_alpha, row_agreement
+from judgefuse.evaluation.columnar_rows import columnar_ties, fuse_columnar, has_columnar_form
 from judgefuse.evaluation.scoring import (
     ScoredRow,
     judge_names,
@@ -29,17 +30,14 @@ from judgefuse.evaluation.scoring import (
     score_verdicts,
 )
 from judgefuse.evaluation.ties import TieReport, has_ties, judge_ties_columns, tie_report, verdict_outcome
+from judgefuse.evaluation.vote_table import ItemColumns
 from judgefuse.fusion import NotEnoughLabels, cross_fit_predict, get_method, replayable_methods, requires_fit
-from judgefuse.fusion.columnar import COLUMNAR_METHODS, NONE, TIE, A, B, FusedColumns, VoteColumns, fuse_columns
-from judgefuse.fusion.columnar_crossfit import columnar_learned, cross_fit_columns, fit_and_apply
-from judgefuse.fusion.columnar_dawid_skene import dawid_skene_columns
+from judgefuse.fusion.columnar import VoteColumns
 from judgefuse.fusion.crossfit import cross_fit_outcomes, predict_many
-from judgefuse.fusion.dawid_skene import NAME as DAWID_SKENE
-from judgefuse.fusion.dawid_skene import DawidSkeneFusion
 from judgefuse.fusion.judge_outliers import JudgeWarning, judge_warnings
 from judgefuse.fusion.registry import FusionMethod, LearnedFusionMethod, factory_of
 from judgefuse.fusion.verdict import Verdict
-from judgefuse.judges.types import JudgedItem, Letter, Outcome
+from judgefuse.judges.types import JudgedItem, Letter
 
 REFERENCE_METHOD = "majority"
 RECALIBRATED_DEFAULTS = ("majority+platt", "majority+isotonic")
@@ -176,16 +174,18 @@ def evaluate(
     for name in options.methods or default_methods():
         step(name)
         if _has_columnar_form(name):
+            labels: list[Letter] = [judged.item.label for judged in labelled]  # type: ignore[misc]
             try:
-                arrays = _fuse_columnar(name, labelled, columns, options)
+                arrays = fuse_columnar(name, labels, columns, n_folds=options.n_folds, seed=options.seed)
             except NotEnoughLabels as exc:
                 skipped[name] = str(exc)
                 continue
             scored.append(score_columns(name, labelled, arrays, columns))
-            tail = (
-                _fuse_columnar(name, labelled, columns, options, (undecided, undecided_columns)) if undecided else None
-            )
-            ties.append(_columnar_ties(name, labelled, arrays, undecided, tail))
+            tail = fuse_columnar(
+                name, labels, columns, n_folds=options.n_folds, seed=options.seed, undecided=undecided_columns
+            ) if undecided else None
+            ties.append(columnar_ties(name, ItemColumns.from_items(labelled), arrays, ItemColumns.from_items(undecided),
+                                      tail))
             continue
         fitted: list[FusionMethod] = []
         three_way = any(judged.item.tie_label == "tie" for judged in undecided) and bool(
@@ -224,53 +224,8 @@ def evaluate(
 
 
 def _has_columnar_form(name: str) -> bool:
-    """True for a voting rule, a recalibrated voting rule, dawid_skene, stacked and offset_stacked
-    (fused over arrays, not item by item)."""
-    return name in COLUMNAR_METHODS or name == DAWID_SKENE or columnar_learned(get_method(name))
-
-
-def _fuse_columnar(
-    name: str,
-    labelled: Sequence[JudgedItem],
-    columns: VoteColumns,
-    options: EvaluationOptions,
-    undecided: tuple[Sequence[JudgedItem], VoteColumns] | None = None,
-) -> FusedColumns:
-    """As arrays, for a method with a columnar form: without ``undecided``, what :func:`_fuse`
-    gives on the labelled items (the same folds); with it, what :func:`_fuse_undecided` gives on
-    the tie-labelled items (a learned method fitted on every labelled item, dawid_skene on all)."""
-    target = columns if undecided is None else undecided[1]
-    if name in COLUMNAR_METHODS:
-        return fuse_columns(name, target)
-    if name == DAWID_SKENE:
-        method = get_method(name)
-        assert isinstance(method, DawidSkeneFusion)
-        batches = [judged.votes for judged in labelled]
-        if undecided is None:
-            return dawid_skene_columns(method, batches, columns)
-        tail = [judged.votes for judged in undecided[0]]
-        return dawid_skene_columns(method, tail, target, fit_batches=[*batches, *tail])
-    labels: list[Letter] = [judged.item.label for judged in labelled]  # type: ignore[misc]
-    if undecided is not None:
-        return fit_and_apply(name, columns, labels, target)
-    return cross_fit_columns(name, columns, labels, n_folds=options.n_folds, seed=options.seed)
-
-
-_OUTCOMES: dict[int, Outcome | None] = {A: "A", B: "B", TIE: "tie", NONE: None}
-
-
-def _columnar_ties(
-    name: str,
-    labelled: Sequence[JudgedItem],
-    fused: FusedColumns,
-    undecided: Sequence[JudgedItem],
-    undecided_fused: FusedColumns | None,
-) -> TieReport:
-    """:func:`_method_ties` of verdicts given as arrays."""
-    codes = fused.answer.tolist() + (undecided_fused.answer.tolist() if undecided_fused is not None else [])
-    answers = [_OUTCOMES[code] for code in codes]
-    labels = [judged.item.outcome for judged in [*labelled, *(undecided if undecided_fused is not None else [])]]
-    return tie_report(name, answers, labels)  # type: ignore[arg-type]
+    """True for a method fused over arrays, not item by item (:func:`.columnar_rows.has_columnar_form`)."""
+    return has_columnar_form(name, get_method)
 
 
 def _method_ties(
@@ -350,6 +305,13 @@ def choice_summary(fitted: Sequence[FusionMethod]) -> str:
     first, n_first = counts[0]
     parts = [f"{first} in {n_first} of {len(choices)} folds", *(f"{name} in {n}" for name, n in counts[1:])]
     return ", ".join(parts)
+
+
+def row_report(
+    row: ScoredRow, reference: ScoredRow | None, options: EvaluationOptions, intervals: dict[str, BootstrapInterval]
+) -> RowReport:
+    """One row's report: metrics, intervals, reliability, per category, helped/harmed vs ``reference``."""
+    return _report(row, reference, options, intervals)
 
 
 def _report(

@@ -28,7 +28,8 @@ from typing import Literal
 
 import numpy as np
 
-from judgefuse.fusion.columnar import TIE, A, B, FusedColumns, VoteColumns
+from judgefuse.evaluation.vote_table import ItemColumns
+from judgefuse.fusion.columnar import TIE, A, FusedColumns, VoteColumns
 from judgefuse.fusion.verdict import Verdict, is_tie
 from judgefuse.judges.types import JudgedItem, JudgeVote, Letter
 
@@ -186,56 +187,59 @@ def find_vote(votes: Sequence[JudgeVote], name: str) -> JudgeVote | None:
     return None
 
 
-def score_columns(name: str, items: Sequence[JudgedItem], fused: FusedColumns, votes: VoteColumns) -> ScoredRow:
+def score_columns(
+    name: str, items: Sequence[JudgedItem] | ItemColumns, fused: FusedColumns, votes: VoteColumns
+) -> ScoredRow:
     """:func:`score_verdicts` of verdicts given as arrays (:mod:`judgefuse.fusion.columnar`),
-    one per item of ``items`` (``votes``: those items' votes, for cost and calls), without
-    building a verdict per item: the same row (tested against it), at array speed."""
-    if not len(items) == fused.answer.size == votes.n_items:
-        raise ValueError(f"{name}: {fused.answer.size} verdicts for {len(items)} items")
-    labels = [judged.item.label for judged in items]
-    keep = np.asarray([label is not None for label in labels], dtype=bool)
-    label_a = np.asarray([label == "A" for label in labels], dtype=bool)
+    one per item of ``items`` (judged items or their columns; ``votes``: those items' votes, for
+    cost and calls), without building a verdict per item: the same row (tested against it), at
+    array speed."""
+    table = items if isinstance(items, ItemColumns) else ItemColumns.from_items(items)
+    if not table.n_items == fused.answer.size == votes.n_items:
+        raise ValueError(f"{name}: {fused.answer.size} verdicts for {table.n_items} items")
+    keep = table.decided
+    label_a = table.label_a
     tie = fused.answer == TIE
-    tie_right = np.zeros(len(items), dtype=bool)
+    tie_right = np.zeros(table.n_items, dtype=bool)
     tied = np.flatnonzero(tie & keep)
-    tie_right[tied] = tie_halves([items[p].item.id for p in tied.tolist()])
+    tie_right[tied] = tie_halves([table.ids[p] for p in tied.tolist()])
     has_choice = fused.decided | tie
     confidence = np.where(tie, NO_ANSWER_CONFIDENCE, np.where(has_choice, fused.confidence, NO_ANSWER_CONFIDENCE))
     correct = np.where(tie, tie_right, fused.decided & ((fused.answer == A) == label_a))
-    choices = np.where(tie, "tie", np.where(fused.answer == A, "A", np.where(fused.answer == B, "B", "none")))
+    rows = np.flatnonzero(keep)
+    choices = np.asarray(["none", "A", "B", "tie"], dtype="<U4")[fused.answer[rows]]
     cost = 0.0
-    for value in votes.cost_usd[keep].tolist():  # item by item, in the order score_verdicts adds
+    for value in votes.cost_usd[rows].tolist():  # item by item, in the order score_verdicts adds
         cost += value
-    calls = int(votes.calls[keep].sum())
-    categories = [judged.item.category or "" for judged, kept in zip(items, keep.tolist(), strict=True) if kept]
     return ScoredRow(
         name=name,
         kind="fusion",
-        confidence=confidence[keep].astype(float),
-        correct=correct[keep],
-        categories=np.asarray(categories, dtype=str),
-        item_index=np.flatnonzero(keep).astype(np.int64),
+        confidence=confidence[rows].astype(float),
+        correct=correct[rows],
+        categories=table.category_names(rows),
+        item_index=rows.astype(np.int64),
         n_invalid=int((~has_choice & keep).sum()),
         cost_usd=cost,
-        calls=calls,
+        calls=int(votes.calls[rows].sum()),
         n_ties=int((tie & keep).sum()),
-        choices=np.asarray(choices[keep], dtype="<U4"),
+        choices=choices,
     )
 
 
-def score_judge_columns(name: str, items: Sequence[JudgedItem], votes: VoteColumns) -> ScoredRow:
-    """:func:`score_judge` from the items' vote arrays (``votes``, one row per item of ``items``):
-    the same row without a search of every item's votes per judge (tested against it)."""
-    if len(items) != votes.n_items:
-        raise ValueError(f"{name}: vote arrays of {votes.n_items} items for {len(items)} items")
+def score_judge_columns(name: str, items: Sequence[JudgedItem] | ItemColumns, votes: VoteColumns) -> ScoredRow:
+    """:func:`score_judge` from the items' vote arrays (``votes``, one row per item of ``items``,
+    judged items or their columns): the same row without a search of every item's votes per judge
+    (tested against it)."""
+    table = items if isinstance(items, ItemColumns) else ItemColumns.from_items(items)
+    if table.n_items != votes.n_items:
+        raise ValueError(f"{name}: vote arrays of {votes.n_items} items for {table.n_items} items")
     voted, slot = votes.first_vote(name)
-    keep = voted & np.asarray([judged.item.label is not None for judged in items], dtype=bool)
-    rows = np.flatnonzero(keep)
+    rows = np.flatnonzero(voted & table.decided)
     at = slot[rows]
     valid = votes.valid[rows, at]
     says_a = votes.says_a[rows, at]
     tied = votes.tie[rows, at]
-    label_a = np.asarray([items[i].item.label == "A" for i in rows.tolist()], dtype=bool)
+    label_a = table.label_a[rows]
     cost = 0.0
     for value in votes.vote_cost_usd[rows, at].tolist():  # in item order, as score_judge adds
         cost += value
@@ -246,7 +250,7 @@ def score_judge_columns(name: str, items: Sequence[JudgedItem], votes: VoteColum
         kind="judge",
         confidence=np.where(valid, votes.confidence[rows, at], NO_ANSWER_CONFIDENCE).astype(float),
         correct=valid & (says_a == label_a),
-        categories=np.asarray([items[i].item.category or "" for i in rows.tolist()], dtype=str),
+        categories=table.category_names(rows),
         item_index=rows.astype(np.int64),
         n_invalid=int((~valid).sum()) - n_ties,
         cost_usd=cost,

@@ -26,14 +26,17 @@ tie. Beside them, per row:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from judgefuse.evaluation.scoring import find_vote
-from judgefuse.fusion.columnar import VoteColumns
+from judgefuse.evaluation.vote_table import OUTCOMES, UNLABELLED, ItemColumns
+from judgefuse.fusion.columnar import NONE, TIE, A, B, VoteColumns
 from judgefuse.fusion.verdict import Verdict, is_tie
 from judgefuse.judges.types import JudgedItem, Letter, Outcome, TieLabel
 
@@ -77,29 +80,60 @@ def tie_report(name: str, answers: Sequence[Outcome | None], labels: Sequence[La
     """The tie-aware numbers of one row from its answers and the labels, item by item."""
     if len(answers) != len(labels):
         raise ValueError(f"{name}: {len(answers)} answers for {len(labels)} labels")
-    pairs = list(zip(answers, labels, strict=True))
-    decided = [(answer, label) for answer, label in pairs if label in ("A", "B")]
-    committed = [(answer, label) for answer, label in decided if answer in ("A", "B")]
-    three_way = [(answer, label) for answer, label in pairs if label != "both_bad"]
-    n_tie_answers = sum(answer == "tie" for answer in answers)
-    tie_answers = [label for answer, label in three_way if answer == "tie"]
-    tie_labels = [answer for answer, label in pairs if label == "tie"]
+    return tie_report_counts(name, Counter(zip(answers, labels, strict=True)))
+
+
+def tie_report_counts(name: str, counts: Mapping[tuple[Outcome | None, Label], int]) -> TieReport:
+    """:func:`tie_report` from how many items have each (answer, label) pair: every number is a
+    count or a ratio of counts, so a row of 10^6 items is tallied once (issue 46)."""
+
+    def total(keep: Callable[[Outcome | None, Label], bool]) -> int:
+        return sum(n for (answer, label), n in counts.items() if keep(answer, label))
+
+    n_decided = total(lambda answer, label: label in ("A", "B"))
+    n_committed = total(lambda answer, label: label in ("A", "B") and answer in ("A", "B"))
+    n_three_way = total(lambda answer, label: label != "both_bad")
+    n_tie_answers = total(lambda answer, label: answer == "tie")
+    n_tie_answers_scored = total(lambda answer, label: label != "both_bad" and answer == "tie")
+    n_tie_labels = total(lambda answer, label: label == "tie")
     return TieReport(
         name=name,
-        n_decided_labels=len(decided),
-        n_tie_labels=sum(label == "tie" for label in labels),
-        n_both_bad_labels=sum(label == "both_bad" for label in labels),
+        n_decided_labels=n_decided,
+        n_tie_labels=n_tie_labels,
+        n_both_bad_labels=total(lambda answer, label: label == "both_bad"),
         n_tie_answers=n_tie_answers,
-        judgebench_accuracy=_rate(sum(answer == label for answer, label in decided), len(decided)),
-        decided_accuracy=_rate(sum(answer == label for answer, label in committed), len(committed)),
-        n_decided_answers=len(committed),
-        three_way_accuracy=_rate(sum(answer == label for answer, label in three_way), len(three_way)),
-        n_three_way=len(three_way),
-        tie_rate=_rate(n_tie_answers, len(pairs)),
-        tie_precision=_rate(sum(label == "tie" for label in tie_answers), len(tie_answers)),
-        n_tie_answers_scored=len(tie_answers),
-        tie_recall=_rate(sum(answer == "tie" for answer in tie_labels), len(tie_labels)),
+        judgebench_accuracy=_rate(total(lambda answer, label: label in ("A", "B") and answer == label), n_decided),
+        decided_accuracy=_rate(
+            total(lambda answer, label: label in ("A", "B") and answer in ("A", "B") and answer == label), n_committed
+        ),
+        n_decided_answers=n_committed,
+        three_way_accuracy=_rate(total(lambda answer, label: label != "both_bad" and answer == label), n_three_way),
+        n_three_way=n_three_way,
+        tie_rate=_rate(n_tie_answers, sum(counts.values())),
+        tie_precision=_rate(
+            total(lambda answer, label: label == "tie" and answer == "tie"), n_tie_answers_scored
+        ),
+        n_tie_answers_scored=n_tie_answers_scored,
+        tie_recall=_rate(total(lambda answer, label: label == "tie" and answer == "tie"), n_tie_labels),
     )
+
+
+def tie_report_codes(name: str, answers: NDArray[np.int8], labels: NDArray[np.int8]) -> TieReport:
+    """:func:`tie_report` of answers given as codes (:data:`~judgefuse.fusion.columnar.A`, ``B``,
+    ``TIE``, ``NONE``) and labels as outcome codes (:data:`~judgefuse.evaluation.vote_table.OUTCOMES`)."""
+    if answers.size != labels.size:
+        raise ValueError(f"{name}: {answers.size} answers for {labels.size} labels")
+    pairs = np.bincount(answers.astype(np.int64) * len(OUTCOMES) + labels, minlength=4 * len(OUTCOMES))
+    counts = {
+        (ANSWER_NAMES[code // len(OUTCOMES)], OUTCOMES[code % len(OUTCOMES)]): int(n)
+        for code, n in enumerate(pairs.tolist())
+        if n
+    }
+    return tie_report_counts(name, counts)  # type: ignore[arg-type]
+
+
+ANSWER_NAMES: dict[int, Outcome | None] = {NONE: None, A: "A", B: "B", TIE: "tie"}
+"""An answer code's outcome (:data:`~judgefuse.fusion.columnar.NONE` is no usable answer)."""
 
 
 def judge_ties(name: str, items: Sequence[JudgedItem]) -> TieReport:
@@ -117,25 +151,18 @@ def has_ties(reports: Sequence[TieReport]) -> bool:
     return any(t.n_tie_labels or t.n_both_bad_labels or t.n_tie_answers for t in reports)
 
 
-def judge_ties_columns(
-    name: str, parts: Sequence[tuple[Sequence[JudgedItem], VoteColumns]]
-) -> TieReport:
+def judge_ties_columns(name: str, parts: Sequence[tuple[Sequence[JudgedItem] | ItemColumns, VoteColumns]]) -> TieReport:
     """:func:`judge_ties` over the items of ``parts`` in order, each with its vote arrays: the
     judge's first vote per item by index, not by a search of every item's votes (tested against
     :func:`judge_ties` through ``evaluate``)."""
-    answers: list[Outcome | None] = []
-    labels: list[Label] = []
+    answers: list[NDArray[np.int8]] = []
+    labels: list[NDArray[np.int8]] = []
     for items, columns in parts:
+        outcome = (items if isinstance(items, ItemColumns) else ItemColumns.from_items(items)).outcome
         voted, slot = columns.first_vote(name)
-        rows = np.flatnonzero(voted)
+        rows = np.flatnonzero(voted & (outcome != UNLABELLED))
         at = slot[rows]
-        said_a = columns.says_a[rows, at].tolist()
-        valid = columns.valid[rows, at].tolist()
-        tie = columns.tie[rows, at].tolist()
-        for i, a, v, t in zip(rows.tolist(), said_a, valid, tie, strict=True):
-            outcome = items[i].item.outcome
-            if outcome is None:
-                continue
-            answers.append("tie" if t else ("A" if a else "B") if v else None)
-            labels.append(outcome)
-    return tie_report(name, answers, labels)
+        code = np.where(columns.valid[rows, at], np.where(columns.says_a[rows, at], A, B), NONE)
+        answers.append(np.where(columns.tie[rows, at], TIE, code).astype(np.int8))
+        labels.append(outcome[rows])
+    return tie_report_codes(name, np.concatenate(answers), np.concatenate(labels))

@@ -24,6 +24,7 @@ correctly rounded sums (:func:`fsum_rows`: a running sum whose every step is che
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,11 +32,13 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
+from judgefuse.fusion.dawid_skene import vote_games
 from judgefuse.fusion.voting import ENTROPY_EPS, TIE_TOLERANCE, TIE_VOTE_P_A, VOTING_FUNCTIONS, binary_entropy
 from judgefuse.judges.types import JudgeVote
 
 NONE, A, B, TIE = 0, 1, 2, 3
 """Answer codes of :attr:`FusedColumns.answer`: undecided (no usable vote), A, B, exact tie."""
+LETTER_CODES = {"A": A, "B": B}
 
 Floats = NDArray[np.float64]
 Bools = NDArray[np.bool_]
@@ -67,28 +70,38 @@ class VoteColumns:
     calls: Ints
     vote_cost_usd: Floats
     vote_calls: Ints
+    games: NDArray[np.int8]
+    """Items x slots x 2: the letters Dawid-Skene observes each vote saying, in order
+    (:func:`~judgefuse.fusion.dawid_skene.vote_games`: 1 A, 2 B, 0 none)."""
     signals: Mapping[str, Floats] = field(default_factory=dict)
+    derived: dict[str, object] = field(default_factory=dict, compare=False, repr=False)
+    """What methods compute once from these arrays and reuse (e.g. stacking's features)."""
 
     @property
     def n_items(self) -> int:
         return int(self.present.shape[0])
 
     @classmethod
+    def empty(cls, n: int, k: int, judges: Sequence[str] = (), signal_keys: Sequence[str] = ()) -> VoteColumns:
+        """Arrays for ``n`` items of up to ``k`` votes with no vote in them, to be filled in."""
+        return cls(
+            np.zeros((n, k), dtype=bool), np.zeros((n, k), dtype=bool), np.zeros((n, k), dtype=bool),
+            np.zeros((n, k), dtype=bool), np.zeros((n, k)), np.full((n, k), np.nan),
+            np.full((n, k), -1, dtype=np.int64), tuple(judges), np.zeros(n), np.zeros(n, dtype=np.int64),
+            np.zeros((n, k)), np.zeros((n, k), dtype=np.int64), np.zeros((n, k, 2), dtype=np.int8),
+            {key: np.full((n, k), np.nan) for key in signal_keys},
+        )  # fmt: skip
+
+    @classmethod
     def from_batches(cls, batches: Sequence[Sequence[JudgeVote]]) -> VoteColumns:
         """The arrays of ``batches`` (one item's votes each, in order), read in one pass."""
         n = len(batches)
         k = max((len(votes) for votes in batches), default=0)
-        present = np.zeros((n, k), dtype=bool)
-        valid = np.zeros((n, k), dtype=bool)
-        says_a = np.zeros((n, k), dtype=bool)
-        tie = np.zeros((n, k), dtype=bool)
-        confidence = np.zeros((n, k))
-        p_a = np.full((n, k), np.nan)
-        judge = np.full((n, k), -1, dtype=np.int64)
-        cost = np.zeros(n)
-        calls = np.zeros(n, dtype=np.int64)
-        vote_cost = np.zeros((n, k))
-        vote_calls = np.zeros((n, k), dtype=np.int64)
+        out = cls.empty(n, k)
+        present, valid, says_a, tie, confidence, p_a = out.present, out.valid, out.says_a, out.tie, out.confidence, out.p_a
+        judge, cost, calls, vote_cost, vote_calls, games = (
+            out.judge, out.cost_usd, out.calls, out.vote_cost_usd, out.vote_calls, out.games,
+        )  # fmt: skip
         names: dict[str, int] = {}
         signals: dict[str, Floats] = {}
         for i, votes in enumerate(batches):
@@ -112,10 +125,11 @@ class VoteColumns:
                     if key not in signals:
                         signals[key] = np.full((n, k), np.nan)
                     signals[key][i, s] = value
+                for g, letter in enumerate(vote_games(vote.mode, vote.samples, vote.signals, vote.choice)):
+                    games[i, s, g] = LETTER_CODES[letter]
             cost[i] = item_cost
             calls[i] = item_calls
-        return cls(present, valid, says_a, tie, confidence, p_a, judge, tuple(names), cost, calls, vote_cost, vote_calls,
-                   signals)
+        return dataclasses.replace(out, judges=tuple(names), signals=signals)
 
     def take(self, rows: Ints | Sequence[int]) -> VoteColumns:
         """The columns of the items at ``rows`` (cross-fitting's folds are index arrays)."""
@@ -124,7 +138,7 @@ class VoteColumns:
             self.present[index], self.valid[index], self.says_a[index], self.tie[index],
             self.confidence[index], self.p_a[index], self.judge[index], self.judges,
             self.cost_usd[index], self.calls[index], self.vote_cost_usd[index], self.vote_calls[index],
-            {key: values[index] for key, values in self.signals.items()},
+            self.games[index], {key: values[index] for key, values in self.signals.items()},
         )
 
     def first_vote(self, name: str) -> tuple[Bools, Ints]:

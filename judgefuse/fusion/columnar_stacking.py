@@ -114,6 +114,14 @@ class StackingColumns:
         return int(self.voted.shape[0])
 
     @classmethod
+    def of(cls, columns: VoteColumns) -> StackingColumns:
+        """:meth:`from_columns`, computed once per vote arrays (kept in their ``derived``)."""
+        found = columns.derived.get("stacking")
+        if not isinstance(found, StackingColumns):
+            found = columns.derived["stacking"] = cls.from_columns(columns)
+        return found
+
+    @classmethod
     def from_columns(cls, columns: VoteColumns) -> StackingColumns:
         n = columns.n_items
         carried = ~np.isnan(columns.p_a)
@@ -590,7 +598,7 @@ def cross_fit_stacking(
     if len(labels) != columns.n_items:
         raise ValueError(f"length mismatch: {columns.n_items} batches, {len(labels)} labels")
     folds = fold_indices(labels, n_folds=n_folds, seed=seed)
-    table = StackingColumns.from_columns(columns)
+    table = StackingColumns.of(columns)
     label_a = np.asarray([label == "A" for label in labels], dtype=bool)
     p_a = np.empty(columns.n_items)
     decided = np.zeros(columns.n_items, dtype=bool)
@@ -612,10 +620,10 @@ def fit_and_apply_stacking(
     method = _stacking_method(name)
     if len(labels) != train.n_items:
         raise ValueError(f"length mismatch: {train.n_items} batches, {len(labels)} labels")
-    table = StackingColumns.from_columns(train)
+    table = StackingColumns.of(train)
     label_a = np.asarray([label == "A" for label in labels], dtype=bool)
     model = fit_stacking(method, table, np.arange(train.n_items), label_a)
-    other = StackingColumns.from_columns(target)
+    other = StackingColumns.of(target)
     rows = np.arange(target.n_items)
     index = other.judge_index(model.judges)
     decided = np.asarray(other.voted[:, index[index >= 0]].any(axis=1), dtype=bool)

@@ -64,19 +64,22 @@ Observation = tuple[str, Letter]
 
 def observations(votes: Sequence[JudgeVote]) -> list[Observation]:
     """The hard (judge, letter) observations of one item's votes (module docstring)."""
-    out: list[Observation] = []
-    for vote in votes:
-        games = [s for s in vote.samples if s is not None] if vote.mode != "mp" else []
-        if games and len(vote.samples) <= 2:
-            out.extend((vote.judge, letter) for letter in games)
-        elif "position_inconsistent" in vote.signals:
-            if vote.signals["position_inconsistent"] >= 0.5:
-                out.extend([(vote.judge, "A"), (vote.judge, "B")])
-            elif vote.choice is not None:
-                out.extend([(vote.judge, vote.choice), (vote.judge, vote.choice)])
-        elif vote.choice is not None:
-            out.append((vote.judge, vote.choice))
-    return out
+    return [(vote.judge, letter) for vote in votes for letter in vote_games(vote.mode, vote.samples, vote.signals,
+                                                                            vote.choice)]
+
+
+def vote_games(
+    mode: str, samples: Sequence[Letter | None], signals: Mapping[str, float], choice: Letter | None
+) -> list[Letter]:
+    """The letters one vote is observed saying, in order (0, 1 or 2: module docstring)."""
+    games = [s for s in samples if s is not None] if mode != "mp" else []
+    if games and len(samples) <= 2:
+        return games
+    if "position_inconsistent" in signals:
+        if signals["position_inconsistent"] >= 0.5:
+            return ["A", "B"]
+        return [choice, choice] if choice is not None else []
+    return [choice] if choice is not None else []
 
 
 class DawidSkeneModel:
@@ -127,7 +130,23 @@ def fit_em(
     index = {name: j for j, name in enumerate(judges)}
     rows = [(i, index[judge], 1 if letter == "A" else 0) for i, obs in enumerate(batches_obs) for judge, letter in obs]
     item, judge, said = (np.array(col, dtype=np.int64) for col in zip(*rows, strict=True))
-    n_items, n_judges = len(batches_obs), len(judges)
+    return fit_em_rows(judges, item, judge, said, len(batches_obs), alpha=alpha, max_iter=max_iter, tol=tol)
+
+
+def fit_em_rows(
+    judges: list[str],
+    item: NDArray[np.int64],
+    judge: NDArray[np.int64],
+    said: NDArray[np.int64],
+    n_items: int,
+    *,
+    alpha: float = 1.0,
+    max_iter: int = 500,
+    tol: float = 1e-7,
+) -> DawidSkeneModel:
+    """:func:`fit_em` on its observations as rows: ``item``, ``judge`` (into ``judges``, sorted
+    by name) and ``said`` (1 for A) of each, items in order and each item's in its own order."""
+    n_judges = len(judges)
     has_obs = np.bincount(item, minlength=n_items) > 0
     n_a = np.bincount(item, weights=said, minlength=n_items)
     n_all = np.bincount(item, minlength=n_items)

@@ -34,7 +34,7 @@ import numpy as np
 
 from judgefuse.judges.types import JudgeVote
 
-__all__ = ["MIN_EFFECT", "MIN_ONE_SIDED", "Z", "JudgeWarning", "judge_warnings"]
+__all__ = ["MIN_EFFECT", "MIN_ONE_SIDED", "Z", "JudgeWarning", "judge_warnings", "warnings_from_letters"]
 
 Z = 3.3
 """Standard errors a judge's excess must reach (one-sided p < 0.0005 per test)."""
@@ -89,6 +89,14 @@ def judge_warnings(
     """The judges of ``batches`` (one item's votes each) that disagree with the rest far more than
     chance allows (module docstring), in judge name order; [] with fewer than three judges."""
     names, said = _first_letters(batches)
+    return warnings_from_letters(names, said, z=z, min_items=min_items)
+
+
+def warnings_from_letters(
+    names: Sequence[str], said: np.ndarray, *, z: float = Z, min_items: int = MIN_ITEMS
+) -> list[JudgeWarning]:
+    """:func:`judge_warnings` from each judge's first A/B vote per item (``said``: items x
+    ``names``, sorted; +1 A, -1 B, 0 none), e.g. read from vote arrays (issue 46)."""
     if len(names) < 3:
         return []
     total = said.sum(axis=1, dtype=np.int64)

@@ -21,12 +21,14 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
+from numpy.typing import NDArray
 
 from judgefuse.calibration.effective_judges import effective_number
+from judgefuse.fusion.columnar import VoteColumns
 from judgefuse.fusion.dawid_skene import DawidSkeneFusion, observations
 from judgefuse.judges.types import JudgeVote, Letter
 
-__all__ = ["JudgeEstimate", "PanelStructure", "panel_structure"]
+__all__ = ["JudgeEstimate", "PanelStructure", "panel_structure", "panel_structure_columns"]
 
 DEFINITION = (
     "k_eff = k / (1 + (k - 1) * rho), rho = mean pairwise correlation of the judges' errors "
@@ -115,3 +117,55 @@ def panel_structure(
     k_unl, rho_unl = effective_number(errors_against(consensus))
     return PanelStructure(estimates, k_lab, rho_lab, k_unl, rho_unl, n_items=len(batches),
                           n_labelled=sum(label is not None for label in labels))
+
+
+def panel_structure_columns(
+    votes: VoteColumns, label_a: NDArray[np.bool_], labelled: NDArray[np.bool_]
+) -> PanelStructure | None:
+    """:func:`panel_structure` of the items of ``votes`` (``labelled`` marks those with an A/B
+    label, ``label_a`` which say A), from the vote arrays: the same numbers (issue 46)."""
+    from judgefuse.fusion.columnar_dawid_skene import fit_observations, observation_rows, posteriors
+
+    present = np.unique(votes.judge[votes.present]).tolist()
+    names = sorted(votes.judges[j] for j in present)
+    if len(names) < 2:
+        return None
+    judges, item, judge, said = observation_rows([votes])
+    if not item.size:
+        return None
+    ds = DawidSkeneFusion()
+    ds.model = fit_observations(judges, item, judge, said, votes.n_items, alpha=ds.alpha, max_iter=ds.max_iter)
+    rows = np.arange(votes.n_items)
+    letters = np.zeros((votes.n_items, len(names)), dtype=np.int8)  # each judge's first valid vote: +1 A, -1 B
+    for k, name in enumerate(names):
+        mine = (votes.judge == votes.judges.index(name)) & votes.valid
+        slot = np.argmax(mine, axis=1)
+        letters[:, k] = np.where(mine.any(axis=1), np.where(votes.says_a[rows, slot], 1, -1), 0)
+    p_a, seen = posteriors(ds.model, votes)
+    consensus = np.where(seen, np.where(p_a >= 0.5, 1, -1), 0)
+    n_valid = votes.valid.sum(axis=1)
+    single = (n_valid == 1) & (votes.tie.sum(axis=1) == 0)  # ds.choices: one valid vote keeps its letter
+    slot = np.argmax(votes.valid, axis=1)
+    consensus = np.where(single, np.where(votes.says_a[rows, slot], 1, -1), consensus)
+
+    def errors_against(reference: NDArray[np.int64]) -> NDArray[np.float64]:
+        known = (reference != 0)[:, None] & (letters != 0)
+        return np.where(known, (letters != reference[:, None]).astype(float), np.nan)
+
+    on_label = labelled[item]
+    right = (said == 1) == label_a[item]
+    estimated = ds.estimated_accuracy
+    estimates = []
+    for k, name in enumerate(names):
+        mine = on_label & (judge == judges.index(name)) if name in judges else np.zeros(item.size, dtype=bool)
+        hits = right[mine].astype(float)
+        estimates.append(JudgeEstimate(
+            judge=name, n_votes=int((letters[:, k] != 0).sum()),
+            labelled_accuracy=float(np.mean(hits)) if hits.size else None,
+            estimated_accuracy=estimated.get(name), n_labelled_observations=int(hits.size),
+        ))  # fmt: skip
+    label_code = np.where(labelled, np.where(label_a, 1, -1), 0)
+    k_lab, rho_lab = effective_number(errors_against(label_code))
+    k_unl, rho_unl = effective_number(errors_against(consensus))
+    return PanelStructure(estimates, k_lab, rho_lab, k_unl, rho_unl, n_items=votes.n_items,
+                          n_labelled=int(labelled.sum()))

@@ -46,13 +46,18 @@ def synthetic_batches(n: int, seed: int = 0) -> list[list[JudgeVote]]:
     return batches
 
 
-def assert_matches(fused: FusedColumns, verdicts: list[Verdict]) -> None:
+DS_ATOL = 0.0
+"""dawid_skene over arrays: EM on the observations one by one up to EXACT_EM_ROWS (these panels),
+so to the bit; past it on their count patterns (test_dawid_skene_em_on_patterns)."""
+
+
+def assert_matches(fused: FusedColumns, verdicts: list[Verdict], atol: float = ATOL) -> None:
     code = {"A": A, "B": B}
     want = np.asarray([TIE if is_tie(v) else code.get(v.choice or "", NONE) for v in verdicts])
     bad = np.flatnonzero(want != fused.answer)
     assert bad.size == 0, f"{fused.method}: answers differ at {bad[:5]}: {[verdicts[i] for i in bad[:2]]}"
-    np.testing.assert_allclose(fused.confidence, [v.confidence for v in verdicts], rtol=0, atol=ATOL)
-    np.testing.assert_allclose(fused.p_a, [v.p_a for v in verdicts], rtol=0, atol=ATOL)
+    np.testing.assert_allclose(fused.confidence, [v.confidence for v in verdicts], rtol=0, atol=atol)
+    np.testing.assert_allclose(fused.p_a, [v.p_a for v in verdicts], rtol=0, atol=atol)
     np.testing.assert_array_equal(fused.n_valid, [v.n_valid for v in verdicts])
     np.testing.assert_array_equal(fused.n_invalid, [v.n_invalid for v in verdicts])
     np.testing.assert_array_equal(fused.tie_broken, [v.tie_broken for v in verdicts])
@@ -134,18 +139,19 @@ def test_dawid_skene_matches_predict_item_by_item() -> None:
 
     batches = _dawid_skene_batches(3000)
     want = DawidSkeneFusion().predict(batches)
-    assert_matches(dawid_skene_columns(DawidSkeneFusion(), batches, VoteColumns.from_batches(batches)), want)
+    assert_matches(dawid_skene_columns(DawidSkeneFusion(), VoteColumns.from_batches(batches)), want, DS_ATOL)
     # fitted on other items (eval's tie-labelled items: a fit on everything), new judges unseen
     tail = [[*votes, JudgeVote(judge="new", mode="sc", choice="A", confidence=0.9)] for votes in batches[:200]]
     reference = DawidSkeneFusion()
     want_tail = reference.predict([*batches, *tail])[len(batches):]
     method = DawidSkeneFusion()
-    got = dawid_skene_columns(method, tail, VoteColumns.from_batches(tail), fit_batches=[*batches, *tail])
-    assert_matches(got, want_tail)
+    got = dawid_skene_columns(method, VoteColumns.from_batches(tail),
+                              fit_parts=[VoteColumns.from_batches(batches), VoteColumns.from_batches(tail)])
+    assert_matches(got, want_tail, DS_ATOL)
     assert method.model_version == reference.model_version
     # too few items: the cold-start rule
     one = batches[5:6]
-    assert_matches(dawid_skene_columns(DawidSkeneFusion(), one, VoteColumns.from_batches(one)),
+    assert_matches(dawid_skene_columns(DawidSkeneFusion(), VoteColumns.from_batches(one)),
                    DawidSkeneFusion().predict(one))
 
 
@@ -155,5 +161,22 @@ def test_dawid_skene_shared_data(shared_data: Path) -> None:
 
     for dataset in DATASETS:
         batches = [judged.votes for judged in load([shared_data / dataset])]
-        got = dawid_skene_columns(DawidSkeneFusion(), batches, VoteColumns.from_batches(batches))
-        assert_matches(got, DawidSkeneFusion().predict(batches))
+        got = dawid_skene_columns(DawidSkeneFusion(), VoteColumns.from_batches(batches))
+        assert_matches(got, DawidSkeneFusion().predict(batches), DS_ATOL)
+
+
+def test_dawid_skene_em_on_patterns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past EXACT_EM_ROWS observations EM runs on the items' count patterns: the same fit to ~1e-15."""
+    from judgefuse.fusion import columnar_dawid_skene
+    from judgefuse.fusion.columnar_dawid_skene import dawid_skene_columns
+    from judgefuse.fusion.dawid_skene import DawidSkeneFusion
+
+    monkeypatch.setattr(columnar_dawid_skene, "EXACT_EM_ROWS", 10)
+    batches = _dawid_skene_batches(3000)
+    reference = DawidSkeneFusion()
+    want = reference.predict(batches)
+    method = DawidSkeneFusion()
+    assert_matches(dawid_skene_columns(method, VoteColumns.from_batches(batches)), want, 1e-12)
+    assert method.model is not None and reference.model is not None
+    assert method.model.n_iter == reference.model.n_iter
+    np.testing.assert_allclose(method.model.confusion, reference.model.confusion, rtol=1e-12)

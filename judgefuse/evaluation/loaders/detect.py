@@ -135,6 +135,11 @@ def _votes_files(paths: list[Path], suffixes: tuple[str, ...] = (".jsonl", PARQU
     return files
 
 
+votes_files = _votes_files
+"""The votes files ``paths`` name (a folder's ``.jsonl`` and ``.parquet`` files, sorted): what
+:func:`load` reads, public for the columnar reader (:mod:`.votes_columnar`)."""
+
+
 def _read_votes_file(path: Path) -> list[JudgedItem]:
     return read_parquet_votes(path) if is_parquet(path) else read_votes(path)
 

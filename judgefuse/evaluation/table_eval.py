@@ -1,0 +1,135 @@
+"""``evaluate`` over a :class:`~judgefuse.evaluation.vote_table.VoteTable`: every judge and every
+method with a columnar form, with no object per item (issue 46).
+
+:func:`~judgefuse.evaluation.runner.evaluate` takes judged items (every loader's output) and is
+the reference; :func:`evaluate_table` gives the same :class:`~judgefuse.evaluation.runner.Evaluation`
+from the arrays a votes file is streamed into
+(:func:`~judgefuse.evaluation.loaders.votes_columnar.load_table`), so ``judgefuse eval`` on 10^6
+items never holds 10^6 pydantic objects. Every number is made by the same array code as
+``evaluate``'s columnar rows (:mod:`.columnar_rows`, :mod:`.scoring`, :mod:`.ties`) or by a count of
+the same integers (kappa, the confusion matrices, Krippendorff's alpha, the tie reports), so
+the two agree exactly (tests/evaluation/test_table_eval.py). A method without a columnar form
+(``auto``, a plugin's, the LLM fuser) needs judged items: the command line takes ``evaluate``'s
+path for those (:func:`columnar_methods`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from judgefuse.calibration.bootstrap import bootstrap_intervals_many
+from judgefuse.evaluation.agreement import panel_alpha_columns, row_agreement_columns
+from judgefuse.evaluation.columnar_rows import columnar_ties, fuse_columnar, has_columnar_form
+from judgefuse.evaluation.runner import (
+    REFERENCE_METHOD,
+    Evaluation,
+    EvaluationError,
+    EvaluationOptions,
+    ci_metrics,
+    default_methods,
+    row_report,
+)
+from judgefuse.evaluation.scoring import ScoredRow, score_columns, score_judge_columns
+from judgefuse.evaluation.ties import TieReport, judge_ties_columns
+from judgefuse.evaluation.vote_table import LABEL_BOTH_BAD, LABEL_TIE, VoteTable
+from judgefuse.fusion import NotEnoughLabels
+from judgefuse.fusion.columnar import VoteColumns
+from judgefuse.fusion.judge_outliers import warnings_from_letters
+from judgefuse.judges.types import Letter
+
+__all__ = ["columnar_methods", "evaluate_table", "first_letters", "judge_order"]
+
+
+def columnar_methods(methods: Sequence[str] | None) -> bool:
+    """True when every method of ``methods`` (the default rows when None) has a columnar form."""
+    return all(has_columnar_form(name) for name in methods or default_methods())
+
+
+def judge_order(votes: VoteColumns) -> list[str]:
+    """Every judge that voted on any of the items, in order of first appearance (``judge_names``)."""
+    flat = votes.judge[votes.present]  # row-major: items in order, each item's slots in order
+    found, first = np.unique(flat, return_index=True)
+    return [votes.judges[j] for j in found[np.argsort(first)].tolist()]
+
+
+def first_letters(votes: VoteColumns) -> tuple[list[str], np.ndarray]:
+    """(judges sorted by name, items x judges: +1 A, -1 B, 0 none): each judge's first vote with a
+    letter on each item (``judge_outliers``'s reading of the votes)."""
+    names = sorted(votes.judges[j] for j in np.unique(votes.judge[votes.present]).tolist())
+    said = np.zeros((votes.n_items, len(names)), dtype=np.int8)
+    rows = np.arange(votes.n_items)
+    for k, name in enumerate(names):
+        mine = (votes.judge == votes.judges.index(name)) & votes.valid
+        slot = np.argmax(mine, axis=1)
+        letter = mine.any(axis=1)
+        said[:, k] = np.where(letter, np.where(votes.says_a[rows, slot], 1, -1), 0)
+    return names, said
+
+
+def evaluate_table(
+    table: VoteTable,
+    *,
+    options: EvaluationOptions | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Evaluation:
+    """:func:`~judgefuse.evaluation.runner.evaluate` of the items of ``table`` (module docstring).
+
+    Raises ``ValueError`` for a method without a columnar form (:func:`columnar_methods`).
+    """
+    options = options or EvaluationOptions()
+    methods = options.methods or default_methods()
+    missing = [name for name in methods if not has_columnar_form(name)]
+    if missing:
+        raise ValueError(f"no columnar form for {', '.join(missing)}: evaluate judged items instead")
+    decided = table.items.decided
+    if not decided.any():
+        raise EvaluationError("no labelled items: evaluation needs items with a label (A or B)")
+    labelled = table.take(np.flatnonzero(decided))
+    if not labelled.votes.present.any():
+        raise EvaluationError("no votes on the labelled items: nothing to evaluate")
+    step = progress or (lambda _name: None)
+    outcome = table.items.outcome
+    undecided = table.take(np.flatnonzero((outcome == LABEL_TIE) | (outcome == LABEL_BOTH_BAD)))
+    scored: list[ScoredRow] = []
+    ties: list[TieReport] = []
+    judges = judge_order(labelled.votes)
+    for name in judges:
+        step(name)
+        scored.append(score_judge_columns(name, labelled.items, labelled.votes))
+        ties.append(judge_ties_columns(name, [(labelled.items, labelled.votes), (undecided.items, undecided.votes)]))
+
+    labels: list[Letter] = ["A" if a else "B" for a in labelled.items.label_a.tolist()]
+    skipped: dict[str, str] = {}
+    for name in methods:
+        step(name)
+        try:
+            arrays = fuse_columnar(name, labels, labelled.votes, n_folds=options.n_folds, seed=options.seed)
+        except NotEnoughLabels as exc:
+            skipped[name] = str(exc)
+            continue
+        scored.append(score_columns(name, labelled.items, arrays, labelled.votes))
+        tail = None
+        if undecided.n_items:
+            tail = fuse_columnar(
+                name, labels, labelled.votes, n_folds=options.n_folds, seed=options.seed, undecided=undecided.votes
+            )
+        ties.append(columnar_ties(name, labelled.items, arrays, undecided.items, tail))
+
+    reference = next((row for row in scored if row.name == REFERENCE_METHOD), None)
+    intervals = bootstrap_intervals_many(
+        [(row.confidence, row.correct) for row in scored], ci_metrics(), n_resamples=options.n_bootstrap,
+        seed=options.seed, n_bins=options.n_bins, eps=options.eps,
+    )  # fmt: skip
+    return Evaluation(
+        n_items=table.n_items,
+        n_labelled=labelled.n_items,
+        rows=[row_report(row, reference, options, made) for row, made in zip(scored, intervals, strict=True)],
+        skipped_methods=skipped,
+        options=options,
+        agreement=[row_agreement_columns(row, labelled.items) for row in scored],
+        judges_alpha=panel_alpha_columns(labelled.votes, judges),
+        ties=ties,
+        judge_warnings=warnings_from_letters(*first_letters(table.votes)),
+    )

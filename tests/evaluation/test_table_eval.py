@@ -1,0 +1,313 @@
+"""The columnar offline path (issue 46): a votes file streamed into arrays
+(judgefuse.evaluation.loaders.votes_columnar) and evaluated over them (judgefuse.evaluation.table_eval),
+against the judged-items path (``load`` + ``evaluate``), the reference.
+
+* The reader: on every shared data set, the synthetic benchmark file and files with one line
+  changed to hit each rule of the models (coercions the models make, every kind of fault, tie and
+  invalid votes, position-swap games, signals, tie labels, blank lines, a cut or a whole last line,
+  duplicate ids in a file and across files, UTF-8 and nesting faults, Parquet), the table equals the
+  judged items' arrays, or both paths raise the same message.
+* ``evaluate_table`` equals ``evaluate``: every row's scored arrays, metrics, intervals, ties,
+  agreement, alpha and judge warnings.
+* ``judgefuse eval`` takes the columnar path for columnar methods and gives the same JSON report.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from judgefuse.cli import main
+from judgefuse.evaluation.loaders import DatasetError, load
+from judgefuse.evaluation.loaders.votes_columnar import load_table
+from judgefuse.evaluation.runner import EvaluationOptions, default_methods, evaluate
+from judgefuse.evaluation.table_eval import columnar_methods, evaluate_table
+from judgefuse.evaluation.vote_table import VoteTable
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+import bench_eval_scale  # noqa: E402
+
+COLUMNAR = tuple(name for name in default_methods() if columnar_methods([name]))
+VOTE_FIELDS = ("present", "valid", "says_a", "tie", "confidence", "p_a", "judge", "cost_usd", "calls",
+               "vote_cost_usd", "vote_calls", "games")  # fmt: skip
+
+
+def assert_same_table(got: VoteTable, want: VoteTable) -> None:
+    assert list(got.items.ids) == list(want.items.ids)
+    np.testing.assert_array_equal(got.items.outcome, want.items.outcome)
+    np.testing.assert_array_equal(got.items.category_names(np.arange(got.n_items)),
+                                  want.items.category_names(np.arange(want.n_items)))  # fmt: skip
+    assert got.votes.judges == want.votes.judges
+    for name in VOTE_FIELDS:
+        np.testing.assert_array_equal(getattr(got.votes, name), getattr(want.votes, name), err_msg=name)
+    assert got.votes.signals.keys() == want.votes.signals.keys()
+    for key, values in want.votes.signals.items():
+        np.testing.assert_array_equal(got.votes.signals[key], values, err_msg=key)
+
+
+def assert_reads_alike(paths: list[Path]) -> None:
+    """Both readers accept the files with equal arrays, or both refuse them with one message."""
+    try:
+        want = VoteTable.from_items(load(paths))
+    except DatasetError as exc:
+        with pytest.raises(DatasetError) as refused:
+            load_table(paths)
+        assert str(refused.value) == str(exc)
+        return
+    assert_same_table(load_table(paths), want)
+
+
+@pytest.mark.parametrize("dataset", ["judgebench", "llmbar", "trust_or_escalate"])
+def test_shared_data_reads_alike(shared_data: Path, dataset: str) -> None:
+    assert_same_table(load_table([shared_data / dataset]), VoteTable.from_items(load([shared_data / dataset])))
+
+
+def good_records(n: int = 40) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in bench_eval_scale.synthetic_lines(n, seed=3)]
+
+
+def _vote(record: dict[str, Any], k: int = 0) -> dict[str, Any]:
+    return record["votes"][k]
+
+
+CHANGES: dict[str, Any] = {
+    "confidence as text": lambda r: _vote(r).update(choice="A", confidence="0.7"),
+    "confidence above 1": lambda r: _vote(r).update(choice="A", confidence=1.5),
+    "confidence an int": lambda r: _vote(r).update(choice="B", confidence=1),
+    "confidence a bool": lambda r: _vote(r).update(choice="B", confidence=True),
+    "confidence NaN": lambda r: _vote(r).update(choice="B", confidence=float("nan")),
+    "no confidence": lambda r: (_vote(r).update(choice="A"), _vote(r).pop("confidence", None)),
+    "confidence without a choice": lambda r: _vote(r).update(choice=None, confidence=0.8),
+    "tie with a confidence": lambda r: _vote(r).update(choice="tie", confidence=0.8),
+    "tie flag": lambda r: _vote(r).clear() or _vote(r).update(judge="judge-1", mode="sc", tie=True, p_a=0.5),
+    "tie with p_a 0.3": lambda r: (
+        _vote(r).clear() or _vote(r).update(judge="judge-1", mode="sc", choice="tie", p_a=0.3)
+    ),
+    "tie flag and a letter": lambda r: _vote(r).update(choice="A", confidence=0.7, tie=True),
+    "tie flag as 1": lambda r: _vote(r).clear() or _vote(r).update(judge="judge-1", mode="sc", tie=1),
+    "unknown letter": lambda r: _vote(r).update(choice="C", confidence=0.7),
+    "unknown vote key": lambda r: _vote(r).update(colour="red"),
+    "unknown item key": lambda r: r["item"].update(colour="red"),
+    "unknown record key": lambda r: r.update(colour="red"),
+    "no mode": lambda r: _vote(r).pop("mode"),
+    "unknown mode": lambda r: _vote(r).update(mode="vibes"),
+    "empty judge": lambda r: _vote(r).update(judge=""),
+    "judge a number": lambda r: _vote(r).update(judge=7),
+    "no item": lambda r: r.pop("item"),
+    "no votes": lambda r: r.pop("votes"),
+    "votes not a list": lambda r: r.update(votes={"judge": "x"}),
+    "a vote not an object": lambda r: r["votes"].append("A"),
+    "empty id": lambda r: r["item"].update(id=""),
+    "id a number": lambda r: r["item"].update(id=12),
+    "label both_bad": lambda r: r["item"].update(label="both_bad"),
+    "label null": lambda r: r["item"].update(label=None),
+    "unknown label": lambda r: r["item"].update(label="C"),
+    "tie_label": lambda r: r["item"].update(label=None, tie_label="tie"),
+    "label and tie_label": lambda r: r["item"].update(label="A", tie_label="tie"),
+    "category null": lambda r: r["item"].update(category=None),
+    "category a number": lambda r: r["item"].update(category=3),
+    "metadata nested": lambda r: r["item"].update(metadata={"a": {"b": [1, 2, {"c": None}]}}),
+    "metadata a list": lambda r: r["item"].update(metadata=[1]),
+    "question text": lambda r: r["item"].update(question="which?", answer_a="x", answer_b="y"),
+    "question null": lambda r: r["item"].update(question=None),
+    "p_a on an invalid vote": lambda r: (
+        _vote(r).clear() or _vote(r).update(judge="judge-1", mode="recorded", error="inconsistent", p_a=0.3)
+    ),
+    "p_a beside a confidence": lambda r: _vote(r).update(choice="A", confidence=0.7, p_a=0.65),
+    "error on a valid vote": lambda r: _vote(r).update(choice="A", confidence=0.7, error="late"),
+    "error a number": lambda r: _vote(r).update(error=3),
+    "two games": lambda r: _vote(r).update(choice="A", confidence=0.7, samples=["A", "B"]),
+    "one game and a gap": lambda r: _vote(r).update(choice="A", confidence=0.7, samples=[None, "B"]),
+    "three samples": lambda r: _vote(r).update(choice="A", confidence=0.7, mode="mp", samples=["A", "B", "A"]),
+    "a bad sample": lambda r: _vote(r).update(choice="A", confidence=0.7, samples=["C"]),
+    "samples a dict": lambda r: _vote(r).update(samples={}),
+    "swap signal": lambda r: _vote(r).update(choice="B", confidence=0.7, signals={"position_inconsistent": 1.0}),
+    "consistent swap": lambda r: _vote(r).update(choice="B", confidence=0.7, signals={"position_inconsistent": 0}),
+    "a margin": lambda r: _vote(r).update(signals={"margin": -2.5}),
+    "a margin as text": lambda r: _vote(r).update(signals={"margin": "2"}),
+    "a margin NaN": lambda r: _vote(r).update(signals={"margin": float("nan")}),
+    "signals a list": lambda r: _vote(r).update(signals=[]),
+    "notes": lambda r: _vote(r).update(notes=["fell back"]),
+    "notes of numbers": lambda r: _vote(r).update(notes=[1]),
+    "explanation null": lambda r: _vote(r).update(explanation=None),
+    "calls negative": lambda r: _vote(r).update(calls=-1),
+    "calls a float": lambda r: _vote(r).update(calls=2.0),
+    "calls a bool": lambda r: _vote(r).update(calls=True),
+    "cost negative": lambda r: _vote(r).update(cost_usd=-0.1),
+    "cost as text": lambda r: _vote(r).update(cost_usd="0.1"),
+    "latency": lambda r: _vote(r).update(latency_s=0.25, prompt_tokens=10, completion_tokens=3),
+    "latency negative": lambda r: _vote(r).update(latency_s=-1),
+    "tokens a float": lambda r: _vote(r).update(prompt_tokens=1.5),
+}
+
+
+@pytest.mark.parametrize("change", list(CHANGES))
+def test_each_rule_of_the_models(tmp_path: Path, change: str) -> None:
+    records = good_records()
+    bad = copy.deepcopy(records[17])
+    CHANGES[change](bad)
+    records[17] = bad
+    path = tmp_path / "votes.jsonl"
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    assert_reads_alike([path])
+
+
+LINES: dict[str, list[bytes]] = {
+    "blank lines": [b"", b"   "],
+    "not an object": [b"[1, 2]"],
+    "malformed": [b'{"item": {"id": "x"'],
+    "not UTF-8": [b'{"item": {"id": "\xff"}, "votes": []}'],
+    "too deep": [b'{"item": {"id": "deep", "metadata": ' + b"[" * 200 + b"]" * 200 + b"}}"],
+}
+
+
+@pytest.mark.parametrize("lines", list(LINES))
+def test_lines_the_parser_refuses_or_skips(tmp_path: Path, lines: str) -> None:
+    records = [json.dumps(record).encode() for record in good_records()]
+    path = tmp_path / "votes.jsonl"
+    path.write_bytes(b"\n".join(records[:9] + LINES[lines] + records[9:]) + b"\n")
+    assert_reads_alike([path])
+
+
+def test_an_earlier_fault_is_reported_before_a_later_one(tmp_path: Path) -> None:
+    records = good_records()
+    records[5]["votes"][0]["confidence"] = 2.0
+    lines = [json.dumps(record).encode() for record in records]
+    lines[30] = b"{broken"
+    path = tmp_path / "votes.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    assert_reads_alike([path])
+    with pytest.raises(DatasetError, match=r"votes.jsonl:6: field 'votes\[0\].confidence'"):
+        load_table([path])
+
+
+def test_the_last_line(tmp_path: Path) -> None:
+    lines = [json.dumps(record) for record in good_records()]
+    whole = tmp_path / "whole.jsonl"
+    whole.write_text("\n".join(lines))  # no final newline: a whole item, kept
+    assert_reads_alike([whole])
+    assert load_table([whole]).n_items == len(lines)
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text("\n".join(lines)[:-25])  # cut by a crash: skipped, with a note
+    notes: list[str] = []
+    from judgefuse.evaluation.loaders.votes_columnar import read_vote_table
+
+    assert read_vote_table([cut], notes=notes).n_items == len(lines) - 1
+    assert notes and "skipped a cut last line" in notes[0]
+    assert_reads_alike([cut])
+
+
+def test_duplicate_ids(tmp_path: Path) -> None:
+    records = good_records()
+    records[20]["item"]["id"] = records[3]["item"]["id"]
+    path = tmp_path / "votes.jsonl"
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    assert_reads_alike([path])
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    records = good_records()
+    first.write_text("".join(json.dumps(record) + "\n" for record in records[:25]))
+    second.write_text("".join(json.dumps(record) + "\n" for record in records[20:]))
+    assert_reads_alike([first, second])
+    second.write_text("".join(json.dumps(record) + "\n" for record in records[25:]))
+    assert_reads_alike([first, second])  # two files, no id in both: one table
+
+
+def test_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Many blocks, one of them with a record the models coerce (read line by line), one not."""
+    from judgefuse.evaluation.loaders import votes_columnar
+
+    monkeypatch.setattr(votes_columnar, "BLOCK_LINES", 7)
+    records = good_records(60)
+    records[30]["votes"][1]["confidence"] = str(records[30]["votes"][1].get("confidence", "0.6"))
+    path = tmp_path / "votes.jsonl"
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    assert_reads_alike([path])
+
+
+def test_parquet(tmp_path: Path) -> None:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    records = good_records()
+    path = tmp_path / "votes.parquet"
+    pq.write_table(pa.Table.from_pylist(records), path, row_group_size=7)
+    assert_reads_alike([path])
+    records[11]["votes"][0]["confidence"] = 3.0
+    pq.write_table(pa.Table.from_pylist(records), path, row_group_size=7)
+    assert_reads_alike([path])
+
+
+def assert_same_evaluation(got: Any, want: Any) -> None:
+    assert [r.row.name for r in got.rows] == [r.row.name for r in want.rows]
+    for mine, ref in zip(got.rows, want.rows, strict=True):
+        assert mine.metrics == pytest.approx(ref.metrics, abs=0, nan_ok=True), mine.row.name
+        for name in ("confidence", "correct", "choices", "item_index", "categories"):
+            np.testing.assert_array_equal(getattr(mine.row, name), getattr(ref.row, name), err_msg=name)
+        assert (mine.row.n_invalid, mine.row.n_ties, mine.row.calls, mine.row.cost_usd) == (
+            ref.row.n_invalid, ref.row.n_ties, ref.row.calls, ref.row.cost_usd)  # fmt: skip
+        assert mine.intervals == ref.intervals
+        assert mine.per_category.keys() == ref.per_category.keys()
+        for category, values in ref.per_category.items():
+            assert mine.per_category[category] == pytest.approx(values, abs=0, nan_ok=True), category
+        assert mine.reliability == ref.reliability
+        assert mine.helped_harmed == ref.helped_harmed
+    for name in ("n_items", "n_labelled", "skipped_methods", "ties", "agreement", "judges_alpha", "judge_warnings"):
+        assert getattr(got, name) == getattr(want, name), name
+
+
+@pytest.mark.parametrize("dataset", ["judgebench", "llmbar", "trust_or_escalate"])
+def test_evaluate_table_equals_evaluate_on_shared_data(shared_data: Path, dataset: str) -> None:
+    methods = COLUMNAR if dataset != "llmbar" else tuple(m for m in COLUMNAR if "stack" not in m)
+    options = EvaluationOptions(methods=methods, n_bootstrap=200)
+    items = load([shared_data / dataset])
+    assert_same_evaluation(evaluate_table(load_table([shared_data / dataset]), options=options),
+                           evaluate(items, options=options))  # fmt: skip
+
+
+def test_evaluate_table_equals_evaluate_on_the_synthetic_file(tmp_path: Path) -> None:
+    path = tmp_path / "votes.jsonl"
+    bench_eval_scale.write(path, 3000, seed=7)
+    options = EvaluationOptions(methods=COLUMNAR, n_bootstrap=200, seed=3)
+    got = evaluate_table(load_table([path]), options=options)
+    assert got.has_ties
+    assert_same_evaluation(got, evaluate(load([path]), options=options))
+
+
+def test_a_method_without_a_columnar_form_is_refused() -> None:
+    assert not columnar_methods(["auto"]) and columnar_methods(["majority", "stacked"])
+    table = VoteTable.from_items(load([Path(__file__).parent / "fixtures" / "ties_votes.jsonl"]))
+    with pytest.raises(ValueError, match="no columnar form for auto"):
+        evaluate_table(table, options=EvaluationOptions(methods=("majority", "auto")))
+
+
+def test_the_command_takes_the_columnar_path_with_the_same_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from judgefuse.evaluation import commands
+
+    path = tmp_path / "votes.jsonl"
+    bench_eval_scale.write(path, 800, seed=2)
+    args = ["eval", str(path), "--methods", "majority", "dawid_skene", "majority+platt", "--bootstrap", "50", "--quiet"]
+    assert main([*args, "--json", str(tmp_path / "table.json")]) == 0
+    taken: list[bool] = []
+    monkeypatch.setattr(commands, "_columnar", lambda parsed: taken.append(False) or False)
+    assert main([*args, "--json", str(tmp_path / "items.json")]) == 0
+    assert taken == [False]
+    assert json.loads((tmp_path / "table.json").read_text()) == json.loads((tmp_path / "items.json").read_text())
+
+
+@pytest.mark.parametrize("dataset", ["judgebench", "llmbar", "trust_or_escalate", None])
+def test_panel_structure_from_the_arrays(shared_data: Path, tmp_path: Path, dataset: str | None) -> None:
+    from judgefuse.evaluation.panel_structure import panel_structure, panel_structure_of_table
+
+    path = shared_data / dataset if dataset else tmp_path / "votes.jsonl"
+    if dataset is None:
+        bench_eval_scale.write(path, 2000, seed=9)
+    items = load([path])
+    want = panel_structure([judged for judged in items if judged.item.label is not None])
+    assert panel_structure_of_table(load_table([path])) == want
