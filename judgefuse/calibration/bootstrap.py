@@ -10,6 +10,19 @@ MCE, TH-Score) is one matrix product ``M @ X`` for all resamples at once, with X
 features (e.g. one column per bin for ECE). 1,000 resamples of 350 items take a few ms.
 Other metrics (adaptive_ce, auroc, aurc, any callable) fall back to a loop.
 
+Large rows (issue 46): :func:`bootstrap_intervals_many` on rows of more than 20,000 items (at 1,000
+resamples: :data:`LARGE_CELLS`) draws each row's resamples over cells instead of items, so a
+10^6-item row costs as much as a 20-cell one. Every vectorised metric above is a function of
+per-item feature sums, and a row's items fall into cells (confidence bin x correct) inside which
+only the confidence varies, within one bin's width. A resample's cell counts are drawn exactly
+(multinomial over cells, as resampled items fall); a cell's feature sum given its count is drawn
+item by item in cells of at most :data:`EXACT_CELL` items, else from the normal law with that
+sum's exact mean and covariance (a sum of hundreds of draws of values spread over a tenth of the
+unit interval). The resamples are the row's own (seeded by the seed and the row's position), not
+shared across rows: every row's interval is a valid percentile-and-basic bootstrap hull, equal to
+the item-level one up to Monte Carlo error, about 0.085 standard deviations of the statistic per
+endpoint at 1,000 resamples (the same error the item-level draw has; tested at 30,000 items).
+
 Which interval: :func:`bootstrap_ci` is the plain percentile interval. :func:`bootstrap_interval`
 is what reports print: it returns a :class:`BootstrapInterval` that always contains its own
 estimate (the hull of the percentile and basic intervals) and names its method for the caption.
@@ -44,6 +57,11 @@ __all__ = [
 _CHUNK_CELLS = 2_000_000  # resamples x items per block, bounds memory for large n
 _FEATURE_BYTES = 256 * 2**20  # feature matrices held at once by bootstrap_intervals_many
 _PRODUCT_CELLS = 5_000_000  # resamples x items of one product in bootstrap_intervals_many (40 MB)
+LARGE_CELLS = 20_000_000
+"""Above this many resamples x items, :func:`bootstrap_intervals_many` draws a row's resamples over
+cells (module docstring, 'Large rows'): 20,000 items at 1,000 resamples."""
+EXACT_CELL = 64
+"""A cell of at most this many items has its resampled items drawn one by one."""
 
 Features = Callable[[np.ndarray, np.ndarray], np.ndarray]
 Reducer = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -335,6 +353,12 @@ def bootstrap_intervals_many(
     for r, (c, _) in enumerate(pairs):
         by_size.setdefault(c.size, []).append(r)
     for n, same_size in by_size.items() if fast else ():
+        if n * n_resamples > LARGE_CELLS:  # resamples drawn over cells (module docstring)
+            for r in same_size:
+                row_stats = _cell_stats(pairs[r], [specs[m] for m in fast], n_bins, n_resamples, seed, r)
+                _intervals(out, [r], [row_stats], pairs, fast, n_bins=n_bins, eps=eps, level=level,
+                           n_resamples=n_resamples)
+            continue
         # the rows' feature matrices are held together while the resamples stream past: at most
         # _FEATURE_BYTES of them, so a 10^6-item report draws its resamples a few times, not 30
         width = sum(specs[m][0](np.full(1, 0.5), np.ones(1)).shape[1] for m in fast)
@@ -415,6 +439,50 @@ def _shared_stats(
                 offset += width
         done += counts.shape[0]
     return stats
+
+
+def _cell_stats(
+    pair: tuple[np.ndarray, np.ndarray],
+    specs: Sequence[tuple[Features, Reducer]],
+    n_bins: int,
+    n_resamples: int,
+    seed: int,
+    position: int,
+) -> list[np.ndarray]:
+    """One row's bootstrap statistics per spec, its resamples drawn over cells (module
+    docstring, 'Large rows'): how many items each (bin, correct) cell gets is multinomial,
+    exactly as resampled items fall; the feature sum of a cell's draws is drawn item by item in a
+    cell of at most :data:`EXACT_CELL` items, else from the normal law with the sum's own mean and
+    covariance."""
+    c, z = pair
+    n = c.size
+    x = np.hstack([spec[0](c, z) for spec in specs])
+    cell = equal_width_bin_index(c, n_bins) * 2 + (z > 0.5)
+    found, which, size = np.unique(cell, return_inverse=True, return_counts=True)
+    rng = np.random.default_rng([seed, 46, position])
+    draws = rng.multinomial(n, size / n, size=n_resamples)  # resamples x cells
+    sums = np.zeros((n_resamples, x.shape[1]))
+    for k in range(found.size):
+        members = x[which == k]
+        m = draws[:, k]
+        if members.shape[0] <= EXACT_CELL:
+            resample = np.repeat(np.arange(n_resamples), m)
+            picked = members[rng.integers(0, members.shape[0], size=resample.size)]
+            for col in range(x.shape[1]):
+                sums[:, col] += np.bincount(resample, weights=picked[:, col], minlength=n_resamples)
+            continue
+        mean = members.mean(axis=0)
+        values, vectors = np.linalg.eigh(np.cov(members, rowvar=False, bias=True).reshape(x.shape[1], x.shape[1]))
+        root = vectors * np.sqrt(np.clip(values, 0.0, None))
+        sums += m[:, None] * mean + np.sqrt(m)[:, None] * (rng.standard_normal((n_resamples, x.shape[1])) @ root.T)
+    size_n = np.full(n_resamples, float(n))
+    out = []
+    offset = 0
+    for spec in specs:
+        width = spec[0](np.full(1, 0.5), np.ones(1)).shape[1]
+        out.append(spec[1](sums[:, offset : offset + width], size_n))
+        offset += width
+    return out
 
 
 def _registered(name: str, n_bins: int, eps: float) -> Callable[[np.ndarray, np.ndarray], float] | None:

@@ -71,3 +71,29 @@ def test_products_over_several_blocks_equal_one_block_at_a_time(monkeypatch: pyt
         for c, z in rows[:1]:
             assert got["ece"].low == pytest.approx(
                 bootstrap_interval(c, z, metric="ece", n_resamples=100, seed=4).low, abs=1e-9)
+
+
+@pytest.mark.parametrize("metrics", [("accuracy", "ece"), ("brier", "mce", "th_score", "macroce")])
+def test_large_rows_drawn_over_cells_agree_within_monte_carlo_error(metrics: tuple[str, ...]) -> None:
+    """Rows past LARGE_CELLS (resamples x items) are resampled over (bin, correct) cells: each
+    endpoint within 5 standard errors of its Monte Carlo error (about 0.085 standard deviations of
+    the statistic each at 1,000 resamples: the difference of two, 0.12) of the item-level draw's."""
+    from judgefuse.calibration import bootstrap
+
+    rng = np.random.default_rng(11)
+    n = 30_000
+    c = rng.uniform(0.5, 1.0, size=n).round(3)
+    c[:40] = 0.05  # a cell of a few items: drawn item by item
+    z = rng.random(n) < c
+    cells = bootstrap_intervals_many([(c, z)], metrics, n_resamples=1000, seed=5)[0]
+    assert n * 1000 > bootstrap.LARGE_CELLS
+    items = {metric: bootstrap_interval(c, z, metric=metric, n_resamples=1000, seed=5) for metric in metrics}
+    for metric in metrics:
+        got, want = cells[metric], items[metric]
+        sd = (want.high - want.low) / (2 * 1.96)
+        assert got.estimate == want.estimate
+        assert got.low <= got.estimate <= got.high
+        for field in ("low", "high", "debiased"):
+            assert abs(getattr(got, field) - getattr(want, field)) <= 5 * 0.12 * sd, (metric, field)
+    again = bootstrap_intervals_many([(c, z)], metrics, n_resamples=1000, seed=5)[0]
+    assert again == cells  # seeded
