@@ -52,9 +52,11 @@ from judgefuse.service.web.sessions import (
     PageRefused,
     PageSession,
     SessionSigner,
+    SignInRequired,
     check_post,
     clear_session_cookie,
     current_session,
+    is_browser,
     open_session,
     posted_session,
     read_form,
@@ -134,9 +136,10 @@ async def review_page(
     new_cookie = None
     if session is None and request.app.state.authenticator.open_mode:
         session, new_cookie = open_session(request)
-    if session is None:
+    if session is None:  # a browser: the sign-in page; an API client: the JSON 401 as everywhere
         here = "/review" + (f"?{urlencode({'panel': panel})}" if panel else "")
-        return signin_page(request, next_url=here, status=401)
+        raise SignInRequired("the review page needs a signed-in session (POST /signin)", next_url=here,
+                             browser=is_browser(request))
     session = await _reviewer(request, session)
     allowed = [name for name in served.panels if session.may_use(name)]
     waiting: dict[str, int] = {}

@@ -17,6 +17,9 @@ from panel_support import PAIR, SPLIT, H, external_panel
 
 from judgefuse.service.review.session import COOKIE
 
+BROWSER = {"Accept": "text/html"}
+"""A browser navigating: the pages answer it with HTML (sign-in, refusals), API clients with JSON."""
+
 HB = S.auth("tenant-b")
 SECRET = "a-review-session-secret-for-tests"
 
@@ -138,7 +141,7 @@ async def test_review_sessions_end_with_their_credential_and_at_logout(storage, 
         login = await _login(client, created["credential"])
         assert login.status_code == 303
         cookie = client.cookies.get(COOKIE)
-        page = await client.get("/review")
+        page = await client.get("/review", headers=BROWSER)
         assert 'id="question"' in page.text and created["credential"] not in page.text
         csrf = _csrf(page.text)
 
@@ -146,25 +149,25 @@ async def test_review_sessions_end_with_their_credential_and_at_logout(storage, 
         out = await client.post("/review/logout", data={"csrf": csrf})
         assert out.status_code == 303
         client.cookies.set(COOKIE, cookie, path="/review")
-        assert 'action="/signin"' in (await client.get("/review")).text
+        assert 'action="/signin"' in (await client.get("/review", headers=BROWSER)).text
         stale = await client.post("/review/label", data={"verdict_id": "ext-0", "label": "A", "csrf": csrf})
         assert stale.status_code == 401
 
         # revocation ends a live session at the next request
         client.cookies.clear()
         await _login(client, created["credential"])
-        assert 'id="question"' in (await client.get("/review")).text
+        assert 'id="question"' in (await client.get("/review", headers=BROWSER)).text
         await client.post("/v1/annotators/ann/revoke", headers=H)
-        assert 'action="/signin"' in (await client.get("/review")).text
+        assert 'action="/signin"' in (await client.get("/review", headers=BROWSER)).text
         assert (await _login(client, created["credential"])).status_code == 401
 
         # rotation: the old credential and its sessions end, the new one works
         bob = await _create(client, "bob")
         await _login(client, bob["credential"])
-        assert 'id="question"' in (await client.get("/review")).text
+        assert 'id="question"' in (await client.get("/review", headers=BROWSER)).text
         rotated = (await client.post("/v1/annotators/bob/rotate", headers=H)).json()
         assert rotated["credential"] != bob["credential"]
-        assert 'action="/signin"' in (await client.get("/review")).text
+        assert 'action="/signin"' in (await client.get("/review", headers=BROWSER)).text
         assert (await _login(client, bob["credential"])).status_code == 401
         assert (await _login(client, rotated["credential"])).status_code == 303
 
@@ -184,7 +187,7 @@ async def test_review_sessions_end_with_their_credential_and_at_logout(storage, 
     for keys in (settings.web.api_keys, rotated_keys, without_b):
         async with S.running_app(_settings(tmp_path, api_keys=keys), storage) as (_, client):
             client.cookies.set(COOKIE, b_cookie, path="/review")
-            html = (await client.get("/review")).text
+            html = (await client.get("/review", headers=BROWSER)).text
             expected = 'id="question"' if keys is settings.web.api_keys else 'action="/signin"'
             assert expected in html, keys
 

@@ -21,6 +21,9 @@ from panel_support import PAIR, SPLIT, H, external_panel
 from judgefuse.service.app import create_app
 from judgefuse.service.review.session import COOKIE
 
+BROWSER = {"Accept": "text/html"}
+"""A browser navigating: the pages answer it with HTML (sign-in, refusals), API clients with JSON."""
+
 CHROMIUM = "/usr/bin/chromium"
 KEY = S.TENANT_KEYS["tenant-a"]
 XSS = '<script>alert("q")</script><img src=x onerror=alert(1)>'
@@ -38,15 +41,19 @@ async def test_login_cookie_escaping_and_cross_site_posts(storage, tmp_path):
     app = create_app(settings, storage=storage)
     async with S.uvicorn_server(app) as url, httpx.AsyncClient(base_url=url, timeout=30) as client:
         await _fill(client, 1, question=XSS, answer_a="<b>bold</b> & co", answer_b='"quoted"')
-        page = await client.get("/review")
+        page = await client.get("/review", headers=BROWSER)
         assert page.status_code == 401 and 'action="/signin"' in page.text  # the sign-in page
+        for api in ({}, H):  # an API client (no text/html, or a key header): the JSON 401 as everywhere
+            answer = await client.get("/review", headers={"Accept": "text/html", **api} if api else {})
+            assert answer.status_code == 401 and answer.headers["content-type"].startswith("application/json")
+            assert answer.json()["fields"] == [{"field": "cookie", "problem": "no live session"}]
         assert "API key of your tenant" not in page.text  # annotators paste their own credential
         bad = await client.post("/review/login", data={"api_key": "wrong"}, headers={"Accept": "text/html"})
         assert bad.status_code == 401 and "unknown credential or API key" in bad.text and "<form" in bad.text
         assert COOKIE not in bad.cookies
         api = await client.post("/review/login", data={"api_key": "wrong"})  # not a browser: JSON
         assert api.status_code == 401 and api.json()["fields"][0]["field"] == "form.credential"
-        forged = await client.get("/review", headers={"Cookie": f"{COOKIE}=eyJ0IjoidGVuYW50LWEifQ.00"})
+        forged = await client.get("/review", headers={"Accept": "text/html", "Cookie": f"{COOKIE}=eyJ0IjoidGVuYW50LWEifQ.00"})
         assert 'action="/signin"' in forged.text
         unauth = await client.post("/review/label", data={"verdict_id": "p0", "label": "A"})
         assert unauth.status_code == 401
@@ -56,7 +63,7 @@ async def test_login_cookie_escaping_and_cross_site_posts(storage, tmp_path):
         cookie = login.headers["set-cookie"]
         assert "HttpOnly" in cookie and "SameSite=strict" in cookie.replace("Strict", "strict")
         assert KEY not in cookie
-        page = await client.get("/review")
+        page = await client.get("/review", headers=BROWSER)
         html = page.text
         assert page.status_code == 200
         assert XSS not in html and "&lt;script&gt;alert(" in html
