@@ -247,7 +247,7 @@ def tune_threshold_pooled(
                    f"or enough to reach {target:g} even with no error (n={c.size})")
         else:
             step = path[0]
-            why = (f"the highest testable threshold tau={step.tau:.4g} pools {step.n_accepted} "
+            why = (f"the highest testable threshold tau={step.tau:.6g} pools {step.n_accepted} "
                    f"labelled items with precision {step.precision:.4f}, whose "
                    f"{100 * (1 - delta):.0f}% lower bound {step.lower_bound:.4f} is below the "
                    f"target {target:g}, and every later start of the scan failed too")
@@ -260,7 +260,7 @@ def tune_threshold_pooled(
     lower = dict(steps)[best]
     if failed:
         f, low = failed[0]
-        reason = f"scan stopped at tau={cand[f]:.4g} (lower bound {low:.4f} < target {target:g})"
+        reason = f"scan stopped at tau={cand[f]:.6g} (lower bound {low:.4f} < target {target:g})"
         if f < best:
             reason += "; it resumed at a later start with its own share of delta"
     else:

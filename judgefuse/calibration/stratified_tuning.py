@@ -437,7 +437,7 @@ def tune_threshold_stratified(
                       "labels to certify any threshold")
         else:
             step = path[0]
-            reason = (f"the highest testable threshold tau={step.tau:.4g} accepts "
+            reason = (f"the highest testable threshold tau={step.tau:.6g} accepts "
                       f"{step.n_accepted} labelled items with stratified precision "
                       f"{step.precision:.4f}, whose {100 * (1 - delta):.0f}% stratified lower "
                       f"bound {step.lower_bound:.4f} is below the target {target:g}; "
@@ -450,7 +450,7 @@ def tune_threshold_stratified(
     coverage = float(pop_acc[best] / total)
     if first_fail is not None:
         f = first_fail
-        reason = f"scan stopped at tau={cand[f]:.4g} (lower bound {lower[f]:.4f} < target {target:g})"
+        reason = f"scan stopped at tau={cand[f]:.6g} (lower bound {lower[f]:.4f} < target {target:g})"
         if f < best:
             reason += "; it resumed at a later start with its own share of delta"
     else:

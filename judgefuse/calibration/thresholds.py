@@ -110,6 +110,13 @@ class ThresholdReport:
     def qualified(self) -> bool:
         return self.threshold is not None
 
+    @property
+    def margin(self) -> float:
+        """How far the certified threshold's lower bound clears the target (NaN without one).
+        The guarantee holds over tunes whatever the margin, but a thin one certifies thresholds
+        that miss far more often than a wide one (``benchmarks/bench_certificate_margin.py``)."""
+        return self.lower_bound - self.target if self.threshold is not None else math.nan
+
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready (NaN -> None)."""
 
@@ -119,7 +126,7 @@ class ThresholdReport:
         out = {k: clean(getattr(self, k)) for k in (
             "threshold", "target", "delta", "n", "n_accepted", "coverage", "precision",
             "lower_bound", "expected_errors", "review_load", "min_count", "n_candidates",
-            "n_skipped", "reason")}
+            "n_skipped", "reason", "margin")}
         out["path"] = [
             {"tau": s.tau, "n_accepted": s.n_accepted, "precision": s.precision,
              "lower_bound": s.lower_bound}
@@ -373,7 +380,7 @@ def tune_threshold(
         else:
             step = path[0]
             reason = (
-                f"the highest testable threshold tau={step.tau:.4g} accepts {step.n_accepted} "
+                f"the highest testable threshold tau={step.tau:.6g} accepts {step.n_accepted} "
                 f"items with precision {step.precision:.4f}, whose {100 * (1 - delta):.0f}% "
                 f"lower bound {step.lower_bound:.4f} is below the target {target:g}; "
                 "fixed-sequence testing stops there"
@@ -390,7 +397,7 @@ def tune_threshold(
     if first_fail < cand.size:
         f = first_fail
         reason = (
-            f"scan stopped at tau={cand[f]:.4g} (lower bound {lower[f]:.4f} < target {target:g})"
+            f"scan stopped at tau={cand[f]:.6g} (lower bound {lower[f]:.4f} < target {target:g})"
         )
     else:
         reason = "every tested threshold passed: the lowest candidate is chosen"

@@ -59,6 +59,24 @@ def test_single_block_hand_computed() -> None:
     assert [s.tau for s in rep.path] == [0.95, 0.6]
     assert rep.path[1].n_accepted == 100 and rep.path[1].precision == 0.7
     assert "stopped at tau=0.6" in rep.reason
+    # the certificate's margin: its lower bound over the target, by hand
+    assert rep.margin == pytest.approx(0.1 ** (1 / 40) - 0.9, abs=1e-12)
+    assert rep.as_dict()["margin"] == pytest.approx(rep.margin)
+
+
+def test_a_stop_point_reads_apart_from_the_threshold_at_six_digits() -> None:
+    """The reason names the failing candidate with as many digits as the threshold is printed
+    with: at 4 digits a stop at 0.910358 under a threshold of 0.910432 read "tau=0.9104"."""
+    c, z = _blocks((0.910432, 60, 60), (0.910358, 200, 100))
+    rep = tune_threshold(c, z, target_precision=0.9, delta=0.1)
+    assert rep.threshold == 0.910432
+    assert "stopped at tau=0.910358" in rep.reason
+
+
+def test_no_threshold_has_no_margin() -> None:
+    c, z = _blocks((0.9, 50, 25))
+    rep = tune_threshold(c, z, target_precision=0.9, delta=0.1)
+    assert rep.threshold is None and math.isnan(rep.margin) and rep.as_dict()["margin"] is None
 
 
 def test_scan_stops_at_first_failure_even_if_a_lower_threshold_passes_again() -> None:
