@@ -1,7 +1,7 @@
 """Which optional install (``pip install 'judgefuse[EXTRA]'``) provides a missing module.
 
 ``pip install judgefuse`` is the client and the offline engine (``eval``, ``compare``, ``tune``,
-``winrate``); judging, serving, PostgreSQL, Parquet, local models and the integrations are
+``winrate``); judging, serving, PostgreSQL, Parquet, local models, Ray and the integrations are
 extras (pyproject.toml's ``[project.optional-dependencies]``). A command that needs one it does
 not have must say which, not die with a ``ModuleNotFoundError`` traceback: the command line
 turns :func:`missing_extra` of such an error into a :class:`MissingExtra` (exit status 2).
@@ -38,6 +38,7 @@ EXTRA_OF_MODULE: dict[str, str] = {
     "opentelemetry": "otel",
     "inspect_ai": "inspect",
     "deepeval": "deepeval",
+    "ray": "ray",
 }
 """Top-level import name -> the extra that installs it."""
 

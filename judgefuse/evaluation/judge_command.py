@@ -18,7 +18,9 @@ the first N items of the input (before skipping done ones, so a rerun sees the s
 At the end one summary line gives items, calls, tokens, cost and wall time.
 
 ``--batch`` sends a file run's requests through the provider's batch API instead, at half the
-price and resumably (:mod:`judgefuse.evaluation.judge_batch`).
+price and resumably (:mod:`judgefuse.evaluation.judge_batch`). ``--executor ray`` spreads a file
+run over a Ray cluster, with the same votes file, resume, bar and summary
+(:mod:`judgefuse.evaluation.judge_ray`; the ``ray`` extra).
 
 Fusion is not applied to a file run (``judgefuse eval`` fuses and scores the votes file); for a
 single pair the panel's fusion method is applied and printed. A ``fusion: fuser`` panel needs a
@@ -41,6 +43,7 @@ from rich.console import Console
 
 from judgefuse.errors import InputError
 from judgefuse.evaluation.judge_batch import add_batch_arguments, judge_in_batches
+from judgefuse.evaluation.judge_ray import RayRunReport, add_ray_arguments, check_ray_arguments, judge_on_ray
 from judgefuse.evaluation.loaders import DatasetError, VotesWriter, done_ids, load_csv
 from judgefuse.evaluation.loaders.csv_pairs import SUFFIX as CSV_SUFFIX
 from judgefuse.evaluation.loaders.errors import from_validation
@@ -337,10 +340,11 @@ async def arun_judge(args: argparse.Namespace) -> int:
         raise JudgeCommandError(f"--limit must be >= 0, got {args.limit}")
     if args.batch and single is not None:
         raise JudgeCommandError("--batch judges a file of pairs (with --out), not a single pair")
+    check_ray_arguments(args, single=single is not None)
     items = [single] if single is not None else read_pairs(args.input)
     if args.limit is not None:
         items = items[: args.limit]
-    _, config = _load_panel(args.panel)
+    panel_path, config = _load_panel(args.panel)
     fusion = _fusion_for(config) if single is not None else None
     summary = JudgeRunSummary()
     if args.out is not None:
@@ -354,6 +358,9 @@ async def arun_judge(args: argparse.Namespace) -> int:
             raise JudgeCommandError(
                 f"the batch API failed: {exc} (rerun the same command to resume: the batches are in {state_path(args.out)})"
             ) from exc
+        return 0
+    if args.executor == "ray":
+        await _judge_on_ray(args, panel_path, config, items, summary)
         return 0
     panel = Panel.from_config(config)
     writer = VotesWriter(args.out) if args.out is not None else None
@@ -386,6 +393,34 @@ async def arun_judge(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _judge_on_ray(
+    args: argparse.Namespace, panel_path: Path, config: PanelConfig, items: list[PairwiseItem], summary: JudgeRunSummary
+) -> None:
+    """The file run on a Ray cluster: the local run's votes file, bar and summary line, then a
+    line on the workers (:mod:`judgefuse.evaluation.judge_ray`)."""
+    report = RayRunReport()
+    writer = VotesWriter(args.out)
+    started = time.perf_counter()
+    try:
+        with progress_bar("judging", quiet=args.quiet) as progress:
+            task = progress.add_task("", total=len(items))
+
+            def on_judged(_judged: JudgedItem, votes: list[JudgeVote], quorum_met: bool) -> None:
+                summary.add(votes, quorum_met)
+                progress.advance(task)
+
+            if items:  # nothing left to judge: no cluster to join
+                await judge_on_ray(args, panel_path, config, items, writer, on_judged, report)
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        summary.interrupted = True
+        raise
+    finally:
+        writer.close()
+        summary.wall_s = time.perf_counter() - started
+        print(summary.line(), flush=True)
+        print(report.line() if items else "ray: nothing left to judge", flush=True)
+
+
 def run_judge(args: argparse.Namespace) -> int:
     """The ``judge`` handler."""
     return asyncio.run(arun_judge(args))
@@ -408,8 +443,9 @@ def add_commands(subcommands: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--panel", type=Path, help="panel YAML (default: the packaged no-API-key panel)")
     parser.add_argument("--out", type=Path, help="votes JSONL to append to (ids already there are skipped)")
-    parser.add_argument("--concurrency", type=int, default=4, help="items in flight at once (default 4)")
+    parser.add_argument("--concurrency", type=int, default=4, help="items in flight at once, per Ray worker with --executor ray (default 4)")
     parser.add_argument("--limit", type=int, help="judge only the first N items of the input")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     add_batch_arguments(parser)
+    add_ray_arguments(parser)
     parser.set_defaults(handler=run_judge)
