@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
+from numpy.typing import NDArray
 
 from judgefuse.evaluation.ties import TieReport, tie_report_codes
 from judgefuse.evaluation.vote_table import ItemColumns
@@ -36,7 +37,7 @@ def has_columnar_form(name: str, get: Callable[[str], FusionMethod] = get_method
 
 def fuse_columnar(
     name: str,
-    labels: Sequence[Letter],
+    labels: Sequence[Letter] | NDArray[np.bool_],
     columns: VoteColumns,
     *,
     n_folds: int,
@@ -46,7 +47,7 @@ def fuse_columnar(
     """As arrays, for a method with a columnar form: without ``undecided``, its cross-fitted
     verdicts on the labelled items of ``columns`` (``labels`` theirs); with it, its verdicts on
     the tie-labelled items ``undecided`` (a learned method fitted on every labelled item,
-    dawid_skene on every item, labelled first)."""
+    dawid_skene on every item, labelled first). ``labels``: letters, or True for A."""
     target = columns if undecided is None else undecided
     if name in COLUMNAR_METHODS:
         return fuse_columns(name, target)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from rich.console import Console
@@ -37,7 +38,7 @@ from judgefuse.evaluation.runner import Evaluation, EvaluationOptions, default_m
 from judgefuse.evaluation.scoring import judge_names
 from judgefuse.evaluation.table import print_evaluation
 from judgefuse.evaluation.table_eval import columnar_methods, evaluate_table
-from judgefuse.evaluation.vote_table import LABEL_BOTH_BAD, LABEL_TIE
+from judgefuse.evaluation.vote_table import LABEL_BOTH_BAD, LABEL_TIE, VoteTable
 from judgefuse.fusion import get_method
 
 
@@ -203,11 +204,8 @@ def _columnar(args: argparse.Namespace) -> bool:
 
 
 def _run_eval_table(args: argparse.Namespace, console: Console, started: float) -> int:
-    """``eval`` over a votes file streamed into arrays: no object per item (issue 46)."""
-    table, answers = load_table_sources(args)
-    if args.limit is not None:
-        table = table.head(args.limit)
-    loaded = time.perf_counter()
+    """``eval`` over a votes file streamed into arrays: no object per item (issue 46). The table
+    is made inside ``evaluate_table`` (:class:`_TableSource`), which keeps only its labelled items."""
     options = EvaluationOptions(
         methods=fuser_eval_command.voting_methods(args),
         n_bins=args.bins,
@@ -216,23 +214,66 @@ def _run_eval_table(args: argparse.Namespace, console: Console, started: float) 
         n_bootstrap=args.bootstrap,
         seed=args.seed,
     )
-    n_rows = len(table.votes.judges) + len(options.methods or default_methods())
     with progress_bar("evaluating {task.description}", quiet=args.quiet) as progress:
-        task = progress.add_task("", total=n_rows)
+        task = progress.add_task("", total=None)
+        found = _TableSource(args, lambda n_judges: progress.update(
+            task, total=n_judges + len(options.methods or default_methods())))
 
         def step(name: str) -> None:
             progress.update(task, advance=1, description=name)
 
-        evaluation = evaluate_table(table, options=options, progress=step)
-    _write_reports(args, console, evaluation, answers, lambda: panel_structure_of_table(table))
-    outcome = table.items.outcome
-    undecided = int(((outcome == LABEL_TIE) | (outcome == LABEL_BOTH_BAD)).sum())
+        with one_blas_thread():
+            evaluation = evaluate_table(found.load, options=options, progress=step)
+    _write_reports(args, console, evaluation, found.answers, lambda: found.structure)
+    undecided = found.n_undecided
     labelled = f"{evaluation.n_labelled} labelled" + (f" A/B (+{undecided} tie/both_bad)" if undecided else "")
     console.print(
-        f"{table.n_items} items, {labelled}, {len(evaluation.rows)} rows; "
-        f"load {loaded - started:.2f} s, total {time.perf_counter() - started:.2f} s"
+        f"{evaluation.n_items} items, {labelled}, {len(evaluation.rows)} rows; "
+        f"load {found.loaded - started:.2f} s, total {time.perf_counter() - started:.2f} s"
     )
     return 0
+
+
+class _TableSource:
+    """Loads the table for ``evaluate_table`` and keeps what the report needs of it afterwards:
+    the undefined answers, the time it was loaded, the tie-labelled count and (unless ``--quiet``)
+    the panel structure, computed before the whole table is let go."""
+
+    def __init__(self, args: argparse.Namespace, on_judges: Callable[[int], None]) -> None:
+        self.args = args
+        self.on_judges = on_judges
+        self.answers = UndefinedAnswers()
+        self.loaded = time.perf_counter()
+        self.n_undecided = 0
+        self.structure: PanelStructure | None = None
+
+    def load(self) -> VoteTable:
+        table, self.answers = load_table_sources(self.args)
+        if self.args.limit is not None:
+            table = table.head(self.args.limit)
+        self.loaded = time.perf_counter()
+        outcome = table.items.outcome
+        self.n_undecided = int(((outcome == LABEL_TIE) | (outcome == LABEL_BOTH_BAD)).sum())
+        self.on_judges(len(table.votes.judges))
+        if not self.args.quiet:
+            self.structure = panel_structure_of_table(table)
+        return table
+
+
+@contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """BLAS on one thread while the columnar path runs: its matrix products are narrow (items x a
+    few dozen columns), so a second thread saves little on an idle machine and costs 3x on a
+    busy one (threads spinning for a core: 10^5 items took 125 s instead of 42 on this 2-core
+    machine at load 6), and the numbers no longer depend on the machine's thread count.
+    threadpoolctl comes with scikit-learn; without it nothing is changed."""
+    try:
+        from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
+    except ImportError:
+        yield
+        return
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
 
 
 def run_compare(args: argparse.Namespace) -> int:

@@ -206,7 +206,7 @@ def score_columns(
     has_choice = fused.decided | tie
     confidence = np.where(tie, NO_ANSWER_CONFIDENCE, np.where(has_choice, fused.confidence, NO_ANSWER_CONFIDENCE))
     correct = np.where(tie, tie_right, fused.decided & ((fused.answer == A) == label_a))
-    rows = np.flatnonzero(keep)
+    rows = table.decided_rows
     choices = np.asarray(["none", "A", "B", "tie"], dtype="<U4")[fused.answer[rows]]
     cost = 0.0
     for value in votes.cost_usd[rows].tolist():  # item by item, in the order score_verdicts adds
@@ -216,8 +216,8 @@ def score_columns(
         kind="fusion",
         confidence=confidence[rows].astype(float),
         correct=correct[rows],
-        categories=table.category_names(rows),
-        item_index=rows.astype(np.int64),
+        categories=table.decided_categories,
+        item_index=rows,
         n_invalid=int((~has_choice & keep).sum()),
         cost_usd=cost,
         calls=int(votes.calls[rows].sum()),
@@ -235,6 +235,8 @@ def score_judge_columns(name: str, items: Sequence[JudgedItem] | ItemColumns, vo
         raise ValueError(f"{name}: vote arrays of {votes.n_items} items for {table.n_items} items")
     voted, slot = votes.first_vote(name)
     rows = np.flatnonzero(voted & table.decided)
+    every = rows.size == table.decided_rows.size  # the judge voted on every labelled item: shared arrays
+    rows = table.decided_rows if every else rows
     at = slot[rows]
     valid = votes.valid[rows, at]
     says_a = votes.says_a[rows, at]
@@ -250,8 +252,8 @@ def score_judge_columns(name: str, items: Sequence[JudgedItem] | ItemColumns, vo
         kind="judge",
         confidence=np.where(valid, votes.confidence[rows, at], NO_ANSWER_CONFIDENCE).astype(float),
         correct=valid & (says_a == label_a),
-        categories=table.category_names(rows),
-        item_index=rows.astype(np.int64),
+        categories=table.decided_categories if every else table.category_names(rows),
+        item_index=rows,
         n_invalid=int((~valid).sum()) - n_ties,
         cost_usd=cost,
         calls=int(votes.vote_calls[rows, at].sum()),

@@ -34,10 +34,10 @@ from judgefuse.evaluation.runner import (
 from judgefuse.evaluation.scoring import ScoredRow, score_columns, score_judge_columns
 from judgefuse.evaluation.ties import TieReport, judge_ties_columns
 from judgefuse.evaluation.vote_table import LABEL_BOTH_BAD, LABEL_TIE, VoteTable
-from judgefuse.fusion import NotEnoughLabels
+from judgefuse.fusion import NotEnoughLabels, get_method
 from judgefuse.fusion.columnar import VoteColumns
+from judgefuse.fusion.columnar_stacking import columnar_stacking
 from judgefuse.fusion.judge_outliers import warnings_from_letters
-from judgefuse.judges.types import Letter
 
 __all__ = ["columnar_methods", "evaluate_table", "first_letters", "judge_order"]
 
@@ -69,13 +69,15 @@ def first_letters(votes: VoteColumns) -> tuple[list[str], np.ndarray]:
 
 
 def evaluate_table(
-    table: VoteTable,
+    source: VoteTable | Callable[[], VoteTable],
     *,
     options: EvaluationOptions | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Evaluation:
-    """:func:`~judgefuse.evaluation.runner.evaluate` of the items of ``table`` (module docstring).
+    """:func:`~judgefuse.evaluation.runner.evaluate` of the items of a table (module docstring).
 
+    ``source`` is the table, or a function making it: then only its labelled and tie-labelled
+    items are kept once they are taken out (at 10^6 items the whole table is 450 MB).
     Raises ``ValueError`` for a method without a columnar form (:func:`columnar_methods`).
     """
     options = options or EvaluationOptions()
@@ -83,6 +85,8 @@ def evaluate_table(
     missing = [name for name in methods if not has_columnar_form(name)]
     if missing:
         raise ValueError(f"no columnar form for {', '.join(missing)}: evaluate judged items instead")
+    table = source() if callable(source) else source
+    del source
     decided = table.items.decided
     if not decided.any():
         raise EvaluationError("no labelled items: evaluation needs items with a label (A or B)")
@@ -92,6 +96,9 @@ def evaluate_table(
     step = progress or (lambda _name: None)
     outcome = table.items.outcome
     undecided = table.take(np.flatnonzero((outcome == LABEL_TIE) | (outcome == LABEL_BOTH_BAD)))
+    n_items = table.n_items
+    warnings = warnings_from_letters(*first_letters(table.votes))
+    del table
     scored: list[ScoredRow] = []
     ties: list[TieReport] = []
     judges = judge_order(labelled.votes)
@@ -100,10 +107,14 @@ def evaluate_table(
         scored.append(score_judge_columns(name, labelled.items, labelled.votes))
         ties.append(judge_ties_columns(name, [(labelled.items, labelled.votes), (undecided.items, undecided.votes)]))
 
-    labels: list[Letter] = ["A" if a else "B" for a in labelled.items.label_a.tolist()]
+    labels = labelled.items.label_a
     skipped: dict[str, str] = {}
-    for name in methods:
+    stacking = [k for k, name in enumerate(methods) if columnar_stacking(get_method(name))]
+    for k, name in enumerate(methods):
         step(name)
+        if stacking and k > stacking[-1]:  # the stacking features (200 MB at 10^6 items) are done with
+            labelled.votes.derived.pop("stacking", None)
+            undecided.votes.derived.pop("stacking", None)
         try:
             arrays = fuse_columnar(name, labels, labelled.votes, n_folds=options.n_folds, seed=options.seed)
         except NotEnoughLabels as exc:
@@ -123,7 +134,7 @@ def evaluate_table(
         seed=options.seed, n_bins=options.n_bins, eps=options.eps,
     )  # fmt: skip
     return Evaluation(
-        n_items=table.n_items,
+        n_items=n_items,
         n_labelled=labelled.n_items,
         rows=[row_report(row, reference, options, made) for row, made in zip(scored, intervals, strict=True)],
         skipped_methods=skipped,
@@ -131,5 +142,5 @@ def evaluate_table(
         agreement=[row_agreement_columns(row, labelled.items) for row in scored],
         judges_alpha=panel_alpha_columns(labelled.votes, judges),
         ties=ties,
-        judge_warnings=warnings_from_letters(*first_letters(table.votes)),
+        judge_warnings=warnings,
     )

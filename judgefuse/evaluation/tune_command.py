@@ -27,11 +27,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from rich.table import Table
 
 from judgefuse.calibration.thresholds import ThresholdReport, tune_threshold
 from judgefuse.errors import InputError
-from judgefuse.evaluation.arguments import add_source_arguments, float_in, int_at_least, load_sources, output_path
+from judgefuse.evaluation.arguments import (
+    add_source_arguments,
+    float_in,
+    int_at_least,
+    load_sources,
+    load_table_sources,
+    output_path,
+)
 from judgefuse.evaluation.atomic import write_atomic
 from judgefuse.evaluation.display import compact_table, fit, legend, output_console, short_names
 from judgefuse.evaluation.scoring import (
@@ -41,6 +49,8 @@ from judgefuse.evaluation.scoring import (
     score_judge_columns,
     score_verdicts,
 )
+from judgefuse.evaluation.table_eval import judge_order
+from judgefuse.evaluation.vote_table import VoteTable
 from judgefuse.fusion import cross_fit_predict, get_method, requires_fit
 from judgefuse.fusion.cascade import Cascade, CascadeStage
 from judgefuse.fusion.cascade_tuning import CascadeReport, tune_cascade
@@ -161,8 +171,38 @@ def scored_row(
     return "method", name, score_verdicts(name, labelled, verdicts)
 
 
+def columnar_tune(method: str | None, judge: str | None) -> bool:
+    """Whether ``tune`` scores over arrays (:func:`scored_row_table`): a judge, a voting rule, a
+    recalibrated one, ``stacked`` or ``offset_stacked``."""
+    if judge is not None:
+        return method is None
+    name = method or DEFAULT_METHOD
+    return name in COLUMNAR_METHODS or columnar_learned(get_method(name))
+
+
+def scored_row_table(
+    table: VoteTable, *, method: str | None = None, judge: str | None = None, n_folds: int = 5, seed: int = 0
+) -> tuple[str, str, ScoredRow]:
+    """:func:`scored_row` of a votes file read into arrays (no object per item, issue 46), for the
+    judges and methods :func:`columnar_tune` names: the same row."""
+    labelled = table.take(np.flatnonzero(table.items.decided))
+    if not labelled.n_items:
+        raise TuneError("no labelled items: tuning needs items with a label (A or B)")
+    if judge is not None:
+        known = judge_order(labelled.votes)
+        if judge not in known:
+            raise TuneError(f"unknown judge {judge!r}; judges in the data: {', '.join(known)}")
+        return "judge", judge, score_judge_columns(judge, labelled.items, labelled.votes)
+    name = method or DEFAULT_METHOD
+    if name in COLUMNAR_METHODS:
+        fused = fuse_columns(name, labelled.votes)
+    else:
+        fused = cross_fit_columns(name, labelled.votes, labelled.items.label_a, n_folds=n_folds, seed=seed)
+    return "method", name, score_columns(name, labelled.items, fused, labelled.votes)
+
+
 def tune_items(
-    items: Sequence[JudgedItem],
+    items: Sequence[JudgedItem] | VoteTable,
     *,
     target: float = 0.9,
     delta: float = 0.1,
@@ -172,8 +212,12 @@ def tune_items(
     n_folds: int = 5,
     seed: int = 0,
 ) -> TuneResult:
-    """Score one judge or method on the labelled ``items`` and tune its threshold."""
-    kind, name, row = scored_row(items, method=method, judge=judge, n_folds=n_folds, seed=seed)
+    """Score one judge or method on the labelled ``items`` (judged items, or a table of them for
+    the judges and methods :func:`columnar_tune` names) and tune its threshold."""
+    if isinstance(items, VoteTable):
+        kind, name, row = scored_row_table(items, method=method, judge=judge, n_folds=n_folds, seed=seed)
+    else:
+        kind, name, row = scored_row(items, method=method, judge=judge, n_folds=n_folds, seed=seed)
     if row.confidence.size == 0:
         raise TuneError(f"{kind} {name!r} has no scored labelled items")
     report = tune_threshold(
@@ -300,11 +344,17 @@ def cascade_table(report: CascadeReport, *, title: str, name_limit: int = 40) ->
 
 
 def run_tune(args: argparse.Namespace) -> int:
-    items, _ = load_sources(args)
-    if getattr(args, "cascade", None):
-        return _run_tune_cascade(args, items)
+    cascade = getattr(args, "cascade", None)
+    source: Sequence[JudgedItem] | VoteTable
+    if not cascade and _columnar(args):
+        source, _ = load_table_sources(args)
+    else:
+        source, _ = load_sources(args)
+    if cascade:
+        assert not isinstance(source, VoteTable)
+        return _run_tune_cascade(args, source)
     result = tune_items(
-        items,
+        source,
         target=args.target,
         delta=args.delta,
         min_count=args.min_count,
@@ -321,6 +371,14 @@ def run_tune(args: argparse.Namespace) -> int:
         text = json.dumps(result.as_dict(sources), indent=2, allow_nan=False) + "\n"
         console.print(f"wrote {write_atomic(args.json_out, text)}")
     return 0
+
+
+def _columnar(args: argparse.Namespace) -> bool:
+    """Whether ``tune`` reads the data into arrays (a fault in the arguments: the items' path says it)."""
+    try:
+        return columnar_tune(args.method, args.judge)
+    except (InputError, ValueError, KeyError):
+        return False
 
 
 def _run_tune_cascade(args: argparse.Namespace, items: Sequence[JudgedItem]) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import NDArray
@@ -64,6 +65,17 @@ class ItemColumns:
         """The category of each item at ``rows`` ("" where it has none)."""
         names = np.asarray(self.categories, dtype=str)
         return names[self.category[rows]] if rows.size else np.asarray([], dtype=str)
+
+    @cached_property
+    def decided_rows(self) -> Ints:
+        """The positions of the items labelled A or B (one array, shared by every method's row)."""
+        return np.flatnonzero(self.decided)
+
+    @cached_property
+    def decided_categories(self) -> NDArray[np.str_]:
+        """:meth:`category_names` of :attr:`decided_rows` (one array, shared by every method's row:
+        24 MB a row at 10^6 items)."""
+        return self.category_names(self.decided_rows)
 
     def take(self, rows: Ints) -> ItemColumns:
         index = np.asarray(rows, dtype=np.int64)

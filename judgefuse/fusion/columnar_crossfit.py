@@ -21,17 +21,19 @@ import numpy as np
 
 from judgefuse.fusion.columnar import COLUMNAR_METHODS, A, B, Bools, FusedColumns, VoteColumns, fuse_columns
 from judgefuse.fusion.columnar_stacking import columnar_stacking, cross_fit_stacking, fit_and_apply_stacking
-from judgefuse.fusion.crossfit import fold_indices
+from judgefuse.fusion.crossfit import folds_of, label_array
 from judgefuse.fusion.recalibrated import Recalibrated
 from judgefuse.fusion.registry import FusionMethod, NotEnoughLabels, get_method
-from judgefuse.fusion.stacking import check_labels
+from judgefuse.fusion.stacking import check_label_counts
 from judgefuse.judges.types import Letter
 
 
 def columnar_recalibrated(method: FusionMethod) -> bool:
     """True when ``method`` is a recalibrated voting rule (its base has a columnar form)."""
-    return isinstance(method, Recalibrated) and method.base.name in COLUMNAR_METHODS and not getattr(
-        method.base, "requires_fit", False
+    return (
+        isinstance(method, Recalibrated)
+        and method.base.name in COLUMNAR_METHODS
+        and not getattr(method.base, "requires_fit", False)
     )
 
 
@@ -43,7 +45,8 @@ def columnar_learned(method: FusionMethod) -> bool:
 
 def fit_recalibrator(method: Recalibrated, base: FusedColumns, label_a: Bools) -> None:
     """``method.fit`` on the items of ``base`` (its base rule's verdicts) with labels ``label_a``."""
-    check_labels([()] * label_a.size, _letters(label_a), min_labels=method.min_labels)
+    n_a = int(label_a.sum())
+    check_label_counts(n_a, int(label_a.size) - n_a, min_labels=method.min_labels)
     decided = base.decided
     if int(decided.sum()) < method.min_labels:
         raise NotEnoughLabels(
@@ -67,7 +70,7 @@ def recalibrate(method: Recalibrated, base: FusedColumns) -> FusedColumns:
 
 
 def cross_fit_columns(
-    name: str, columns: VoteColumns, labels: Sequence[Letter], *, n_folds: int = 5, seed: int = 0
+    name: str, columns: VoteColumns, labels: Sequence[Letter] | Bools, *, n_folds: int = 5, seed: int = 0
 ) -> FusedColumns:
     """Out-of-fold verdicts of the recalibrated voting rule ``name`` for every item, as
     :func:`~judgefuse.fusion.crossfit.cross_fit_predict` gives them (see the module docstring);
@@ -80,23 +83,23 @@ def cross_fit_columns(
     if len(labels) != columns.n_items:
         raise ValueError(f"length mismatch: {columns.n_items} batches, {len(labels)} labels")
     base = fuse_columns(probe.base.name, columns)
-    label_a = np.asarray([label == "A" for label in labels], dtype=bool)
+    label_a = label_array(labels)
     answer = base.answer.copy()
     confidence = base.confidence.copy()
     p_a = base.p_a.copy()
-    for k, test in enumerate(fold_indices(labels, n_folds=n_folds, seed=seed)):
+    for k, test in enumerate(folds_of(label_a, n_folds=n_folds, seed=seed)):
         method = probe if k == 0 else get_method(name)
         assert isinstance(method, Recalibrated)
-        train = np.setdiff1d(np.arange(columns.n_items), test)  # ascending, as cross_fit_predict's list
+        in_test = np.zeros(columns.n_items, dtype=bool)
+        in_test[test] = True
+        train = np.flatnonzero(~in_test)  # ascending, as cross_fit_predict's list
         fit_recalibrator(method, base.take(train), label_a[train])
         held = recalibrate(method, base.take(test))
         answer[test], confidence[test], p_a[test] = held.answer, held.confidence, held.p_a
     return FusedColumns(name, answer, confidence, p_a, base.n_valid, base.n_invalid, base.tie_broken)
 
 
-def fit_and_apply(
-    name: str, train: VoteColumns, labels: Sequence[Letter], target: VoteColumns
-) -> FusedColumns:
+def fit_and_apply(name: str, train: VoteColumns, labels: Sequence[Letter] | Bools, target: VoteColumns) -> FusedColumns:
     """The recalibrated voting rule ``name`` (or ``stacked``, ``offset_stacked``) fitted on every
     item of ``train`` and applied to ``target`` (eval's tie-labelled items: no tie label is a
     training label)."""
@@ -105,11 +108,5 @@ def fit_and_apply(
         return fit_and_apply_stacking(name, train, labels, target)
     if not isinstance(method, Recalibrated) or not columnar_recalibrated(method):
         raise ValueError(f"{name!r} is not a recalibrated voting rule")
-    label_a = np.asarray([label == "A" for label in labels], dtype=bool)
-    fit_recalibrator(method, fuse_columns(method.base.name, train), label_a)
+    fit_recalibrator(method, fuse_columns(method.base.name, train), label_array(labels))
     return recalibrate(method, fuse_columns(method.base.name, target))
-
-
-def _letters(label_a: Bools) -> list[str]:
-    return ["A" if a else "B" for a in label_a.tolist()]
-

@@ -23,9 +23,10 @@ from judgefuse.fusion.dawid_skene import DawidSkeneFusion, DawidSkeneModel, fit_
 
 EXACT_EM_ROWS = 200_000
 """Up to this many observations EM runs on them one by one (``fit_em_rows``: the per-item fit to
-the bit); above, on their count patterns (:func:`fit_em_patterns`: the same fit to about 1e-15,
-two items' posteriors that tie to the last bit in one may not in the other, which moves a rank
-metric such as AUROC by one pair, 1 / (n_A n_B): below 1e-9 from about 10^5 items)."""
+the bit) and each item's posterior adds its terms in its own order; above, both go by count
+patterns (:func:`fit_em_counts`, :func:`pattern_posteriors`: the same values to about 1e-15; two
+items' posteriors that tie to the last bit in one may not in the other, which moves a rank metric
+such as AUROC by one pair, 1 / (n_A n_B): below 1e-9 from about 10^5 items)."""
 
 
 def dawid_skene_columns(
@@ -41,17 +42,17 @@ def dawid_skene_columns(
     if method.model is None:
         parts = [columns] if fit_parts is None else list(fit_parts)
         n_fit = sum(part.n_items for part in parts)
-        judges, item, judge, said = observation_rows(parts)
-        if n_fit >= method.min_items and item.size:
-            method.model = fit_observations(judges, item, judge, said, n_fit, alpha=method.alpha,
-                                            max_iter=method.max_iter)
+        if n_fit >= method.min_items and any(part.games.any() for part in parts):
+            method.model = fit_parts_em(parts, alpha=method.alpha, max_iter=method.max_iter)
             method.n_fit_items = n_fit
             method.model_version = model_digest(method._model_params())
     if method.model is None:
         cold = fuse_columns("mean_probability", columns)
-        return FusedColumns(method.name, cold.answer, cold.confidence, cold.p_a, cold.n_valid, cold.n_invalid,
-                            cold.tie_broken)
-    p_a, seen = posteriors(method.model, columns)
+        return FusedColumns(
+            method.name, cold.answer, cold.confidence, cold.p_a, cold.n_valid, cold.n_invalid, cold.tie_broken
+        )
+    large = int(np.count_nonzero(columns.games)) > EXACT_EM_ROWS
+    p_a, seen = pattern_posteriors(method.model, columns) if large else posteriors(method.model, columns)
     n_valid = columns.valid.sum(axis=1).astype(np.int64)
     n_ties = columns.tie.sum(axis=1).astype(np.int64)
     n_invalid = columns.present.sum(axis=1).astype(np.int64) - n_valid - n_ties
@@ -100,39 +101,52 @@ def observation_rows(
     return judges, np.concatenate(items), np.concatenate(indexes), np.concatenate(letters)
 
 
-def fit_observations(
-    judges: list[str], item: np.ndarray, judge: np.ndarray, said: np.ndarray, n_items: int, *, alpha: float,
-    max_iter: int,
-) -> DawidSkeneModel:
-    """EM on :func:`observation_rows`' rows: one by one up to :data:`EXACT_EM_ROWS`, else on patterns."""
-    fit = fit_em_rows if item.size <= EXACT_EM_ROWS else fit_em_patterns
-    return fit(judges, item, judge, said, n_items, alpha=alpha, max_iter=max_iter)
+def fit_parts_em(parts: Sequence[VoteColumns], *, alpha: float, max_iter: int) -> DawidSkeneModel:
+    """EM on the observations of the items of ``parts``: one by one (``fit_em_rows``, the
+    per-item fit to the bit) up to :data:`EXACT_EM_ROWS` of them, else on their count patterns
+    (:func:`fit_em_counts`)."""
+    if sum(int(np.count_nonzero(part.games)) for part in parts) <= EXACT_EM_ROWS:
+        judges, item, judge, said = observation_rows(parts)
+        return fit_em_rows(
+            judges, item, judge, said, sum(part.n_items for part in parts), alpha=alpha, max_iter=max_iter
+        )
+    names: set[str] = set()
+    for part in parts:
+        names.update(part.judges[j] for j in np.unique(part.judge[part.games.any(axis=2)]).tolist())
+    judges = sorted(names)
+    return fit_em_counts(
+        judges, np.concatenate([game_counts(part, judges) for part in parts]), alpha=alpha, max_iter=max_iter
+    )
 
 
-def fit_em_patterns(
-    judges: list[str],
-    item: np.ndarray,
-    judge: np.ndarray,
-    said: np.ndarray,
-    n_items: int,
-    *,
-    alpha: float = 1.0,
-    max_iter: int = 500,
-    tol: float = 1e-7,
+def game_counts(columns: VoteColumns, judges: Sequence[str]) -> np.ndarray:
+    """Items x (judges x 2): how often each of ``judges`` was observed saying B (column 2j) and A
+    (2j + 1) on each item (``fit_em_rows``' cells; judges not named are left out)."""
+    at = {name: j for j, name in enumerate(judges)}
+    remap = np.asarray([at.get(name, -1) for name in columns.judges], dtype=np.int64)
+    judge = remap[columns.judge] if remap.size else np.full(columns.judge.shape, -1, dtype=np.int64)
+    judge = np.where(columns.present, judge, -1)
+    out = np.zeros((columns.n_items, 2 * len(judges)), dtype=np.int32)
+    for j in np.unique(judge[judge >= 0]).tolist():
+        mine = judge == j
+        for column, letter in ((2 * j, B), (2 * j + 1, A)):
+            out[:, column] = (mine & (columns.games[:, :, 0] == letter)).sum(axis=1)
+            out[:, column] += (mine & (columns.games[:, :, 1] == letter)).sum(axis=1)
+    return out
+
+
+def fit_em_counts(
+    judges: list[str], counts: np.ndarray, *, alpha: float = 1.0, max_iter: int = 500, tol: float = 1e-7
 ) -> DawidSkeneModel:
     """:func:`~judgefuse.fusion.dawid_skene.fit_em_rows` with the items grouped by what they were
-    observed to say: an item's posterior at every EM step depends only on how many times each
-    judge said each letter on it, so items with the same counts share one posterior and each step
-    costs the number of distinct count patterns (at most a few hundred for a five-judge panel)
-    instead of the number of observations (5 x 10^6 at 10^6 items). The sums are the same sums
-    grouped, so the fit equals the per-observation one to rounding (about 1e-15; tested)."""
+    observed to say (``counts``: :func:`game_counts`): an item's posterior at every EM step depends
+    only on how many times each judge said each letter on it, so items with the same counts share
+    one posterior and each step costs the number of distinct count patterns (at most a few
+    hundred for a five-judge panel) instead of the number of observations (5 x 10^6 at 10^6
+    items). The sums are the same sums grouped, so the fit equals the per-observation one to
+    rounding (about 1e-15; tested)."""
     n_judges = len(judges)
-    cells = np.zeros((n_items, 2 * n_judges), dtype=np.int64)  # per item, how often each (judge, letter)
-    np.add.at(cells, (item, judge * 2 + said), 1)
-    patterns, where, weight = np.unique(cells, axis=0, return_inverse=True, return_counts=True)
-    del where
-    patterns = patterns.astype(float)
-    weight = weight.astype(float)
+    patterns, weight = _patterns(counts)
     n_all = patterns.sum(axis=1)
     has_obs = n_all > 0
     post = (patterns[:, 1::2].sum(axis=1) + 0.5) / (n_all + 1.0)
@@ -143,10 +157,10 @@ def fit_em_patterns(
     while n_iter < max_iter:
         n_iter += 1
         prior_a = float(np.clip(((observed * post).sum() + 1.0) / (observed.sum() + 2.0), 1e-3, 1 - 1e-3))
-        counts = np.empty((n_judges, 2, 2))
-        counts[:, 1, :] = ((weight * post) @ patterns).reshape(n_judges, 2)
-        counts[:, 0, :] = ((weight * (1.0 - post)) @ patterns).reshape(n_judges, 2)
-        confusion = (counts + alpha) / (counts.sum(axis=2, keepdims=True) + 2.0 * alpha)
+        counts_said = np.empty((n_judges, 2, 2))
+        counts_said[:, 1, :] = ((weight * post) @ patterns).reshape(n_judges, 2)
+        counts_said[:, 0, :] = ((weight * (1.0 - post)) @ patterns).reshape(n_judges, 2)
+        confusion = (counts_said + alpha) / (counts_said.sum(axis=2, keepdims=True) + 2.0 * alpha)
         step = (np.log(confusion[:, 1, :]) - np.log(confusion[:, 0, :])).ravel()
         log_ratio = np.log(prior_a) - np.log1p(-prior_a) + patterns @ step
         new_post = np.where(has_obs, 1.0 / (1.0 + np.exp(-log_ratio)), 0.5)
@@ -155,6 +169,35 @@ def fit_em_patterns(
         if change < tol:
             break
     return DawidSkeneModel(judges, prior_a, confusion, n_iter)
+
+
+def _patterns(counts: np.ndarray, inverse: bool = False) -> tuple[np.ndarray, ...]:
+    """The distinct rows of ``counts`` (as floats) and how many items have each (with
+    ``inverse``, also each item's pattern): rows packed into one integer key when they fit."""
+    base = int(counts.max(initial=0)) + 1
+    if counts.shape[1] and base ** counts.shape[1] < 2**62:
+        key = counts.astype(np.int64) @ (base ** np.arange(counts.shape[1], dtype=np.int64))
+        _, first, where, weight = np.unique(key, return_index=True, return_inverse=True, return_counts=True)
+        patterns = counts[first]
+    else:
+        patterns, where, weight = np.unique(counts, axis=0, return_inverse=True, return_counts=True)
+    out = (patterns.astype(float), weight.astype(float))
+    return (*out, where.ravel()) if inverse else out
+
+
+def pattern_posteriors(model: DawidSkeneModel, columns: VoteColumns) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`posteriors` computed once per count pattern (large data: the same values to about
+    1e-15, each term added once per count rather than once per observation)."""
+    counts = game_counts(columns, model.judges)
+    patterns, _, where = _patterns(counts, inverse=True)
+    logs = np.log(model.confusion)  # (judges, truth, said)
+    log_a = np.log(model.prior_a) + patterns @ logs[:, 1, :].ravel()
+    log_b = np.log1p(-model.prior_a) + patterns @ logs[:, 0, :].ravel()
+    seen = patterns.sum(axis=1) > 0
+    with np.errstate(over="ignore"):
+        p_a = 1.0 / (1.0 + np.exp(log_b - log_a))
+    p_a = np.where(seen, p_a, np.nan)
+    return p_a[where], seen[where]
 
 
 def posteriors(model: DawidSkeneModel, columns: VoteColumns) -> tuple[np.ndarray, np.ndarray]:
@@ -171,8 +214,10 @@ def posteriors(model: DawidSkeneModel, columns: VoteColumns) -> tuple[np.ndarray
     # the per-observation terms, each np.log of one confusion entry (a scalar call, as
     # posterior_a takes them)
     logs = np.asarray(
-        [[[float(np.log(model.confusion[j, truth, said])) for said in (0, 1)] for truth in (0, 1)]
-         for j in range(len(model.judges))]
+        [
+            [[float(np.log(model.confusion[j, truth, said])) for said in (0, 1)] for truth in (0, 1)]
+            for j in range(len(model.judges))
+        ]
     ).reshape(-1, 2, 2)
     safe = np.maximum(judge, 0)
     column = np.where(games == A, 1, 0)

@@ -34,13 +34,13 @@ parameters); this module is what ``judgefuse eval`` and ``tune`` cross-fit with.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from judgefuse.fusion.columnar import NONE, A, B, Bools, Floats, FusedColumns, Ints, VoteColumns, fsum_rows
-from judgefuse.fusion.crossfit import fold_indices
+from judgefuse.fusion.crossfit import folds_of, label_array
 from judgefuse.fusion.offset_stacking import (
     INNER_FOLDS,
     INTERCEPT_FLOOR,
@@ -55,7 +55,14 @@ from judgefuse.fusion.offset_stacking import (
     sigmoid,
 )
 from judgefuse.fusion.registry import FusionMethod, NotEnoughLabels, get_method
-from judgefuse.fusion.stacking import FEATURE_SET, P_CLIP, VOTE_KINDS, StackedFusion, check_labels, row_dot
+from judgefuse.fusion.stacking import (
+    FEATURE_SET,
+    P_CLIP,
+    VOTE_KINDS,
+    StackedFusion,
+    check_label_counts,
+    row_dot,
+)
 from judgefuse.judges.types import Letter
 
 __all__ = [
@@ -204,6 +211,8 @@ class StackingColumns:
         else:
             block[:, known] = self.features[np.ix_(rows, index[known])]
             block[:, ~known] = [ABSENT[kind] for kind in VOTE_KINDS]
+        if not model.signal_keys:
+            return block.reshape(rows.size, -1)
         sig = (self.raw_signals(rows, model.signal_keys) - model.mean) / model.std
         sig = np.where(np.isnan(sig), 0.0, sig)
         return np.hstack([block.reshape(rows.size, -1), sig])
@@ -254,22 +263,34 @@ def _standardisation(table: StackingColumns, rows: Ints, keys: Sequence[tuple[st
 
 def fit_stacking(method: StackedFusion, table: StackingColumns, rows: Ints, label_a: Bools) -> StackingModel:
     """``method.fit`` on the items at ``rows`` with labels ``label_a`` (its checks and messages)."""
-    letters = ["A" if a else "B" for a in label_a.tolist()]
-    y = check_labels([()] * len(letters), letters, min_labels=method.min_labels, min_per_class=1)
+    n_a = int(label_a.sum())
+    check_label_counts(n_a, int(label_a.size) - n_a, min_labels=method.min_labels, min_per_class=1)
+    y = label_a.astype(np.int64)
     judges, keys = table.seen(rows, method.use_signals)
     if not judges:
         raise NotEnoughLabels("no votes in any batch: nothing to fit on")
     mean, std = _standardisation(table, rows, keys)
     frozen = StackingModel(judges, keys, mean, std, np.zeros(0), 0.0)
-    x = table.matrix(rows, frozen)
     if not isinstance(method, OffsetStackedFusion):
         from sklearn.linear_model import LogisticRegression
 
         model = LogisticRegression(C=method.C, solver="newton-cholesky", max_iter=200, tol=1e-8)
-        model.fit(x, y)
+        model.fit(table.matrix(rows, frozen), y)
         return StackingModel(judges, keys, mean, std, model.coef_.ravel().copy(), float(model.intercept_[0]))
-    offset = table.rule[rows]
-    penalty, beta = fit_offset(np.hstack([offset[:, None], x]), y.astype(float))
+    width = 1 + len(judges) * len(VOTE_KINDS) + len(keys)
+
+    def design(order: Ints) -> Floats:
+        """The design of the training rows in ``order``, after a spare column, filled a chunk at a
+        time: it is the only copy (200 MB at 10^6 items)."""
+        picked = rows[order]
+        out = np.empty((picked.size, width + 1))
+        for lo in range(0, picked.size, CHUNK_ROWS):
+            chunk = picked[lo : lo + CHUNK_ROWS]
+            out[lo : lo + chunk.size, 1] = table.rule[chunk]
+            out[lo : lo + chunk.size, 2:] = table.matrix(chunk, frozen)
+        return out
+
+    penalty, beta = fit_offset(design, y.astype(float))
     return StackingModel(judges, keys, mean, std, beta[2:], float(beta[0]), float(beta[1]), penalty)
 
 
@@ -407,14 +428,6 @@ class InnerFolds:
             rows = self.x1[lo:hi:stride]
             self.sample.append((rows, (hi - lo) / max(1, rows.shape[0])))
 
-    @classmethod
-    def split(cls, x1: Floats, y: Floats, shift: Floats, k: int) -> InnerFolds:
-        """The training set ``x1``, ``y`` in ``held_out_losses``'s ``k`` inner folds."""
-        folds = inner_folds(y, k)
-        order = np.concatenate(folds)
-        bounds = np.cumsum([0, *(fold.size for fold in folds)])
-        return cls(np.ascontiguousarray(x1[order]), y[order], shift, bounds.tolist(), order)
-
     def evaluate(
         self, betas: Floats, penalty: Floats, folds: Ints, *, with_loss: bool = False
     ) -> tuple[Floats, Floats | None]:
@@ -462,13 +475,13 @@ class InnerFolds:
         hessians[:, diagonal, diagonal] += penalty
         return np.asarray(np.linalg.inv(hessians))
 
-    def solve(self, penalty: Floats) -> Floats:
-        """Every fit's optimum (row c: penalty row c; fold c % k), quasi-Newton from zero: while
-        steps are large, Hessians from the sampled rows at every step and a step halved while it
-        raises its fit's penalised loss; then BFGS updates. A fit stops when its step is below
-        :data:`TOLERANCE`."""
+    def solve(self, penalty: Floats, start: Floats | None = None, tolerance: float = TOLERANCE) -> Floats:
+        """Every fit's optimum (row c: penalty row c; fold c % k), quasi-Newton from ``start``
+        (zero): while steps are large, Hessians from the sampled rows at every step and a step
+        halved while it raises its fit's penalised loss; then BFGS updates. A fit stops when its
+        step is below ``tolerance``."""
         folds = np.arange(penalty.shape[0]) % self.k
-        betas = np.zeros_like(penalty)
+        betas = np.zeros_like(penalty) if start is None else start.copy()
         done = np.zeros(betas.shape[0], dtype=bool)
         gradient, loss = self.evaluate(betas, penalty, folds, with_loss=True)
         inverse: Floats | None = None
@@ -481,9 +494,14 @@ class InnerFolds:
             if careful and loss is None:
                 loss = self.evaluate(betas, penalty, folds, with_loss=True)[1]
             trial = betas - steps
-            new, new_loss = self.evaluate(trial, penalty, folds, with_loss=careful)
+            live = np.flatnonzero(~done)  # a finished fit is not evaluated again
+            new = gradient.copy()
+            new[live], live_loss = self.evaluate(trial[live], penalty[live], folds[live], with_loss=careful)
             if careful:
-                assert loss is not None and new_loss is not None
+                assert loss is not None and live_loss is not None
+                new_loss: Floats | None = loss.copy()
+                assert new_loss is not None
+                new_loss[live] = live_loss
                 for _halving in range(60):
                     rises = new_loss > loss + LOSS_TOLERANCE * (1.0 + np.abs(loss))
                     if not rises.any():
@@ -492,9 +510,11 @@ class InnerFolds:
                     trial[rises] = betas[rises] - steps[rises]
                     again, again_loss = self.evaluate(trial[rises], penalty[rises], folds[rises], with_loss=True)
                     new[rises], new_loss[rises] = again, again_loss
+            else:
+                new_loss = None
             loss = new_loss
             betas = trial
-            done |= np.abs(steps).max(axis=1) < TOLERANCE
+            done |= np.abs(steps).max(axis=1) < tolerance
             if done.all():
                 break
             if careful:
@@ -538,33 +558,50 @@ class InnerFolds:
         return out
 
 
-def fit_offset(x: Floats, y: Floats) -> tuple[float, Floats]:
-    """``choose_penalty`` and ``fit_offset_logistic`` at the chosen penalty, for ``x`` whose first
-    column is the offset (as ``OffsetStackedFusion.fit`` builds it): (penalty, [intercept, weights
-    of every column of x]), the reference's optimum (see the comments above)."""
-    reduced = ReducedDesign.of(x)
-    x1 = np.hstack([np.ones((y.size, 1)), x[:, reduced.keep]])
+def fit_offset(design: Floats | Callable[[Ints], Floats], y: Floats) -> tuple[float, Floats]:
+    """``choose_penalty`` and ``fit_offset_logistic`` at the chosen penalty, for a design whose
+    first column is the offset (as ``OffsetStackedFusion.fit`` builds it): (penalty, [intercept,
+    weights of every column of the design]), the reference's optimum (see the comments above).
+
+    ``design`` may be a function of a row order giving the design of the rows in that order after
+    a spare column: the rows are then laid out once, in the inner folds' order, the spare column
+    becomes the intercept's and the useful columns are packed in place after it (no copy)."""
+    k = min(INNER_FOLDS, int(min(y.sum(), y.size - y.sum())))
+    folds = inner_folds(y, k) if k >= 2 else [np.arange(y.size)]
+    order = np.concatenate(folds)
+    if callable(design):
+        full = design(order)
+    else:
+        full = np.empty((y.size, design.shape[1] + 1))
+        full[:, 1:] = design[order]
+    d = full.shape[1] - 1
+    reduced = ReducedDesign.of(full[:, 1:])
+    full[:, 0] = 1.0
+    for j, column in enumerate(reduced.keep.tolist()):  # left to right: a column moves only leftwards
+        full[:, 1 + j] = full[:, 1 + column]
+    x1 = full[:, : 1 + reduced.keep.size]  # rows in fold order
+    y = y[order]
     shift = np.zeros(x1.shape[1])
     if reduced.group[0] >= 0:  # an all-zero offset adds nothing
         shift[1 + reduced.group[0]] = 1.0
     start = np.zeros(x1.shape[1])
     lam = RULE
-    k = min(INNER_FOLDS, int(min(y.sum(), y.size - y.sum())))
     if k >= 2:
-        inner = InnerFolds.split(x1, y, shift, k)
+        bounds = np.cumsum([0, *(fold.size for fold in folds)]).tolist()
+        inner = InnerFolds(x1, y, shift, bounds, order)
         finite = [candidate for candidate in PENALTIES if not math.isinf(candidate)]
+        losses = {RULE: inner.losses(np.zeros((k, x1.shape[1])))}
         if x1.shape[1] <= BATCHED_COLUMNS:
             penalty = np.repeat([reduced.penalties(candidate) for candidate in finite], k, axis=0)
             betas = inner.solve(penalty).reshape(len(finite), k, -1)
         else:
             betas = inner.solve_each([reduced.penalties(candidate) for candidate in finite])
-        losses = {candidate: inner.losses(betas[p]) for p, candidate in enumerate(finite)}
-        losses[RULE] = inner.losses(np.zeros((k, x1.shape[1])))
+        losses.update((candidate, inner.losses(betas[p])) for p, candidate in enumerate(finite))
         lam = penalty_from_losses(losses)
         if not math.isinf(lam):
             start = betas[finite.index(lam)].mean(axis=0)
     if math.isinf(lam):
-        return lam, np.zeros(x.shape[1] + 1)
+        return lam, np.zeros(d + 1)
     return lam, reduced.expand(_newton(x1, y, shift, reduced.penalties(lam), start))
 
 
@@ -590,16 +627,16 @@ def _stacking_method(name: str) -> StackedFusion:
 
 
 def cross_fit_stacking(
-    name: str, columns: VoteColumns, labels: Sequence[Letter], *, n_folds: int = 5, seed: int = 0
+    name: str, columns: VoteColumns, labels: Sequence[Letter] | Bools, *, n_folds: int = 5, seed: int = 0
 ) -> FusedColumns:
     """Out-of-fold verdicts of ``stacked`` / ``offset_stacked`` for every item, as
     :func:`~judgefuse.fusion.crossfit.cross_fit_predict` gives them (same folds, same checks)."""
     method = _stacking_method(name)
     if len(labels) != columns.n_items:
         raise ValueError(f"length mismatch: {columns.n_items} batches, {len(labels)} labels")
-    folds = fold_indices(labels, n_folds=n_folds, seed=seed)
+    label_a = label_array(labels)
+    folds = folds_of(label_a, n_folds=n_folds, seed=seed)
     table = StackingColumns.of(columns)
-    label_a = np.asarray([label == "A" for label in labels], dtype=bool)
     p_a = np.empty(columns.n_items)
     decided = np.zeros(columns.n_items, dtype=bool)
     for test in folds:
@@ -613,7 +650,7 @@ def cross_fit_stacking(
 
 
 def fit_and_apply_stacking(
-    name: str, train: VoteColumns, labels: Sequence[Letter], target: VoteColumns
+    name: str, train: VoteColumns, labels: Sequence[Letter] | Bools, target: VoteColumns
 ) -> FusedColumns:
     """``stacked`` / ``offset_stacked`` fitted on every item of ``train`` and applied to
     ``target`` (eval's tie-labelled items)."""
@@ -621,8 +658,7 @@ def fit_and_apply_stacking(
     if len(labels) != train.n_items:
         raise ValueError(f"length mismatch: {train.n_items} batches, {len(labels)} labels")
     table = StackingColumns.of(train)
-    label_a = np.asarray([label == "A" for label in labels], dtype=bool)
-    model = fit_stacking(method, table, np.arange(train.n_items), label_a)
+    model = fit_stacking(method, table, np.arange(train.n_items), label_array(labels))
     other = StackingColumns.of(target)
     rows = np.arange(target.n_items)
     index = other.judge_index(model.judges)

@@ -124,24 +124,30 @@ def panel_structure_columns(
 ) -> PanelStructure | None:
     """:func:`panel_structure` of the items of ``votes`` (``labelled`` marks those with an A/B
     label, ``label_a`` which say A), from the vote arrays: the same numbers (issue 46)."""
-    from judgefuse.fusion.columnar_dawid_skene import fit_observations, observation_rows, posteriors
+    from judgefuse.fusion.columnar_dawid_skene import (
+        EXACT_EM_ROWS,
+        fit_parts_em,
+        game_counts,
+        pattern_posteriors,
+        posteriors,
+    )
 
     present = np.unique(votes.judge[votes.present]).tolist()
     names = sorted(votes.judges[j] for j in present)
     if len(names) < 2:
         return None
-    judges, item, judge, said = observation_rows([votes])
-    if not item.size:
+    if not votes.games.any():
         return None
     ds = DawidSkeneFusion()
-    ds.model = fit_observations(judges, item, judge, said, votes.n_items, alpha=ds.alpha, max_iter=ds.max_iter)
+    ds.model = fit_parts_em([votes], alpha=ds.alpha, max_iter=ds.max_iter)
     rows = np.arange(votes.n_items)
     letters = np.zeros((votes.n_items, len(names)), dtype=np.int8)  # each judge's first valid vote: +1 A, -1 B
     for k, name in enumerate(names):
         mine = (votes.judge == votes.judges.index(name)) & votes.valid
         slot = np.argmax(mine, axis=1)
         letters[:, k] = np.where(mine.any(axis=1), np.where(votes.says_a[rows, slot], 1, -1), 0)
-    p_a, seen = posteriors(ds.model, votes)
+    large = int(np.count_nonzero(votes.games)) > EXACT_EM_ROWS
+    p_a, seen = pattern_posteriors(ds.model, votes) if large else posteriors(ds.model, votes)
     consensus = np.where(seen, np.where(p_a >= 0.5, 1, -1), 0)
     n_valid = votes.valid.sum(axis=1)
     single = (n_valid == 1) & (votes.tie.sum(axis=1) == 0)  # ds.choices: one valid vote keeps its letter
@@ -152,17 +158,19 @@ def panel_structure_columns(
         known = (reference != 0)[:, None] & (letters != 0)
         return np.where(known, (letters != reference[:, None]).astype(float), np.nan)
 
-    on_label = labelled[item]
-    right = (said == 1) == label_a[item]
+    # each judge's observations on labelled items, and those that match the label (counts: the
+    # reference's mean of 0/1 floats is the same integer ratio)
+    counts = game_counts(votes, names)[labelled]
+    said_label = np.where(label_a[labelled], 1, 0)
     estimated = ds.estimated_accuracy
     estimates = []
     for k, name in enumerate(names):
-        mine = on_label & (judge == judges.index(name)) if name in judges else np.zeros(item.size, dtype=bool)
-        hits = right[mine].astype(float)
+        n_obs = int(counts[:, 2 * k : 2 * k + 2].sum())
+        hits = int(counts[np.arange(said_label.size), 2 * k + said_label].sum())
         estimates.append(JudgeEstimate(
             judge=name, n_votes=int((letters[:, k] != 0).sum()),
-            labelled_accuracy=float(np.mean(hits)) if hits.size else None,
-            estimated_accuracy=estimated.get(name), n_labelled_observations=int(hits.size),
+            labelled_accuracy=hits / n_obs if n_obs else None,
+            estimated_accuracy=estimated.get(name), n_labelled_observations=n_obs,
         ))  # fmt: skip
     label_code = np.where(labelled, np.where(label_a, 1, -1), 0)
     k_lab, rho_lab = effective_number(errors_against(label_code))

@@ -100,15 +100,19 @@ def check_labels(
     if bad:
         raise ValueError(f"labels must be 'A' or 'B', got {', '.join(bad[:5])}")
     y = np.array([1 if label == "A" else 0 for label in labels], dtype=np.int64)
-    if y.size < min_labels:
-        raise NotEnoughLabels(f"{y.size} labels; at least {min_labels} are needed to fit")
-    n_a, n_b = int(y.sum()), int(y.size - y.sum())
+    check_label_counts(int(y.sum()), int(y.size - y.sum()), min_labels=min_labels, min_per_class=min_per_class)
+    return y
+
+
+def check_label_counts(n_a: int, n_b: int, *, min_labels: int = 1, min_per_class: int = 1) -> None:
+    """:func:`check_labels`' refusals from the class counts alone (labels held as arrays)."""
+    if n_a + n_b < min_labels:
+        raise NotEnoughLabels(f"{n_a + n_b} labels; at least {min_labels} are needed to fit")
     if min(n_a, n_b) < min_per_class:
         raise NotEnoughLabels(
             f"labels have {n_a} A and {n_b} B; each class needs at least {min_per_class} "
             f"(a single class cannot be fitted)"
         )
-    return y
 
 
 def _logodds(p: float) -> float:

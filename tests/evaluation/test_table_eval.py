@@ -311,3 +311,20 @@ def test_panel_structure_from_the_arrays(shared_data: Path, tmp_path: Path, data
     items = load([path])
     want = panel_structure([judged for judged in items if judged.item.label is not None])
     assert panel_structure_of_table(load_table([path])) == want
+
+
+@pytest.mark.parametrize(
+    "who", [{"judge": "judge-2"}, {"method": "majority"}, {"method": "majority+isotonic"}, {"method": "stacked"}]
+)
+def test_tune_over_the_table_equals_tune_over_items(tmp_path: Path, who: dict[str, str]) -> None:
+    from judgefuse.evaluation.tune_command import columnar_tune, tune_items
+
+    path = tmp_path / "votes.jsonl"
+    bench_eval_scale.write(path, 1500, seed=4)
+    assert columnar_tune(who.get("method"), who.get("judge"))
+    got = tune_items(load_table([path]), n_folds=4, seed=2, **who)
+    want = tune_items(load([path]), n_folds=4, seed=2, **who)
+    for name in ("confidence", "correct", "choices", "item_index"):
+        np.testing.assert_array_equal(getattr(got.row, name), getattr(want.row, name))
+    assert got.report == want.report
+    assert not columnar_tune("dawid_skene", None) and not columnar_tune("auto", None)

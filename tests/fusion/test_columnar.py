@@ -166,7 +166,8 @@ def test_dawid_skene_shared_data(shared_data: Path) -> None:
 
 
 def test_dawid_skene_em_on_patterns(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Past EXACT_EM_ROWS observations EM runs on the items' count patterns: the same fit to ~1e-15."""
+    """Past EXACT_EM_ROWS observations EM and the posteriors go by the items' count patterns: the same
+    fit and verdicts to ~1e-15."""
     from judgefuse.fusion import columnar_dawid_skene
     from judgefuse.fusion.columnar_dawid_skene import dawid_skene_columns
     from judgefuse.fusion.dawid_skene import DawidSkeneFusion

@@ -23,6 +23,7 @@ Parquet files (the optional ``parquet`` extra) are read row by row the same way
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 from collections.abc import Iterator, Sequence
@@ -41,6 +42,7 @@ from judgefuse.evaluation.loaders.parquet import is_parquet, iter_parquet
 from judgefuse.evaluation.vote_table import ItemColumns, VoteTable, outcome_code
 from judgefuse.fusion.columnar import LETTER_CODES, VoteColumns
 from judgefuse.fusion.dawid_skene import vote_games
+from judgefuse.json_input import MAX_DEPTH
 from judgefuse.judges.types import JudgedItem, JudgeVote, PairwiseItem
 
 log = logging.getLogger(__name__)
@@ -490,9 +492,8 @@ def _read_jsonl(path: Path, builder: _Builder, first_line: dict[str, int], notes
                 _read_tail(raw, number, path, builder, first_line, notes)
             break
         try:
-            text = decode_line(raw[:-1], path, number)
-            if text.strip():
-                block.append((number, parse_line(text, path, number)))
+            if raw.strip():
+                block.append((number, _parse(raw[:-1], path, number)))
         except DatasetError:
             _add_block(block, path, builder, first_line)  # a fault on an earlier line is reported first
             raise
@@ -500,6 +501,26 @@ def _read_jsonl(path: Path, builder: _Builder, first_line: dict[str, int], notes
             _add_block(block, path, builder, first_line)
             block = []
     _add_block(block, path, builder, first_line)
+
+
+_DECODER = json.JSONDecoder()
+
+
+def _parse(raw: bytes, path: Path, number: int) -> dict[str, Any]:
+    """One line's record, as :func:`~.jsonl.parse_line` reads it. The common case without its
+    per-call overhead (a third of the read at 10^5 lines): UTF-8 text that is one JSON object
+    from its first character to its last, with few brackets; anything else (leading space, a
+    non-object, a fault, a line with more brackets than the nesting bound) is read by
+    ``parse_line`` itself, so its value or its error is that function's."""
+    try:
+        text = raw.decode("utf-8")
+        if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:
+            record, end = _DECODER.raw_decode(text)
+            if end == len(text) and type(record) is dict:
+                return record
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        pass
+    return parse_line(decode_line(raw, path, number), path, number)
 
 
 def _read_tail(
@@ -564,7 +585,22 @@ def read_vote_table(paths: Sequence[str | Path], *, notes: list[str] | None = No
             if item_id in where:
                 raise DatasetError(path, f"item {item_id!r} is also in {where[item_id]}", field="item.id")
         where.update(dict.fromkeys(first_line, path))
-    return builder.table()
+    table = builder.table()
+    del builder
+    release_freed_memory()
+    return table
+
+
+def release_freed_memory() -> None:
+    """Hand the heap's freed pages back to the system (glibc's ``malloc_trim``; nothing elsewhere):
+    the parsed lines' Python objects are gone, but glibc keeps their pages, and they would count
+    in the process's memory for the rest of the run (about 300 MB at 10^6 items)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 def load_table(
