@@ -36,6 +36,7 @@ import contextlib
 import importlib.util
 import logging
 import os
+import socket
 import sys
 import time
 from collections import deque
@@ -183,6 +184,8 @@ class RayRunReport:
     """From joining the cluster to the first worker's panel started."""
 
     def line(self) -> str:
+        if not self.address:
+            return "ray: no cluster joined"
         nodes = ", ".join(sorted(node[:8] for node in self.nodes))
         text = (
             f"ray: {self.started} of {self.workers} worker{'s' if self.workers != 1 else ''} started "
@@ -224,6 +227,9 @@ async def judge_on_ray(
     ``on_judged`` (the summary and the bar) as it comes back. Fills ``report``."""
     import ray
 
+    address = args.address or os.environ.get("RAY_ADDRESS")
+    if address:
+        await asyncio.to_thread(_reachable, address)
     joined = time.perf_counter()
     # stdout keeps the summary alone, as in the local run: Ray prints its workers' output and
     # the cluster's error messages (a lost node's last raylet log) on the driver's stdout
@@ -241,6 +247,19 @@ async def judge_on_ray(
                 await _close(workers)
         finally:
             ray.shutdown()
+
+
+def _reachable(address: str) -> None:
+    """Fail at once on a cluster address nothing answers (Ray itself retries for minutes)."""
+    target = address.split("://", 1)[-1].rsplit("/", 1)[0]
+    host, _, port = target.rpartition(":")
+    if target in ("auto", "local") or not host or not port.isdigit():
+        return  # Ray's own forms (and its error for a malformed one)
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=10):
+            pass
+    except OSError as exc:
+        raise RayExecutorError(f"cannot reach the Ray cluster at {address}: {exc.strerror or exc}") from None
 
 
 def _workers(

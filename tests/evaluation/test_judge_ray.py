@@ -35,6 +35,7 @@ from typing import Any
 import pytest
 from jf_test_support import openai_stub as S
 from jf_test_support.judge_cli import parse, serving, stub_panel
+from jf_test_support.ports import free_port
 from jf_test_support.ray_cluster import RayCluster
 
 from judgefuse.cli import main
@@ -304,6 +305,11 @@ def test_flags_that_do_not_go_together_and_a_missing_extra(tmp_path: Path, monke
         assert message in capsys.readouterr().err
     single = ["judge", "--question", "q", "--answer-a", "a", "--answer-b", "b", "--executor", "ray"]
     assert main(single) == 2 and "not a single pair" in capsys.readouterr().err
+    # an address nothing answers fails at once (Ray itself retries for minutes), as a failed run
+    nowhere = f"127.0.0.1:{free_port()}"
+    assert main(["judge", str(pairs), "--out", out, "--executor", "ray", "--address", nowhere]) == 1
+    captured = capsys.readouterr()
+    assert f"cannot reach the Ray cluster at {nowhere}" in captured.err and "ray: no cluster joined" in captured.out
 
     import importlib.util
 
@@ -311,7 +317,7 @@ def test_flags_that_do_not_go_together_and_a_missing_extra(tmp_path: Path, monke
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a))
     assert main(["judge", str(pairs), "--out", out, "--executor", "ray"]) == 2
     assert "pip install 'judgefuse[ray]'" in capsys.readouterr().err
-    assert not Path(out).exists()
+    assert Path(out).read_text() == ""  # the unreachable cluster's run opened it; no run wrote to it
 
 
 def test_the_parser_knows_the_executor() -> None:
