@@ -34,6 +34,7 @@ The tree (``tests/test_errors_tree.py`` walks the package for exception classes 
     +-- judges.transport.http1.ConnectError, ConnectionBroken, ProtocolError   (also OSError)
     +-- judges.local.server.LocalServerError (also RuntimeError)
     +-- judges.local.models.ModelVerificationError, prompts.render.PromptRenderError (also ValueError)
+    +-- evaluation.judge_ray.RayExecutorError (also OSError: a cluster that cannot finish a run, exit 1)
 
 Not yet in the tree (the test lists them, so the list only shrinks): ``json_input.JSONTextError``
 (``json_input`` sits beside this module, in the same bottom layer), and the client's own

@@ -47,7 +47,7 @@ from typing import Any
 
 import yaml
 
-from judgefuse.errors import InputError
+from judgefuse.errors import InputError, JudgefuseError
 from judgefuse.evaluation.loaders import VotesWriter
 from judgefuse.extras import MissingExtra
 from judgefuse.judges.config import PanelConfig, parse_panel_config
@@ -67,7 +67,7 @@ START_TIMEOUT_S = 600.0
 model server slow to load) before it gives up."""
 
 
-class RayExecutorError(OSError):
+class RayExecutorError(JudgefuseError, OSError):
     """The cluster could not finish the run (no worker started, every worker lost): a failure of
     the run, not of its input (exit status 1, as an unwritable output is); rerunning resumes."""
 
