@@ -19,7 +19,7 @@ import argparse
 import time
 
 import numpy as np
-from bench_precision_bound import AUDIT_RATE, CHECKPOINTS, DELTA, pools
+from bench_precision_bound import CHECKPOINTS, DELTA, checkpoints, pools
 
 from judgefuse.calibration.stratified_tuning import tune_threshold_stratified
 
@@ -28,28 +28,15 @@ BUCKETS = (0.0, 0.01, 0.02, 0.05, 0.1, 1.0)
 
 def margins(pool_c: np.ndarray, pool_z: np.ndarray, target: float, streams: int, seed: int) -> list[tuple[float, bool]]:
     """(margin, missed) of every certified threshold over ``streams`` streams of one pool."""
-    rng = np.random.default_rng(seed)
-    tau0 = float(np.quantile(pool_c, 0.5))
-    length = int(max(CHECKPOINTS) / AUDIT_RATE / float((pool_c >= tau0).mean()) * 1.5)
     out = []
-    for _ in range(streams):
-        idx = rng.integers(0, pool_c.size, length)
-        c, z = pool_c[idx], pool_z[idx]
-        auto = c >= tau0
-        labelled = ~auto | (rng.uniform(size=length) < AUDIT_RATE)
-        audited = np.cumsum(auto & labelled)
-        for k in CHECKPOINTS:
-            end = int(np.searchsorted(audited, k)) + 1
-            head_auto, head_lab = auto[:end], labelled[:end]
-            strata = np.where(head_auto, f"auto@{AUDIT_RATE:g}", "review")[head_lab]
-            population = {"review": int((~head_auto).sum()), f"auto@{AUDIT_RATE:g}": int(head_auto.sum())}
-            report = tune_threshold_stratified(
-                c[:end][head_lab], z[:end][head_lab], strata, population, target_precision=target, delta=DELTA
-            )
-            if report.threshold is None:
-                continue
-            realised = float(pool_z[pool_c >= report.threshold].mean())
-            out.append((float(report.lower_bound) - target, realised < target - 1e-12))
+    for cp in checkpoints(pool_c, pool_z, streams, seed):
+        report = tune_threshold_stratified(
+            cp.c[cp.head_lab], cp.z[cp.head_lab], cp.strata, cp.population, target_precision=target, delta=DELTA
+        )
+        if report.threshold is None:
+            continue
+        realised = float(pool_z[pool_c >= report.threshold].mean())
+        out.append((float(report.lower_bound) - target, realised < target - 1e-12))
     return out
 
 

@@ -49,6 +49,8 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -95,16 +97,28 @@ def _outcome(tau: float | None, pool_c: np.ndarray, pool_z: np.ndarray, c: np.nd
     return tau is not None, realised < target - 1e-12, in_window < target - 1e-12
 
 
-def certification(pool_c: np.ndarray, pool_z: np.ndarray, target: float, streams: int,
-                  seed: int, tuners: dict[str, dict[str, Any]] = TUNERS) -> dict[str, dict[int, tuple[float, float, float]]]:
-    """Part 1 (module docstring): per tuner and audit-label count, the shares of streams
-    (certified, pool precision below target, window precision below target)."""
+@dataclass(frozen=True)
+class Checkpoint:
+    """One tune of Part 1: the stream's first ``end`` verdicts when the audit stratum reached
+    ``k`` labels (module docstring), with what the stratified tuner reads."""
+
+    k: int
+    c: np.ndarray
+    z: np.ndarray
+    head_auto: np.ndarray
+    head_lab: np.ndarray
+    strata: np.ndarray
+    population: dict[str, int]
+    tau0: float
+
+
+def checkpoints(pool_c: np.ndarray, pool_z: np.ndarray, streams: int, seed: int) -> Iterator[Checkpoint]:
+    """Part 1's streams (review below the pool's median confidence, ``AUDIT_RATE`` of the rest
+    audited), one :class:`Checkpoint` at each of ``CHECKPOINTS`` audit labels, stream by stream."""
     rng = np.random.default_rng(seed)
     tau0 = float(np.quantile(pool_c, 0.5))
     auto_share = float((pool_c >= tau0).mean())
     length = int(max(CHECKPOINTS) / AUDIT_RATE / auto_share * 1.5)
-    got: dict[str, dict[int, list[tuple[bool, bool, bool]]]] = {t: {k: [] for k in CHECKPOINTS}
-                                                                 for t in tuners}
     for _ in range(streams):
         idx = rng.integers(0, pool_c.size, length)
         c, z = pool_c[idx], pool_z[idx]
@@ -116,25 +130,36 @@ def certification(pool_c: np.ndarray, pool_z: np.ndarray, target: float, streams
             head_auto, head_lab = auto[:end], labelled[:end]
             strata = np.where(head_auto, f"auto@{AUDIT_RATE:g}", "review")[head_lab]
             population = {"review": int((~head_auto).sum()), f"auto@{AUDIT_RATE:g}": int(head_auto.sum())}
-            window = {"review": c[:end][~head_auto], f"auto@{AUDIT_RATE:g}": c[:end][head_auto]}
-            for name, options in tuners.items():
-                if "pooled" in options:  # every label was routed at tau0 (review below, audit above)
-                    lab_c = c[:end][head_lab]
-                    tau = tune_threshold_pooled(
-                        lab_c, z[:end][head_lab], np.full(lab_c.size, tau0), c[:end],
-                        target_precision=target, delta=DELTA,
-                        **{k: v for k, v in options["pooled"].items() if k != "fresh"}).threshold
-                    got[name][k].append(_outcome(tau, pool_c, pool_z, c[:end], z[:end], target))
-                    continue
-                extra: dict[str, Any] = dict(options)
-                if str(options.get("bound")).startswith("window"):
-                    extra["window"] = window
-                if "support" in options:  # review holds exactly the verdicts below tau0
-                    extra["support"] = {"review": tau0}
-                tau = tune_threshold_stratified(c[:end][head_lab], z[:end][head_lab], strata, population,
-                                                target_precision=target, delta=DELTA,
-                                                **extra).threshold
-                got[name][k].append(_outcome(tau, pool_c, pool_z, c[:end], z[:end], target))
+            yield Checkpoint(k, c[:end], z[:end], head_auto, head_lab, strata, population, tau0)
+
+
+def certification(pool_c: np.ndarray, pool_z: np.ndarray, target: float, streams: int,
+                  seed: int, tuners: dict[str, dict[str, Any]] = TUNERS) -> dict[str, dict[int, tuple[float, float, float]]]:
+    """Part 1 (module docstring): per tuner and audit-label count, the shares of streams
+    (certified, pool precision below target, window precision below target)."""
+    got: dict[str, dict[int, list[tuple[bool, bool, bool]]]] = {t: {k: [] for k in CHECKPOINTS}
+                                                                 for t in tuners}
+    for cp in checkpoints(pool_c, pool_z, streams, seed):
+        c, z, k = cp.c, cp.z, cp.k
+        window = {"review": c[~cp.head_auto], f"auto@{AUDIT_RATE:g}": c[cp.head_auto]}
+        for name, options in tuners.items():
+            if "pooled" in options:  # every label was routed at tau0 (review below, audit above)
+                lab_c = c[cp.head_lab]
+                tau = tune_threshold_pooled(
+                    lab_c, z[cp.head_lab], np.full(lab_c.size, cp.tau0), c,
+                    target_precision=target, delta=DELTA,
+                    **{k: v for k, v in options["pooled"].items() if k != "fresh"}).threshold
+                got[name][k].append(_outcome(tau, pool_c, pool_z, c, z, target))
+                continue
+            extra: dict[str, Any] = dict(options)
+            if str(options.get("bound")).startswith("window"):
+                extra["window"] = window
+            if "support" in options:  # review holds exactly the verdicts below tau0
+                extra["support"] = {"review": cp.tau0}
+            tau = tune_threshold_stratified(c[cp.head_lab], z[cp.head_lab], cp.strata, cp.population,
+                                            target_precision=target, delta=DELTA,
+                                            **extra).threshold
+            got[name][k].append(_outcome(tau, pool_c, pool_z, c, z, target))
     return {name: {k: tuple(float(x) for x in np.mean(np.array(v, dtype=float), axis=0))
                    for k, v in per.items()} for name, per in got.items()}
 
