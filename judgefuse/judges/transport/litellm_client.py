@@ -200,7 +200,7 @@ def map_litellm_error(exc: Exception, *, model: str, timeout_s: float, secret: s
         retry_after = headers.get("retry-after") if isinstance(headers, httpx.Headers | dict) else None
         detail = redact(message or type(exc).__name__, secret)
         return error_for_status(status, detail, retry_after_s=parse_retry_after(retry_after), param=param)
-    return FatalError(f"{model!r}: unclassified litellm error {type(exc).__name__}")
+    return FatalError(f"{model!r}: unclassified litellm error {type(exc).__name__}: {redact(str(exc), secret)[:300]}")
 
 
 def _first_token_top(choice: Any) -> TopLogprobs:
