@@ -210,6 +210,17 @@ class AsyncClient:
         return await self.call(calls.tune(target_precision=target_precision, panel=panel, delta=delta,
                                     min_count=min_count, method=method))
 
+    # ------------------------------------------------------------------ learned fusion
+    async def refit(self, panel: str | None = None, *, method: str | None = None,
+                    cold_start: bool | None = None) -> models.RefitOut:
+        """:meth:`Client.refit <judgefuse.client.sync_client.Client.refit>` (``POST /v1/fusion/refit``)."""
+        return await self.call(calls.refit(panel, method=method, cold_start=cold_start))
+
+    async def refits(self, panel: str | None = None, *, limit: int | None = None) -> models.RefitsOut:
+        """:meth:`Client.refits <judgefuse.client.sync_client.Client.refits>`: the refit log
+        (``GET /v1/fusion/refits``), newest first."""
+        return await self.call(calls.refits(panel, limit))
+
     # ------------------------------------------------------------------ review and monitor
     async def review_next(self, panel: str | None = None, *, n: int | None = None,
                     annotator: str | None = None) -> models.ReviewNextOut:

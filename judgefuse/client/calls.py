@@ -51,6 +51,8 @@ __all__ = [
     "monitor",
     "monitor_clear",
     "new_id",
+    "refit",
+    "refits",
     "review_next",
     "review_skip",
     "review_stats",
@@ -171,6 +173,27 @@ def monitor(panel: str | None = None) -> Call[models.MonitorOut]:
 def monitor_clear(panel: str | None = None) -> Call[models.MonitorClearOut]:
     body = _body(models.MonitorClearRequest.model_validate(_present({"panel": panel})))
     return Call("POST", "/v1/monitor/clear", models.typed(models.MonitorClearOut), json=body)
+
+
+@checked
+def refit(panel: str | None = None, *, method: str | None = None,
+          cold_start: bool | None = None) -> Call[models.RefitOut]:
+    body = _body(models.RefitRequest.model_validate(_present({"panel": panel, "method": method,
+                                                              "cold_start": cold_start})))
+    return Call("POST", "/v1/fusion/refit", models.typed(models.RefitOut), json=body)
+
+
+REFITS_KEPT = 50
+"""The most entries ``GET /v1/fusion/refits`` answers (``limit``, 1 to 50; the log keeps 50)."""
+
+
+@checked
+def refits(panel: str | None = None, limit: int | None = None) -> Call[models.RefitsOut]:
+    if limit is not None and not (isinstance(limit, int) and 1 <= limit <= REFITS_KEPT):
+        raise InvalidRequest.before_sending([("query.limit", f"from 1 to {REFITS_KEPT}, not {limit!r}")],
+                                            method="GET", path="/v1/fusion/refits")
+    return Call("GET", "/v1/fusion/refits", models.typed(models.RefitsOut),
+                params=_params(panel=panel, limit=limit))
 
 
 # ------------------------------------------------------------------------------ batches

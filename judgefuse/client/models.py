@@ -15,6 +15,9 @@ from pydantic import BaseModel
 
 from judgefuse.service.responses import (
     CalibrationOut,
+    RefitLogEntry,
+    RefitOut,
+    RefitsOut,
     ReviewNextOut,
     ReviewSkipOut,
     ReviewStatsOut,
@@ -35,6 +38,7 @@ from judgefuse.service.schemas import (
     MonitorClearOut,
     MonitorClearRequest,
     MonitorOut,
+    RefitRequest,
     ReviewSkipRequest,
     TuneRequest,
     VerdictOut,
@@ -44,7 +48,8 @@ from judgefuse.service.schemas import (
 __all__ = [
     "BatchResponse", "Record", "typed", "BatchResult", "CalibrationOut", "CostOut", "ErrorBody", "ErrorField",
     "FeedbackRequest", "FuseRequest", "FuseVote", "JudgeRequest", "LabelResult", "MonitorClearOut",
-    "MonitorClearRequest", "MonitorOut", "ReviewNextOut", "ReviewSkipOut", "ReviewSkipRequest",
+    "MonitorClearRequest", "MonitorOut", "RefitLogEntry", "RefitOut", "RefitRequest", "RefitsOut",
+    "ReviewNextOut", "ReviewSkipOut", "ReviewSkipRequest",
     "ReviewStatsOut", "ThresholdsOut", "TuneOut", "TuneRequest", "VerdictOut", "VoteOut",
 ]
 

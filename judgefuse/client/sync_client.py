@@ -219,6 +219,21 @@ class Client:
         return self.call(calls.tune(target_precision=target_precision, panel=panel, delta=delta,
                                     min_count=min_count, method=method))
 
+    # ------------------------------------------------------------------ learned fusion
+    def refit(self, panel: str | None = None, *, method: str | None = None,
+              cold_start: bool | None = None) -> models.RefitOut:
+        """Refit learned fusion from the labels now (``POST /v1/fusion/refit``; ``cold_start``:
+        fit the label-free method on the stored votes): ``status`` (``promoted``, ``kept``,
+        ``skipped``, ``failed``) and ``reason``."""
+        return self.call(calls.refit(panel, method=method, cold_start=cold_start))
+
+    def refits(self, panel: str | None = None, *, limit: int | None = None) -> models.RefitsOut:
+        """The refit log (``GET /v1/fusion/refits``): the panel's newest refits and cold-start
+        fits, newest first (``limit``: 1 to 50, default 20), each a
+        :class:`~judgefuse.service.responses.RefitLogEntry` with ``at``, ``trigger``,
+        ``status``, ``reason``, ``n_labels`` and the model version promoted."""
+        return self.call(calls.refits(panel, limit))
+
     # ------------------------------------------------------------------ review and monitor
     def review_next(self, panel: str | None = None, *, n: int | None = None,
                     annotator: str | None = None) -> models.ReviewNextOut:

@@ -108,6 +108,8 @@ CASES: dict[str, Case] = {
     "redirect": ("redirect", lambda c: c.verdict("v1"), BadResponse, "302"),
     "not JSON": ("html", lambda c: c.judge(**PAIR), BadResponse, "not JSON"),
     "wrong shape": ("shape", lambda c: c.verdict("v1"), BadResponse, "not the expected answer"),
+    "refit log of the wrong shape": ("shape", lambda c: c.refits(), BadResponse, "not the expected answer"),
+    "refit log limit 0": ("ok", lambda c: c.refits(limit=0), InvalidRequest, "query.limit"),
     "headers stall": ("stall", lambda c: c.verdict("v1"), DeadlineExceeded, "deadline_s=1.5"),
     "body trickles": ("trickle", lambda c: c.verdict("v1"), DeadlineExceeded, "deadline_s=1.5"),
     "declared too big": ("big-declared", lambda c: c.verdict("v1"), ResponseTooLarge, "max_response_bytes"),
