@@ -3,7 +3,7 @@
 Why (docs/design.md, 'Learning keeps routing'): a promoted refit used to switch auto-accept
 off (the tuned threshold named the previous model, and nothing retuned). Now a refit candidate
 is promoted only together with a threshold tuned for it on the same labels, from cross-fitted
-confidences, on the population (:mod:`judgefuse.service.learning.refit`). This replays a labelled stream
+confidences, on the population (:mod:`judgefuse.service.learning.paired_threshold`). This replays a labelled stream
 through a real gateway and prints, window by window, what serves and how it routes.
 
 Setup: a real gateway (uvicorn on loopback, SQLite in a temporary folder) with a panel of three

@@ -4,7 +4,7 @@ A panel configured with a method that *fits unlabelled* (``fusion: dawid_skene``
 :attr:`~judgefuse.fusion.capabilities.Capabilities.cold_start`, never its name) serves, before
 any fit, the method's own cold-start rule (``mean_probability``, with a note on every verdict).
 Every ``settings.learning.cold_start_every_verdicts`` verdicts of the panel, the gateway's cold-start
-scheduler (a :class:`~judgefuse.service.learning.refit.RefitScheduler` counting verdicts instead of
+scheduler (a :class:`~judgefuse.service.learning.refit_scheduler.RefitScheduler` counting verdicts instead of
 labels, leases ``cold_start/{panel}``: one fit per round cluster-wide) calls
 :func:`cold_start_fit`:
 

@@ -24,7 +24,7 @@ runs in a process of its own:
 A job is a picklable module-level function, or a generator function that stops once or more to
 ask the gateway something (:meth:`RefitWorkers.session`): a refit reads its labels in the worker,
 yields the label set's digest, and fits only if the gateway answers that no one else has
-(:mod:`judgefuse.service.learning.refit`).
+(:mod:`judgefuse.service.learning.refit_job`).
 
 A failure of any kind (over a budget, killed, an exception in the job) is a
 :class:`RefitWorkerFailed` with the reason in words: the caller logs it and answers with it;

@@ -9,7 +9,7 @@ its promoted model, the method new verdicts get) is read through
 :class:`~judgefuse.service.kernel.serving.ServingState`, which the gateway satisfies, so learning never
 imports the gateway.
 
-Two schedulers count toward the next background run (:class:`~judgefuse.service.learning.refit.RefitScheduler`):
+Two schedulers count toward the next background run (:class:`~judgefuse.service.learning.refit_scheduler.RefitScheduler`):
 labels for a refit (review calls :meth:`LearningService.note_label`) and verdicts for a
 label-free cold start (judging calls ``cold_start_scheduler.note``).
 """
@@ -31,15 +31,11 @@ from judgefuse.service.kernel.serving import ServingState
 from judgefuse.service.kernel.shared_state import StateContention
 from judgefuse.service.learning.cold_start import cold_start_fit
 from judgefuse.service.learning.pooled_inputs import PooledInputs, pooled_inputs, tune_pooled
-from judgefuse.service.learning.refit import (
-    PromotionTarget,
-    RefitBounds,
-    RefitOutcome,
-    RefitScheduler,
-    refit,
-)
+from judgefuse.service.learning.promotion import PromotionTarget
+from judgefuse.service.learning.refit import RefitBounds, RefitOutcome, refit
 from judgefuse.service.learning.refit_log import RefitLog
 from judgefuse.service.learning.refit_once import LabelSetOnce
+from judgefuse.service.learning.refit_scheduler import RefitScheduler
 from judgefuse.service.learning.refit_worker import RefitWorkers, WorkerBudget
 from judgefuse.service.learning.routing_fallback import RoutingFallback
 from judgefuse.service.learning.serving_pair import WRITE_ATTEMPTS, read_pair

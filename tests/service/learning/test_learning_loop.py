@@ -110,7 +110,7 @@ def _report(threshold, coverage=0.5):
     ],
 )
 def test_promotion_rule(promote_on, brier, load, has_threshold, expected):
-    from judgefuse.service.learning.refit import PromotionTarget, promotion_problems
+    from judgefuse.service.learning.promotion import PromotionTarget, promotion_problems
 
     metrics = {"stacked_brier": brier[0], "baseline_brier": brier[1],
                "stacked_review_load": load[0], "baseline_review_load": load[1]}
@@ -129,8 +129,7 @@ def test_promotion_rule(promote_on, brier, load, has_threshold, expected):
 @pytest.mark.parametrize("target", [None, (0.8, 0.1)])
 def test_a_brier_gain_inside_its_noise_is_not_promoted(target):
     """Calm traffic: 0.0508 vs 0.0509 is a coin flip; the paired bootstrap bound says so."""
-    from judgefuse.service.learning.promotion import brier_evidence
-    from judgefuse.service.learning.refit import PromotionTarget, promotion_problems
+    from judgefuse.service.learning.promotion import PromotionTarget, brier_evidence, promotion_problems
 
     rng = np.random.default_rng(3)
     correct = (rng.random(205) < 0.92).tolist()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from judgefuse.service.learning.refit import RefitScheduler
+from judgefuse.service.learning.refit_scheduler import RefitScheduler
 from judgefuse.service.storage import SQLiteStorage
 
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from judgefuse.fusion.capabilities import REFIT_METHOD, restore_method
 from judgefuse.judges.types import JudgeVote
-from judgefuse.service.learning.refit import evaluate_bounded
+from judgefuse.service.learning.refit_evaluation import evaluate_bounded
 
 
 def _panel(n: int, seed: int) -> tuple[list[list[JudgeVote]], list[str]]:
