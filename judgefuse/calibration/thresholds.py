@@ -60,8 +60,6 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
-from scipy.special import betaincinv
-from scipy.stats import beta
 
 from .validation import check_pair
 
@@ -146,6 +144,8 @@ def clopper_pearson_upper(k: Any, n: Any, alpha: Any) -> np.ndarray:
                                       np.asarray(n, dtype=np.float64),
                                       np.asarray(alpha, dtype=np.float64))
     ok = (k < n) & (n > 0)
+    from scipy.special import betaincinv  # imported on first use: the command line starts faster
+
     with np.errstate(invalid="ignore", divide="ignore"):
         inner = betaincinv(np.where(ok, k + 1.0, 1.0), np.where(ok, n - k, 1.0), 1.0 - level)
     return np.where(ok, inner, 1.0)
@@ -161,6 +161,8 @@ def clopper_pearson_lower(k: Any, n: Any, delta: float) -> np.ndarray:
     out = np.zeros(np.broadcast(k, n).shape)
     pos = np.broadcast_to(k > 0, out.shape)
     kb, nb = np.broadcast_to(k, out.shape), np.broadcast_to(n, out.shape)
+    from scipy.stats import beta  # scipy.stats costs about a second to import: on first use
+
     out[pos] = beta.ppf(delta, kb[pos], nb[pos] - kb[pos] + 1.0)
     return out
 

@@ -37,8 +37,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.stats import norm
-from scipy.stats import t as student_t
 
 __all__ = ["MeanInterval", "WinRates", "clt_mean", "outcome_for_x", "ppi_mean", "win_rates"]
 
@@ -80,12 +78,20 @@ def _var(x: np.ndarray) -> float:
     return float(np.var(x)) if x.size else 0.0
 
 
+def _normal_quantile(p: float) -> float:
+    """The standard normal's ``p`` quantile; scipy.stats is imported here, on first use, because
+    it costs about a second and every ``judgefuse`` command imports this module."""
+    from scipy.stats import norm
+
+    return float(norm.ppf(p))
+
+
 def clt_mean(values: Any, *, alpha: float = 0.05, method: str = "normal (CLT) interval") -> MeanInterval:
     """The mean of ``values`` with its normal interval (the labels-only and judge-only estimates)."""
     x = _vector("values", values)
     if x.size == 0:
         return MeanInterval(math.nan, math.nan, math.nan, 0, method)
-    half = float(norm.ppf(1 - alpha / 2)) * math.sqrt(_var(x) / x.size)
+    half = _normal_quantile(1 - alpha / 2) * math.sqrt(_var(x) / x.size)
     mean = float(x.mean())
     return MeanInterval(mean, mean - half, mean + half, int(x.size), method)
 
@@ -120,11 +126,13 @@ def ppi_mean(
         dof = n - 1 - int(fitted)
         spread = float(np.sum((residual - residual.mean()) ** 2)) / dof
         variance = spread / n + lam * lam * float(np.var(g, ddof=min(1, big_n - 1))) / big_n
+        from scipy.stats import t as student_t
+
         quantile = float(student_t.ppf(1 - alpha / 2, dof))
         method = f"prediction-powered (t quantile, {dof} df)"
     else:
         variance = _var(residual) / n + lam * lam * _var(g) / big_n
-        quantile, method = float(norm.ppf(1 - alpha / 2)), "prediction-powered"
+        quantile, method = _normal_quantile(1 - alpha / 2), "prediction-powered"
     half = quantile * math.sqrt(variance)
     return MeanInterval(estimate, estimate - half, estimate + half, n, method, float(lam))
 

@@ -52,6 +52,7 @@ from judgefuse.fusion.offset_stacking import (
     log_losses,
     penalised_loss,
     penalty_from_losses,
+    penalty_search_rows,
     sigmoid,
 )
 from judgefuse.fusion.registry import FusionMethod, NotEnoughLabels, get_method
@@ -565,30 +566,22 @@ def fit_offset(design: Floats | Callable[[Ints], Floats], y: Floats) -> tuple[fl
 
     ``design`` may be a function of a row order giving the design of the rows in that order after
     a spare column: the rows are then laid out once, in the inner folds' order, the spare column
-    becomes the intercept's and the useful columns are packed in place after it (no copy)."""
-    k = min(INNER_FOLDS, int(min(y.sum(), y.size - y.sum())))
-    folds = inner_folds(y, k) if k >= 2 else [np.arange(y.size)]
+    becomes the intercept's and the useful columns are packed in place after it (no copy). Past
+    ``PENALTY_SEARCH_ROWS`` labels the search runs on the rows ``penalty_search_rows`` picks, as
+    the reference's does, and every row is laid out a second time for the final fit."""
+    search = penalty_search_rows(y.size)
+    searched = y if search is None else y[search]
+    k = min(INNER_FOLDS, int(min(searched.sum(), searched.size - searched.sum())))
+    folds = inner_folds(searched, k) if k >= 2 else [np.arange(searched.size)]
     order = np.concatenate(folds)
-    if callable(design):
-        full = design(order)
-    else:
-        full = np.empty((y.size, design.shape[1] + 1))
-        full[:, 1:] = design[order]
-    d = full.shape[1] - 1
-    reduced = ReducedDesign.of(full[:, 1:])
-    full[:, 0] = 1.0
-    for j, column in enumerate(reduced.keep.tolist()):  # left to right: a column moves only leftwards
-        full[:, 1 + j] = full[:, 1 + column]
-    x1 = full[:, : 1 + reduced.keep.size]  # rows in fold order
-    y = y[order]
-    shift = np.zeros(x1.shape[1])
-    if reduced.group[0] >= 0:  # an all-zero offset adds nothing
-        shift[1 + reduced.group[0]] = 1.0
+    if search is not None:
+        order = search[order]
+    x1, shift, reduced = _laid_out(design, order)
     start = np.zeros(x1.shape[1])
     lam = RULE
     if k >= 2:
         bounds = np.cumsum([0, *(fold.size for fold in folds)]).tolist()
-        inner = InnerFolds(x1, y, shift, bounds, order)
+        inner = InnerFolds(x1, y[order], shift, bounds, np.concatenate(folds))
         finite = [candidate for candidate in PENALTIES if not math.isinf(candidate)]
         losses = {RULE: inner.losses(np.zeros((k, x1.shape[1])))}
         if x1.shape[1] <= BATCHED_COLUMNS:
@@ -601,8 +594,33 @@ def fit_offset(design: Floats | Callable[[Ints], Floats], y: Floats) -> tuple[fl
         if not math.isinf(lam):
             start = betas[finite.index(lam)].mean(axis=0)
     if math.isinf(lam):
-        return lam, np.zeros(d + 1)
-    return lam, reduced.expand(_newton(x1, y, shift, reduced.penalties(lam), start))
+        return lam, np.zeros(reduced.group.size + 1)
+    if search is not None:  # the final fit is on every row, laid out (and reduced) afresh
+        searched_keep = reduced.keep
+        order = np.arange(y.size)
+        x1, shift, reduced = _laid_out(design, order)
+        if not np.array_equal(reduced.keep, searched_keep):
+            start = np.zeros(x1.shape[1])  # a column the search never saw: Newton from zero, as the reference
+    return lam, reduced.expand(_newton(x1, y[order], shift, reduced.penalties(lam), start))
+
+
+def _laid_out(design: Floats | Callable[[Ints], Floats], order: Ints) -> tuple[Floats, Floats, ReducedDesign]:
+    """(a ones column then the reduced design columns of the rows in ``order``, the shift that
+    adds the offset's coefficient 1, the reduction): see :func:`fit_offset`."""
+    if callable(design):
+        full = design(order)
+    else:
+        full = np.empty((order.size, design.shape[1] + 1))
+        full[:, 1:] = design[order]
+    reduced = ReducedDesign.of(full[:, 1:])
+    full[:, 0] = 1.0
+    for j, column in enumerate(reduced.keep.tolist()):  # left to right: a column moves only leftwards
+        full[:, 1 + j] = full[:, 1 + column]
+    x1 = full[:, : 1 + reduced.keep.size]
+    shift = np.zeros(x1.shape[1])
+    if reduced.group[0] >= 0:  # an all-zero offset adds nothing
+        shift[1 + reduced.group[0]] = 1.0
+    return x1, shift, reduced
 
 
 # -- verdicts ----------------------------------------------------------------------------------

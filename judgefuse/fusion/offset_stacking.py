@@ -48,7 +48,7 @@ from judgefuse.fusion.stacking import P_CLIP, StackedFusion, check_labels, row_d
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote
 
-__all__ = ["PENALTIES", "RULE", "OffsetStackedFusion", "choose_penalty", "fit_offset_logistic"]
+__all__ = ["PENALTIES", "RULE", "OffsetStackedFusion", "choose_penalty", "fit_offset_logistic", "penalty_search_rows"]
 
 PARAMS_FORMAT = "judgefuse.offset_stacked/1"
 RULE = math.inf
@@ -59,6 +59,13 @@ INTERCEPT_FLOOR = 30.0
 """The intercept's penalty is ``max(lam, INTERCEPT_FLOOR)``: a shift of the rule's log-odds
 is the least-supported correction on small panels (module docstring)."""
 INNER_FOLDS = 5
+PENALTY_SEARCH_ROWS = 10_000
+"""At most this many labelled items choose the penalty (evenly spaced ones when there are more,
+:func:`penalty_search_rows`); the fit at the chosen penalty uses every item. The inner
+cross-validation fits 35 models (7 finite penalties x 5 folds) and was most of ``eval``'s time at
+10^5 items and more; what it decides, how far the labels support a correction to the rule, is
+measured well enough on 10,000 labels (benchmarks/results/penalty_search_cap.txt compares the
+capped choice with the full one). Every fit on at most 10,000 labels is unchanged."""
 SE_RULE = 1.5
 """How many standard errors a less regularised candidate must gain to be chosen (1.0, the
 textbook one-SE rule, still lost 0.0012 +- 0.0010 of Brier to the rule on Trust-or-Escalate
@@ -71,8 +78,13 @@ def _sigmoid(z: NDArray[np.float64]) -> NDArray[np.float64]:
 
 
 def fit_offset_logistic(
-    x: NDArray[np.float64], y: NDArray[np.float64], offset: NDArray[np.float64], lam: float,
-    *, intercept_penalty: float | None = None, iterations: int = 50,
+    x: NDArray[np.float64],
+    y: NDArray[np.float64],
+    offset: NDArray[np.float64],
+    lam: float,
+    *,
+    intercept_penalty: float | None = None,
+    iterations: int = 50,
 ) -> tuple[float, NDArray[np.float64]]:
     """(intercept, weights) minimising the log-loss of ``sigmoid(offset + b + x w)`` plus
     ``lam / 2 * |w|^2 + intercept_penalty / 2 * b^2`` (Newton's method; ``intercept_penalty``
@@ -112,8 +124,9 @@ LOSS_TOLERANCE = 1e-12
 near the optimum never shortens a step."""
 
 
-def penalised_loss(z: NDArray[np.float64], y: NDArray[np.float64], penalty: NDArray[np.float64],
-                   beta: NDArray[np.float64]) -> float:
+def penalised_loss(
+    z: NDArray[np.float64], y: NDArray[np.float64], penalty: NDArray[np.float64], beta: NDArray[np.float64]
+) -> float:
     """The log-loss of ``sigmoid(z)`` summed, plus ``penalty / 2 * beta^2`` summed."""
     return float(np.sum(np.logaddexp(0.0, z) - y * z) + 0.5 * float(penalty @ (beta * beta)))
 
@@ -158,10 +171,23 @@ def held_out_losses(
     return out
 
 
+def penalty_search_rows(n: int) -> NDArray[np.int64] | None:
+    """The items (of ``n`` labelled ones) the penalty search runs on: None for all of them, up to
+    :data:`PENALTY_SEARCH_ROWS`; else every ``ceil(n / PENALTY_SEARCH_ROWS)``-th item from the
+    first (deterministic, so a refit on the same labels chooses the same penalty)."""
+    if n <= PENALTY_SEARCH_ROWS:
+        return None
+    return np.arange(0, n, -(-n // PENALTY_SEARCH_ROWS), dtype=np.int64)
+
+
 def choose_penalty(x: NDArray[np.float64], y: NDArray[np.float64], offset: NDArray[np.float64]) -> float:
     """The most regularised penalty of :data:`PENALTIES` whose inner cross-validated log-loss is
     within :data:`SE_RULE` standard errors of the best one's (the SE of the paired per-item difference);
-    :data:`RULE` when the labels cannot be folded."""
+    :data:`RULE` when the labels cannot be folded. Past :data:`PENALTY_SEARCH_ROWS` labels, on
+    the items :func:`penalty_search_rows` picks."""
+    rows = penalty_search_rows(y.size)
+    if rows is not None:
+        x, y, offset = x[rows], y[rows], offset[rows]
     return penalty_from_losses(held_out_losses(x, y, offset))
 
 

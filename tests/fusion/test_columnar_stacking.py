@@ -199,6 +199,40 @@ def test_offset_fit_equals_choose_penalty_and_newton(seed: int) -> None:
     np.testing.assert_allclose(beta, np.concatenate(([b], w)), rtol=0, atol=1e-9)
 
 
+@pytest.mark.parametrize("cap", [250, 400])
+def test_past_the_search_cap_the_penalty_is_chosen_on_the_same_rows_and_fitted_on_all(
+    cap: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past ``PENALTY_SEARCH_ROWS`` labels both fits choose the penalty on the rows
+    ``penalty_search_rows`` picks and fit on every row: the same penalty and optimum. A smaller
+    cap stands in for 10,000 (the rule is the same at any size). At cap 250 column 3 is zero on
+    every searched row and not on the others, so the final fit meets a column the search dropped."""
+    from judgefuse.fusion import offset_stacking
+
+    monkeypatch.setattr(offset_stacking, "PENALTY_SEARCH_ROWS", cap)
+    rng = np.random.default_rng(7)
+    n = 1000
+    x = rng.normal(size=(n, 5))
+    x[:, 3] = 0.0
+    x[1::4, 3] = 1.0  # zero on every row the every-4th search (cap 250) takes, not on the others
+    offset = rng.normal(size=n)
+    y = (rng.random(n) < 1.0 / (1.0 + np.exp(-(0.9 * offset + 0.7 * x[:, 0] - 0.4 * x[:, 1])))).astype(float)
+    design = np.hstack([offset[:, None], x])
+    rows = offset_stacking.penalty_search_rows(n)
+    assert rows is not None and rows.size <= cap and rows[0] == 0
+    lam, beta = fit_offset(design, y)
+    assert (
+        lam
+        == choose_penalty(design, y, offset)
+        == offset_stacking.penalty_from_losses(offset_stacking.held_out_losses(design[rows], y[rows], offset[rows]))
+    )
+    # on these data the cap decides at 250 (100 against 30 on every row): a fit that ignored it would differ
+    full_choice = offset_stacking.penalty_from_losses(offset_stacking.held_out_losses(design, y, offset))
+    assert (lam != full_choice) == (cap == 250)
+    b, w = fit_offset_logistic(design, y, offset, lam)
+    np.testing.assert_allclose(beta, np.concatenate(([b], w)), rtol=0, atol=1e-9)
+
+
 def test_offset_newton_converges_where_full_steps_diverged(shared_data: Path) -> None:
     """Trust-or-Escalate at penalty 1: full Newton steps from zero grew to 10^3 (the rule's
     log-odds reach +-9) and the fit diverged; halved steps reach the optimum (gradient ~0), which
