@@ -18,18 +18,40 @@ Two designs: **uniform** audits use ``S = sqrt(p (1 - p))`` of the stratum's pre
 ``S = sum_h W_h S_h`` over the bands (the band shares ``W_h`` and spreads ``S_h``), which is the
 same variance at the rates the bands' plan gives. Normal approximation: a plan, not a bound;
 the small-sample guard of the service's intervals adds a little width at a few dozen labels.
+
+:func:`plan_from_traffic` is the one computation behind both front ends, ``judgefuse plan``
+(a gateway's export) and ``GET /v1/panels/{panel}/plan`` (the panel's stored verdicts): the
+daily volumes from the traffic's span, and :class:`NotEnoughTraffic` instead of a plan made up
+from too little of it (fewer than :data:`MIN_AUTO_VERDICTS` auto-accepted verdicts, or traffic
+spanning less than :data:`MIN_TRAFFIC_DAYS`: a burst of minutes is no rate per day).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
-from scipy.stats import norm
 
-__all__ = ["WidthPlan", "audit_rate_for_width", "plan_widths"]
+__all__ = [
+    "MIN_AUTO_VERDICTS",
+    "MIN_TRAFFIC_DAYS",
+    "NotEnoughTraffic",
+    "WidthPlan",
+    "audit_rate_for_width",
+    "plan_from_traffic",
+    "plan_widths",
+]
+
+MIN_AUTO_VERDICTS = 30
+"""The fewest auto-accepted verdicts a plan is made from (their confidences set the bands)."""
+MIN_TRAFFIC_DAYS = 1.0 / 24.0
+"""The shortest span of traffic (first to last verdict) a rate per day is taken from: an hour."""
+
+
+class NotEnoughTraffic(ValueError):
+    """Too little traffic to plan from (:func:`plan_from_traffic`); the message says what is missing."""
 
 
 def audit_rate_for_width(
@@ -46,6 +68,8 @@ def audit_rate_for_width(
         raise ValueError(f"share must lie in (0, 1], got {share!r}")
     if population <= 0 or sd <= 0:
         return 0.0
+    from scipy.stats import norm  # on first use: every judgefuse command imports this module
+
     z = float(norm.ppf(0.5 + level / 2.0))
     h = width / 2.0 / share
     return 1.0 / (1.0 + h * h * population / (z * z * sd * sd))
@@ -66,6 +90,8 @@ class WidthPlan:
     sd_active: float
     rates: dict[str, float]
     """``{"precision/uniform": r, "precision/active": r, "accuracy/uniform": r, ...}``."""
+    traffic_days: float | None = None
+    """The span of the traffic the volumes were read from (:func:`plan_from_traffic`)."""
 
     def labels_per_day(self, key: str) -> float:
         return self.rates[key] * self.auto_per_day
@@ -125,3 +151,49 @@ def plan_widths(
         for design, sd in (("uniform", sd_uniform), ("active", sd_active))
     }
     return WidthPlan(width, days, review_per_day, auto_per_day, p, basis, sd_uniform, sd_active, rates)
+
+
+def plan_from_traffic(
+    created_at: np.ndarray,
+    auto: np.ndarray,
+    confidence: np.ndarray,
+    correct: np.ndarray,
+    *,
+    width: float,
+    days: float,
+    level: float = 0.95,
+) -> WidthPlan:
+    """The plan from a period of traffic, one entry per verdict: when it was made, whether it
+    was auto-accepted, its fused confidence and whether its label found it right (1/0; NaN
+    where it has no label that counts: the front end leaves out labels that are no sample of
+    the auto-accepted verdicts, such as unsolicited ones). Volumes per day are the counts over
+    the span from the first verdict to the last. Raises :class:`NotEnoughTraffic` (module
+    docstring) rather than plan from too little."""
+    t = np.asarray(created_at, dtype=np.float64)
+    is_auto = np.asarray(auto, dtype=bool)
+    c = np.asarray(confidence, dtype=np.float64)
+    y = np.asarray(correct, dtype=np.float64)
+    if not (t.shape == is_auto.shape == c.shape == y.shape) or t.ndim != 1:
+        raise ValueError("created_at, auto, confidence and correct must be 1-d arrays of one length")
+    n_auto = int(is_auto.sum())
+    if n_auto < MIN_AUTO_VERDICTS:
+        raise NotEnoughTraffic(
+            f"not enough traffic yet: {n_auto} auto-accepted verdict(s) of {t.size}, a plan needs "
+            f"at least {MIN_AUTO_VERDICTS} (nothing is auto-accepted, or audited, until a threshold is tuned)"
+        )
+    span_days = float(t.max() - t.min()) / 86400.0
+    if span_days < MIN_TRAFFIC_DAYS:
+        raise NotEnoughTraffic(
+            f"not enough traffic yet: {t.size} verdicts over {span_days * 1440:.1f} minutes, a rate "
+            f"per day needs traffic spanning at least {MIN_TRAFFIC_DAYS * 24:g} hour"
+        )
+    plan = plan_widths(
+        c[is_auto],
+        y[is_auto],
+        review_per_day=(t.size - n_auto) / span_days,
+        auto_per_day=n_auto / span_days,
+        width=width,
+        days=days,
+        level=level,
+    )
+    return replace(plan, traffic_days=span_days)

@@ -200,6 +200,12 @@ class AsyncClient:
         return await self.call(calls.calibration(panel, window_hours=window_hours, population=population,
                                            structure=structure))
 
+    async def plan(self, panel: str, *, width: float | None = None, window_days: float | None = None,
+                   traffic_hours: int | None = None) -> models.PlanOut:
+        """:meth:`Client.plan <judgefuse.client.sync_client.Client.plan>` (``GET /v1/panels/{panel}/plan``)."""
+        return await self.call(calls.plan(panel, width=width, window_days=window_days,
+                                          traffic_hours=traffic_hours))
+
     async def thresholds(self, panel: str | None = None) -> models.ThresholdsOut:
         """The panel's routing threshold and its history (``GET /v1/thresholds``)."""
         return await self.call(calls.thresholds(panel))

@@ -51,6 +51,7 @@ __all__ = [
     "monitor",
     "monitor_clear",
     "new_id",
+    "plan",
     "refit",
     "refits",
     "review_next",
@@ -132,6 +133,15 @@ def calibration(panel: str | None = None, *, window_hours: int | None = None,
                      population=None if population is None else str(population).lower(),
                      structure=None if structure is None else str(structure).lower())
     return Call("GET", "/v1/calibration", models.typed(models.CalibrationOut), params=params)
+
+
+@checked
+def plan(panel: str, *, width: float | None = None, window_days: float | None = None,
+         traffic_hours: int | None = None) -> Call[models.PlanOut]:
+    if not panel or "/" in panel:
+        raise InvalidRequest.before_sending([("path.panel", f"not a panel name: {panel!r}")])
+    return Call("GET", f"/v1/panels/{panel}/plan", models.typed(models.PlanOut),
+                params=_params(width=width, window_days=window_days, traffic_hours=traffic_hours))
 
 
 @checked

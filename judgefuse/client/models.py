@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from judgefuse.service.responses import (
     CalibrationOut,
+    PlanOut,
     RefitLogEntry,
     RefitOut,
     RefitsOut,
@@ -48,7 +49,7 @@ from judgefuse.service.schemas import (
 __all__ = [
     "BatchResponse", "Record", "typed", "BatchResult", "CalibrationOut", "CostOut", "ErrorBody", "ErrorField",
     "FeedbackRequest", "FuseRequest", "FuseVote", "JudgeRequest", "LabelResult", "MonitorClearOut",
-    "MonitorClearRequest", "MonitorOut", "RefitLogEntry", "RefitOut", "RefitRequest", "RefitsOut",
+    "MonitorClearRequest", "MonitorOut", "PlanOut", "RefitLogEntry", "RefitOut", "RefitRequest", "RefitsOut",
     "ReviewNextOut", "ReviewSkipOut", "ReviewSkipRequest",
     "ReviewStatsOut", "ThresholdsOut", "TuneOut", "TuneRequest", "VerdictOut", "VoteOut",
 ]

@@ -209,6 +209,15 @@ class Client:
         return self.call(calls.calibration(panel, window_hours=window_hours, population=population,
                                            structure=structure))
 
+    def plan(self, panel: str, *, width: float | None = None, window_days: float | None = None,
+             traffic_hours: int | None = None) -> models.PlanOut:
+        """Audit labels a day for a ``width``-wide 95% interval (default 0.05) on the auto-accept
+        precision and on the accuracy over ``window_days`` (default 7), uniform and by
+        confidence band, from the panel's stored traffic of the last ``traffic_hours`` (default
+        168; 0: all) (``GET /v1/panels/{panel}/plan``). ``plan`` is None and
+        ``not_enough_traffic`` says why when the traffic is too little to plan from."""
+        return self.call(calls.plan(panel, width=width, window_days=window_days, traffic_hours=traffic_hours))
+
     def thresholds(self, panel: str | None = None) -> models.ThresholdsOut:
         """The panel's routing threshold and its history (``GET /v1/thresholds``)."""
         return self.call(calls.thresholds(panel))

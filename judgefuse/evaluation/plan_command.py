@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from judgefuse.calibration.width_plan import plan_widths
+from judgefuse.calibration.width_plan import NotEnoughTraffic, plan_from_traffic
 from judgefuse.errors import InputError
 from judgefuse.evaluation.arguments import float_in
 from judgefuse.evaluation.loaders.detect import load
@@ -73,30 +73,37 @@ def _records(args: argparse.Namespace) -> list[dict[str, Any]]:
     return out
 
 
+COUNTED_STRATA = ("audit", "inline")
+"""Strata whose label on an auto-accepted verdict is a sample of the auto-accepted verdicts (an
+audit, or a label the request carried); a label on a verdict never queued (``none``, or no
+stamp) is unsolicited and left out, as the gateway's estimates leave it out."""
+
+
 def run_plan(args: argparse.Namespace) -> int:
     records = _records(args)
-    times = [float(r["created_at"]) for r in records if r.get("created_at") is not None]
-    span_days = max((max(times) - min(times)) / 86400.0, 1.0 / 24.0) if times else 1.0
-    auto = [r for r in records if r.get("route") == "auto_accept"]
-    if not auto:
-        raise PlanInputError("no auto-accepted verdict in the file: nothing is audited until a threshold is tuned")
-    confidence = np.array([float(r["fused"]["confidence"]) for r in auto])
-    correct = np.array(
-        [math.nan if r["outcome"] is None else float(r["outcome"] == r["fused"]["choice"]) for r in auto]
-    )
-    plan = plan_widths(
-        confidence,
-        correct,
-        review_per_day=(len(records) - len(auto)) / span_days,
-        auto_per_day=len(auto) / span_days,
-        width=args.width,
-        days=args.window,
-    )
+    auto = np.array([r.get("route") == "auto_accept" for r in records], dtype=bool)
+    correct = np.array([
+        float(r["outcome"] == r["fused"]["choice"])
+        if r["outcome"] is not None and r.get("stratum") in COUNTED_STRATA else math.nan
+        for r in records
+    ])
+    try:
+        plan = plan_from_traffic(
+            np.array([float(r["created_at"]) for r in records]),
+            auto,
+            np.array([float(r["fused"]["confidence"]) for r in records]),
+            correct,
+            width=args.width,
+            days=args.window,
+        )
+    except NotEnoughTraffic as exc:
+        raise PlanInputError(str(exc)) from exc
+    span_days = plan.traffic_days
     if args.json:
-        print(json.dumps({"traffic_days": span_days, **plan.as_dict()}, indent=2))
+        print(json.dumps(plan.as_dict(), indent=2))
         return 0
     print(
-        f"{len(records)} verdicts over {span_days:.2f} days: {plan.auto_per_day:.1f} auto-accepted and "
+        f"{len(records)} verdicts over {span_days or 0:.2f} days: {plan.auto_per_day:.1f} auto-accepted and "
         f"{plan.review_per_day:.1f} reviewed a day; precision {plan.precision:.3f} ({plan.precision_basis})"
     )
     print(f"for a {args.width:g}-wide 95% interval over {args.window:g} days:")

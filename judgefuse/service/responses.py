@@ -25,6 +25,7 @@ __all__ = [
     "JudgeEstimateOut",
     "ModelsOut",
     "PanelStructureOut",
+    "PlanOut",
     "ReadyOut",
     "RefitOut",
     "ReviewNextOut",
@@ -34,6 +35,7 @@ __all__ = [
     "ThresholdOut",
     "ThresholdsOut",
     "TuneOut",
+    "WidthPlanOut",
     "ConfusionOut",
 ]
 
@@ -218,6 +220,45 @@ class RefitsOut(_Open):
     refits: list[RefitLogEntry]
     """Newest first: each refit's outcome (``promoted``, ``kept``, ``skipped``, ``failed``)
     and why."""
+
+
+class WidthPlanOut(_Open):
+    """Audit rates and labels a day for the asked width (:class:`judgefuse.calibration.width_plan.WidthPlan`)."""
+
+    traffic_days: float
+    """Days from the first to the last verdict read: the volumes per day are over this span."""
+    review_per_day: float
+    auto_per_day: float
+    precision: float
+    """The auto-accepted verdicts' precision the plan assumes."""
+    precision_basis: str
+    """Where it comes from: the audit labels, or the mean fused confidence when there are none."""
+    sd_uniform: float
+    """The spread of an auto-accepted verdict's correctness under uniform audits."""
+    sd_active: float
+    """The Neyman spread over confidence bands (active audits)."""
+    rates: dict[str, float]
+    """Audit rate of the auto-accepted verdicts per ``estimate/design``: ``precision/uniform``,
+    ``precision/active``, ``accuracy/uniform``, ``accuracy/active``."""
+    labels_per_day: dict[str, float]
+    """Audit labels a day for each of ``rates`` (rate times ``auto_per_day``)."""
+
+
+class PlanOut(_Open):
+    """``GET /v1/panels/{panel}/plan``: audit labels a day for a ``width``-wide 95% interval."""
+
+    panel: str
+    width: float
+    window_days: float
+    """The days of traffic the interval is to cover."""
+    traffic_hours: int | None
+    """The stored traffic read: the last this many hours (None: all of it)."""
+    n_verdicts: int
+    n_auto: int
+    """Auto-accepted verdicts among ``n_verdicts``."""
+    plan: WidthPlanOut | None
+    """None when there is not enough traffic yet (``not_enough_traffic`` says what is missing)."""
+    not_enough_traffic: str | None
 
 
 class ModelsOut(_Open):

@@ -120,3 +120,28 @@ def test_plan_refuses_a_file_that_is_not_an_export(tmp_path: Path, capsys: pytes
     assert "judgefuse export" in capsys.readouterr().err
     assert main(["plan", str(_export(tmp_path / "e.jsonl")), "--panel", "other"]) == 2
     assert main(["plan", str(votes), "--width", "0"]) == 2
+
+
+def test_plan_says_there_is_not_enough_traffic_rather_than_plan_from_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 30 verdicts, about 22 auto-accepted: under the 30 a plan needs
+    assert main(["plan", str(_export(tmp_path / "few.jsonl", n=30))]) == 2
+    err = capsys.readouterr().err
+    assert "not enough traffic yet" in err and "auto-accepted verdict(s) of 30" in err
+    # 400 verdicts within ten minutes: no rate per day from that (it had been taken as an hour's)
+    assert main(["plan", str(_export(tmp_path / "burst.jsonl", days=10 / 1440))]) == 2
+    assert "spanning at least 1 hour" in capsys.readouterr().err
+
+
+def test_plan_leaves_unsolicited_labels_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _export(tmp_path / "export.jsonl")
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    for line in lines:  # every unaudited auto-accepted verdict labelled wrong, unsolicited
+        meta = line["item"]["metadata"]["judgefuse"]
+        if meta["stratum"] == "none":
+            line["item"]["label"] = "B"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    assert main(["plan", str(path), "--json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    assert body["precision_basis"] == "40 audit labels" and body["precision"] > 0.8

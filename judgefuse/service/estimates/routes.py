@@ -1,7 +1,8 @@
 """``GET /v1/calibration?panel=&window_hours=&population=&structure=``: every metric per key,
 all time and the window, the population estimates (:mod:`judgefuse.service.estimates.population`), and
 the panel structure (:mod:`judgefuse.service.estimates.panel_estimates`); ``GET
-/v1/panels/{panel}/winrate``: a win rate corrected by the labels (:mod:`.win_rates`)."""
+/v1/panels/{panel}/winrate``: a win rate corrected by the labels (:mod:`.win_rates`); ``GET
+/v1/panels/{panel}/plan``: audit labels a day for a target interval width (:mod:`.plan`)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from fastapi.responses import Response
 from judgefuse.calibration import DEFAULT_TH_EPS
 from judgefuse.service.estimates.deps import CalibrationDep
 from judgefuse.service.estimates.win_rates import WinRateOut
-from judgefuse.service.responses import CalibrationOut
+from judgefuse.service.responses import CalibrationOut, PlanOut
 from judgefuse.service.web.deps import PanelsDep, SettingsDep, TenantDep
 
 router = APIRouter(prefix="/v1", tags=["calibration"])
@@ -118,3 +119,28 @@ async def win_rate(
     body = await service.win_rate_json(tenant, runtime.name, field=field, x=x, y=y,
                                        window_hours=window_hours or None, level=level)
     return Response(body, media_type="application/json")
+
+
+@router.get("/panels/{panel}/plan")
+async def audit_plan(
+    panel: str,
+    tenant: TenantDep,
+    served: PanelsDep,
+    service: CalibrationDep,
+    width: Annotated[float, Query(gt=0.0, le=1.0, allow_inf_nan=False)] = 0.05,
+    window_days: Annotated[float, Query(gt=0.0, le=3650.0, allow_inf_nan=False)] = 7.0,
+    traffic_hours: Annotated[int, Query(ge=0, le=24 * 366)] = 24 * 7,
+) -> PlanOut:
+    """Audit labels a day that give a ``width``-wide 95% interval (the full width, not the
+    half) on the auto-accept precision and on the accuracy of all traffic over ``window_days``,
+    with uniform audits and with audits by confidence band (Neyman rates: active), planned from
+    the panel's stored verdicts of the last ``traffic_hours`` (0: all): their volumes a day,
+    the auto-accepted verdicts' confidences, and their audit labels (unsolicited labels left
+    out). The same computation as ``judgefuse plan`` on an export. A normal-approximation plan,
+    not a bound. With fewer than 30 auto-accepted verdicts, or traffic spanning under an hour,
+    ``plan`` is null and ``not_enough_traffic`` says what is missing. Reads every stored verdict
+    of the panel in the traffic window: a report, through the report gate.
+    """
+    runtime = served.runtime(panel, field="path.panel")
+    return await service.plan(tenant, runtime.name, width=width, window_days=window_days,
+                              traffic_hours=traffic_hours or None)

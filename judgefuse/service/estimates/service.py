@@ -7,7 +7,7 @@ counters, stored votes): the labelled sample's metrics and the population estima
 panel structure (:mod:`judgefuse.service.estimates.panel_estimates`), cached per panel for
 ``panel_structure_ttl_s`` because it refits Dawid-Skene on the newest votes.
 
-The reads of stored verdicts (win rate, disagreement list, panel structure) each go through
+The reads of stored verdicts (win rate, audit plan, disagreement list, panel structure) each go through
 :attr:`CalibrationService.reports` (:mod:`.reports`): off the event loop, a few at once, and
 not repeated while the panel's data has not changed.
 """
@@ -25,11 +25,13 @@ from judgefuse.service.estimates.calibration_store import (
 )
 from judgefuse.service.estimates.disagreements import DisagreementCache
 from judgefuse.service.estimates.panel_estimates import PanelEstimatesCache
+from judgefuse.service.estimates.plan import traffic_plan
 from judgefuse.service.estimates.reports import Reports
 from judgefuse.service.estimates.win_rates import WinRateCache, WinRateOut
 from judgefuse.service.kernel.metrics import ServiceMetrics
 from judgefuse.service.kernel.panels import PanelRuntime
 from judgefuse.service.ledger import label_kind_counts, parse_key
+from judgefuse.service.responses import PlanOut
 from judgefuse.service.settings import Settings
 from judgefuse.service.storage import Storage, hour_of
 
@@ -83,6 +85,15 @@ class CalibrationService:
         found = await self.win_rates.get_json(self.storage, tenant, panel, field=field, x=x, y=y,
                                               window_hours=window_hours, level=level)
         return found[1]
+
+    async def plan(
+        self, tenant: str, panel: str, *, width: float, window_days: float, traffic_hours: int | None
+    ) -> PlanOut:
+        """Audit labels a day for a ``width``-wide 95% interval over ``window_days``, uniform and
+        by confidence band, from (tenant, panel)'s stored verdicts of the last ``traffic_hours``
+        (None: all): one scan through the report gate (:mod:`.plan`)."""
+        return await traffic_plan(self.storage, self.reports, tenant, panel, width=width,
+                                  window_days=window_days, traffic_hours=traffic_hours, now=self.clock())
 
     async def label_kinds(
         self, tenant: str, panel: str, *, window_hours: int | None

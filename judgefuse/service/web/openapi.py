@@ -104,6 +104,9 @@ ERRORS: dict[str, tuple[int, ...]] = {
     "GET /v1/calibration": (*_KEYED, 422, 503),
     # 422 also: x and y the same system, level outside (0.5, 1)
     "GET /v1/panels/{panel}/winrate": (*_KEYED, 422, 503),
+    # 422 also: width outside (0, 1], window_days outside (0, 3650]; 429: the report gate
+    # (estimates.max_inflight_reports) had no place within report_wait_s
+    "GET /v1/panels/{panel}/plan": (*_KEYED, 422, 429, 503),
     "GET /v1/thresholds": (*_KEYED, 422, 503),
     "POST /v1/thresholds/tune": (*_KEYED, *_BODY, 503),
     "POST /v1/fusion/refit": (*_KEYED, *_BODY, 503),

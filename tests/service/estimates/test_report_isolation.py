@@ -65,13 +65,14 @@ def test_a_report_past_its_gate_is_a_429_while_the_one_computing_runs_off_the_lo
             refused = client.get(WINRATE, params={"x": "X", "y": "Y", "field": "model"}, headers=A)
             structure = client.get("/v1/calibration", params={"panel": "ext", "disagreements": 0}, headers=B)
             listing = client.get("/console/verdicts", params={"panel": "ext"}, headers=A)
+            plan = client.get("/v1/panels/ext/plan", headers=A)
             # the loop is free while the worker is held: another tenant is judged meanwhile
             other = fuse(client, B, "b-0")
         finally:
             release.set()
             poller.join(30)
         reports.worker_hook = None
-        for response in (refused, structure, listing):
+        for response in (refused, structure, listing, plan):
             assert response.status_code == 429, response.text
             assert int(response.headers["Retry-After"]) >= 1
             body = response.json()
@@ -85,8 +86,12 @@ def test_a_report_past_its_gate_is_a_429_while_the_one_computing_runs_off_the_lo
         # the place is back: the refused report is computed now
         again = client.get(WINRATE, params={"x": "X", "y": "Y", "field": "model"}, headers=A)
         assert again.status_code == 200 and again.json()["n_verdicts"] == 0
+        planned = client.get("/v1/panels/ext/plan", headers=A)  # 12 verdicts of seconds: said so
+        assert planned.status_code == 200 and planned.json()["plan"] is None, planned.text
+        assert planned.json()["n_verdicts"] == 12 and "not enough traffic yet" in planned.json()["not_enough_traffic"]
+        assert reports.counts[("plan", "refused")] == 1 and reports.counts[("plan", "computed")] == 1
         metrics = client.get("/metrics", headers=A).text
-        assert 'judgefuse_admission_rejected_total{limit="max_inflight_reports",tenant="tenant-a"} 2.0' in metrics
+        assert 'judgefuse_admission_rejected_total{limit="max_inflight_reports",tenant="tenant-a"} 3.0' in metrics
 
 
 def test_a_repeated_poll_is_served_from_the_cache_until_a_verdict_or_label_lands(tmp_path: Path) -> None:

@@ -345,7 +345,7 @@ def test_schema_has_the_operations_fuzzed_here(app):
         ("GET", "/v1/monitor"), ("POST", "/v1/monitor/clear"),
         ("GET", "/v1/annotators"), ("POST", "/v1/annotators"), ("GET", "/v1/annotators/me"),
         ("POST", "/v1/annotators/{annotator}/revoke"), ("POST", "/v1/annotators/{annotator}/rotate"),
-        ("GET", "/v1/panels/{panel}/winrate"),
+        ("GET", "/v1/panels/{panel}/winrate"), ("GET", "/v1/panels/{panel}/plan"),
     }, "a new operation: add it to the fuzz tests (schemathesis covers every operation)"
 
 
@@ -364,7 +364,7 @@ def test_bodies_from_schema_before_traffic(app, path, component, examples):
 @pytest.mark.parametrize(("path", "examples"), [
     ("/v1/calibration", 700), ("/v1/thresholds", 500), ("/v1/fusion/models", 500), ("/v1/fusion/refits", 200),
     ("/v1/review/next", 400), ("/v1/review/stats", 200), ("/v1/monitor", 200),
-    ("/v1/panels/{panel}/winrate", 300),
+    ("/v1/panels/{panel}/winrate", 300), ("/v1/panels/{panel}/plan", 200),
 ])
 def test_query_parameters_from_schema(app, path, examples):
     @fuzz_settings(examples // PER_EXAMPLE)
@@ -490,7 +490,7 @@ def test_schemathesis_positive_and_negative(app, key):
     auth, examples = KEYS[key]
     schema = schemathesis.openapi.from_dict(app.openapi)
     operations = [op.ok() for op in schema.get_all_operations()]
-    assert len(operations) == 25  # GET /v1/fusion/refits joined the 24
+    assert len(operations) == 26  # GET /v1/panels/{panel}/plan joined the 25
     for operation in operations:
         has_input = bool(operation.definition.raw.get("parameters") or operation.definition.raw.get("requestBody"))
         modes = [GenerationMode.POSITIVE, GenerationMode.NEGATIVE] if has_input else [GenerationMode.POSITIVE]
@@ -530,7 +530,7 @@ def test_schemathesis_positive_and_negative(app, key):
     labels = {label for label, _status in checked}
     print(f"\nschemathesis, {key}: {sum(checked.values())} answers checked on {len(labels)} operations; "
           f"statuses {dict(sorted(statuses.items()))}")
-    assert len(labels) == 25, labels
+    assert len(labels) == 26, labels
     if key == "no key":  # every keyed operation refused a request, and its 401 was checked
         refused = {label for label, status in checked if status == 401}
         assert refused == {label for label in labels if " /v1/" in label}, sorted(labels - refused)

@@ -25,6 +25,9 @@ NUMERIC = [
     ("/v1/calibration?panel=ext&disagreements={}", "query.disagreements"),
     ("/v1/panels/ext/winrate?x=a&y=b&window_hours={}", "query.window_hours"),
     ("/v1/panels/ext/winrate?x=a&y=b&level={}", "query.level"),
+    ("/v1/panels/ext/plan?width={}", "query.width"),
+    ("/v1/panels/ext/plan?window_days={}", "query.window_days"),
+    ("/v1/panels/ext/plan?traffic_hours={}", "query.traffic_hours"),
     ("/v1/review/next?panel=ext&n={}", "query.n"),
 ]
 """Every numeric query parameter (grep ``Query(`` and ``query_params`` under judgefuse/service)."""

@@ -80,7 +80,7 @@ async def test_no_fastapi_validation_error_remains(document):
 
 async def test_every_operation_declares_its_errors_with_error_body(document):
     ops = operations(document)
-    assert set(ops) == set(ERRORS) and len(ops) == 25
+    assert set(ops) == set(ERRORS) and len(ops) == 26
     for key, operation in ops.items():
         responses = operation["responses"]
         declared = {int(code) for code in responses if code.startswith(("4", "5"))}
@@ -140,7 +140,8 @@ async def test_retry_after_is_declared_where_it_is_sent(document):
                 assert "Retry-After" in headers and not headers["Retry-After"].get("required"), key
             if code == "401":
                 assert headers["WWW-Authenticate"]["required"] is True, key
-    assert seen == 5  # /v1/judge, /v1/fuse (admission), /v1/feedback, review next / skip (backpressure)
+    assert seen == 6  # /v1/judge, /v1/fuse (admission), /v1/feedback, review next / skip (backpressure),
+    # /v1/panels/{panel}/plan (the report gate)
     for key in ("POST /v1/judge/batch", "POST /v1/fuse/batch"):
         assert "Retry-After" in operations(document)[key]["responses"]["200"]["headers"]
 
