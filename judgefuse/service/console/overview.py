@@ -9,7 +9,10 @@ and the API cannot disagree (tests/service/console/test_console_numbers.py check
 * the monitor: ``GET /v1/monitor``'s snapshot of the current threshold version;
 * routing per hour and latency and cost per judge: :mod:`.figures` (traffic counters and the
   newest stored votes);
-* learning: the refit log (``GET /v1/fusion/refits``), each refit's outcome and reason.
+* learning: the refit log (``GET /v1/fusion/refits``), each refit's outcome and reason;
+* the threshold's certificate margin (lower bound minus target, from the tune's report stored
+  with the threshold, as ``GET /v1/thresholds`` answers it) beside how often simulated
+  certificates of that margin missed (:data:`judgefuse.calibration.thresholds.MARGIN_MISSES`).
 
 Every card names its source on the page, and a figure that has no evidence yet (no audit label
 behind the monitor, no verdict in the window, no loop-lag sample) says "no evidence yet" rather
@@ -93,6 +96,27 @@ class ConsoleSources(Protocol):
     async def active_method(self, tenant: str, runtime: PanelRuntime) -> tuple[str, str | None]: ...
 
 
+def certificate(threshold: ThresholdRecord | None) -> dict[str, Any] | None:
+    """The certified threshold's margin (lower bound minus target) and lower bound, from the
+    tune's report stored with it, with the simulated miss count of certificates of that margin;
+    None without a certificate (no threshold, review everything, a record stored without a report)."""
+    from judgefuse.calibration.thresholds import margin_misses
+
+    if threshold is None or threshold.details.get("review_everything"):
+        return None
+    report = threshold.details.get("report")
+    if not isinstance(report, Mapping):
+        return None
+    lower, target, margin = report.get("lower_bound"), report.get("target"), report.get("margin")
+    if margin is None and isinstance(lower, int | float) and isinstance(target, int | float):
+        margin = lower - target  # a report from before the margin was stored
+    if not isinstance(margin, int | float) or not isinstance(lower, int | float):
+        return None
+    band = margin_misses(float(margin))
+    return {"margin": float(margin), "lower_bound": float(lower), "thin": margin < 0.01,
+            "misses": None if band is None else band.describe()}
+
+
 def _next_step(threshold: ThresholdRecord | None, labelled: int) -> str | None:
     """What an operator should do next, when the panel is not yet routing on its own."""
     if threshold is None:
@@ -143,6 +167,7 @@ async def panel_overview(
         "method": method,
         "model_version": model_version,
         "threshold": threshold,
+        "certificate": certificate(threshold),
         "cascade": runtime.cascade is not None,
         "precision": (population or {}).get("auto_accept_precision"),
         "precision_assisted": ((population or {}).get("model_assisted") or {}).get("auto_accept_precision"),
