@@ -1,51 +1,230 @@
 """The examples of the Python pages run as written: each page's ```python blocks, in order, in
-one fresh interpreter, against a live gateway on loopback (``JUDGEFUSE_URL``,
-``JUDGEFUSE_API_KEY``); the promptfoo page's config through the real promptfoo CLI."""
+one fresh interpreter (a failure names the heading the example sits under), against a gateway:
+
+* ``judgefuse serve`` started exactly as the page's ``sh`` block says (the command line read
+  from the Markdown, run from the repository root with the panels in ``examples/``: a local
+  SmolLM2 judge, no key, no network), on a free loopback port with its storage in tmp;
+* a live gateway on loopback with stub judges (``JUDGEFUSE_URL``, ``JUDGEFUSE_API_KEY``), where
+  the output is checked line by line against what the stub judges answer;
+
+and the promptfoo page's config through the real promptfoo CLI."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
 import re
+import shlex
+import signal
 import subprocess
 import sys
+import time
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from jf_test_support.live_gateway import API_KEY, LiveGateway, live_gateway
+from jf_test_support.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 PROMPTFOO = os.environ.get("JUDGEFUSE_PROMPTFOO") or str(ROOT / ".tools/promptfoo/node_modules/.bin/promptfoo")
+FENCE = re.compile(r"^```(\w*)\s*$")
+HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*$")
 
 
 def blocks(page: str, language: str) -> list[str]:
-    return re.findall(rf"^```{language}\n(.*?)^```", (DOCS / page).read_text(), re.S | re.M)
+    return [code for _heading, lang, code in fenced(DOCS / page) if lang == language]
+
+
+def fenced(path: Path) -> list[tuple[str, str, str]]:
+    """``(heading, language, code)`` of each fenced block of a Markdown file, in order; the
+    heading is the nearest one above the block (outside code)."""
+    found: list[tuple[str, str, str]] = []
+    heading, language, code = path.name, None, []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        fence = FENCE.match(line)
+        if language is None:
+            if fence:
+                language, code = fence.group(1), []
+            elif (title := HEADING.match(line)) is not None:
+                heading = title.group(2)
+        elif line.strip() == "```":
+            found.append((heading, language, "\n".join(code) + "\n"))
+            language = None
+        else:
+            code.append(line)
+    return found
+
+
+def examples(page: str) -> list[tuple[str, str]]:
+    """The page's Python examples as ``(heading, code)``."""
+    return [(heading, code) for heading, lang, code in fenced(DOCS / page) if lang == "python"]
+
+
+DRIVER = """\
+import json, sys, traceback
+namespace = {"__name__": "__main__"}
+for heading, code in json.load(open(sys.argv[1], encoding="utf-8")):
+    print("\\n### " + heading, flush=True)
+    try:
+        exec(compile(code, "<example under '" + heading + "'>", "exec"), namespace)
+    except BaseException:
+        traceback.print_exc()
+        print("the example under '" + heading + "' failed", file=sys.stderr)
+        sys.exit(1)
+"""
+
+
+def run_examples(page: str, code: list[tuple[str, str]], env: dict[str, str], workdir: Path,
+                 timeout: float = 240) -> dict[str, list[str]]:
+    """Run ``code`` (``(heading, code)`` pairs) in order in one interpreter, sharing names as the
+    page does; each heading's printed lines. A failure names the page and the heading."""
+    (workdir / "examples.json").write_text(json.dumps(code), encoding="utf-8")
+    done = subprocess.run([sys.executable, "-c", DRIVER, str(workdir / "examples.json")], cwd=workdir,
+                          env=env, capture_output=True, text=True, timeout=timeout)
+    failed = re.search(r"the example under '(.*)' failed", done.stderr)
+    where = f"the example under {failed.group(1)!r}" if failed else "its examples"
+    assert done.returncode == 0, f"{page}: {where} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    printed: dict[str, list[str]] = {}
+    heading = ""
+    for line in done.stdout.splitlines():
+        if line.startswith("### "):
+            heading = line[4:]
+            printed.setdefault(heading, [])
+        elif line:
+            printed[heading].append(line)
+    assert list(printed) == list(dict.fromkeys(h for h, _ in code))  # every example ran
+    return printed
+
+
+def example_env(url: str, api_key: str | None, workdir: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JUDGEFUSE_")}
+    env.update({"JUDGEFUSE_URL": url, "DEEPEVAL_TELEMETRY_OPT_OUT": "YES",
+                "DEEPEVAL_CACHE_FOLDER": str(workdir / ".deepeval"), "HOME": str(workdir)})
+    if api_key is not None:
+        env["JUDGEFUSE_API_KEY"] = api_key
+    return env
 
 
 def run_page(page: str, live: LiveGateway, workdir: Path, timeout: float = 240) -> str:
-    code = "\n".join(blocks(page, "python"))
-    env = {**os.environ, "JUDGEFUSE_URL": live.url, "JUDGEFUSE_API_KEY": API_KEY,
-           "DEEPEVAL_TELEMETRY_OPT_OUT": "YES", "DEEPEVAL_CACHE_FOLDER": str(workdir / ".deepeval"),
-           "HOME": str(workdir)}
-    done = subprocess.run([sys.executable, "-c", code], cwd=workdir, env=env, capture_output=True,
-                          text=True, timeout=timeout)
-    assert done.returncode == 0, f"{page}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-    return done.stdout
+    printed = run_examples(page, examples(page), example_env(live.url, API_KEY, workdir), workdir, timeout)
+    return "\n".join(line for lines in printed.values() for line in lines) + "\n"
+
+
+def serve_command(page: str) -> list[str]:
+    """The one ``judgefuse serve`` line of the page's ``sh`` blocks, as argv."""
+    [line] = [line.strip() for code in blocks(page, "sh") for line in code.splitlines()
+              if line.strip().startswith("judgefuse serve")]
+    return shlex.split(line)
+
+
+@contextlib.contextmanager
+def served_as_documented(page: str, tmp: Path, ready_s: float = 300) -> Iterator[str]:
+    """``judgefuse serve`` as ``page`` writes it, from the repository root (its paths are the
+    repository's), in open mode; only where it listens and stores are the test's (environment
+    variables, so the command line stays the page's). Yields its URL."""
+    argv = serve_command(page)
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JUDGEFUSE_")}
+    env.update({"JUDGEFUSE_SERVER__PORT": str(port),
+                "JUDGEFUSE_STORAGE__STORAGE_URL": f"sqlite:///{tmp / 'judgefuse.sqlite3'}"})
+    program = Path(sys.executable).with_name(argv[0])
+    tmp.mkdir(parents=True, exist_ok=True)
+    log_path = tmp / "serve.log"
+    with log_path.open("w") as log:
+        proc = subprocess.Popen([str(program), *argv[1:]], cwd=ROOT, env=env, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            url = f"http://127.0.0.1:{port}"
+            deadline = time.monotonic() + ready_s
+            while True:
+                assert proc.poll() is None, f"{shlex.join(argv)} exited:\n{log_path.read_text()[-3000:]}"
+                try:
+                    with urllib.request.urlopen(f"{url}/readyz", timeout=5) as answer:
+                        if answer.status == 200:
+                            break
+                except OSError:
+                    pass
+                assert time.monotonic() < deadline, f"not ready in {ready_s} s:\n{log_path.read_text()[-3000:]}"
+                time.sleep(0.5)
+            yield url
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)  # the gateway and the llama.cpp server it started
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=30)
+
+
+@pytest.mark.slow  # a real local model (SmolLM2 on llama.cpp) judges every pair of the page
+@pytest.mark.timeout(1200)
+def test_the_python_client_page_runs_on_the_gateway_it_documents(tmp_path: Path) -> None:
+    page = "python-client.md"
+    assert serve_command(page) == ["judgefuse", "serve", "--panel", "examples/panels/local.yaml",
+                                   "--panel", "examples/panels/ext.yaml"]
+    with served_as_documented(page, tmp_path / "gateway") as url:
+        printed = run_examples(page, examples(page), example_env(url, None, tmp_path), tmp_path, timeout=1000)
+    first = printed["Judge, fuse, label"]
+    verdict_id, choice, _confidence, route = first[0].split()
+    assert len(verdict_id) == 32 and choice in {"A", "B"} and route == "human_review"
+    assert first[1].split()[0] == "smollm2"  # the panel's one judge voted
+    assert "labelled" in first and first[first.index("labelled") + 1] == "A"
+    assert "0 ['body.label']" in printed["Errors"] and "('body.panel'" in "\n".join(printed["Errors"])
+    assert printed["Batches"][0].split()[:2] == ["8", "0"]  # 8 verdicts, none failed
+    judged = [line for line in printed["Many pairs: bounded, resumable, with a progress bar"]
+              if re.fullmatch(r"\d+ [AB] [\d.]+", line)]
+    assert len(judged) == 8 and (tmp_path / "run.jsonl").read_text().count("\n") == 8
+    assert printed["Why a refit was or was not promoted"][0].startswith("skipped ")
+
+
+@pytest.mark.slow  # the packaged SmolLM2 panel judges the pair (two local judges)
+@pytest.mark.timeout(900)
+def test_the_quickstart_python_example_runs_on_the_gateway_it_documents(tmp_path: Path) -> None:
+    """The tour's ``judgefuse serve`` (the embedded defaults: the packaged SmolLM2 panel, open
+    mode) and its Python example; the example names the documented port, the test's gateway
+    listens on a free one, so only that address is replaced."""
+    page = "quickstart.md"
+    assert serve_command(page) == ["judgefuse", "serve"]
+    [(heading, code)] = examples(page)
+    assert code.count('"http://localhost:8000"') == 1
+    with served_as_documented(page, tmp_path / "gateway") as url:
+        code = code.replace('"http://localhost:8000"', repr(url))
+        printed = run_examples(page, [(heading, code)], example_env(url, None, tmp_path), tmp_path, timeout=800)
+    [first, *keys] = printed[heading]
+    choice, _confidence, route = first.split()
+    assert choice in {"A", "B"} and route == "human_review"
+    assert {line.split()[0] for line in keys} >= {"method:mean_probability:fused"}
+    assert all(line.split()[1] == "1" for line in keys if line.startswith("method:"))  # the one label
 
 
 def test_the_python_client_page_runs(tmp_path: Path) -> None:
+    """The same examples on stub judges that always answer A: every printed value checked."""
+    page = "python-client.md"
     with live_gateway(tmp_path / "gateway") as live:
-        out = run_page("python-client.md", live, tmp_path)
+        printed = run_examples(page, examples(page), example_env(live.url, API_KEY, tmp_path), tmp_path)
         calls = live.judge_calls()
-    lines = out.splitlines()
-    assert lines[0].split()[1:] == ["A", "1.0", "human_review"]  # id, choice, confidence, route
-    assert "labelled" in lines and "('body.panel'" in out and "404" in out
-    assert "100 0 300" in lines  # the batch: 100 verdicts, 3 judge calls each
-    assert sum(1 for line in lines if re.fullmatch(r"\d+ [AB] [\d.]+", line)) == 20  # judge_pairs
-    assert (tmp_path / "run.jsonl").read_text().count("\n") == 20
-    assert calls >= 3 * (1 + 1 + 100 + 20 + 5 + 1)
+    first = printed["Judge, fuse, label"]
+    assert first[0].split()[1:] == ["A", "1.0", "human_review"]  # id, choice, confidence, route
+    assert [line.split()[0] for line in first[1:4]] == ["j1", "j2", "j3"]
+    assert first[first.index("labelled") + 1] == "A"
+    errors = "\n".join(printed["Errors"])
+    assert errors.startswith("404 ") and "('body.panel'" in errors and "0 ['body.label']" in errors
+    assert printed["Batches"] == ["8 0 24", "A"]  # the batch: 8 verdicts, 3 judge calls each
+    judged = printed["Many pairs: bounded, resumable, with a progress bar"]
+    assert len(judged) == 8 and all(re.fullmatch(r"\d+ A 1\.0", line) for line in judged)
+    assert (tmp_path / "run.jsonl").read_text().count("\n") == 8
+    assert printed["When the gateway goes down"] == []  # the rerun resumed: nothing left to judge
+    refit = printed["Why a refit was or was not promoted"]
+    assert refit[0].startswith("skipped ") and refit[1] == "majority None"
+    assert refit[2].startswith("api skipped 1 ")  # the one label above (the review queue was empty)
+    assert printed["Async"] == ["['A', 'A', 'A', 'A', 'A']", "A"]
+    assert calls == 3 * (1 + 8 + 8 + 1 + 5 + 1)  # judge, batch, pairs, retries' example, async
 
 
 @pytest.mark.slow  # importing inspect_ai
