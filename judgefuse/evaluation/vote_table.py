@@ -10,9 +10,10 @@ one from judged items (every loader's output), which is how the two paths are co
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -35,13 +36,16 @@ def outcome_code(outcome: str | None) -> int:
 
 @dataclass(frozen=True)
 class ItemColumns:
-    """Per item: its id, its outcome code (:data:`OUTCOMES`) and its category (``category[i]``
-    indexes ``categories``, whose first entry ``""`` stands for no category)."""
+    """Per item: its id, its outcome code (:data:`OUTCOMES`), its category (``category[i]``
+    indexes ``categories``, whose first entry ``""`` stands for no category) and the metadata
+    fields the reader was asked for (``metadata[name][i]``: the item's value, None without one;
+    ``winrate`` reads the systems' names there)."""
 
     ids: Sequence[str]
     outcome: NDArray[np.int8]
     category: NDArray[np.int32]
     categories: tuple[str, ...]
+    metadata: Mapping[str, Sequence[Any]] = field(default_factory=dict)
 
     @property
     def n_items(self) -> int:
@@ -79,17 +83,19 @@ class ItemColumns:
 
     def take(self, rows: Ints) -> ItemColumns:
         index = np.asarray(rows, dtype=np.int64)
-        ids = self.ids
-        return ItemColumns([ids[i] for i in index.tolist()], self.outcome[index], self.category[index], self.categories)
+        ids, picked = self.ids, index.tolist()
+        metadata = {name: [values[i] for i in picked] for name, values in self.metadata.items()}
+        return ItemColumns([ids[i] for i in picked], self.outcome[index], self.category[index], self.categories, metadata)
 
     @classmethod
-    def from_items(cls, items: Sequence[JudgedItem]) -> ItemColumns:
+    def from_items(cls, items: Sequence[JudgedItem], metadata: Sequence[str] = ()) -> ItemColumns:
         categories: dict[str, int] = {"": 0}
         category = np.asarray(
             [categories.setdefault(judged.item.category or "", len(categories)) for judged in items], dtype=np.int32
         )
         outcome = np.asarray([_CODES[judged.item.outcome] for judged in items], dtype=np.int8)
-        return cls([judged.item.id for judged in items], outcome, category, tuple(categories))
+        fields = {name: [judged.item.metadata.get(name) for judged in items] for name in metadata}
+        return cls([judged.item.id for judged in items], outcome, category, tuple(categories), fields)
 
 
 @dataclass(frozen=True)
@@ -112,5 +118,7 @@ class VoteTable:
         return self.take(np.arange(min(n, self.n_items)))
 
     @classmethod
-    def from_items(cls, items: Sequence[JudgedItem]) -> VoteTable:
-        return cls(ItemColumns.from_items(items), VoteColumns.from_batches([judged.votes for judged in items]))
+    def from_items(cls, items: Sequence[JudgedItem], metadata: Sequence[str] = ()) -> VoteTable:
+        return cls(
+            ItemColumns.from_items(items, metadata), VoteColumns.from_batches([judged.votes for judged in items])
+        )

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import random
+
+import pytest
 
 from judgefuse.cli import main
 
@@ -70,3 +73,72 @@ def test_tie_labels_count_half_in_the_labelled_slice(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["n_labels"] == 22
     assert out["labels_only"]["estimate"] == (10 * 1.0 + 12 * 0.5) / 22
+
+
+def _awkward_file(path, n: int = 600, coerced: bool = False) -> None:
+    """Items of four systems (named by strings, by the number 1 and by True, which equal 1 as a
+    key but not as a name), some naming one system only, several judges with invalid and tie
+    votes, labels A, B, tie and both_bad. With ``coerced`` every other line has a confidence as
+    text (which the models coerce), so the reader takes each line on its own, half of them
+    through the models; without, it takes whole blocks at once."""
+    rng = random.Random(3)
+    systems = ["x", "y", 1, True]
+    with path.open("w", encoding="utf-8") as out:
+        for i in range(n):
+            a, b = rng.sample(systems, 2)
+            metadata = {"system_a": a, "system_b": b, "note": {"i": i}}
+            if i % 17 == 0:
+                del metadata["system_b"]
+            item = {"id": f"i{i}", "question": "q", "answer_a": "a", "answer_b": "b", "metadata": metadata}
+            label = rng.choice(["A", "B", "tie", "both_bad", None, None, None])
+            if label is not None:
+                item["label"] = label
+            votes = []
+            for j in range(3):
+                roll = rng.random()
+                if roll < 0.1:
+                    votes.append({"judge": f"j{j}", "mode": "sc", "error": "unparseable"})
+                elif roll < 0.2:
+                    votes.append({"judge": f"j{j}", "mode": "recorded", "tie": True})
+                else:
+                    confidence = round(rng.uniform(0.5, 1.0), 3)
+                    votes.append({"judge": f"j{j}", "mode": "recorded", "choice": rng.choice("AB"),
+                                  "confidence": str(confidence) if coerced and i % 2 else confidence})
+            out.write(json.dumps({"item": item, "votes": votes}) + "\n")
+
+
+@pytest.mark.parametrize("coerced", [False, True])
+def test_the_columnar_path_gives_the_per_item_answer(tmp_path, coerced: bool) -> None:
+    """Issue 46: the voting methods read the file into arrays and fuse it at once; the answer is
+    the per-item path's (the reference: every item validated into models and fused one by one) for
+    every columnar method and every pair of systems, the numbers equal to the last bit."""
+    import argparse
+
+    from judgefuse.evaluation import winrate_command as wr
+    from judgefuse.fusion import get_method
+    from judgefuse.fusion.columnar import COLUMNAR_METHODS
+
+    votes = tmp_path / "votes.jsonl"
+    _awkward_file(votes, coerced=coerced)
+    seen = set()
+    for method in COLUMNAR_METHODS:
+        for x, y in ((None, None), ("y", "x"), ("True", "y"), ("x", "1")):
+            args = argparse.Namespace(votes=[str(votes)], field_a="system_a", field_b="system_b", x=x, y=y,
+                                      method=method, alpha=0.1, json=True)
+            columnar = _answer(wr._columnar_comparisons, args)
+            reference = _answer(functools.partial(wr._item_comparisons, method=get_method(method)), args)
+            assert columnar == reference
+            seen.add(columnar[:2] if isinstance(columnar, tuple) else columnar)
+    # the pairs select different items; by default X and Y are 1 and True, which no item compares
+    assert len(seen) == 4 and "no item compares '1' with 'True' (systems: 1, True, x, y)" in seen
+
+
+def _answer(comparisons, args):
+    """(X, Y, the estimates as JSON) from ``comparisons(args)``, or the error's message."""
+    from judgefuse.evaluation import winrate_command as wr
+
+    try:
+        x, y, rates = wr._win_rates(comparisons(args), args)
+    except wr.WinRateInputError as exc:
+        return str(exc)
+    return x, y, json.dumps(rates.as_dict(), sort_keys=True)

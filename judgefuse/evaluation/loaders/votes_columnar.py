@@ -63,8 +63,10 @@ _COUNT_FIELDS = ("prompt_tokens", "completion_tokens", "calls")
 Vote = tuple[str, bool, bool, bool, float, float, float, int, int, int, dict[str, float]]
 """A vote as the columns take it: judge, valid, says A, tie, confidence (0 without a choice),
 p_a (NaN without one), cost, calls, its two Dawid-Skene games (codes), signals."""
-Item = tuple[str, int, str, list[Vote]]
-"""An item as the columns take it: id, outcome code, category ("" for none), votes."""
+Item = tuple[str, int, str, list[Vote], dict[str, Any]]
+"""An item as the columns take it: id, outcome code, category ("" for none), votes, metadata (the
+builder keeps the fields it was asked for: :class:`~judgefuse.evaluation.vote_table.ItemColumns`'s
+``metadata``)."""
 
 
 def _unit(value: Any) -> bool:
@@ -172,7 +174,7 @@ def _fast_item(record: Any) -> Item | None:
         if parsed is None:
             return None
         out.append(parsed)
-    return item_id, outcome_code(label), category or "", out
+    return item_id, outcome_code(label), category or "", out, item.get("metadata", _NO_METADATA)
 
 
 def _from_model(judged: JudgedItem) -> Item:
@@ -187,7 +189,7 @@ def _from_model(judged: JudgedItem) -> Item:
             LETTER_CODES[games[0]] if games else 0, LETTER_CODES[games[1]] if len(games) > 1 else 0,
             dict(vote.signals),
         ))  # fmt: skip
-    return judged.item.id, outcome_code(judged.item.outcome), judged.item.category or "", votes
+    return judged.item.id, outcome_code(judged.item.outcome), judged.item.category or "", votes, judged.item.metadata
 
 
 def _item(record: dict[str, Any], path: Path, number: int) -> Item:
@@ -202,6 +204,7 @@ def _item(record: dict[str, Any], path: Path, number: int) -> Item:
 
 _EMPTY: tuple[()] = ()
 _NO_SIGNALS: dict[str, float] = {}
+_NO_METADATA: dict[str, Any] = {}
 
 
 def _types(values: list[Any]) -> set[type]:
@@ -249,6 +252,7 @@ def _fast_block(records: list[Any]) -> dict[str, Any] | None:
     columns["outcome"] = [_CODES[label] for label in labels]
     columns["category"] = [category or "" for category in categories]
     columns["n_votes"] = list(map(len, lists))
+    columns["metadata"] = [item.get("metadata", _NO_METADATA) for item in items]
     return columns
 
 
@@ -346,14 +350,21 @@ def _vote_columns(votes: list[dict[str, Any]]) -> dict[str, Any] | None:
     }  # fmt: skip
 
 
+_SHAREABLE = frozenset({str, int, float, bool})
+"""Metadata values the builder shares between items (hashable scalars; anything else is kept as it is)."""
+
 _ARRAYS = ("judge", "valid", "says_a", "tie", "confidence", "p_a", "cost", "calls", "game_1", "game_2")
 """A block's vote columns, in the order of a :data:`Vote`'s values."""
 
 
 class _Builder:
-    """Items appended one by one, turned into arrays a block at a time, then into a table."""
+    """Items appended one by one, turned into arrays a block at a time, then into a table; of
+    each item's metadata, the fields ``metadata`` names (values shared where equal: a field
+    naming one of a few systems costs a reference per item)."""
 
-    def __init__(self) -> None:
+    def __init__(self, metadata: Sequence[str] = ()) -> None:
+        self.metadata: dict[str, list[Any]] = {name: [] for name in metadata}
+        self._shared: dict[tuple[type, Any], Any] = {}
         self.ids: list[str] = []
         self.outcome: list[np.ndarray] = []
         self.category: list[np.ndarray] = []
@@ -370,8 +381,18 @@ class _Builder:
         self.flat: list[Vote] = []
         self.signals: list[tuple[int, int, float]] = []
 
+    def _keep_metadata(self, found: Sequence[dict[str, Any]]) -> None:
+        shared = self._shared
+        for name, values in self.metadata.items():
+            for value in (metadata.get(name) for metadata in found):
+                if type(value) in _SHAREABLE:  # keyed by type too: 1, 1.0 and True are equal keys
+                    value = shared.setdefault((type(value), value), value)
+                values.append(value)
+
     def add(self, item: Item) -> None:
-        item_id, outcome, category, votes = item
+        item_id, outcome, category, votes, metadata = item
+        if self.metadata:
+            self._keep_metadata((metadata,))
         self.ids.append(item_id)
         self.block_outcome.append(outcome)
         self.block_category.append(self.categories.setdefault(category, len(self.categories)))
@@ -383,6 +404,8 @@ class _Builder:
     def add_block(self, block: dict[str, Any]) -> None:
         """A block's columns from :func:`_fast_block` (items added one by one go first)."""
         self.close_block()
+        if self.metadata:
+            self._keep_metadata(block["metadata"])
         self.ids.extend(block["ids"])
         judges = self.judges
         arrays = {name: block[name] for name in _ARRAYS[1:]}
@@ -468,7 +491,7 @@ class _Builder:
         columns.calls[:] = vote_calls.sum(axis=1)
         outcome = np.concatenate(self.outcome) if self.outcome else np.zeros(0, dtype=np.int8)
         category = np.concatenate(self.category) if self.category else np.zeros(0, dtype=np.int32)
-        return VoteTable(ItemColumns(self.ids, outcome, category, tuple(self.categories)), columns)
+        return VoteTable(ItemColumns(self.ids, outcome, category, tuple(self.categories), self.metadata), columns)
 
 
 def _jsonl_lines(path: Path) -> Iterator[tuple[int, bytes]]:
@@ -567,10 +590,13 @@ def _add_block(block: list[tuple[int, Any]], path: Path, builder: _Builder, firs
         builder.add(item)
 
 
-def read_vote_table(paths: Sequence[str | Path], *, notes: list[str] | None = None) -> VoteTable:
+def read_vote_table(
+    paths: Sequence[str | Path], *, notes: list[str] | None = None, metadata: Sequence[str] = ()
+) -> VoteTable:
     """The items of votes files (JSONL or Parquet, by suffix) in order, as arrays (module
-    docstring); every fault a :class:`DatasetError` as :func:`~.detect.load` raises it."""
-    builder = _Builder()
+    docstring), with the ``metadata`` fields named; every fault a :class:`DatasetError` as
+    :func:`~.detect.load` raises it."""
+    builder = _Builder(metadata)
     where: dict[str, Path] = {}
     for path in (Path(p) for p in paths):
         first_line: dict[str, int] = {}
@@ -608,11 +634,13 @@ def load_table(
     *,
     format: str | None = None,
     answers: UndefinedAnswers | None = None,  # noqa: A002
+    metadata: Sequence[str] = (),
 ) -> VoteTable:
-    """:func:`~.detect.load` as a table: votes files streamed (:func:`read_vote_table`), every
-    other format loaded as judged items and made into arrays."""
+    """:func:`~.detect.load` as a table, with the items' ``metadata`` fields named: votes files
+    streamed (:func:`read_vote_table`), every other format loaded as judged items and made into
+    arrays."""
     path_list = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
     fmt = detect_format(path_list) if format is None else format
     if fmt != "votes":
-        return VoteTable.from_items(load(path_list, format=fmt, answers=answers))
-    return read_vote_table(votes_files(path_list))
+        return VoteTable.from_items(load(path_list, format=fmt, answers=answers), metadata=metadata)
+    return read_vote_table(votes_files(path_list), metadata=metadata)
