@@ -88,3 +88,27 @@ def test_eval_warns_naming_the_judge(
     out = " ".join(capsys.readouterr().out.split())
     assert "warning: judge j5 says A on" in out and "majority, dawid_skene weigh it like any other judge" in out
     assert [w["judge"] for w in json.loads(report.read_text())["judge_warnings"]] == ["j5"]
+
+
+def test_the_html_report_names_the_judge_and_what_auto_chose(tmp_path: Path) -> None:
+    """The page says what the terminal says: the judge warning, and ``auto``'s choice per fold."""
+    items = _items(300, broken="biased")
+    data, page = tmp_path / "votes.jsonl", tmp_path / "report.html"
+    data.write_text("".join(judged.model_dump_json(exclude_defaults=True) + "\n" for judged in items))
+    args = ["eval", str(data), "--format", "votes", "--methods", "majority", "auto", "--bootstrap", "10", "--quiet"]
+    assert main([*args, "--html", str(page)]) == 0
+    html = page.read_text()
+    warnings = html.split('<ul id="judge-warnings">', 1)[1].split("</ul>", 1)[0]
+    assert "judge j5 says A on" in warnings
+    chosen = html.split('<ul id="chosen">', 1)[1].split("</ul>", 1)[0]
+    assert chosen.startswith("<li>auto chose ") and " in " in chosen  # "<candidate> in k of 5 folds ..."
+
+
+def test_the_html_report_has_no_such_sections_without_them(tmp_path: Path) -> None:
+    items = _items(300)
+    data, page = tmp_path / "votes.jsonl", tmp_path / "report.html"
+    data.write_text("".join(judged.model_dump_json(exclude_defaults=True) + "\n" for judged in items))
+    args = ["eval", str(data), "--format", "votes", "--methods", "majority", "--bootstrap", "10", "--quiet"]
+    assert main([*args, "--html", str(page)]) == 0
+    html = page.read_text()
+    assert 'id="judge-warnings"' not in html and 'id="chosen"' not in html
