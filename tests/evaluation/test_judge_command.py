@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
@@ -151,3 +154,35 @@ async def test_single_pair_with_a_fuser_panel(panel_yaml, stub, capsys):
     assert await arun_judge(args) == 0
     assert "verdict (fuser): B (confidence 0.950, 2 valid votes)" in capsys.readouterr().out
     assert sorted(r.body["model"] for r in stub.requests) == ["fuser", "judge-one", "judge-two"]
+
+
+def _cli(*argv: str, cwd: Path, terminal: bool = False) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JUDGEFUSE_", "FORCE_COLOR"))}
+    env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    if terminal:
+        env["FORCE_COLOR"] = "1"  # rich draws as on a terminal: a bar shows in stderr
+    return subprocess.run([sys.executable, "-m", "judgefuse.cli", *argv], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=180)
+
+
+async def test_quiet_keeps_the_closing_summary_on_the_command_line(pairs, panel_yaml, stub, tmp_path):
+    """issue 47, item 10: ``--quiet`` drops the progress bar only; the summary line stays the
+    last line of stdout, in a real process (file run and single pair), as without it."""
+    out = tmp_path / "votes.jsonl"
+    runs = {}
+    for name, extra in (("quiet", ["--quiet"]), ("loud", [])):
+        out.unlink(missing_ok=True)
+        runs[name] = await asyncio.to_thread(
+            _cli, "judge", str(pairs), "--panel", str(panel_yaml), "--out", str(out), *extra, cwd=tmp_path,
+            terminal=True)
+    for done in runs.values():
+        assert done.returncode == 0, done.stderr
+        last = done.stdout.strip().splitlines()[-1]
+        assert re.fullmatch(r"judged 6 items \(0 already done, skipped\) in [\d.]+ s: 12 calls, .*below quorum", last)
+    assert "judging" in runs["loud"].stderr and "judging" not in runs["quiet"].stderr  # the bar, only
+    single = await asyncio.to_thread(
+        _cli, "judge", "--question", "2+2?", "--answer-a", "5", "--answer-b", "4, the correct answer",
+        "--panel", str(panel_yaml), "--quiet", cwd=tmp_path)
+    assert single.returncode == 0, single.stderr
+    assert "verdict (majority): B" in single.stdout
+    assert single.stdout.strip().splitlines()[-1].startswith("judged 1 item (0 already done, skipped)")
