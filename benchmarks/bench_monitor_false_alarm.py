@@ -9,7 +9,7 @@ a stream that is rebuilt is checked along more than one order. This script measu
 costs: drift-free streams of audit labels resampled from a real judge's auto-accepted items,
 driven through the functions the service runs (``feed_label`` per arriving label, ``refold``
 of ``in_fold_order``-ed stored labels per rebuild, the ``counted_labels`` check of a reconcile:
-judgefuse/service/monitoring/monitor.py), with out-of-order arrival, lost writes, background
+judgefuse/service/monitoring/monitor_state.py), with out-of-order arrival, lost writes, background
 rebuilds and replica restarts injected. It prints the share of streams that alarmed next to
 ``monitor_alpha``, beside the same labels through one order only (arrival order and decided
 order, :func:`judgefuse.calibration.sequential.precision_alarm_times`), and the detection rate
@@ -47,12 +47,12 @@ import numpy as np
 from scipy.stats import beta as beta_dist
 
 from judgefuse.calibration.sequential import precision_alarm_times
-from judgefuse.service.monitoring.monitor import (
+from judgefuse.service.monitoring.monitor_state import (
     FoldedLabel,
+    MonitorState,
     counted_labels,
     feed_label,
     in_fold_order,
-    new_blob,
     refold,
     since_clear,
 )
@@ -111,7 +111,7 @@ def service_path(correct: np.ndarray, target: float, alpha: float, faults: Fault
         events.append((at, 2, -1))
         at += rng.exponential(faults.restart_every)
     heapq.heapify(events)
-    body = new_blob(target, alpha, 1)
+    body = MonitorState.new(target, alpha, 1)
     rebuilds = 0
     fed = [e[2] for e in sorted(events) if e[1] == 0]
     out_of_order = int(np.sum(np.diff(fed) < 0)) if len(fed) > 1 else 0
@@ -126,7 +126,7 @@ def service_path(correct: np.ndarray, target: float, alpha: float, faults: Fault
                 continue  # a reconcile leaves a blob that counts every stored label alone
             body, _ = refold(body, counted, target=target, version=1, alpha=alpha, series_points=0)
             rebuilds += 1
-        if body.get("alarm") is not None:
+        if body.alarm is not None:
             return min(n - 1, math.floor(when)), rebuilds, out_of_order
     return -1, rebuilds, out_of_order
 

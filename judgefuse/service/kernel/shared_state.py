@@ -2,15 +2,18 @@
 
 Annotator accounts, review sessions and lease holds live in state blobs so that every replica,
 on every backend (SQLite, Redis, PostgreSQL), sees the same thing without a schema of their own.
-A change is a pure function of the stored body; when another writer got there first the blob
-is read again and the change applied to the new body, so no update is ever lost.
+A change is a function of the stored body; when another writer got there first the blob is read
+again and the change applied to the new body, so no update is ever lost. A change may be a
+coroutine function, for one that reads more of the store before it decides (the precision
+monitor's rebuild lists the stored labels a blob must count).
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import random
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from judgefuse.service.errors import ServiceError
@@ -32,15 +35,18 @@ class StateContention(ServiceError):
 
 
 async def update_state(
-    storage: Coordination, tenant: str, key: str, change: Callable[[Body], tuple[Body | None, T]],
+    storage: Coordination, tenant: str, key: str,
+    change: Callable[[Body], tuple[Body | None, T] | Awaitable[tuple[Body | None, T]]],
     *, attempts: int = 100,
 ) -> T:
-    """Apply ``change`` to the blob under ``key`` (``{}`` when none): it returns the new body
-    (None: write nothing) and a result, returned once the write went through."""
+    """Apply ``change`` to the blob under ``key`` (``{}`` when none): it returns (or, a coroutine,
+    gives) the new body (None: write nothing) and a result, returned once the write went through.
+    :class:`StateContention` after ``attempts`` lost writes."""
     for attempt in range(attempts):
         blob = await storage.get_state(tenant, key)
         body, version = (dict(blob.body), blob.version) if blob else ({}, 0)
-        new, result = change(body)
+        changed = change(body)
+        new, result = await changed if inspect.isawaitable(changed) else changed
         if new is None:
             return result
         if await storage.put_state(tenant, key, new, expected_version=version) is not None:

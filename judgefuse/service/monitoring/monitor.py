@@ -10,12 +10,14 @@ so a retune clears the alarm; ``POST /v1/monitor/clear`` clears it by hand (and 
 monitor: every restart is a fresh alpha-level sequence, so k clears spend at most k * alpha).
 
 **Storage: a compare-and-set blob per key.** The monitor's state is a few dozen numbers
-(``O(log labels)``), stored as one versioned JSON blob (``Storage.get_state``/``put_state``);
-a label reads it, adds itself, and writes it back iff nobody wrote in between (else it rereads
-and retries). So replicas sharing Redis never lose or double an update, the hot path of a label
+(``O(log labels)``), a :class:`~judgefuse.service.monitoring.monitor_state.MonitorState` stored
+as one versioned JSON blob (``Storage.get_state``/``put_state``); a label reads it, adds itself,
+and writes it back iff nobody wrote in between (else it rereads and retries: the kernel's
+:func:`~judgefuse.service.kernel.shared_state.update_state`). So replicas sharing Redis never lose or double an update, the hot path of a label
 is ``O(log t)`` and two round trips, and nothing is ever rebuilt from a log. The blob also holds
 the per-judge :class:`~judgefuse.calibration.drift.BrierDrift` (fed by the same audit labels)
-and the bound over time (the last :data:`SERIES_POINTS` labels) for the dashboard. So each
+and the bound over time (the last
+:data:`~judgefuse.service.monitoring.monitor_state.SERIES_POINTS` labels) for the dashboard. So each
 judge's Brier reference period is the first 200 audit labels after a tune: a retune also
 restarts judge drift, against the calibration the new threshold was tuned on. Per label the
 blob update costs ~5-8 ms of CPU (monitor, three judges' Brier detectors, JSON of ~20 kB at
@@ -34,13 +36,13 @@ the order they were first decided. The incremental path above keeps it current; 
 cannot (more than :data:`MAX_CAS_ATTEMPTS` conflicting writers, a storage error, a crash
 between the label and the blob write), :meth:`Monitors.rebuild` folds the stored labels from
 scratch and writes the result with the same compare-and-set (both paths run one fold,
-:func:`fold_labels`; a rebuild lists the stored labels once and, on a lost compare-and-set,
+:func:`~judgefuse.service.monitoring.monitor_state.fold_labels`; a rebuild lists the stored labels once and, on a lost compare-and-set,
 rereads only the blob, listing again only when that blob counts a label the listing lacks).
 Rebuilds run in the background
 after a give-up or a failed write (retried with backoff until written), and at start
 (:meth:`Monitors.reconcile_all`: a replica killed mid-label catches up when it or any replica
 starts; a blob that already counts every stored label is left alone). The blob remembers a short hash of the last
-:data:`SEEN_CAP` verdicts it counted, so a label whose own write loses to a rebuild that
+:data:`~judgefuse.service.monitoring.monitor_state.SEEN_CAP` verdicts it counted, so a label whose own write loses to a rebuild that
 already folded it is not counted twice. After any crash or storm the monitor's label count
 equals a recount of the stored audit labels (tested with 300 concurrent first labels on two
 replicas, and after SIGKILL). An operator's clear starts the fold after its time
@@ -78,34 +80,37 @@ the replica that raised or cleared an alarm sees it at once, the others within t
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import math
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import quote
 
-from judgefuse.calibration.drift import BrierDrift, VoteDrift
+from judgefuse.calibration.drift import VoteDrift
 from judgefuse.calibration.sequential import PrecisionMonitor
 from judgefuse.judges.types import LETTERS, JudgeVote, Letter
+from judgefuse.service.kernel.shared_state import StateContention, update_state
+from judgefuse.service.monitoring.monitor_state import (
+    FoldedLabel,
+    MonitorState,
+    counted_labels,
+    counts_unlisted,
+    feed_label,
+    finite_or_none,
+    in_fold_order,
+    refold,
+    since_clear,
+)
 from judgefuse.service.monitoring.snapshot import DetectorReports, VoteCopy
 from judgefuse.service.settings import Settings
 from judgefuse.service.storage import MonitorEvent, Storage, ThresholdRecord, VerdictRecord
 
 __all__ = [
     "DRIFT_ALARM",
-    "SERIES_POINTS",
     "Alarm",
-    "FoldedLabel",
     "Monitors",
-    "counted_labels",
-    "feed_label",
-    "fold_labels",
-    "in_fold_order",
-    "refold",
-    "since_clear",
     "monitor_key",
     "raised_threshold",
 ]
@@ -118,12 +123,8 @@ VOTE_REFERENCE_BATCHES = 500
 VOTE_MIN_LEVEL = 6
 DRIFT_ALARM = "drift_alarm"
 """The routing code (and review stamp reason) of verdicts sent to review by an alarm."""
-SERIES_POINTS = 240
-"""How many (time, labels, estimate, lower, upper) points of the bound the blob keeps."""
 MAX_CAS_ATTEMPTS = 50
 """Conflicting writes one label tries before handing its key to :meth:`Monitors.rebuild`."""
-SEEN_CAP = 1024
-"""Short hashes of the newest verdicts a blob counted (the rebuild/label race; module doc)."""
 REBUILD_ATTEMPTS = 20
 """Compare-and-set attempts of one rebuild before it waits and tries again (in the background)."""
 
@@ -155,55 +156,6 @@ class Alarm:
                 "POST /v1/monitor/clear")
 
 
-def _finite(x: float) -> float | None:
-    return None if x is None or not math.isfinite(x) else float(x)
-
-
-def new_blob(target: float, alpha: float, version: int) -> dict[str, Any]:
-    return {"target": target, "alpha": alpha, "threshold_version": version,
-            "precision": PrecisionMonitor(target, alpha=alpha).to_state(), "judges": {},
-            "series": [], "alarm": None, "restarts": 0, "seen": [], "cleared_at": None}
-
-
-def _seen_tag(verdict_id: str) -> str:
-    """A 48-bit hash of a verdict id: what a blob remembers of the verdicts it counted."""
-    return hashlib.blake2b(verdict_id.encode("utf-8"), digest_size=6).hexdigest()
-
-
-def _remember(body: dict[str, Any], tag: str) -> None:
-    seen = body.setdefault("seen", [])
-    seen.append(tag)
-    del seen[:-SEEN_CAP]
-
-
-def _judged(record: VerdictRecord, label: str) -> tuple[tuple[str, float, bool], ...]:
-    return tuple((v.judge, float(v.confidence), v.choice == label)
-                 for v in record.verdict.votes
-                 if v.valid and v.choice is not None and v.confidence is not None)
-
-
-@dataclass(frozen=True)
-class FoldedLabel:
-    """One audit label as the monitor folds it: right or wrong, each judge's (confidence,
-    right), when it was first decided, and whose verdict (for the blob's ``seen`` hashes)."""
-
-    verdict_id: str
-    correct: bool
-    when: float
-    judged: tuple[tuple[str, float, bool], ...] = ()
-
-    @classmethod
-    def of(cls, record: VerdictRecord, label: str) -> FoldedLabel:
-        """The label ``label`` (``A``/``B``) of a stored or just-labelled ``record``."""
-        when = record.decided_at or record.labelled_at or record.created_at
-        return cls(record.id, record.verdict.choice == label, when, _judged(record, label))
-
-
-def in_fold_order(labels: Iterable[FoldedLabel]) -> list[FoldedLabel]:
-    """The order a rebuild folds stored labels in: first decided first (ties by verdict id)."""
-    return sorted(labels, key=lambda label: (label.when, label.verdict_id))
-
-
 def _monitored(record: VerdictRecord, version: int) -> bool:
     """A stored record the monitor of threshold ``version`` counts (module doc)."""
     return (record.review is not None and record.review.stratum == "audit"
@@ -217,17 +169,6 @@ class _Rebuild:
     task: asyncio.Task[None] | None = None
     run_again: bool = False
     """Asked for again while running: fold once more when done (a label may have come since)."""
-
-
-def _counts_unlisted(body: dict[str, Any] | None, listed: Sequence[FoldedLabel]) -> bool:
-    """Whether the blob ``body`` counts a label missing from ``listed`` (more labels, or a
-    verdict hash the listing lacks): a rebuild folding ``listed`` would drop it."""
-    if body is None:
-        return False
-    if counted_labels(body) > len(listed):
-        return True
-    tags = {_seen_tag(x.verdict_id) for x in listed}
-    return any(tag not in tags for tag in body.get("seen", ()))
 
 
 class Monitors:
@@ -256,7 +197,7 @@ class Monitors:
         if hit is not None and time.monotonic() - hit[1] <= self.settings.learning.state_ttl_s:
             return hit[0]
         blob = await self.storage.get_state(tenant, monitor_key(panel, threshold_version))
-        alarm = _alarm_of(blob.body if blob else None)
+        alarm = _alarm_of(MonitorState.from_json(blob.body) if blob and blob.body else None)
         self._alarms[key] = (alarm, time.monotonic())
         return alarm
 
@@ -289,50 +230,51 @@ class Monitors:
         lock = self._locks.setdefault((tenant, key), asyncio.Lock())
         try:
             async with lock:
-                outcome, body, fresh_alarm = await self._feed_one(tenant, key, record, threshold,
+                outcome, state, fresh_alarm = await self._feed_one(tenant, key, record, threshold,
                                                                   folded)
         except Exception:
             self.rebuild_soon(tenant, record.panel, threshold, on_drift=on_drift)
             raise
-        if body is None:
+        if state is None:
             if outcome == "gave_up":  # the store still holds the label
                 log.warning("monitor %s/%s: %d conflicting writes; rebuilding from the stored "
                             "audit labels", tenant, key, MAX_CAS_ATTEMPTS)
                 self.rebuild_soon(tenant, record.panel, threshold, on_drift=on_drift)
             return None
-        return await self._after_write(tenant, record.panel, record.threshold_version, body,
+        return await self._after_write(tenant, record.panel, record.threshold_version, state,
                                        fresh_alarm, on_drift)
 
     async def _feed_one(
         self, tenant: str, key: str, record: VerdictRecord, threshold: ThresholdRecord,
         folded: FoldedLabel,
-    ) -> tuple[str, dict[str, Any] | None, bool]:
-        """The compare-and-set loop of one label: (``written``, ``counted`` (already) or
-        ``gave_up``; the body written; whether it raised the alarm)."""
-        assert threshold.target_precision is not None and record.threshold_version is not None
-        for _ in range(MAX_CAS_ATTEMPTS):
-            blob = await self.storage.get_state(tenant, key)
-            body = blob.body if blob is not None else new_blob(
-                threshold.target_precision, self.settings.monitoring.monitor_alpha,
-                record.threshold_version)
-            # the series point is stamped with the time the monitor heard of the label
-            fresh_alarm = feed_label(body, replace(folded, when=self.clock()))
-            if fresh_alarm is None:
-                return "counted", None, False  # a rebuild folded this label already
-            written = await self.storage.put_state(
-                tenant, key, body, expected_version=blob.version if blob else 0)
-            if written is not None:
-                return "written", body, fresh_alarm
-        return "gave_up", None, False
+    ) -> tuple[str, MonitorState | None, bool]:
+        """One label's compare-and-set write: (``written``, ``counted`` (already) or ``gave_up``;
+        the state written; whether it raised the alarm)."""
+        target, version = threshold.target_precision, record.threshold_version
+        assert target is not None and version is not None
 
-    async def _after_write(self, tenant: str, panel: str, version: int, body: dict[str, Any],
+        def fed(body: dict[str, Any]) -> tuple[dict[str, Any] | None, tuple[str, MonitorState | None, bool]]:
+            state = (MonitorState.from_json(body) if body
+                     else MonitorState.new(target, self.settings.monitoring.monitor_alpha, version))
+            # the series point is stamped with the time the monitor heard of the label
+            fresh_alarm = feed_label(state, replace(folded, when=self.clock()))
+            if fresh_alarm is None:
+                return None, ("counted", None, False)  # a rebuild folded this label already
+            return state.to_json(), ("written", state, fresh_alarm)
+
+        try:
+            return await update_state(self.storage, tenant, key, fed, attempts=MAX_CAS_ATTEMPTS)
+        except StateContention:
+            return "gave_up", None, False
+
+    async def _after_write(self, tenant: str, panel: str, version: int, state: MonitorState,
                            fresh_alarm: bool, on_drift: str) -> MonitorEvent | None:
         """Cache the written blob's alarm; write the alarm event when this write raised it."""
-        alarm = _alarm_of(body)
+        alarm = _alarm_of(state)
         self._alarms[(tenant, panel, version)] = (alarm, time.monotonic())
         if not fresh_alarm or alarm is None:
             return None
-        evidence = PrecisionMonitor.from_state(body["precision"]).report()
+        evidence = state.report()
         event = MonitorEvent(
             panel=panel, created_at=alarm.at, kind="alarm",
             threshold_version=version, action=on_drift,
@@ -368,26 +310,34 @@ class Monitors:
         blob, and lists again only when that blob counts a label the listing lacks (a label
         written since: folding without it would lose it)."""
         stored: list[FoldedLabel] | None = None
-        for _ in range(REBUILD_ATTEMPTS):
-            blob = await self.storage.get_state(tenant, key)
-            old = blob.body if blob is not None else None
-            if stored is None or _counts_unlisted(old, stored):
+
+        async def rebuilt(
+            body: dict[str, Any],
+        ) -> tuple[dict[str, Any] | None, tuple[MonitorState, bool, int, int] | None]:
+            nonlocal stored
+            old = MonitorState.from_json(body) if body else None
+            if stored is None or counts_unlisted(old, stored):
                 stored = await self.stored_labels(tenant, panel, version)
             labels = since_clear(old, stored)
             counted = counted_labels(old)
             if only_if_behind and counted == len(labels):
-                return True
-            body, fresh_alarm = refold(old, labels, target=target, version=version,
-                                       alpha=self.settings.monitoring.monitor_alpha)
-            written = await self.storage.put_state(
-                tenant, key, body, expected_version=blob.version if blob else 0)
-            if written is not None:
-                if counted != len(labels):
-                    log.info("monitor %s/%s: rebuilt from %d stored audit labels (the blob counted %d)",
-                             tenant, key, len(labels), counted)
-                await self._after_write(tenant, panel, version, body, fresh_alarm, on_drift)
-                return True
-        return False
+                return None, None
+            state, fresh_alarm = refold(old, labels, target=target, version=version,
+                                        alpha=self.settings.monitoring.monitor_alpha)
+            return state.to_json(), (state, fresh_alarm, counted, len(labels))
+
+        try:
+            written = await update_state(self.storage, tenant, key, rebuilt, attempts=REBUILD_ATTEMPTS)
+        except StateContention:
+            return False
+        if written is None:
+            return True  # it counts every stored label already
+        state, fresh_alarm, counted, n_labels = written
+        if counted != n_labels:
+            log.info("monitor %s/%s: rebuilt from %d stored audit labels (the blob counted %d)",
+                     tenant, key, n_labels, counted)
+        await self._after_write(tenant, panel, version, state, fresh_alarm, on_drift)
+        return True
 
     def rebuild_soon(self, tenant: str, panel: str, threshold: ThresholdRecord, *,
                      on_drift: str = "review_everything") -> None:
@@ -455,24 +405,25 @@ class Monitors:
         not in alarm (nothing written)."""
         assert threshold.version is not None
         key = monitor_key(panel, threshold.version)
-        for _ in range(MAX_CAS_ATTEMPTS):
-            blob = await self.storage.get_state(tenant, key)
-            if blob is None or blob.body.get("alarm") is None:
-                self._alarms[(tenant, panel, threshold.version)] = (None, time.monotonic())
-                return None
-            body = dict(blob.body)
-            evidence = PrecisionMonitor.from_state(body["precision"]).report()
-            body["precision"] = PrecisionMonitor(
-                float(body["target"]), alpha=float(body["alpha"])).to_state()
-            body["alarm"] = None
-            body["restarts"] = int(body.get("restarts", 0)) + 1
-            body["cleared_at"] = self.clock()  # a rebuild folds only labels decided after it
-            if await self.storage.put_state(tenant, key, body,
-                                            expected_version=blob.version) is not None:
-                break
-        else:
-            raise RuntimeError("monitor clear: too many conflicting writes")
+
+        def cleared(body: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+            state = MonitorState.from_json(body) if body else None
+            if state is None or state.alarm is None:
+                return None, None
+            evidence = state.report()
+            state.precision = PrecisionMonitor(state.target, alpha=state.alpha).to_state()
+            state.alarm = None
+            state.restarts += 1
+            state.cleared_at = self.clock()  # a rebuild folds only labels decided after it
+            return state.to_json(), evidence
+
+        try:
+            evidence = await update_state(self.storage, tenant, key, cleared, attempts=MAX_CAS_ATTEMPTS)
+        except StateContention:
+            raise RuntimeError("monitor clear: too many conflicting writes") from None
         self._alarms[(tenant, panel, threshold.version)] = (None, time.monotonic())
+        if evidence is None:  # not in alarm: nothing written
+            return None
         event = MonitorEvent(
             panel=panel, created_at=self.clock(), kind="clear",
             threshold_version=threshold.version, action="cleared",
@@ -487,12 +438,13 @@ class Monitors:
         """Everything /v1/monitor, /metrics and the dashboard show for (tenant, panel); the
         detectors' reports are computed in a worker thread and a vote-drift report may be up
         to ``max_age_s`` old (:mod:`judgefuse.service.monitoring.snapshot`)."""
-        body = stored = None
+        state = stored = None
         if threshold is not None and threshold.version is not None:
             key = monitor_key(panel, threshold.version)
             blob = await self.storage.get_state(tenant, key)
-            if blob is not None:
-                body, stored = blob.body, (key, blob.version, blob.body)
+            if blob is not None and blob.body:
+                state = MonitorState.from_json(blob.body)
+                stored = (key, blob.version, state)
         copies = {judge: drift.copy for (t, p, judge), drift in list(self.votes.items())
                   if t == tenant and p == panel}
         reports, votes = await self.reports.reports(tenant, panel, stored, copies, max_age_s=max_age_s)
@@ -501,19 +453,19 @@ class Monitors:
         else:
             report = {"estimate": math.nan, "lower": 0.0, "upper": 1.0, "labels": 0}
             brier = {}
-        alarm = _alarm_of(body)
+        alarm = _alarm_of(state)
         return {
             "state": "alarm" if alarm is not None else "ok",
             "alarm": alarm,
-            "precision": {"estimate": _finite(report["estimate"]), "lower": float(report["lower"]),
+            "precision": {"estimate": finite_or_none(report["estimate"]), "lower": float(report["lower"]),
                           "upper": float(report["upper"]), "labels": int(report["labels"])},
             "window": {"start": report.get("window_start", 0),
                        "labels": report.get("window_labels", 0)},
             "target": threshold.target_precision if threshold is not None else None,
             "threshold_version": threshold.version if threshold is not None else None,
-            "alpha": body["alpha"] if body else self.settings.monitoring.monitor_alpha,
-            "restarts": int(body.get("restarts", 0)) if body else 0,
-            "series": [list(p) for p in body.get("series", [])] if body else [],
+            "alpha": state.alpha if state is not None else self.settings.monitoring.monitor_alpha,
+            "restarts": state.restarts if state is not None else 0,
+            "series": [list(p) for p in state.series] if state is not None else [],
             "judges": {name: {"brier": _clean(brier.get(name)),
                               "votes": _clean(votes.get(name))}
                        for name in sorted(set(brier) | set(votes))},
@@ -557,89 +509,18 @@ class _BatchedVoteDrift:
         return {"votes": self.votes, "batch": VOTE_BATCH, "pending": self.n}
 
 
-def feed_label(body: dict[str, Any], label: FoldedLabel, *,
-               series_points: int = SERIES_POINTS) -> bool | None:
-    """A label's own write: fold it into ``body`` unless the blob counted its verdict already (a
-    rebuild folded it first: None); else whether it raised the alarm."""
-    if _seen_tag(label.verdict_id) in body.get("seen", ()):
+def _alarm_of(state: MonitorState | None) -> Alarm | None:
+    if state is None or state.alarm is None:
         return None
-    return fold_labels(body, [label], series_points=series_points)
-
-
-def fold_labels(body: dict[str, Any], labels: Sequence[FoldedLabel], *,
-                series_points: int = SERIES_POINTS) -> bool:
-    """Add ``labels`` in order to the blob ``body`` in place: the precision monitor, each
-    judge's Brier drift and the ``seen`` hashes; True when one of them raised the alarm.
-
-    The one fold of both paths: a label's own write folds one, a rebuild all stored ones
-    (:func:`in_fold_order`). The state is read and written once per call. The bound series
-    (dashboard only; it never decides the alarm) gets a point for each of the last
-    ``series_points`` labels: a bound costs ~10 ms, so a rebuild of 2,000 labels computes 240
-    of them, not 2,000.
-    """
-    monitor = PrecisionMonitor.from_state(body["precision"])
-    drifts = {name: BrierDrift.from_state(state) for name, state in body.get("judges", {}).items()}
-    series = body.setdefault("series", [])
-    raised = False
-    first_point = len(labels) - series_points
-    for i, label in enumerate(labels):
-        monitor.update(label.correct)
-        for name, confidence, right in label.judged:
-            drift = drifts.get(name)
-            if drift is None:
-                drift = drifts[name] = BrierDrift(alpha=float(body["alpha"]))
-            drift.update(confidence, right)
-        upper: float | None = None
-        if i >= first_point:
-            estimate, lower, upper = monitor.bounds()
-            series.append([label.when, monitor.labels, _finite(estimate), lower, upper])
-        if monitor.alarm() and body.get("alarm") is None:
-            if upper is None:
-                upper = monitor.bounds()[2]
-            body["alarm"] = {"at": label.when, "labels": monitor.labels, "upper": upper}
-            raised = True
-        _remember(body, _seen_tag(label.verdict_id))
-    del series[:-SERIES_POINTS]
-    body["precision"] = monitor.to_state()
-    body["judges"] = {name: drift.to_state() for name, drift in drifts.items()}
-    return raised
-
-
-def counted_labels(body: dict[str, Any] | None) -> int:
-    """How many labels the blob ``body`` counts (0: no blob)."""
-    return PrecisionMonitor.from_state(body["precision"]).labels if body else 0
-
-
-def since_clear(body: dict[str, Any] | None, stored: Sequence[FoldedLabel]) -> list[FoldedLabel]:
-    """The stored labels the blob's monitor counts: those decided after an operator's clear."""
-    since = body.get("cleared_at") if body else None
-    return list(stored) if since is None else [x for x in stored if x.when > since]
-
-
-def refold(old: dict[str, Any] | None, labels: Sequence[FoldedLabel], *, target: float, version: int,
-           alpha: float, series_points: int = SERIES_POINTS) -> tuple[dict[str, Any], bool]:
-    """A rebuild's blob: ``labels`` (:func:`since_clear`, in :func:`in_fold_order`) folded into a
-    fresh monitor, keeping the old blob's alpha (``alpha`` without one), restarts, clear time
-    and alarm (an alarm never un-raises); and whether the fold raised the alarm."""
-    body = new_blob(target, float(old["alpha"]) if old else alpha, version)
-    if old:
-        body.update(restarts=old.get("restarts", 0), cleared_at=old.get("cleared_at"),
-                    alarm=old.get("alarm"))
-    return body, fold_labels(body, labels, series_points=series_points)
-
-
-def _alarm_of(body: dict[str, Any] | None) -> Alarm | None:
-    if not body or not body.get("alarm"):
-        return None
-    a = body["alarm"]
-    return Alarm(threshold_version=int(body["threshold_version"]), at=float(a["at"]),
-                 labels=int(a["labels"]), upper=float(a["upper"]), target=float(body["target"]))
+    a = state.alarm
+    return Alarm(threshold_version=state.threshold_version, at=a.at, labels=a.labels, upper=a.upper,
+                 target=state.target)
 
 
 def _clean(value: Any) -> Any:
     """JSON-safe copy: NaN and infinities become None (strict JSON has no NaN)."""
     if isinstance(value, float):
-        return _finite(value)
+        return finite_or_none(value)
     if isinstance(value, dict):
         return {k: _clean(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

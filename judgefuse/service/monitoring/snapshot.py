@@ -9,8 +9,9 @@ about a second (69% of py-spy's samples during a scrape).
 
 **What runs where.**
 
-* On the loop, only copies: the stored blob is read (a fresh parse, which nothing else holds)
-  and each judge's vote-drift state is copied (``VoteDrift.to_state``, ~30 us a judge).
+* On the loop, only copies: the stored blob is read into a
+  :class:`~judgefuse.service.monitoring.monitor_state.MonitorState` (a fresh parse, which
+  nothing else holds) and each judge's vote-drift state is copied (``VoteDrift.to_state``, ~30 us a judge).
 * In a worker thread, the reports: :func:`compute_reports` rebuilds each detector from its copy
   and reports it. The copy is what the detector held when the snapshot was asked for, so the
   numbers are the ones the loop would have printed at that moment.
@@ -41,7 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from judgefuse.calibration.drift import BrierDrift, VoteDrift
-from judgefuse.calibration.sequential import PrecisionMonitor
+from judgefuse.service.monitoring.monitor_state import MonitorState
 
 __all__ = ["BlobReports", "DetectorReports", "VoteCopy", "compute_reports"]
 
@@ -66,16 +67,15 @@ class BlobReports:
 
 
 def compute_reports(
-    body: dict[str, Any] | None, votes: Mapping[str, VoteCopy]
+    stored: MonitorState | None, votes: Mapping[str, VoteCopy]
 ) -> tuple[BlobReports | None, dict[str, dict[str, Any]]]:
-    """The reports of ``body`` (None: not asked) and of every copied vote drift; the CPU-heavy
-    part of a snapshot, run in a worker thread by :class:`DetectorReports`."""
+    """The reports of the ``stored`` monitor state (None: not asked) and of every copied vote
+    drift; the CPU-heavy part of a snapshot, run in a worker thread by :class:`DetectorReports`."""
     blob = None
-    if body is not None:
+    if stored is not None:
         blob = BlobReports(
-            precision=PrecisionMonitor.from_state(body["precision"]).report(),
-            brier={name: BrierDrift.from_state(state).report()
-                   for name, state in body.get("judges", {}).items()},
+            precision=stored.report(),
+            brier={name: BrierDrift.from_state(state).report() for name, state in stored.judges.items()},
         )
     return blob, {judge: {**VoteDrift.from_state(copy.state).report(), **copy.counts}
                   for judge, copy in votes.items()}
@@ -112,10 +112,10 @@ class DetectorReports:
             self._worker = None
 
     async def reports(
-        self, tenant: str, panel: str, blob: tuple[str, int, dict[str, Any]] | None,
+        self, tenant: str, panel: str, blob: tuple[str, int, MonitorState] | None,
         votes: Mapping[str, Callable[[], VoteCopy]], *, max_age_s: float = 0.0,
     ) -> tuple[BlobReports | None, dict[str, dict[str, Any]]]:
-        """The reports of ``blob`` ((key, stored version, body): the threshold version's monitor,
+        """The reports of ``blob`` ((key, stored version, state): the threshold version's monitor,
         None when it has none) and of each judge's vote drift (``votes``: judge -> a copy of its
         detector, taken on the loop only when its report must be recomputed)."""
         async with self._lock:
@@ -134,11 +134,11 @@ class DetectorReports:
                     copies[judge] = copy
             computed_blob: BlobReports | None = None
             if copies or not blob_hit:
-                body = None if blob_hit or blob is None else blob[2]
+                stored = None if blob_hit or blob is None else blob[2]
                 if self._worker is None:
                     self._worker = ThreadPoolExecutor(1, "judgefuse-reports", _step_aside, (os.getpid(),))
                 computed_blob, computed = await asyncio.get_running_loop().run_in_executor(
-                    self._worker, compute_reports, body, copies)
+                    self._worker, compute_reports, stored, copies)
                 done = self.clock()
                 for judge, report in computed.items():
                     self._votes[(tenant, panel, judge)] = (copies[judge].seen, done, report)

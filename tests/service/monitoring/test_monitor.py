@@ -338,20 +338,20 @@ def test_the_stored_monitor_is_the_monitor_label_for_label():
     import json
 
     from judgefuse.calibration.sequential import PrecisionMonitor
-    from judgefuse.service.monitoring.monitor import SERIES_POINTS, FoldedLabel, fold_labels, new_blob
+    from judgefuse.service.monitoring.monitor_state import SERIES_POINTS, FoldedLabel, MonitorState, fold_labels
 
     rng = random.Random(5)
-    body = new_blob(0.85, 0.05, 3)
+    state = MonitorState.new(0.85, 0.05, 3)
     direct = PrecisionMonitor(0.85, alpha=0.05)
     for i in range(600):
         correct = rng.random() < (0.92 if i < 300 else 0.6)
-        fold_labels(body, [FoldedLabel(f"v{i}", correct, float(i), (("e1", 0.8, correct),))])
-        body = json.loads(json.dumps(body, allow_nan=False))
+        fold_labels(state, [FoldedLabel(f"v{i}", correct, float(i), (("e1", 0.8, correct),))])
+        state = MonitorState.from_json(json.loads(json.dumps(state.to_json(), allow_nan=False)))
         direct.update(correct)
-        stored = PrecisionMonitor.from_state(body["precision"])
+        stored = PrecisionMonitor.from_state(state.precision)
         assert stored.bounds()[1:] == direct.bounds()[1:]
         assert stored.alarmed_at == direct.alarmed_at
     assert direct.alarmed_at is not None and direct.alarmed_at > 300
-    assert body["alarm"]["labels"] == direct.alarmed_at
-    assert len(body["series"]) == SERIES_POINTS and body["series"][-1][1] == 600
-    assert body["judges"]["e1"]["kind"] == "brier_drift"
+    assert state.alarm is not None and state.alarm.labels == direct.alarmed_at
+    assert len(state.series) == SERIES_POINTS and state.series[-1][1] == 600
+    assert state.judges["e1"]["kind"] == "brier_drift"

@@ -17,14 +17,14 @@ import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 from monitor_support import World, external_panel, fuse, tuned_and_good
 
 from judgefuse.service.ledger import label_increments
-from judgefuse.service.monitoring.monitor import (
+from judgefuse.service.monitoring.monitor import Monitors, monitor_key
+from judgefuse.service.monitoring.monitor_state import (
     FoldedLabel,
-    Monitors,
+    MonitorState,
+    StoredAlarm,
     counted_labels,
     feed_label,
     in_fold_order,
-    monitor_key,
-    new_blob,
     refold,
 )
 
@@ -38,26 +38,26 @@ def stream(n: int, seed: int) -> list[FoldedLabel]:
                         (("e1", 0.9, True),)) for i in range(n)]
 
 
-def fed(labels: list[FoldedLabel]) -> dict:
+def fed(labels: list[FoldedLabel]) -> MonitorState:
     """Each label's own write, in the given (arrival) order."""
-    body = new_blob(TARGET, 0.05, 1)
+    state = MonitorState.new(TARGET, 0.05, 1)
     for label in labels:
-        assert feed_label(body, label, series_points=0) is not None
-    return body
+        assert feed_label(state, label, series_points=0) is not None
+    return state
 
 
 def test_a_rebuild_in_any_order_equals_folding_in_decided_order():
     labels = stream(300, seed=1)
     in_order = fed(labels)
-    assert in_order["alarm"] is not None  # the drop alarmed: the alarm label is compared too
+    assert in_order.alarm is not None  # the drop alarmed: the alarm label is compared too
     shuffled = labels[:]
     random.Random(2).shuffle(shuffled)
     rebuilt, raised = refold(None, in_fold_order(shuffled), target=TARGET, version=1, alpha=0.05,
                              series_points=0)
     assert raised
-    assert rebuilt["precision"] == in_order["precision"]
-    assert rebuilt["judges"] == in_order["judges"] and rebuilt["seen"] == in_order["seen"]
-    assert rebuilt["alarm"] == in_order["alarm"]
+    assert rebuilt.precision == in_order.precision
+    assert rebuilt.judges == in_order.judges and rebuilt.seen == in_order.seen
+    assert rebuilt.alarm == in_order.alarm
 
 
 def test_out_of_order_arrival_keeps_the_count_and_a_rebuild_restores_the_decided_order():
@@ -67,21 +67,21 @@ def test_out_of_order_arrival_keeps_the_count_and_a_rebuild_restores_the_decided
     assert arrival != labels
     by_arrival, in_order = fed(arrival), fed(labels)
     assert counted_labels(by_arrival) == counted_labels(in_order) == 300
-    assert by_arrival["precision"]["total"] == in_order["precision"]["total"]
+    assert by_arrival.precision["total"] == in_order.precision["total"]
     rebuilt, _ = refold(by_arrival, in_fold_order(arrival), target=TARGET, version=1, alpha=0.05,
                         series_points=0)
-    assert rebuilt["precision"] == in_order["precision"]
+    assert rebuilt.precision == in_order.precision
 
 
 def test_a_label_a_rebuild_folded_is_not_fed_again_and_an_alarm_survives_a_refold():
     labels = stream(300, seed=5)
-    body, _ = refold(None, labels[:40], target=TARGET, version=1, alpha=0.05, series_points=0)
-    before = dict(body)
-    assert feed_label(body, labels[10], series_points=0) is None  # its late own write
-    assert body == before
-    alarmed = {**new_blob(TARGET, 0.05, 1), "alarm": {"at": 1.0, "labels": 7, "upper": 0.5}}
+    state, _ = refold(None, labels[:40], target=TARGET, version=1, alpha=0.05, series_points=0)
+    before = state.to_json()
+    assert feed_label(state, labels[10], series_points=0) is None  # its late own write
+    assert state.to_json() == before
+    alarmed = replace(MonitorState.new(TARGET, 0.05, 1), alarm=StoredAlarm(1.0, 7, 0.5))
     kept, raised = refold(alarmed, labels[:40], target=TARGET, version=1, alpha=0.05, series_points=0)
-    assert kept["alarm"] == alarmed["alarm"] and not raised  # no alarm is ever taken back
+    assert kept.alarm == alarmed.alarm and not raised  # no alarm is ever taken back
 
 
 async def test_a_rebuild_lists_stored_labels_once_and_again_only_for_a_label_it_lacks(storage, tmp_path):
@@ -145,7 +145,7 @@ async def test_a_rebuild_lists_stored_labels_once_and_again_only_for_a_label_it_
                   if r.review is not None and r.review.stratum == "audit"
                   and r.threshold_version == version and r.label in ("A", "B")]
         blob = await storage.get_state("tenant-a", key)
-        assert counted_labels(blob.body) == len(stored)
+        assert counted_labels(MonitorState.from_json(blob.body)) == len(stored)
         assert verdicts[3]["id"] in {r.id for r in stored}
 
 
