@@ -2,7 +2,9 @@
 
 Reads the settings ``judgefuse serve`` reads (``--config`` YAML, then ``JUDGEFUSE_*``
 environment variables, then ``--storage``) and writes to the same store, so every replica sees
-the change at its next request (:mod:`judgefuse.service.kernel.accounts`; docs/review-loop.md,
+the change at its next request. Settings that name tenant keys are checked against ``--tenant``;
+settings without any (the gateway's keys may live in its own environment only) take the tenant
+as given, with a note on stderr (:mod:`judgefuse.service.kernel.accounts`; docs/review-loop.md,
 'Annotator accounts'). A new or rotated credential is printed once, on stdout; nothing else
 ever shows it again.
 """
@@ -12,10 +14,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
+import sys
 import time
 from typing import Any
 
 __all__ = ["add_commands", "run_annotators"]
+
+KEYS_VARIABLE = "JUDGEFUSE_WEB__API_KEYS"
+"""Where a gateway started from its environment finds its tenants' key digests."""
 
 
 def _when(at: float | None) -> str:
@@ -64,7 +70,13 @@ def run_annotators(args: argparse.Namespace) -> int:
     settings = load_settings(args.config, **overrides)  # a SettingsError is an InputError
     tenants = [DEFAULT_TENANT] if settings.open_mode else sorted(settings.web.api_keys)
     if args.tenant not in tenants:
-        raise InputError(f"--tenant: {args.tenant!r} is not a configured tenant ({', '.join(tenants)})")
+        if settings.web.api_keys:  # these settings name the tenants: another name is a slip
+            raise InputError(f"--tenant: {args.tenant!r} is not a configured tenant ({', '.join(tenants)})")
+        # No tenant keys here: the gateway's may be in its own environment only
+        # (JUDGEFUSE_WEB__API_KEYS), not in the admin's shell, so the name is taken as given.
+        print(f"note: these settings name no tenant keys (--config, {KEYS_VARIABLE}), so --tenant "
+              f"{args.tenant!r} is not checked; a gateway without keys serves only {DEFAULT_TENANT!r}",
+              file=sys.stderr)
     try:
         lines = asyncio.run(_run(args, settings))
     except ServiceError as exc:  # unknown account, name taken, bad name: the user's to fix

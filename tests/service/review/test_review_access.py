@@ -337,3 +337,42 @@ def test_annotator_accounts_from_the_cli_on_the_serve_store(tmp_path, capsys):
     assert "no annotator account" in capsys.readouterr().err
     assert main(["annotators", "list", "--config", str(config), "--tenant", "tenant-z"]) == 2
     assert "not a configured tenant" in capsys.readouterr().err
+
+
+def test_annotators_create_without_the_servers_keys_in_the_admins_shell(tmp_path):
+    """issue 47, item 10: the gateway's tenant keys may live in its own environment only. An
+    admin whose shell and settings name none creates an account for the tenant as given (a note
+    on stderr says it was not checked); settings that do name keys still refuse another tenant."""
+    import os
+    import subprocess
+    import sys
+
+    from judgefuse.service.kernel.accounts import AnnotatorAccounts
+    from judgefuse.service.storage import SQLiteStorage
+
+    db = tmp_path / "store.sqlite3"
+    shell = {k: v for k, v in os.environ.items() if not k.startswith("JUDGEFUSE_")}
+
+    def cli(*argv: str, **env: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "judgefuse.cli", "annotators", *argv,
+                               "--storage", f"sqlite:///{db}"], cwd=tmp_path, env={**shell, **env},
+                              capture_output=True, text=True, timeout=120)
+
+    made = cli("create", "--tenant", "team-a", "--name", "alice", "--role", "operator")
+    assert made.returncode == 0, made.stderr
+    assert "'team-a' is not checked" in made.stderr and "JUDGEFUSE_WEB__API_KEYS" in made.stderr
+    credential = re.search(r"^(jfa\.team-a\.\S+)$", made.stdout, re.M)[1]
+
+    async def verify():
+        async with SQLiteStorage(db) as storage:
+            return await AnnotatorAccounts(storage, clock=lambda: 1.0).verify(credential)
+    account = asyncio.run(verify())  # what the gateway's sign-in checks, on the same store
+    assert account is not None and (account.tenant, account.name, account.role) == ("team-a", "alice", "operator")
+
+    listed = cli("list", "--tenant", "team-a")
+    assert listed.returncode == 0 and "alice\toperator\tactive" in listed.stdout
+
+    keys = json.dumps({"tenant-b": hashlib.sha256(b"k").hexdigest()})
+    refused = cli("create", "--tenant", "team-a", "--name", "bob", JUDGEFUSE_WEB__API_KEYS=keys)
+    assert refused.returncode == 2 and "'team-a' is not a configured tenant (tenant-b)" in refused.stderr
+    assert cli("create", "--tenant", "tenant-b", "--name", "bob", JUDGEFUSE_WEB__API_KEYS=keys).returncode == 0
