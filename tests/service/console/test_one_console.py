@@ -66,6 +66,31 @@ async def test_no_evidence_yet_until_there_is_evidence(tmp_path):
         assert "no evidence yet" in _card((await client.get("/console", headers={**BROWSER, **H})).text, "monitor")
 
 
+async def test_the_cards_show_figures_once_there_is_evidence(tmp_path):
+    """Issue 47, item 6, both ways: before any verdict the auto-accept rate, the precision and
+    the monitor (threshold tuned) say "no evidence yet" and nothing is green; one audited,
+    labelled auto-accept gives each its figure, and the monitor its state."""
+    settings = S.make_settings(tmp_path, [external_panel(tmp_path, audit_rate=1.0)])
+    async with SQLiteStorage(tmp_path / "s.sqlite3") as storage, S.running_app(settings, storage) as (_, client):
+        await put_threshold(storage)
+        html = (await client.get("/console", headers={**BROWSER, **H})).text
+        for figure in ("auto-rate", "precision", "monitor"):
+            assert "no evidence yet" in _card(html, figure), figure
+        assert "nothing auto-accepted in the window" in _card(html, "precision")
+        assert 'class="big ok"' not in html
+
+        r = await client.post("/v1/fuse", json={**PAIR, "id": "a0", "votes": UNANIMOUS}, headers=H)
+        assert r.json()["route"] == "auto_accept" and r.json()["review"]["stratum"] == "audit"
+        assert (await client.post("/v1/feedback", json={"verdict_id": "a0", "label": "A"}, headers=H)).status_code == 200
+        html = (await client.get("/console", headers={**BROWSER, **H})).text
+        for figure in ("auto-rate", "precision", "monitor"):
+            assert "no evidence yet" not in _card(html, figure), figure
+        assert "100.0%" in _card(html, "auto-rate")
+        assert re.search(r'<span class="labels">1</span> labels behind', _card(html, "precision"))
+        monitor = _card(html, "monitor")
+        assert '<div class="big ok"><span class="state">ok</span>' in monitor and "1 audit labels" in monitor
+
+
 async def test_every_refit_is_listed_with_its_outcome_and_reason(tmp_path):
     settings = S.make_settings(tmp_path, [external_panel(tmp_path)], min_labels_for_refit=30, review_session_secret="s")
     async with SQLiteStorage(tmp_path / "s.sqlite3") as storage, S.running_app(settings, storage) as (_, client):
