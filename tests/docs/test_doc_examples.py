@@ -216,6 +216,7 @@ def test_the_python_client_page_runs(tmp_path: Path) -> None:
     errors = "\n".join(printed["Errors"])
     assert errors.startswith("404 ") and "('body.panel'" in errors and "0 ['body.label']" in errors
     assert printed["Batches"] == ["8 0 24", "A"]  # the batch: 8 verdicts, 3 judge calls each
+    assert printed["How many audit labels a day"] == ["no plan: not enough traffic yet"]  # a fresh gateway
     judged = printed["Many pairs: bounded, resumable, with a progress bar"]
     assert len(judged) == 8 and all(re.fullmatch(r"\d+ A 1\.0", line) for line in judged)
     assert (tmp_path / "run.jsonl").read_text().count("\n") == 8
