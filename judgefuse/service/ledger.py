@@ -80,9 +80,9 @@ from judgefuse.judges.types import TIE_LABELS
 from judgefuse.service.storage import (
     DECIDED,
     LabelKind,
+    LabelLedger,
     Number,
     ReviewStamp,
-    Storage,
     VerdictRecord,
 )
 
@@ -292,7 +292,7 @@ def prediction_fields(confidence: float | None) -> dict[str, int]:
 
 
 async def traffic_counts(
-    storage: Storage, tenant: str, panel: str, method: str, *, since_hour: int | None = None
+    storage: LabelLedger, tenant: str, panel: str, method: str, *, since_hour: int | None = None
 ) -> dict[str, int]:
     """N_s per population stratum key of (panel, method) since ``since_hour`` (strata with no
     verdict in the window are left out)."""
@@ -310,7 +310,7 @@ async def traffic_counts(
 
 
 async def traffic_predictions(
-    storage: Storage, tenant: str, panel: str, method: str, *, since_hour: int | None = None
+    storage: LabelLedger, tenant: str, panel: str, method: str, *, since_hour: int | None = None
 ) -> dict[str, tuple[int, float, float]]:
     """Per population stratum key of (panel, method): (decided verdicts, sum of their
     confidences, sum of the squares) since ``since_hour``, from the :func:`prediction_fields`
@@ -379,7 +379,7 @@ def label_increments(record: VerdictRecord, label: LabelKind) -> dict[str, dict[
 
 
 async def label_kind_counts(
-    storage: Storage, tenant: str, panel: str, *, since_hour: int | None = None
+    storage: LabelLedger, tenant: str, panel: str, *, since_hour: int | None = None
 ) -> dict[str, int]:
     """How many ``tie`` and ``both_bad`` labels (panel) holds now, all time or since
     ``since_hour`` (by the labelled verdict's hour, like every accumulator)."""

@@ -26,7 +26,7 @@ from judgefuse.service.ledger import (
     traffic_prefix,
     traffic_stratum,
 )
-from judgefuse.service.storage import Storage, hour_of
+from judgefuse.service.storage import LabelLedger, VerdictStore, hour_of
 
 __all__ = ["HourRouting", "JudgeFigures", "Routing", "judge_figures", "routing"]
 
@@ -76,7 +76,7 @@ def _add(counts: HourRouting, route: str, n: int) -> None:
     setattr(counts, route, getattr(counts, route) + n)
 
 
-async def routing(storage: Storage, tenant: str, panel: str, *, now: float, window_hours: int) -> Routing:
+async def routing(storage: LabelLedger, tenant: str, panel: str, *, now: float, window_hours: int) -> Routing:
     """The panel's routing from its traffic counters (every method: the ``*`` counters)."""
     prefix = traffic_prefix(panel, ALL_METHODS)
     current = hour_of(now)
@@ -131,7 +131,7 @@ class JudgeFigures:
 
 
 async def judge_figures(
-    storage: Storage, tenant: str, panel: str, judges: list[str], *, sample: int
+    storage: VerdictStore, tenant: str, panel: str, judges: list[str], *, sample: int
 ) -> tuple[int, list[dict[str, Any]]]:
     """(verdicts read, one row per judge) over the panel's newest ``sample`` stored verdicts;
     a judge of the panel that cast no vote there still has its (empty) row."""

@@ -32,7 +32,7 @@ from judgefuse.service.learning.service import LearningService
 from judgefuse.service.monitoring.service import MonitorService
 from judgefuse.service.review.queue import ReviewQueue
 from judgefuse.service.settings import Settings
-from judgefuse.service.storage import Storage, ThresholdRecord
+from judgefuse.service.storage import Storage, ThresholdRecord, VerdictStore
 from judgefuse.service.storage.verdict_query import VerdictQuery
 
 __all__ = ["ConsoleSources", "panel_overview"]
@@ -47,7 +47,7 @@ AGE_SCAN = 1000
 """Records read, oldest first, per queued stratum to find the oldest item still waiting."""
 
 
-async def oldest_waiting(storage: Storage, tenant: str, panel: str) -> tuple[float | None, bool]:
+async def oldest_waiting(storage: VerdictStore, tenant: str, panel: str) -> tuple[float | None, bool]:
     """(``created_at`` of the oldest unlabelled verdict of a queued stratum, whether the search
     was complete): the age of the review queue. Read oldest first through
     ``Storage.list_verdicts``; when the oldest ``AGE_SCAN`` of a stratum are all labelled the

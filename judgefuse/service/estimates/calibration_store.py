@@ -18,7 +18,7 @@ from typing import Any
 from judgefuse.service.estimates.agreement import agreement_block, tie_count
 from judgefuse.service.estimates.population import population_block
 from judgefuse.service.ledger import ACCUMULATOR, AccumulatorKey, panel_prefix, parse_key
-from judgefuse.service.storage import Storage, hour_of
+from judgefuse.service.storage import LabelLedger, hour_of
 
 __all__ = ["calibration_history", "calibration_report", "metrics_json"]
 
@@ -40,7 +40,7 @@ def metrics_json(fields: Mapping[str, Any], *, n_bins: int, eps: float) -> dict[
 
 
 async def calibration_history(
-    storage: Storage,
+    storage: LabelLedger,
     tenant: str,
     storage_key: str,
     *,
@@ -67,7 +67,7 @@ async def calibration_history(
 
 
 async def calibration_report(
-    storage: Storage,
+    storage: LabelLedger,
     tenant: str,
     panel: str,
     *,

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from judgefuse.judges.types import LETTERS
 from judgefuse.service.ledger import panel_prefix, parse_key
-from judgefuse.service.storage import Storage, VerdictRecord
+from judgefuse.service.storage import LabelLedger, VerdictRecord
 
 if TYPE_CHECKING:
     from judgefuse.service.estimates.reports import Reports
@@ -52,7 +52,7 @@ Miss = tuple[str, str, str, float, str, float]
 """(id, method, choice, confidence, label, created_at) of one disagreement."""
 
 
-async def label_version(storage: Storage, tenant: str, panel: str) -> tuple[object, ...]:
+async def label_version(storage: LabelLedger, tenant: str, panel: str) -> tuple[object, ...]:
     """What changes whenever a labelled verdict of (tenant, panel) is added, relabelled, undone
     or dropped (module docstring): its A/B-labelled count and its method and agreement counters."""
     keys: list[str] = []
@@ -89,7 +89,7 @@ class DisagreementCache:
         self._reads: OrderedDict[tuple[str, str], _Read] = OrderedDict()
 
     async def get(
-        self, storage: Storage, tenant: str, panel: str, *, since: float | None, limit: int
+        self, storage: LabelLedger, tenant: str, panel: str, *, since: float | None, limit: int
     ) -> dict[str, Any]:
         """``{scanned, items}``: at most ``limit`` misses created at or after ``since`` (None:
         all), of the newest :data:`DISAGREEMENT_SCAN` labelled verdicts."""
@@ -120,7 +120,7 @@ class DisagreementCache:
 
     @staticmethod
     async def _read(
-        storage: Storage, tenant: str, panel: str, version: tuple[object, ...], now: float,
+        storage: LabelLedger, tenant: str, panel: str, version: tuple[object, ...], now: float,
         reports: Reports | None = None,
     ) -> _Read:
         records = await storage.iter_labelled(tenant, panel, limit=DISAGREEMENT_SCAN)

@@ -53,7 +53,7 @@ from judgefuse.service.ledger import (
     traffic_counts,
     traffic_predictions,
 )
-from judgefuse.service.storage import Storage
+from judgefuse.service.storage import LabelLedger
 
 __all__ = ["label_count", "population_block"]
 
@@ -94,7 +94,7 @@ def _model_assisted(strata: list[Any], predictions: Mapping[str, tuple[int, floa
 
 
 async def population_block(
-    storage: Storage,
+    storage: LabelLedger,
     tenant: str,
     key: AccumulatorKey,
     storage_key: str,

@@ -44,7 +44,7 @@ from judgefuse.places import Places
 from judgefuse.service.errors import Overloaded
 from judgefuse.service.kernel.metrics import ServiceMetrics
 from judgefuse.service.ledger import ALL_METHODS, panel_prefix, traffic_prefix
-from judgefuse.service.storage import Storage
+from judgefuse.service.storage import LabelLedger
 
 __all__ = ["LIMIT", "Reports", "data_version"]
 
@@ -61,7 +61,7 @@ _EWMA_WEIGHT = 0.2
 _MAX_RETRY_AFTER_S = 60
 
 
-async def data_version(storage: Storage, tenant: str, panel: str) -> tuple[object, ...]:
+async def data_version(storage: LabelLedger, tenant: str, panel: str) -> tuple[object, ...]:
     """What moves whenever a verdict of (tenant, panel) is stored, labelled, relabelled or undone:
     the panel's all-method traffic counters (``save_verdict`` adds to them in the insert's own
     atomic step), its A/B-labelled count, its methods' agreement counters (one field per

@@ -37,7 +37,7 @@ from judgefuse.service.errors import Conflict
 from judgefuse.service.judging.posted_votes import votes_key
 from judgefuse.service.judging.request_checks import CheckedRequest
 from judgefuse.service.kernel.sojourn import Working
-from judgefuse.service.storage import Storage
+from judgefuse.service.storage import Coordination
 
 __all__ = ["DifferentItemInFlight", "SingleFlight", "join_or_judge"]
 
@@ -60,7 +60,7 @@ class SingleFlight(Generic[T]):
     that implements claims, across processes; see the module docstring."""
 
     def __init__(
-        self, storage: Storage, *, ttl_s: float = 10.0, poll_s: float = 0.02,
+        self, storage: Coordination, *, ttl_s: float = 10.0, poll_s: float = 0.02,
         max_poll_s: float = 0.25, owner: str | None = None,
     ) -> None:
         if ttl_s <= 0 or poll_s <= 0 or max_poll_s < poll_s:

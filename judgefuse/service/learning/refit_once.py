@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
-from judgefuse.service.storage import Storage, VerdictRecord
+from judgefuse.service.storage import Coordination, VerdictRecord
 
 __all__ = ["LabelSetOnce", "label_set_digest"]
 
@@ -45,7 +45,7 @@ def label_set_digest(records: Sequence[VerdictRecord], **inputs: Any) -> str:
 class LabelSetOnce:
     """Runs each (tenant, panel, digest) once (module docstring)."""
 
-    def __init__(self, storage: Storage, *, hold_s: float, keep_s: float = 30 * 86400.0,
+    def __init__(self, storage: Coordination, *, hold_s: float, keep_s: float = 30 * 86400.0,
                  clock: Callable[[], float] = time.time) -> None:
         self.storage = storage
         self.hold_s = hold_s

@@ -13,7 +13,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from judgefuse.service.storage import Storage
+from judgefuse.service.storage import Coordination
 
 __all__ = ["RefitScheduler"]
 
@@ -27,7 +27,8 @@ class RefitScheduler:
 
     Counting is shared through storage: a replica's own labels are only a hint to look (every
     ``check_every`` local labels, default ``every // 4``, it reads the panel's labelled count
-    from storage); the count's round is ``count // every``. To refit a round a replica must
+    from storage with ``count``: ``count_labelled`` of the label ledger); the count's round is
+    ``count // every``. To refit a round a replica must
     take, in this order, the panel's running lease ``refit/{panel}`` (``lease_s``: one refit at
     a time; renewed by no one, so a crashed replica's lease frees itself) and the round's
     marker ``refit/{panel}/round/{r}`` (held ``marker_ttl_s``: a round is refit once however many
@@ -50,16 +51,16 @@ class RefitScheduler:
         every: int,
         run: Callable[[str, str], Any],
         *,
-        storage: Storage,
+        storage: Coordination,
         owner: str,
+        count: Callable[[str, str], Awaitable[int]],
         check_every: int | None = None,
         lease_s: float = 900.0,
         marker_ttl_s: float = 30 * 86400.0,
         clock: Callable[[], float] = time.time,
-        count: Callable[[str, str], Awaitable[int]] | None = None,
         lease: str = "refit",
     ) -> None:
-        self._count = count or storage.count_labelled
+        self._count = count
         self.lease = lease
         self.every = every
         self.check_every = max(1, check_every if check_every is not None else every // 4)

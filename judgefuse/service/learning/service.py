@@ -85,7 +85,7 @@ class LearningService:
         """Bounded learning: signal caps, budgeted worker processes, one refit per label set."""
         self.refit_scheduler = RefitScheduler(
             settings.learning.refit_every_labels, self._background_refit, storage=storage,
-            owner=owner, clock=clock,
+            owner=owner, clock=clock, count=storage.count_labelled,
         )
         """Background refits every ``refit_every_labels`` labels of a panel."""
         self.cold_start_scheduler = RefitScheduler(

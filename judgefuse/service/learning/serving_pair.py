@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from judgefuse.service.storage import ModelRecord, ServingVersions, Storage, ThresholdRecord
+from judgefuse.service.storage import ModelRecord, ServingVersions, ThresholdRecord, VersionedRecords
 
 __all__ = ["WRITE_ATTEMPTS", "ServingPair", "read_pair"]
 
@@ -41,7 +41,7 @@ class ServingPair:
         )
 
 
-async def read_pair(storage: Storage, tenant: str, panel: str) -> ServingPair:
+async def read_pair(storage: VersionedRecords, tenant: str, panel: str) -> ServingPair:
     """The pair in force now, read from the store (never a replica's cache: the cache may be
     ``state_ttl_s`` behind another replica's write)."""
     return ServingPair(await storage.get_threshold(tenant, panel), await storage.get_model(tenant, panel))

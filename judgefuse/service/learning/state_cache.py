@@ -18,7 +18,7 @@ from typing import Any
 from judgefuse.fusion.capabilities import LEARNED_METHOD, restore_method
 from judgefuse.service.learning.promotion import is_retired
 from judgefuse.service.settings import Settings
-from judgefuse.service.storage import ModelRecord, Storage, ThresholdRecord
+from judgefuse.service.storage import ModelRecord, ThresholdRecord, VersionedRecords
 
 __all__ = ["StateCache"]
 
@@ -32,7 +32,7 @@ class _Cached:
 class StateCache:
     """Thresholds and restored models of one gateway, each fresh for ``state_ttl_s``."""
 
-    def __init__(self, settings: Settings, storage: Storage) -> None:
+    def __init__(self, settings: Settings, storage: VersionedRecords) -> None:
         self.settings = settings
         self.storage = storage
         self._thresholds: dict[tuple[str, str], _Cached] = {}

@@ -27,7 +27,7 @@ from typing import IO, Any, Literal
 
 from judgefuse.errors import InputError
 from judgefuse.judges.types import TIE_LABELS, JudgedItem
-from judgefuse.service.storage import DECIDED, Storage, VerdictRecord
+from judgefuse.service.storage import DECIDED, RecordArchive, VerdictRecord
 
 __all__ = ["META_KEY", "ExportInputError", "ExportReport", "export_records", "judged_item_of"]
 
@@ -135,7 +135,7 @@ def check_format(fmt: ExportFormat) -> None:
 
 
 async def export_records(
-    storage: Storage,
+    storage: RecordArchive,
     out: str | Path,
     *,
     tenant: str | None = None,

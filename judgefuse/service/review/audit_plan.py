@@ -26,7 +26,7 @@ from judgefuse.calibration.label_budget import (
 )
 from judgefuse.service.ledger import ALL_METHODS, REVIEW, rate_of, traffic_prefix, traffic_stratum
 from judgefuse.service.settings import Settings
-from judgefuse.service.storage import Storage, hour_of
+from judgefuse.service.storage import LabelLedger, hour_of
 
 __all__ = ["AuditPlanner", "PlannedRate", "daily_traffic", "plan_report"]
 
@@ -45,7 +45,7 @@ class PlannedRate:
     auto_per_day: float = 0.0
 
 
-async def daily_traffic(storage: Storage, tenant: str, panel: str, now: float) -> tuple[float, float]:
+async def daily_traffic(storage: LabelLedger, tenant: str, panel: str, now: float) -> tuple[float, float]:
     """(review, auto-accepted) verdicts of (tenant, panel) in the 24 hours before ``now``."""
     prefix = traffic_prefix(panel, ALL_METHODS)
     since = hour_of(now) - DAY_HOURS + 1
@@ -65,7 +65,7 @@ async def daily_traffic(storage: Storage, tenant: str, panel: str, now: float) -
 class AuditPlanner:
     """Per (tenant, panel): the audit rate for new verdicts, cached ``audit_plan_ttl_s``."""
 
-    def __init__(self, settings: Settings, storage: Storage) -> None:
+    def __init__(self, settings: Settings, storage: LabelLedger) -> None:
         self.settings = settings
         self.storage = storage
         self._plans: dict[tuple[str, str], tuple[PlannedRate, float]] = {}
