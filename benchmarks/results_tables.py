@@ -1,0 +1,124 @@
+"""Tables of docs/results.md, printed from the shared data by the code that computes them, so a
+test can compare the page with what the code gives (issue 47, item 5: the page had drifted).
+
+    python benchmarks/results_tables.py trust_or_escalate [--data ../shared/data]
+
+Prints the Markdown table the page shows under "Replayed judgments", for the Trust-or-Escalate
+replay (``judgefuse eval ../shared/data/trust_or_escalate``: 500 human-labelled pairs, three
+judges): each judge, then the rows the page keeps, from :func:`judgefuse.evaluation.runner.evaluate`
+(the command's own rows, the same loader). The page's highlighted row is bold, and so are its
+cells that are the best of their column. tests/evaluation/test_results_tables.py compares the
+output with the page line for line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from judgefuse.evaluation.loaders import load
+from judgefuse.evaluation.runner import EvaluationOptions, RowReport, evaluate
+
+__all__ = ["TABLES", "Column", "Table", "render"]
+
+BOOTSTRAP = 50
+"""Resamples behind ``evaluate``'s intervals (the table shows point values only; they do not
+depend on it)."""
+DEFAULT_DATA = Path(os.environ.get("JUDGEFUSE_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+
+
+@dataclass(frozen=True)
+class Column:
+    title: str
+    metric: str
+    text: Callable[[float], str]
+    higher_is_better: bool
+
+
+@dataclass(frozen=True)
+class Table:
+    data: str
+    """The data set's folder under the shared data."""
+    methods: tuple[str, ...]
+    """The fusion rows, in the page's order, after the judges (by accuracy, best first)."""
+    highlight: str
+    """The row shown bold (and its cells that are the best of their column)."""
+    columns: tuple[Column, ...]
+
+
+def percent(value: float) -> str:
+    return f"{100 * value:.1f}"
+
+
+def digits(n: int) -> Callable[[float], str]:
+    return lambda value: f"{value:.{n}f}"
+
+
+TABLES = {
+    "trust_or_escalate": Table(
+        data="trust_or_escalate",
+        methods=("majority", "entropy_weighted", "mean_probability", "stacked"),
+        highlight="stacked",
+        columns=(
+            Column("Acc %", "accuracy", percent, True),
+            Column("ECE %", "ece", percent, False),
+            Column("Brier", "brier", digits(3), False),
+            Column("NLL", "nll", digits(3), False),
+            Column("TH", "th_score", digits(2), True),
+        ),
+    ),
+}
+
+NAMES = {"stacked": "stacked (cross-fitted)"}
+"""How the page names a row whose name alone would hide how it was scored."""
+
+
+def render(table: Table, rows: Sequence[RowReport]) -> str:
+    """The Markdown table of ``rows`` (an evaluation's judges and methods)."""
+    judges = sorted((r for r in rows if r.row.kind == "judge"), key=lambda r: -r.metrics["accuracy"])
+    by_name = {r.row.name: r for r in rows if r.row.kind != "judge"}
+    shown = [*judges, *(by_name[m] for m in table.methods)]
+    best = {
+        c.metric: (max if c.higher_is_better else min)(float(c.text(r.metrics[c.metric])) for r in shown)
+        for c in table.columns
+    }
+    lines = [
+        "| judge / method | " + " | ".join(c.title for c in table.columns) + " |",
+        "|---" * (len(table.columns) + 1) + "|",
+    ]
+    for report in shown:
+        name = report.row.name
+        cells = [c.text(report.metrics[c.metric]) for c in table.columns]
+        if name == table.highlight:
+            cells = [
+                f"**{cell}**" if float(cell) == best[c.metric] else cell
+                for c, cell in zip(table.columns, cells, strict=True)
+            ]
+            label = f"**{name}**" + NAMES.get(name, name)[len(name) :]
+        else:
+            label = NAMES.get(name, name)
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def compute(name: str, data: Path = DEFAULT_DATA) -> str:
+    """Table ``name`` of :data:`TABLES`, computed from ``data`` as ``judgefuse eval`` does."""
+    table = TABLES[name]
+    items = load(data / table.data)
+    evaluation = evaluate(items, options=EvaluationOptions(methods=table.methods, n_bootstrap=BOOTSTRAP))
+    return render(table, evaluation.rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("table", choices=sorted(TABLES))
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the shared data (default ../shared/data)")
+    args = parser.parse_args()
+    print(compute(args.table, args.data))
+
+
+if __name__ == "__main__":
+    main()
