@@ -1,4 +1,4 @@
-"""Typed response bodies of the JSON endpoints that used to return ``dict[str, Any]``.
+"""Typed response bodies of the JSON endpoints.
 
 With a response model FastAPI's OpenAPI document (``/openapi.json``, the docs page) describes
 each endpoint's body, and a field a handler forgets is an error instead of a silently smaller

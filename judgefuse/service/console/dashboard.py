@@ -1,6 +1,5 @@
-"""``GET /dashboard``: moved into the console (issue 47, item 2). It redirects to
-``/console/calibration`` (:mod:`.calibration`), query string kept, so bookmarks and links keep
-working; the two pages no longer overlap ("from the store" beside "this process")."""
+"""``GET /dashboard``: a redirect to ``/console/calibration`` (:mod:`.calibration`), query string
+kept, so bookmarks and links to ``/dashboard`` keep working."""
 
 from __future__ import annotations
 

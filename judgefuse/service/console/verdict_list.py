@@ -3,7 +3,7 @@ named, and written back for the links (next page, preset filters).
 
 Times are UTC, as ``YYYY-MM-DDTHH:MM`` (what a ``datetime-local`` input sends) or epoch seconds,
 between 1970-01-01 and 9999-12-31: the form shows each time back, and ``time.gmtime`` raises on
-``nan``, ``inf`` or a year past 9999 (issue 41: such a time was a 500, not a 422). A cursor's
+``nan``, ``inf`` or a year past 9999 (unchecked, such a time would be a 500, not a 422). A cursor's
 time (``after``) is held to the same range.
 """
 

@@ -6,7 +6,7 @@ A report reads a panel's stored verdicts, parses them and computes over them: th
 structure (the newest ``panel_structure_window`` and a Dawid-Skene fit) and the console's lists
 and overview (up to a thousand records a page). Done on the event loop, one tenant polling a win
 rate over 2,000 stored verdicts moved another tenant's ``/v1/fuse`` from p50/p99 7/30 ms to
-459/832 ms (issue 41): every request in flight waited out each parse. So every such request
+459/832 ms: every request in flight waited out each parse. So every such request
 goes through :class:`Reports`:
 
 * **off the loop**: storage calls stay on the loop (they are async and hand their own work to

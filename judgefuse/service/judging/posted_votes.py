@@ -15,7 +15,7 @@ before anything is stored:
 * a ``p_a`` that contradicts the vote's choice and confidence (``p_a`` is P(A is better): for
   a vote for A it must equal the confidence, for B one minus it, within :data:`P_A_TOLERANCE`;
   a client sends either and the gateway derives the other, or both in agreement). A
-  contradicting ``p_a`` used to flip ``mean_probability`` verdicts to the other answer;
+  contradicting ``p_a`` would flip ``mean_probability`` verdicts to the other answer;
 * more ``signals`` than ``max_signals_per_vote``, a signal name longer than
   ``max_signal_name_chars`` (docs/design.md, 'Bounded learning'), or text that cannot be stored
   (:func:`~judgefuse.service.judging.request_checks.storable`) in a name or an explanation.

@@ -3,9 +3,9 @@
 A request that is too long, not storable text (JSON lets lone surrogates and NUL in: neither
 can be stored by every backend, :mod:`judgefuse.service.kernel.stored_text`), empty, or carries
 ``metadata`` nested too deeply or too large to store is refused as a 422 naming the field, so a
-malformed item costs no judge calls (a deep ``metadata`` used to pass validation and fail only
-when the verdict was serialised for storage, after the judges had been paid for); an id no
-verdict can have is simply not found.
+malformed item costs no judge calls (checked later, a deep ``metadata`` would fail only when
+the verdict is serialised for storage, after the judges have been paid for); an id no verdict
+can have is simply not found.
 
 "Empty" means nothing visible: whitespace, format characters (zero-width space, joiners, BOM,
 bidi marks: Unicode category Cf), control characters, and the blank fillers that render as

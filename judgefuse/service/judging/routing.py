@@ -12,9 +12,9 @@ threshold version for the history). So a verdict is routed by (:func:`routing_th
 2. else the threshold promoted with the verdict's model, when it is that model's verdict;
 3. else the latest record anyway, and routing says why it does not apply ("retune").
 
-Before this pairing (docs/design.md, 'Learning keeps routing'), every promotion switched
-auto-accept off until someone retuned by hand (the latest threshold named the previous model):
-rule 2 is what keeps the loop routing.
+Rule 2 is what keeps the loop routing (docs/design.md, 'Learning keeps routing'): without it,
+every promotion would switch auto-accept off until someone retuned by hand (the latest
+threshold names the previous model).
 
 **Which route** (:func:`route_verdict`). ``auto_accept`` iff the threshold applies to the
 verdict and ``confidence >= threshold``; a "review everything" record, no record, or an

@@ -11,7 +11,7 @@ person, with a role:
   what the tenant's key may do (the API still takes the tenant key);
 * ``viewer``: signs in to read the console and ``/metrics``; posts nothing.
 
-Tenant keys stay the pipeline's and the operator's: annotators no longer need them.
+Tenant keys stay the pipeline's and the operator's: annotators do not need them.
 
 Storage: one compare-and-set state blob per tenant (``annotators``), so every replica on every
 backend sees the same accounts and sessions, and one read answers "is this credential live and

@@ -3,7 +3,7 @@
 JSON lets a client send two kinds of text that cannot be stored alike everywhere: lone
 surrogates (``"\\ud800"``: not encodable as UTF-8, so no backend can store or return them) and
 NUL (``"\\u0000"``: SQLite and Redis store it, PostgreSQL refuses it in a ``text`` column, so the
-same request was a 200 on one backend and a 500 on another). Both are refused before anything
+same request would be a 200 on one backend and a 500 on another). Both are refused before anything
 is stored: a 422 naming the field, or a 404 for an id that names an existing verdict (an id no
 verdict can have is simply not found). Every boundary check of the service
 (:mod:`judgefuse.service.judging.request_checks`, the posted votes, annotator names, verdict ids)

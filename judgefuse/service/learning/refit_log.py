@@ -1,8 +1,9 @@
 """The refit log: every refit and cold-start fit of a panel with its outcome and why
-(docs/review-loop.md, 'Learned fusion in the service'; issue 47, item 7).
+(docs/review-loop.md, 'Learned fusion in the service').
 
-A background refit that was not promoted used to say why only in the server log. Each outcome
-(``promoted``, ``kept``, ``skipped``, ``failed``) is now appended here with when it ran, what
+A background refit runs with no caller to answer, so why it was or was not promoted would
+otherwise be only in the server log. Each outcome
+(``promoted``, ``kept``, ``skipped``, ``failed``) is appended here with when it ran, what
 started it (``background``: the scheduler every ``refit_every_labels`` labels; ``api``:
 ``POST /v1/fusion/refit``; ``tune``: a tune that paired the serving model with a threshold;
 ``console``: the console's button; ``cold start``: the label-free fit) and its reason, the labels

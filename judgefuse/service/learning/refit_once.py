@@ -1,6 +1,6 @@
 """One refit per identical label set (docs/design.md, 'Bounded learning').
 
-Twelve concurrent ``POST /v1/fusion/refit`` calls on the same labels used to fit twelve times
+Twelve concurrent ``POST /v1/fusion/refit`` calls on the same labels must not fit twelve times
 and promote twelve model versions of the same model. A refit's input is its label set (which
 verdicts, with which labels) and what it is asked to do with it (the learned method, the voting
 baseline, the target, the folds, the signal caps): :func:`label_set_digest` names it. Then:

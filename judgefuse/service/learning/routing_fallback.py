@@ -4,8 +4,9 @@ keeps routing').
 ``POST /v1/thresholds/tune`` of the active method tunes on the verdicts that method made. A
 learned model promoted before any target has few or none of its own labelled verdicts (its
 labels came before it), so that tune can find nothing, and the refit at the target may not be
-promoted either (its Brier gain within noise): the model then served with no threshold and
-every verdict went to review (issue 28's calm scenario). :class:`RoutingFallback` finishes such
+promoted either (its Brier gain within noise): the model would then serve with no threshold
+and every verdict would go to review (the calm traffic of ``benchmarks/bench_calm_tune.py``).
+:class:`RoutingFallback` finishes such
 a tune, in this order, stopping at the first that qualifies:
 
 1. the serving model's threshold tuned on the **cross-fitted** confidences of the learned

@@ -4,9 +4,9 @@ keeps routing').
 
 Every path that changes what routes a verdict decides on what it read and writes later: a
 refit minutes later (its worker fits while traffic flows), a tune after its CPU-bound search.
-Written with plain puts, a decision made against a pair that changed meanwhile once served a
-model promoted without a threshold although a target had been tuned in between (issue 45:
-every verdict of it went to review as ``method_mismatch`` until the next refit). So each of
+Written with plain puts, a decision made against a pair that changed meanwhile would serve a
+model promoted without a threshold although a target had been tuned in between (every verdict
+of it would go to review as ``method_mismatch`` until the next refit). So each of
 them reads the pair here, decides, and writes with ``Storage.put_serving``, a compare-and-set
 on both versions: when another writer got there first, nothing is written and the path reads
 the pair again and decides again (or refuses).

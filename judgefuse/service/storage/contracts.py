@@ -525,10 +525,10 @@ class VersionedRecords(abc.ABC):
         got there first. With both, the model is stored with the threshold embedded, its
         version set (one record holds the pair).
 
-        Why: a promotion, a tune or a rollback decides against the pair it read; writing with
-        ``put_threshold`` / ``put_model`` after a concurrent write of the other kind once
-        served a model with a threshold tuned for another method (issue 45). Here the loser
-        of such a race writes nothing, reads again and decides again."""
+        Why: a promotion, a tune or a rollback decides against the pair it read; written with
+        ``put_threshold`` / ``put_model`` after a concurrent write of the other kind, the pair
+        would serve a model with a threshold tuned for another method. Here the loser of such a
+        race writes nothing, reads again and decides again."""
         check_tenant(tenant)
         check_serving_put(panel, expected, threshold, model)
         expected = ServingVersions(int(expected[0]), int(expected[1]))

@@ -34,8 +34,8 @@ refusing keeps the replica serving what it admitted):
   (``/v1/fuse`` at 150% of its max: store wait p50 51 ms, p99 281 ms, loop lag p50 <= 5 ms).
 * **Storage connections** (the label and review routes): at most ``server.max_inflight_labels``
   of them in flight; more wait in order, up to ``server.label_wait_s``, then 429. A burst of
-  labels larger than the storage pool (Redis: 100 connections) used to fail at once with 503
-  for the requests past the pool; now it queues briefly, and only a sustained excess is refused.
+  labels larger than the storage pool (Redis: 100 connections) queues briefly instead of failing
+  at once with 503 for the requests past the pool; only a sustained excess is refused.
 
 The in-flight budgets per tenant and in total of ``/v1/judge`` and ``/v1/fuse`` stay where the
 tenant is known (:mod:`judgefuse.service.judging.admission`). Every refusal is an

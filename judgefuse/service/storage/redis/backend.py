@@ -844,8 +844,8 @@ class RedisStorage(Storage):
             else:
                 low_arg = f"({score!r}"
             bounds = (high_arg, low_arg) if descending else (low_arg, high_arg)
-            # one round trip: the cursor's tie group and the first n past it (a page behind a
-            # cursor used to cost two, then the bodies' MGET a third: docs/benchmarks.md)
+            # one round trip: the cursor's tie group and the first n past it, in one pipeline
+            # (two reads and the bodies' MGET apart would cost three: docs/benchmarks.md)
             async with self.client.pipeline(transaction=False) as pipe:
                 side = pipe.zrevrangebyscore if descending else pipe.zrangebyscore
                 side(key, repr(score), repr(score), start=0, num=n, withscores=True)

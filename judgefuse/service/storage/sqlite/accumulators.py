@@ -32,8 +32,8 @@ _ROWS_PER_STATEMENT = 200
 def _upsert(conn: sqlite3.Connection, head: str, tail: str, marks: str,
             params: list[tuple[Number | str, ...]]) -> dict[tuple[str, str], Number]:
     """(key, field) -> the stored value after adding, for every row of ``params``: one
-    multi-row upsert per :data:`_ROWS_PER_STATEMENT` rows (a verdict's five fields were ten
-    statements, a label's dozens twice as many)."""
+    multi-row upsert per :data:`_ROWS_PER_STATEMENT` rows (a statement per row would make a
+    verdict's five fields ten statements, a label's dozens twice as many)."""
     out: dict[tuple[str, str], Number] = {}
     for i in range(0, len(params), _ROWS_PER_STATEMENT):
         chunk = params[i:i + _ROWS_PER_STATEMENT]

@@ -8,7 +8,7 @@ behind it. Timing each group's ``COMMIT`` under ``/v1/judge`` at 163/s showed a 
 pages a verdict. Here a thread with its own connection runs
 a ``PASSIVE`` checkpoint every :data:`CHECKPOINT_EVERY_S` when something was committed since
 the last one (``PRAGMA data_version``); ``PASSIVE`` never waits for, or blocks, a writer or
-a reader, and takes the same fsyncs, now beside the commits instead of inside one of them.
+a reader, and takes the same fsyncs, beside the commits instead of inside one of them.
 Same minutes, three rounds each: the verdicts' store wait p99 8.2-9.1 -> 5.5-7.6 ms
 (``benchmarks/results/checkpointer_ab.txt``).
 

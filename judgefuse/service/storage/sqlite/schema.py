@@ -152,8 +152,9 @@ def create_schema(conn: sqlite3.Connection, path: Path) -> None:
 
     A file whose schema is newer than this code raises :class:`StorageError` and is left as it
     was (the transaction rolls back). A file already at this version is only read: no write
-    lock (a refit's worker process opens the store at a low CPU priority, and its schema
-    transaction once held every verdict's write behind it: docs/design.md, 'Bounded learning').
+    lock (a refit's worker process opens the store at a low CPU priority, and a schema
+    transaction from it would hold every verdict's write behind it: docs/design.md, 'Bounded
+    learning').
     """
     try:
         row = conn.execute("SELECT value FROM meta WHERE name = 'schema'").fetchone()
