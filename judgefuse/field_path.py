@@ -1,7 +1,7 @@
 """The one formatter of a pydantic error location as a field path: ``judges[0].model``.
 
 Every room reports validation errors by field (panel files, settings, datasets, HTTP bodies),
-and each used to carry its own copy of this loop. It imports nothing of ours, so any room may
+and every one of them uses this loop. It imports nothing of ours, so any room may
 use it (it sits below ``prompts/`` and ``calibration/`` in the import order of docs/design.md, 'Architecture').
 """
 

@@ -3,7 +3,7 @@
 ``json.loads`` recurses once per ``[`` or ``{``, so a line of 100,000 brackets raises
 ``RecursionError`` (not a ``ValueError``), and bytes that are not UTF-8 raise
 ``UnicodeDecodeError`` from wherever the file happens to be decoded: both escaped every loader
-and resume file as a traceback (issue 41). :func:`decode_utf8` and :func:`parse_json` turn each
+and resume file as a traceback. :func:`decode_utf8` and :func:`parse_json` turn each
 into a :class:`JSONTextError` with the reason and the place within the text; the caller names
 the file (the dataset loaders as ``DatasetError``, file:line, exit 2; the batch run's resume
 files as their own error saying how to start over).

@@ -10,7 +10,7 @@ MCE, TH-Score) is one matrix product ``M @ X`` for all resamples at once, with X
 features (e.g. one column per bin for ECE). 1,000 resamples of 350 items take a few ms.
 Other metrics (adaptive_ce, auroc, aurc, any callable) fall back to a loop.
 
-Large rows (issue 46): :func:`bootstrap_intervals_many` on rows of more than 20,000 items (at 1,000
+Large rows: :func:`bootstrap_intervals_many` on rows of more than 20,000 items (at 1,000
 resamples: :data:`LARGE_CELLS`) draws each row's resamples over cells instead of items, so a
 10^6-item row costs as much as a 20-cell one. Every vectorised metric above is a function of
 per-item feature sums, and a row's items fall into cells (confidence bin x correct) inside which

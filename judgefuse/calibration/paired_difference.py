@@ -1,9 +1,9 @@
 """Is one model's per-item loss lower than another's by more than chance? A paired bootstrap.
 
-Why (docs/design.md, 'Learning keeps routing'): learned fusion used to be promoted whenever its
-cross-fitted Brier was at most the voting method's, so on calm traffic a difference of 0.0001
-(0.0508 vs 0.0509 at 205 labels) promoted a model, and which model served depended on when a
-refit landed. A promotion now needs the *paired* difference of the per-item losses (candidate
+Why (docs/design.md, 'Learning keeps routing'): promoted whenever its cross-fitted Brier is at
+most the voting method's, learned fusion would be promoted on calm traffic by a difference of
+0.0001 (0.0508 vs 0.0509 at 205 labels), and which model served would depend on when a refit
+landed. A promotion needs the *paired* difference of the per-item losses (candidate
 minus incumbent, on the same labelled items) to be below zero by more than its noise: the
 upper end of a one-sided bootstrap interval of the mean difference must be below ``-margin``.
 

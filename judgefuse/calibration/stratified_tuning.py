@@ -51,7 +51,7 @@ weighted by ``N_s / n_s``, which tests the one linear statement "precision < t" 
 It is valid with a constant bet (the strata have different means, so a predictable bet is not),
 but its tail is Chernoff's: on one stratum of 100 accepted labels at target 0.8 and delta 0.1 a
 mixture over six bets allows 9 errors where Clopper-Pearson allows 14, and on resampled review
-+ audit streams it certified less often than this bound (tried for issue 28; not kept).
++ audit streams it certified less often than this bound (so it is not used).
 
 Strata that cannot be accepted (``support=``). A stratum whose verdicts are known, by how they
 were routed, to hold only confidences below some value (``review`` when this very confidence
@@ -59,7 +59,7 @@ routed at one fixed threshold ``tau0``) has accepted share 0 at every candidate 
 now and in future traffic, so it leaves those candidates' bounds: no box statement, no share of
 delta. Without it, a census review stratum with 0 of 500 labels accepted still bounds its share
 at ~0.009 with every one of them wrong, which costs ~2 points of precision at a 50/50 mix
-(issue 28: with the support, certified 100/150/300-audit-label shares on Trust-or-Escalate
+(with the support, certified 100/150/300-audit-label shares on Trust-or-Escalate
 roughly double; ``benchmarks/bench_precision_bound.py``). The support must come from the
 routing, never from the labels; the service does not know it (its strata mix thresholds and
 periods with no threshold), so it does not pass it.

@@ -86,7 +86,7 @@ def load_sources(args: argparse.Namespace) -> tuple[list[JudgedItem], UndefinedA
 
 
 def load_table_sources(args: argparse.Namespace) -> tuple[VoteTable, UndefinedAnswers]:
-    """:func:`load_sources` as arrays (a votes file streamed, no object per item: issue 46)."""
+    """:func:`load_sources` as arrays (a votes file streamed, no object per item)."""
     from judgefuse.evaluation.loaders.votes_columnar import load_table
 
     answers = UndefinedAnswers(strict=getattr(args, "strict", False))

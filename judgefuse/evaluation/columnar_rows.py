@@ -1,5 +1,5 @@
 """A fusion method's row over vote arrays, shared by ``evaluate`` (judged items) and
-``evaluate_table`` (:mod:`.table_eval`, a votes file read into arrays) (issue 46).
+``evaluate_table`` (:mod:`.table_eval`, a votes file read into arrays).
 
 :func:`fuse_columnar` gives, as arrays, what the per-item path gives for a method with a columnar
 form (every voting rule, their recalibrated variants, ``dawid_skene``, ``stacked`` and

@@ -204,7 +204,7 @@ def _columnar(args: argparse.Namespace) -> bool:
 
 
 def _run_eval_table(args: argparse.Namespace, console: Console, started: float) -> int:
-    """``eval`` over a votes file streamed into arrays: no object per item (issue 46). The table
+    """``eval`` over a votes file streamed into arrays: no object per item. The table
     is made inside ``evaluate_table`` (:class:`_TableSource`), which keeps only its labelled items."""
     options = EvaluationOptions(
         methods=fuser_eval_command.voting_methods(args),
@@ -265,7 +265,7 @@ def one_blas_thread() -> Iterator[None]:
     """BLAS on one thread while the columnar path runs: its matrix products are narrow (items x a
     few dozen columns), so a second thread saves little on an idle machine and costs 3x on a
     busy one (threads spinning for a core: 10^5 items took 125 s instead of 42 on this 2-core
-    machine at load 6), and the numbers no longer depend on the machine's thread count.
+    machine at load 6), and the numbers do not depend on the machine's thread count.
     threadpoolctl comes with scikit-learn; without it nothing is changed."""
     try:
         from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]

@@ -13,8 +13,8 @@ per scored item (the metrics take 0/1), so half of a row's ties are scored right
 (:func:`tie_halves`: in a fixed order of their item ids, every other one right; an odd one out
 wrong): the row's accuracy counts each tie as half an item, its Brier and log-loss are those of
 a fair coin exactly (0.25 and log 2 per tie whichever way it is scored), and nothing depends on a
-seed. (A seeded coin per item, the rule before, moved a voting row of a held-out set with many
-ties by nearly three points between seeds: issue 43.) The row counts its ties (``n_ties``); the
+seed. (A seeded coin per item would move a voting row of a held-out set with many ties by
+nearly three points between seeds.) The row counts its ties (``n_ties``); the
 reports say the rule (:data:`TIE_RULE`).
 """
 

@@ -1,5 +1,5 @@
 """``evaluate`` over a :class:`~judgefuse.evaluation.vote_table.VoteTable`: every judge and every
-method with a columnar form, with no object per item (issue 46).
+method with a columnar form, with no object per item.
 
 :func:`~judgefuse.evaluation.runner.evaluate` takes judged items (every loader's output) and is
 the reference; :func:`evaluate_table` gives the same :class:`~judgefuse.evaluation.runner.Evaluation`

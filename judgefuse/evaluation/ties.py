@@ -85,7 +85,7 @@ def tie_report(name: str, answers: Sequence[Outcome | None], labels: Sequence[La
 
 def tie_report_counts(name: str, counts: Mapping[tuple[Outcome | None, Label], int]) -> TieReport:
     """:func:`tie_report` from how many items have each (answer, label) pair: every number is a
-    count or a ratio of counts, so a row of 10^6 items is tallied once (issue 46)."""
+    count or a ratio of counts, so a row of 10^6 items is tallied once."""
 
     def total(keep: Callable[[Outcome | None, Label], bool]) -> int:
         return sum(n for (answer, label), n in counts.items() if keep(answer, label))

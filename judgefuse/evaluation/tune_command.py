@@ -183,7 +183,7 @@ def columnar_tune(method: str | None, judge: str | None) -> bool:
 def scored_row_table(
     table: VoteTable, *, method: str | None = None, judge: str | None = None, n_folds: int = 5, seed: int = 0
 ) -> tuple[str, str, ScoredRow]:
-    """:func:`scored_row` of a votes file read into arrays (no object per item, issue 46), for the
+    """:func:`scored_row` of a votes file read into arrays (no object per item), for the
     judges and methods :func:`columnar_tune` names: the same row."""
     labelled = table.take(np.flatnonzero(table.items.decided))
     if not labelled.n_items:

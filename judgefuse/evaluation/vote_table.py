@@ -1,5 +1,4 @@
-"""Judged items as arrays: what the offline tools read of a votes file, without an object per item
-(issue 46).
+"""Judged items as arrays: what the offline tools read of a votes file, without an object per item.
 
 A :class:`VoteTable` is the items' own columns (:class:`ItemColumns`: id, outcome, category) beside
 their votes' (:class:`~judgefuse.fusion.columnar.VoteColumns`: items x slots). It is what

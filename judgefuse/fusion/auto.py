@@ -1,4 +1,4 @@
-"""``auto``: the fusion method chosen on the labels at hand, by cross-validation (issue 43).
+"""``auto``: the fusion method chosen on the labels at hand, by cross-validation.
 
 Why: which method fuses a panel best depends on the panel. A vote count is hard to beat when the
 judges' stated confidence is noise and labels are few; stacking wins when confidence carries
@@ -37,7 +37,7 @@ within it, the lower mean wins. (A first version ranked ``<base>+platt`` one ste
 than its base: with 80 labels the one-standard-error rule then kept raw ``majority`` in most
 folds, whose vote share made the row's ECE 13% on the strong-judge panel.)
 
-**Ties** (issue 43, item 4). ``fit`` also takes ``tie`` labels (``fits_tie_labels``; ``both_bad``
+**Ties**. ``fit`` also takes ``tie`` labels (``fits_tie_labels``; ``both_bad``
 labels are left out). The choice above is made and fitted on the A/B labels only; with at least
 :data:`MIN_TIE_LABELS` tie labels a **tie model** is fitted besides: a logistic regression (L2,
 :data:`TIE_PENALTY`) of "the label is a tie" on :data:`TIE_FEATURES` (the share of the item's

@@ -1,4 +1,4 @@
-"""The votes of many items as arrays, and the voting rules fused over them at once (issue 46).
+"""The votes of many items as arrays, and the voting rules fused over them at once.
 
 Why: offline, ``judgefuse eval`` fuses every item with every method, several times over (each
 rule, each recalibrated variant's folds, the tie-labelled items). Item by item that is a Python

@@ -1,5 +1,5 @@
 """Cross-fitting on index arrays for methods whose learned part sees only a label-free base's
-verdicts: ``<voting rule>+<recalibrator>`` (issue 46).
+verdicts: ``<voting rule>+<recalibrator>``.
 
 Why: :func:`~judgefuse.fusion.crossfit.cross_fit_predict` refits
 :class:`~judgefuse.fusion.recalibrated.Recalibrated` per fold, and each fit and each prediction

@@ -1,4 +1,4 @@
-"""Dawid-Skene's verdicts on many items as arrays (issue 46).
+"""Dawid-Skene's verdicts on many items as arrays.
 
 Why: :meth:`DawidSkeneFusion.predict` fits EM over arrays already, then scores each item with
 :meth:`DawidSkeneModel.posterior_a` (a Python loop over its observations) and a validated

@@ -1,5 +1,5 @@
 """``stacked`` and ``offset_stacked`` over arrays: features, fits and verdicts for many items at
-once (issue 46).
+once.
 
 Why: :class:`~judgefuse.fusion.stacking.StackedFusion` builds its feature matrix item by item
 (``_raw_rows``: a dict of the item's votes by judge, ``math.fsum`` per feature), and

@@ -1,6 +1,6 @@
 """A judge that disagrees with the rest of its panel far more than chance allows, found without labels.
 
-Why (issue 43): the label-free methods (the voting rules, ``mean_probability``, ``dawid_skene``)
+Why: the label-free methods (the voting rules, ``mean_probability``, ``dawid_skene``)
 weigh every judge as the votes come; one broken judge (letters swapped by a parser, a judge that
 answers A whenever a position or a letter suits it) moves every verdict it can and nothing in
 their rows says so. Without labels the only evidence is agreement, so each judge is compared with
@@ -96,7 +96,7 @@ def warnings_from_letters(
     names: Sequence[str], said: np.ndarray, *, z: float = Z, min_items: int = MIN_ITEMS
 ) -> list[JudgeWarning]:
     """:func:`judge_warnings` from each judge's first A/B vote per item (``said``: items x
-    ``names``, sorted; +1 A, -1 B, 0 none), e.g. read from vote arrays (issue 46)."""
+    ``names``, sorted; +1 A, -1 B, 0 none), e.g. read from vote arrays."""
     if len(names) < 3:
         return []
     total = said.sum(axis=1, dtype=np.int64)

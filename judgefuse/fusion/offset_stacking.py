@@ -92,8 +92,8 @@ def fit_offset_logistic(
 
     A Newton step that would raise the penalised loss is halved until it does not: where the
     labels nearly separate (Trust-or-Escalate's rule log-odds of +-9 at penalties 1 and 3), full
-    steps grew to 10^3 and the fit diverged, its held-out log-loss 10 nats above the rule's.
-    Where full steps converge they are all taken, so those fits are unchanged (issue 46)."""
+    steps grow to 10^3 and the fit diverges, its held-out log-loss 10 nats above the rule's.
+    Where full steps converge they are all taken, so those fits are plain Newton fits."""
     n, d = x.shape
     if math.isinf(lam):
         return 0.0, np.zeros(d)

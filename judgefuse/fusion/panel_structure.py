@@ -123,7 +123,7 @@ def panel_structure_columns(
     votes: VoteColumns, label_a: NDArray[np.bool_], labelled: NDArray[np.bool_]
 ) -> PanelStructure | None:
     """:func:`panel_structure` of the items of ``votes`` (``labelled`` marks those with an A/B
-    label, ``label_a`` which say A), from the vote arrays: the same numbers (issue 46)."""
+    label, ``label_a`` which say A), from the vote arrays: the same numbers."""
     from judgefuse.fusion.columnar_dawid_skene import (
         EXACT_EM_ROWS,
         fit_parts_em,

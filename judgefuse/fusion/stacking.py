@@ -14,8 +14,8 @@ Features, per judge seen at fit (sorted by name, frozen at fit):
 * ``direction``: the vote's direction alone, +1 for A, -1 for B, 0 for a tie or no answer
   (averaged over the judge's votes). Without it the direction reached the model only multiplied
   by the confidence's log-odds, so a judge whose stated confidence is noise (uniform in
-  [0.5, 1] whether right or wrong) was a noisy feature, and stacking lost to a plain vote count
-  (issue 43: 75.7% against majority's 80.6% at 10,000 labels). With ``direction`` beside
+  [0.5, 1] whether right or wrong) is a noisy feature, and stacking loses to a plain vote count
+  (75.7% against majority's 80.6% at 10,000 labels). With ``direction`` beside
   ``logodds`` (= direction x confidence log-odds) the model is a weighted vote whose weights grow
   with confidence exactly as far as the labels show confidence carries information: ``logodds``
   is the confidence's log-odds signed by the vote, so its weight is 0 when confidence says
@@ -25,8 +25,8 @@ Features, per judge seen at fit (sorted by name, frozen at fit):
   nothing on the synthetic panels (benchmarks/synthetic_panels.py).
 
 Which kinds a model uses is its **feature set** (:data:`FEATURE_SETS`), saved with its
-parameters: 2 (all five) since issue 43; 1 (``logodds``, ``missing``, ``invalid``, ``tie``) before;
-0 (the first three, before ties had a column) reads a tie as ``invalid``, as when such a model was
+parameters: 2 (all five); 1 (``logodds``, ``missing``, ``invalid``, ``tie``: models saved before
+``direction`` existed); 0 (the first three, before ties had a column) reads a tie as ``invalid``, as when such a model was
 fitted. A saved model predicts with the features it was fitted on, so an upgrade never changes
 a served model's answers; its next refit uses the current set.
 * one column per numeric ``signals`` key the judge carried at fit (e.g. a reward margin),

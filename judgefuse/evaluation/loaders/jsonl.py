@@ -2,7 +2,7 @@
 
 Every line goes through :mod:`judgefuse.json_input` (UTF-8 checked, nesting bounded), so a
 line of bytes that are not UTF-8 or of 100,000 brackets is ``file:line: reason`` and exit 2 like
-any other bad record, not a traceback (issue 41). Files are read as bytes and split at ``\n``
+any other bad record, not a traceback. Files are read as bytes and split at ``\n``
 (the JSON Lines separator), so the line a decoding fault is on is known.
 """
 

@@ -1,5 +1,5 @@
 """A votes file streamed into arrays (:class:`~judgefuse.evaluation.vote_table.VoteTable`), with
-no object per item (issue 46).
+no object per item.
 
 Why: :func:`~.votes.read_votes` validates every line into a :class:`JudgedItem` (pydantic models
 for the item and each vote): about 10 KB of memory and 50 us of CPU per item, so 10^6 items

@@ -10,7 +10,7 @@ accepting ``POST /batches`` and this file being written (a crash there submits a
 It is validated whole on load (:meth:`BatchState.load`): a file that is not UTF-8, not JSON,
 nested past :data:`~judgefuse.json_input.MAX_DEPTH`, of another version or of another shape is
 a :class:`BatchFileError` naming the file, what is wrong and how to start over, so a run that
-cannot resume stops before it sends anything, with exit 2 and no traceback (issue 41).
+cannot resume stops before it sends anything, with exit 2 and no traceback.
 """
 
 from __future__ import annotations
