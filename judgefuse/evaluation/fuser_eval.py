@@ -15,9 +15,9 @@ and the fuser's answer as one vote) written as each item finishes:
   judges), as the service does, and the run counts those fallbacks;
 * a call that **failed** (the model unreachable, a timeout: no reply at all) is not an answer,
   so it is never recorded: the next run asks again. The run counts those failures, and
-  ``eval`` gives no fuser row and exits 1 when there is any (:mod:`fuser_eval_command`). Before,
-  a failure was recorded as an unusable answer, so an unreachable model made a fuser row that
-  was the fallback on every item (majority's accuracy, shown as the fuser's), and a rerun reused
+  ``eval`` gives no fuser row and exits 1 when there is any (:mod:`fuser_eval_command`).
+  Recorded as an unusable answer, a failure would make an unreachable model's fuser row the
+  fallback on every item (majority's accuracy, shown as the fuser's), and a rerun would reuse
   the failures;
 * calls, tokens and cost (litellm's price table; a local model costs 0) are on every recorded
   vote, so the row's cost column includes the fuser's calls.

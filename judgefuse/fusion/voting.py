@@ -16,9 +16,9 @@ score"; "Ties use the maximum confidence"): when the two scores tie, the letter 
 confidence wins (``tie_broken`` is True and a note says so). When that ties too, the verdict is
 an **exact tie**: no choice, confidence and ``p_a`` 0.5, note :data:`~judgefuse.fusion.verdict.TIE_NOTE`
 (routed to review by the service; scored offline as a tie, see ``evaluation/scoring.py``). The
-same for ``mean_probability`` at a mean of exactly 0.5. Breaking it toward A, as before, decided
-every equal-confidence disagreement of a two-judge panel by the order the answers were shown in:
-the position bias a position swap exists to remove. Scores are compared with a relative/absolute
+same for ``mean_probability`` at a mean of exactly 0.5. Breaking it toward A would decide every
+equal-confidence disagreement of a two-judge panel by the order the answers were shown in: the
+position bias a position swap exists to remove. Scores are compared with a relative/absolute
 tolerance of 1e-12 and summed with ``math.fsum`` so the order of the votes never matters.
 
 One valid vote (a panel of one, or a degraded verdict where the other judges failed): every

@@ -17,8 +17,8 @@ What passes is a :class:`CheckedRequest`, which the rest of the path takes and n
 again. A batch is checked item by item before any item is judged (:meth:`RequestChecks.batch`):
 an item that failed the schema (:class:`~judgefuse.service.schemas.InvalidItem`), fails a check,
 or repeats an earlier item's id gets its own 4xx in ``results``; the other items are judged as
-usual. (Before, one such item refused the whole batch, or, when it failed only at storage time,
-turned the batch into a 500 after the good items had been stored.)
+usual. (One such item must not refuse the whole batch, nor, failing only at storage time, turn
+the batch into a 500 after the good items have been stored.)
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Single-flight idempotency: an identical retry while the first request is still in flight waits
 for it and gets the same verdict, with no second set of judge calls.
 
-Before, a client that retried ``POST /v1/judge`` with the same ``id`` while the first attempt was
-still judging got a 409 (the id was "used" by the time the second save ran) and the judges were
-called twice (30 concurrent identical requests: 18 x 200, 12 x 409 on SQLite).
+Without it, a client that retries ``POST /v1/judge`` with the same ``id`` while the first attempt
+is still judging gets a 409 (the id is "used" by the time the second save runs) and the judges
+are called twice (30 concurrent identical requests: 18 x 200, 12 x 409 on SQLite).
 
 Two levels, because replicas share storage but not memory:
 

@@ -15,11 +15,11 @@ runs in a process of its own:
   of the time budget (``RLIMIT_CPU``), behind the wall-clock budget the gateway enforces by
   killing the worker;
 * on every CPU it may use except the one the serving process is pinned to (when that process
-  is pinned to fewer CPUs than there are): a worker inherits its parent's CPU affinity, and a
-  gateway pinned to one core once shared that core with its own refit (loop lag p99 250 ms);
+  is pinned to fewer CPUs than there are): a worker inherits its parent's CPU affinity, so a
+  gateway pinned to one core would share that core with its own refit (loop lag p99 250 ms);
 * the job's input is sent, and its result received, in threads: the loop never reads or
   writes the pipes (a worker at low priority on a busy machine may write its result in pieces
-  seconds apart; a read on the loop once held every request that long).
+  seconds apart; a read on the loop would hold every request that long).
 
 A job is a picklable module-level function, or a generator function that stops once or more to
 ask the gateway something (:meth:`RefitWorkers.session`): a refit reads its labels in the worker,
