@@ -1,11 +1,12 @@
 """Tables of docs/results.md, printed from the shared data by the code that computes them, so a
 test can compare the page with what the code gives (issue 47, item 5: the page had drifted).
 
-    python benchmarks/results_tables.py trust_or_escalate [--data ../shared/data]
+    python benchmarks/results_tables.py judgebench|trust_or_escalate [--data ../shared/data]
 
-Prints the Markdown table the page shows under "Replayed judgments", for the Trust-or-Escalate
-replay (``judgefuse eval ../shared/data/trust_or_escalate``: 500 human-labelled pairs, three
-judges): each judge, then the rows the page keeps, from :func:`judgefuse.evaluation.runner.evaluate`
+Prints a Markdown table the page shows under "Replayed judgments": the JudgeBench replay
+(``judgefuse eval ../shared/data/judgebench``: 350 pairs, 10 judges, the 3 most accurate shown)
+or the Trust-or-Escalate one (``judgefuse eval ../shared/data/trust_or_escalate``: 500
+human-labelled pairs, three judges): the judges, then the rows the page keeps, from :func:`judgefuse.evaluation.runner.evaluate`
 (the command's own rows, the same loader). The page's highlighted row is bold, and so are its
 cells that are the best of their column. tests/evaluation/test_results_tables.py compares the
 output with the page line for line.
@@ -47,6 +48,8 @@ class Table:
     highlight: str
     """The row shown bold (and its cells that are the best of their column)."""
     columns: tuple[Column, ...]
+    judges_shown: int | None = None
+    """The most accurate judges shown (None: every judge)."""
 
 
 def percent(value: float) -> str:
@@ -58,6 +61,28 @@ def digits(n: int) -> Callable[[float], str]:
 
 
 TABLES = {
+    "judgebench": Table(
+        data="judgebench",
+        methods=(
+            "majority",
+            "confidence_weighted",
+            "entropy_weighted",
+            "mean_probability",
+            "majority+platt",
+            "stacked",
+        ),
+        highlight="stacked",
+        columns=(
+            Column("Acc %", "accuracy", percent, True),
+            Column("ECE %", "ece", percent, False),
+            Column("Brier", "brier", digits(3), False),
+            Column("NLL", "nll", digits(3), False),
+            Column("TH", "th_score", digits(2), True),
+            Column("MacroCE %", "macroce", percent, False),
+            Column("AUROC", "auroc", digits(3), True),
+        ),
+        judges_shown=3,
+    ),
     "trust_or_escalate": Table(
         data="trust_or_escalate",
         methods=("majority", "entropy_weighted", "mean_probability", "stacked"),
@@ -79,6 +104,7 @@ NAMES = {"stacked": "stacked (cross-fitted)"}
 def render(table: Table, rows: Sequence[RowReport]) -> str:
     """The Markdown table of ``rows`` (an evaluation's judges and methods)."""
     judges = sorted((r for r in rows if r.row.kind == "judge"), key=lambda r: -r.metrics["accuracy"])
+    judges = judges[: table.judges_shown]
     by_name = {r.row.name: r for r in rows if r.row.kind != "judge"}
     shown = [*judges, *(by_name[m] for m in table.methods)]
     best = {
