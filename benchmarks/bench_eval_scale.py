@@ -12,6 +12,7 @@ every other item labelled A or B (balanced). It exercises every branch of the vo
 
     python benchmarks/bench_eval_scale.py write --n 20000 OUT.jsonl
     python benchmarks/bench_eval_scale.py run --sizes 10000 100000 [--repeat 3] [--bootstrap 1000]
+    python benchmarks/bench_eval_scale.py run --tool winrate --sizes 100000 1000000   (items naming their systems)
 """
 
 from __future__ import annotations
@@ -34,10 +35,13 @@ CATEGORIES = ("chat", "code", "math", "safety")
 P_INVALID = 0.03
 P_TIE_VOTE = 0.02
 P_TIE_LABEL = 0.02
+SYSTEMS = ("model-x", "model-y")
 
 
-def synthetic_lines(n: int, seed: int = 0) -> list[str]:
-    """``n`` JSONL lines (one judged item each) of the panel described in the module docstring."""
+def synthetic_lines(n: int, seed: int = 0, systems: bool = False) -> list[str]:
+    """``n`` JSONL lines (one judged item each) of the panel described in the module docstring;
+    with ``systems``, each item names the systems that wrote its answers (``system_a``,
+    ``system_b``: model-x and model-y, in alternating order), for ``winrate``."""
     rng = np.random.default_rng(seed)
     truth_a = rng.random(n) < 0.5
     tie_label = rng.random(n) < P_TIE_LABEL
@@ -64,6 +68,8 @@ def synthetic_lines(n: int, seed: int = 0) -> list[str]:
                               "confidence": float(conf[i, j]), "cost_usd": 0.0001, "calls": 1})
         label = "tie" if tie_label[i] else ("A" if truth_a[i] else "B")
         item = {"id": f"item-{i:07d}", "label": label, "category": CATEGORIES[categories[i]]}
+        if systems:
+            item["metadata"] = {"system_a": SYSTEMS[i % 2], "system_b": SYSTEMS[1 - i % 2]}
         lines.append(json.dumps({"item": item, "votes": votes}, separators=(",", ":")))
     return lines
 
@@ -74,17 +80,20 @@ def _probit(p: float) -> float:
     return NormalDist().inv_cdf(p)
 
 
-def write(path: Path, n: int, seed: int = 0) -> None:
-    path.write_text("\n".join(synthetic_lines(n, seed)) + "\n")
+def write(path: Path, n: int, seed: int = 0, systems: bool = False) -> None:
+    path.write_text("\n".join(synthetic_lines(n, seed, systems)) + "\n")
 
 
-def run_eval_once(path: Path, extra: list[str]) -> tuple[float, float, float]:
-    """(wall seconds, CPU seconds, peak RSS in MB) of one ``judgefuse eval PATH --quiet`` in a
-    fresh child. CPU time is given because the machine is shared: wall time there is partly the
-    wait for a core."""
+def run_eval_once(path: Path, extra: list[str], tool: str = "eval") -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds, peak RSS in MB) of one ``judgefuse eval PATH --quiet`` (or
+    ``judgefuse winrate PATH --json``) in a fresh child. CPU time is given because the machine is
+    shared: wall time there is partly the wait for a core."""
     with tempfile.TemporaryDirectory() as tmp:
-        command = [sys.executable, "-m", "judgefuse.cli", "eval", str(path), "--quiet",
-                   "--json", str(Path(tmp) / "report.json"), *extra]
+        if tool == "winrate":
+            command = [sys.executable, "-m", "judgefuse.cli", "winrate", str(path), "--json", *extra]
+        else:
+            command = [sys.executable, "-m", "judgefuse.cli", "eval", str(path), "--quiet",
+                       "--json", str(Path(tmp) / "report.json"), *extra]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
@@ -101,24 +110,28 @@ def main() -> None:
     w = sub.add_parser("write")
     w.add_argument("--n", type=int, required=True)
     w.add_argument("--seed", type=int, default=0)
+    w.add_argument("--systems", action="store_true", help="name the answers' systems (for winrate)")
     w.add_argument("out", type=Path)
     r = sub.add_parser("run")
     r.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     r.add_argument("--repeat", type=int, default=3)
+    r.add_argument("--tool", choices=("eval", "winrate"), default="eval", help="the command timed")
     r.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "judgefuse_eval_scale")
     r.add_argument("extra", nargs="*", help="more arguments for judgefuse eval (after --)")
     args = parser.parse_args()
     if args.command == "write":
-        write(args.out, args.n, args.seed)
+        write(args.out, args.n, args.seed, args.systems)
         return
     args.dir.mkdir(parents=True, exist_ok=True)
     rows = " ".join(args.extra) if args.extra else "default rows"
-    print(f"judgefuse eval, {rows}, 5 judges; python {sys.version.split()[0]}, {os.cpu_count()} cpus")
+    print(f"judgefuse {args.tool}, {rows}, 5 judges; python {sys.version.split()[0]}, {os.cpu_count()} cpus")
     for n in sorted(args.sizes):
-        path = args.dir / f"votes_{n}.jsonl"
-        if not path.exists():
-            write(path, n)
-        runs = [run_eval_once(path, args.extra) for _ in range(args.repeat)]
+        systems = args.tool == "winrate"
+        path = args.dir / (f"votes_systems_{n}.jsonl" if systems else f"votes_{n}.jsonl")
+        if not path.exists():  # in a child: this process stays small, and a child's peak RSS is its own
+            flags = ["--systems"] if systems else []
+            subprocess.run([sys.executable, __file__, "write", "--n", str(n), *flags, str(path)], check=True)
+        runs = [run_eval_once(path, args.extra, args.tool) for _ in range(args.repeat)]
         walls = [wall for wall, _, _ in runs]
         cpus = [cpu for _, cpu, _ in runs]
         peaks = [peak for _, _, peak in runs]
