@@ -110,6 +110,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -334,6 +335,24 @@ def tune_threshold_stratified(
     value; a candidate at or above it accepts none of the stratum's verdicts, now or in future
     traffic, so the stratum leaves that candidate's bound (:func:`_drop_unreachable`).
     """
+    target, delta, bound_of = _checked_options(target_precision, delta, min_count, max_candidates, chains,
+                                               bound, window)
+    strata = _labelled_strata(confidence, correct, stratum, population, window, support)
+    cands = _candidates(strata, max_candidates)
+    estimates = _estimates(strata, cands)
+    # one high-to-low scan by the fallback procedure (thresholds.fallback_scan): shares of delta
+    # at label-free starts, carried down while the scan passes
+    scan = scan_from_starts(cands.n_accepted, cands.errors, _bound_at(strata, cands, bound_of),
+                            min_count=int(min_count), chains=int(chains), delta=delta, target=target)
+    return _report(strata, cands, estimates, scan, target=target, delta=delta, min_count=int(min_count))
+
+
+def _checked_options(
+    target_precision: float, delta: float, min_count: int, max_candidates: int, chains: int, bound: str,
+    window: Mapping[str, Any] | None,
+) -> tuple[float, float, Callable[..., np.ndarray]]:
+    """The target and delta, checked, and the bound named ``bound``; a ``ValueError`` naming the
+    first option out of range."""
     target = check_unit_open("target_precision", target_precision)
     delta = check_unit_open("delta", delta)
     if isinstance(min_count, bool) or not isinstance(min_count, (int, np.integer)) or min_count < 1:
@@ -348,7 +367,33 @@ def tune_threshold_stratified(
     if bound.startswith("window") != (window is not None):
         raise ValueError("bound='window' needs window= (every verdict's confidence per stratum), "
                          "and window= is only read by bound='window'")
-    bound_of = BOUNDS[bound]
+    return target, delta, BOUNDS[bound]
+
+
+@dataclass(frozen=True)
+class _Strata:
+    """The labelled verdicts and the strata they stand for, checked, census strata pooled."""
+
+    confidence: np.ndarray
+    correct: np.ndarray
+    names: list[str]
+    """Every stratum of the population, sorted."""
+    big_n: np.ndarray
+    """``N_s``: verdicts per stratum, in ``names``' order."""
+    of_label: np.ndarray
+    """Each label's stratum (an index into ``names``)."""
+    n_labelled: np.ndarray
+    """``n_s``: labels per stratum."""
+    window: dict[str, np.ndarray] | None
+    support: Mapping[str, float] | None
+
+
+def _labelled_strata(
+    confidence: Any, correct: Any, stratum: Any, population: Mapping[str, int],
+    window: Mapping[str, Any] | None, support: Mapping[str, float] | None,
+) -> _Strata:
+    """The labels by stratum (:class:`_Strata`); a ``ValueError`` for a stratum not in
+    ``population`` or with more labels than verdicts."""
     c, z = check_pair(confidence, correct)
     names_arr = np.asarray(stratum)
     if names_arr.shape != c.shape:
@@ -356,7 +401,7 @@ def tune_threshold_stratified(
     pooled_names, population = _pool_census(names_arr, population)
     if support and CENSUS in population and CENSUS not in names_arr.tolist():
         support = {k: v for k, v in support.items() if k in population}
-    window = _pool_window(window, names_arr, pooled_names)
+    pooled_window = _pool_window(window, names_arr, pooled_names)
     names_arr = pooled_names
     names = sorted(population)
     index = {name: i for i, name in enumerate(names)}
@@ -376,21 +421,47 @@ def tune_threshold_stratified(
         i = int(over[0])
         raise ValueError(f"stratum {names[i]!r} has {int(n_lab[i])} labelled verdicts but "
                          f"population {int(big_n[i])}")
+    return _Strata(c, z, names, big_n, s_idx, n_lab, pooled_window, support)
 
-    n = c.size
+
+@dataclass(frozen=True)
+class _Candidates:
+    """The candidate thresholds, high to low, and what each accepts of the labels."""
+
+    tau: np.ndarray
+    n_accepted: np.ndarray
+    """Labels accepted (confidence >= tau)."""
+    accepted: np.ndarray
+    """(candidates, strata): labels accepted per stratum."""
+    errors: np.ndarray
+    """(candidates, strata): wrong labels among them."""
+
+
+def _candidates(strata: _Strata, max_candidates: int) -> _Candidates:
+    """At most ``max_candidates`` thresholds from the labels' confidences, each with its
+    cumulative accepted and wrong counts per stratum along the descending order."""
+    c, n, n_strata = strata.confidence, strata.confidence.size, len(strata.names)
     order = np.argsort(-c, kind="stable")
-    c_desc, wrong_desc, s_desc = c[order], 1.0 - z[order], s_idx[order]
+    c_desc, wrong_desc, s_desc = c[order], 1.0 - strata.correct[order], strata.of_label[order]
     cand = threshold_candidates(c_desc, None, max_candidates)
     n_acc = np.searchsorted(-c_desc, -cand, side="right")
-    # per stratum cumulative accepted / wrong counts along the descending order
-    one_hot = np.zeros((n, len(names)))
+    one_hot = np.zeros((n, n_strata))
     one_hot[np.arange(n), s_desc] = 1.0
-    cum_a = np.vstack([np.zeros(len(names)), np.cumsum(one_hot, axis=0)])
-    cum_e = np.vstack([np.zeros(len(names)), np.cumsum(one_hot * wrong_desc[:, None], axis=0)])
-    acc_s, err_s = cum_a[n_acc], cum_e[n_acc]  # (cands, S)
-    big_m = None if window is None else _window_accepted(window, names, big_n, cand)
+    cum_a = np.vstack([np.zeros(n_strata), np.cumsum(one_hot, axis=0)])
+    cum_e = np.vstack([np.zeros(n_strata), np.cumsum(one_hot * wrong_desc[:, None], axis=0)])
+    return _Candidates(cand, n_acc, cum_a[n_acc], cum_e[n_acc])
 
-    reachable = _drop_unreachable(support, names, cand)
+
+def _bound_at(
+    strata: _Strata, cands: _Candidates, bound_of: Callable[..., np.ndarray],
+) -> Callable[[np.ndarray, np.ndarray, float], np.ndarray]:
+    """The stratified lower bound of the candidates ``rows`` (a mask) at ``errors`` wrong labels
+    per stratum and level ``level``, as the scan asks for it: each candidate's bound leaves out
+    the strata it cannot reach (:func:`_drop_unreachable`), and with a window it reads the
+    window's accepted verdicts (:func:`_window_accepted`)."""
+    big_n, n_lab, acc_s = strata.big_n, strata.n_labelled, cands.accepted
+    big_m = None if strata.window is None else _window_accepted(strata.window, strata.names, big_n, cands.tau)
+    reachable = _drop_unreachable(strata.support, strata.names, cands.tau)
 
     def bound_at(rows: np.ndarray, errors: np.ndarray, level: float) -> np.ndarray:
         out = np.empty(int(rows.sum()))
@@ -406,28 +477,50 @@ def tune_threshold_stratified(
                                     delta=level)
         return out
 
-    g = np.divide(big_n, n_lab, out=np.zeros(len(names)), where=n_lab > 0)
-    pop_acc = acc_s @ g
-    pop_err = err_s @ g
-    total = big_n.sum()
+    return bound_at
+
+
+@dataclass(frozen=True)
+class _Estimates:
+    """Per candidate, the population's accepted and wrong verdicts estimated from the labels
+    (each label weighted by ``N_s / n_s``), and the stratified precision."""
+
+    accepted: np.ndarray
+    errors: np.ndarray
+    precision: np.ndarray
+    total: float
+    """Verdicts in the population."""
+
+
+def _estimates(strata: _Strata, cands: _Candidates) -> _Estimates:
+    big_n, n_lab = strata.big_n, strata.n_labelled
+    g = np.divide(big_n, n_lab, out=np.zeros(len(strata.names)), where=n_lab > 0)
+    pop_acc = cands.accepted @ g
+    pop_err = cands.errors @ g
     with np.errstate(invalid="ignore", divide="ignore"):
         precision = np.where(pop_acc > 0, 1.0 - pop_err / np.where(pop_acc > 0, pop_acc, 1.0),
                              math.nan)
+    return _Estimates(pop_acc, pop_err, precision, big_n.sum())
 
-    # one high-to-low scan by the fallback procedure (thresholds.fallback_scan): shares of delta
-    # at label-free starts, carried down while the scan passes
-    best, steps, tested = scan_from_starts(n_acc, err_s, bound_at, min_count=int(min_count),
-                                           chains=int(chains), delta=delta, target=target)
+
+def _report(
+    strata: _Strata, cands: _Candidates, est: _Estimates,
+    scan: tuple[int | None, list[tuple[int, float]], np.ndarray], *, target: float, delta: float,
+    min_count: int,
+) -> ThresholdReport:
+    """The threshold report of the scan's outcome: the chosen candidate, or why none qualifies."""
+    best, steps, tested = scan
+    cand, n_acc, n = cands.tau, cands.n_accepted, strata.confidence.size
     n_skipped = int((~tested).sum())
     failed = [i for i, low in steps if low < target]
     first_fail = failed[0] if failed else None
     lower = np.full(cand.size, np.nan)
     for i, low in steps:
         lower[i] = low
-    path = [ScanStep(float(cand[i]), int(n_acc[i]), float(precision[i]), float(low))
+    path = [ScanStep(float(cand[i]), int(n_acc[i]), float(est.precision[i]), float(low))
             for i, low in steps]
     common: dict[str, Any] = {
-        "target": target, "delta": delta, "n": n, "min_count": int(min_count),
+        "target": target, "delta": delta, "n": n, "min_count": min_count,
         "n_candidates": int(cand.size), "n_skipped": n_skipped, "path": path,
     }
     if best is None:
@@ -447,7 +540,7 @@ def tune_threshold_stratified(
             threshold=None, n_accepted=0, coverage=0.0, precision=math.nan,
             lower_bound=math.nan, expected_errors=0.0, review_load=1.0,
             reason=f"no threshold qualifies: route everything to review ({reason})", **common)
-    coverage = float(pop_acc[best] / total)
+    coverage = float(est.accepted[best] / est.total)
     if first_fail is not None:
         f = first_fail
         reason = f"scan stopped at tau={cand[f]:.6g} (lower bound {lower[f]:.4f} < target {target:g})"
@@ -457,6 +550,6 @@ def tune_threshold_stratified(
         reason = "every tested threshold passed: the lowest candidate is chosen"
     return ThresholdReport(
         threshold=float(cand[best]), n_accepted=int(n_acc[best]), coverage=coverage,
-        precision=float(precision[best]), lower_bound=float(lower[best]),
-        expected_errors=float(pop_err[best]), review_load=1.0 - coverage, reason=reason,
+        precision=float(est.precision[best]), lower_bound=float(lower[best]),
+        expected_errors=float(est.errors[best]), review_load=1.0 - coverage, reason=reason,
         **common)
