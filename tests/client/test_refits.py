@@ -16,7 +16,9 @@ from jf_test_support.live_gateway import API_KEY, LiveGateway, live_gateway
 from judgefuse.client import AsyncClient, Client, InvalidRequest, RetryPolicy
 from judgefuse.client.models import RefitLogEntry, RefitOut, RefitsOut
 
-FAST = RetryPolicy(deadline_s=10, backoff_s=0.05, max_backoff_s=0.2)
+PATIENT = RetryPolicy(deadline_s=300, backoff_s=0.05, max_backoff_s=0.2)
+"""A refit's first call starts the refit worker (a forkserver that imports the fitting code; it
+also counts the labels), which takes seconds to tens of seconds on a busy machine."""
 
 Do = Callable[..., Awaitable[Any]]
 
@@ -65,7 +67,7 @@ async def the_refit_log(do: Do, live: LiveGateway) -> None:
 
 
 def test_client_refits(tmp_path: Path) -> None:
-    with live_gateway(tmp_path) as live, Client(live.url, API_KEY, retry=FAST) as client:
+    with live_gateway(tmp_path) as live, Client(live.url, API_KEY, retry=PATIENT) as client:
 
         async def do(name: str, *args: Any, **kwargs: Any) -> Any:
             return getattr(client, name)(*args, **kwargs)
@@ -75,7 +77,7 @@ def test_client_refits(tmp_path: Path) -> None:
 
 async def test_async_client_refits(tmp_path: Path) -> None:
     with live_gateway(tmp_path) as live:
-        async with AsyncClient(live.url, API_KEY, retry=FAST) as client:
+        async with AsyncClient(live.url, API_KEY, retry=PATIENT) as client:
 
             async def do(name: str, *args: Any, **kwargs: Any) -> Any:
                 return await getattr(client, name)(*args, **kwargs)
