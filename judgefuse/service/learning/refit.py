@@ -57,7 +57,7 @@ from judgefuse.service.learning.refit_once import LabelSetOnce
 from judgefuse.service.learning.refit_worker import RefitWorkerFailed, RefitWorkers
 from judgefuse.service.learning.serving_pair import WRITE_ATTEMPTS, ServingPair, read_pair
 from judgefuse.service.learning.signal_caps import SignalCaps
-from judgefuse.service.storage import ModelRecord, Storage
+from judgefuse.service.storage import ModelRecord, Storage, VersionedRecords
 
 __all__ = ["RefitBounds", "RefitOutcome", "refit"]
 
@@ -227,7 +227,7 @@ def _failed(tenant: str, stays: dict[str, Any], exc: RefitWorkerFailed) -> Refit
 
 
 async def _refit_in_worker(
-    storage: Storage,
+    storage: VersionedRecords,
     job: RefitJob,
     bounds: RefitBounds,
     min_labels: int,
@@ -259,7 +259,7 @@ async def _refit_in_worker(
 
 
 async def _fit_once(
-    storage: Storage,
+    storage: VersionedRecords,
     job: RefitJob,
     bounds: RefitBounds,
     digest: str,
@@ -285,7 +285,7 @@ async def _fit_once(
 
 
 async def _fit_and_store(
-    storage: Storage,
+    storage: VersionedRecords,
     tenant: str,
     panel: str,
     job: RefitJob,
