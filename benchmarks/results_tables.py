@@ -62,6 +62,15 @@ def digits(n: int) -> Callable[[float], str]:
     return lambda value: f"{value:.{n}f}"
 
 
+REPLAY_COLUMNS = (
+    Column("Acc %", "accuracy", percent, True),
+    Column("ECE %", "ece", percent, False),
+    Column("Brier", "brier", digits(3), False),
+    Column("NLL", "nll", digits(3), False),
+    Column("TH", "th_score", digits(2), True),
+)
+"""The columns both replay tables show."""
+
 TABLES = {
     "judgebench": Table(
         data="judgebench",
@@ -75,11 +84,7 @@ TABLES = {
         ),
         highlight="stacked",
         columns=(
-            Column("Acc %", "accuracy", percent, True),
-            Column("ECE %", "ece", percent, False),
-            Column("Brier", "brier", digits(3), False),
-            Column("NLL", "nll", digits(3), False),
-            Column("TH", "th_score", digits(2), True),
+            *REPLAY_COLUMNS,
             Column("MacroCE %", "macroce", percent, False),
             Column("AUROC", "auroc", digits(3), True),
         ),
@@ -89,13 +94,7 @@ TABLES = {
         data="trust_or_escalate",
         methods=("majority", "entropy_weighted", "mean_probability", "stacked"),
         highlight="stacked",
-        columns=(
-            Column("Acc %", "accuracy", percent, True),
-            Column("ECE %", "ece", percent, False),
-            Column("Brier", "brier", digits(3), False),
-            Column("NLL", "nll", digits(3), False),
-            Column("TH", "th_score", digits(2), True),
-        ),
+        columns=REPLAY_COLUMNS,
     ),
 }
 
