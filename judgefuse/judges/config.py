@@ -330,6 +330,11 @@ class PanelConfig(BaseModel):
     audit_rate: float = Field(default=0.05, ge=0.0, le=1.0, allow_inf_nan=False)
     """The service's review loop: the share of auto-accepted verdicts also sent to the review
     queue (an audit), drawn at decision time; the rate in force is stored with each verdict."""
+    audit_sampling: Literal["uniform", "active"] = "uniform"
+    """How the service draws audits: ``uniform`` (default: every auto-accepted verdict at the
+    audit rate) or ``active`` (by confidence band, at Neyman rates averaging the audit rate,
+    floored at half of it: :mod:`judgefuse.calibration.audit_bands`). Opt-in: on the shared data
+    sets active audits gave intervals 0.92-1.02 as wide as uniform ones at equal labels."""
     review_shows_verdict: bool = False
     """The review queue shows annotators the judges' verdict (off by default: anchoring)."""
     on_drift: Literal["review_everything", "raise_threshold", "alert_only"] = "review_everything"

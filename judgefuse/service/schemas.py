@@ -126,7 +126,8 @@ class ReviewOut(BaseModel):
     reason: str
     """``below_threshold``, ``no_threshold``, ``review_everything``, ``method_mismatch``,
     ``model_mismatch``, ``undecided``, ``cascade`` (routed to review), ``audit`` (auto-accepted
-    and drawn for audit) or ``auto_accept`` (not queued)."""
+    and drawn for audit), ``audit_band`` (drawn for audit above the floor of active audits,
+    ``audit_sampling: active``) or ``auto_accept`` (not queued)."""
     stratum: Literal["review", "audit", "none", "inline"]
     inclusion_probability: float
     audit_rate: float

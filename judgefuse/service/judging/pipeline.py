@@ -70,6 +70,7 @@ from judgefuse.service.kernel.panels import PanelRuntime
 from judgefuse.service.kernel.sojourn import Working
 from judgefuse.service.ledger import traffic_increments
 from judgefuse.service.monitoring.monitor import Monitors
+from judgefuse.service.review.active_audits import ActiveAudits
 from judgefuse.service.review.audit_plan import AuditPlanner
 from judgefuse.service.review.labels import label_result
 from judgefuse.service.review.sampling import stamp_review
@@ -151,6 +152,8 @@ class JudgePipeline:
         self.metrics = metrics
         self.audit_planner = audit_planner
         """The audit rate of new verdicts (a panel's ``label_budget_per_day``)."""
+        self.active_audits = ActiveAudits(settings, storage)
+        """The confidence bands of a panel with ``audit_sampling: active``."""
         self.labels = labels
         self.verdicts = verdicts
         self.note_verdict = note_verdict
@@ -252,7 +255,7 @@ class JudgePipeline:
                         "slowest_judge_s": ballot.slowest_s},
         })
         stamp = await self.stamp(tenant, runtime, route, used, created_at,
-                                 inline_label=request.label is not None)
+                                 inline_label=request.label is not None, confidence=verdict.confidence)
         storing = time.perf_counter()
         record = await self.store(tenant, checked, item, verdict, stamp, used, created_at)
         labelled = await self.label_inline(tenant, checked, verdict_id)
@@ -381,13 +384,21 @@ class JudgePipeline:
     # ------------------------------------------------------------------ 7. stamp
     async def stamp(
         self, tenant: str, runtime: PanelRuntime, route: str, used: ThresholdUsed,
-        created_at: float, *, inline_label: bool,
+        created_at: float, *, inline_label: bool, confidence: float | None = None,
     ) -> ReviewStamp:
-        """The review stratum, drawn with the panel's audit rate in force at ``created_at``."""
+        """The review stratum, drawn with the panel's audit rate in force at ``created_at``; with
+        ``audit_sampling: active``, an auto-accepted verdict's at its ``confidence`` band's rate
+        (:mod:`judgefuse.service.review.active_audits`)."""
         planned = await self.audit_planner.rate(tenant, runtime.name, runtime.panel.config,
                                                 created_at)
+        band = None
+        if (route == "auto_accept" and not inline_label and confidence is not None
+                and runtime.panel.config.audit_sampling == "active"):
+            banded = await self.active_audits.bands(tenant, runtime.name, planned.audit_rate)
+            if banded is not None:
+                band = (banded.rate(confidence), banded.floor)
         return stamp_review(route, used.code, planned.audit_rate, self.rng,
-                            inline_label=inline_label)
+                            inline_label=inline_label, band=band)
 
     # ------------------------------------------------------------------ 8. store
     async def store(

@@ -31,7 +31,8 @@ never counts twice. A correction still reaches the next tuning, which reads the 
 
 **No label is ever dropped: the blob is a fold of the stored audit labels.** The label is
 committed before the monitor hears of it, so the store is the truth and the blob a cache of
-folding its audit labels (stratum ``audit``, this threshold version, an ``A``/``B`` label) in
+folding its audit labels (stratum ``audit`` but no ``audit_band`` draw of active audits, whose
+sample is not uniform; this threshold version; an ``A``/``B`` label) in
 the order they were first decided. The incremental path above keeps it current; when it
 cannot (more than :data:`MAX_CAS_ATTEMPTS` conflicting writers, a storage error, a crash
 between the label and the blob write), :meth:`Monitors.rebuild` folds the stored labels from
@@ -106,6 +107,7 @@ from judgefuse.service.monitoring.monitor_state import (
 from judgefuse.service.monitoring.snapshot import DetectorReports, VoteCopy
 from judgefuse.service.settings import Settings
 from judgefuse.service.storage import MonitorEvent, Storage, ThresholdRecord, VerdictRecord
+from judgefuse.service.storage.records import BAND_AUDIT
 
 __all__ = [
     "DRIFT_ALARM",
@@ -159,6 +161,7 @@ class Alarm:
 def _monitored(record: VerdictRecord, version: int) -> bool:
     """A stored record the monitor of threshold ``version`` counts (module doc)."""
     return (record.review is not None and record.review.stratum == "audit"
+            and record.review.reason != BAND_AUDIT
             and record.threshold_version == version and record.label in LETTERS)
 
 
@@ -218,8 +221,8 @@ class Monitors:
         """Feed one first label of an audit verdict to its threshold version's monitor (and its
         judges' Brier drift); returns the alarm event when this label raised it."""
         stamp = record.review
-        if (stamp is None or stamp.stratum != "audit" or record.threshold_version is None
-                or threshold is None or threshold.target_precision is None
+        if (stamp is None or stamp.stratum != "audit" or stamp.reason == BAND_AUDIT
+                or record.threshold_version is None or threshold is None or threshold.target_precision is None
                 or not 0.0 < threshold.target_precision < 1.0):
             return None
         if label not in LETTERS:

@@ -28,15 +28,20 @@ import random
 from typing import Literal
 
 from judgefuse.service.storage import ReviewStamp
+from judgefuse.service.storage.records import BAND_AUDIT
 
 __all__ = ["stamp_review"]
 
 
 def stamp_review(
-    route: str, code: str | None, audit_rate: float, rng: random.Random, *, inline_label: bool = False
+    route: str, code: str | None, audit_rate: float, rng: random.Random, *, inline_label: bool = False,
+    band: tuple[float, float] | None = None,
 ) -> ReviewStamp:
     """The stamp of a verdict routed ``route`` for reason ``code`` (pure but for ``rng``);
-    ``inline_label``: the request carried its label (stratum ``inline``)."""
+    ``inline_label``: the request carried its label (stratum ``inline``). ``band``: (rate,
+    floor) of an auto-accepted verdict's confidence band under active audits
+    (:mod:`.active_audits`): the rate is its audit rate and inclusion probability, and one draw
+    below the floor is an ordinary ``audit``, between floor and rate an ``audit_band`` one."""
     rank = rng.random()
     routed: Literal["auto_accept", "human_review"] = (
         "auto_accept" if route == "auto_accept" else "human_review"
@@ -48,6 +53,14 @@ def stamp_review(
         return ReviewStamp(stratum="review", inclusion_probability=1.0, reason=code or "review",
                            audit_rate=audit_rate, draw=None, rank=rank, route=routed)
     draw = rng.random()
+    if band is not None:
+        rate, floor = band
+        if draw < rate:
+            return ReviewStamp(stratum="audit", inclusion_probability=rate,
+                               reason="audit" if draw < floor else BAND_AUDIT,
+                               audit_rate=rate, draw=draw, rank=rank, route=routed)
+        return ReviewStamp(stratum="none", inclusion_probability=0.0, reason="auto_accept",
+                           audit_rate=rate, draw=draw, rank=rank, route=routed)
     if draw < audit_rate:
         return ReviewStamp(stratum="audit", inclusion_probability=audit_rate, reason="audit",
                            audit_rate=audit_rate, draw=draw, rank=rank, route=routed)

@@ -30,6 +30,13 @@ a later label for it is "unsolicited" and stays out of the population estimates)
 are a census of their own stratum, never queued)."""
 
 
+BAND_AUDIT = "audit_band"
+"""The reason of an active audit drawn above its band's floor (``audit_sampling: active``,
+:mod:`judgefuse.service.review.active_audits`): a label of it counts in its band's stratum like
+any audit's, but it is no uniform sample of the auto-accepted verdicts, so the precision monitor
+and the tuner's pooling leave it out."""
+
+
 class ReviewStamp(BaseModel):
     """How a verdict entered the review queue (or did not), stamped at decision time and never
     rewritten: a later change of the panel's ``audit_rate`` does not touch stored stamps, so
@@ -47,7 +54,8 @@ class ReviewStamp(BaseModel):
     """1 for ``review``; the audit rate in force for ``audit``; 0 for ``none``."""
     reason: str = Field(min_length=1, max_length=64)
     """Why it was queued: ``below_threshold``, ``no_threshold``, ``degraded``, ``undecided``,
-    ``audit``, ``review_everything``, ``method_mismatch`` ...; ``auto_accept`` for ``none``."""
+    ``audit``, :data:`BAND_AUDIT`, ``review_everything``, ``method_mismatch`` ...;
+    ``auto_accept`` for ``none``."""
     audit_rate: float = Field(default=0.0, ge=0.0, le=1.0)
     """The panel's audit rate in force at decision time (also for ``review`` and ``none``)."""
     draw: float | None = Field(default=None, ge=0.0, lt=1.0)
