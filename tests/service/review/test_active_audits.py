@@ -138,6 +138,9 @@ async def test_active_audits_stamp_band_rates_and_the_queue_hands_out_the_drawn(
                     )
                     assert r.status_code == 200, r.text
             monitor = (await client.get("/v1/monitor", params={"panel": "ext"}, headers=H)).json()
+            tuned = (
+                await client.post("/v1/thresholds/tune", json={"panel": "ext", "target_precision": 0.7}, headers=H)
+            ).json()
     finally:
         await db.close()
 
@@ -163,3 +166,5 @@ async def test_active_audits_stamp_band_rates_and_the_queue_hands_out_the_drawn(
     uniform = sum(1 for v in drawn if stamps[v]["reason"] == "audit")
     assert 0 < uniform < len(drawn)
     assert monitor["precision"]["labels"] == uniform + sum(1 for y in ref_y if not math.isnan(y)), monitor
+    # a band audit's label is no uniform sample above the threshold: the tune is not pooled
+    assert "not pooled: a label was queued for 'audit_band'" in tuned["data"], tuned["data"]
