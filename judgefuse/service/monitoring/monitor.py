@@ -65,8 +65,8 @@ the action), written once by the replica whose compare-and-set raised or cleared
 panel, judge) watches every verdict's votes in memory (no storage write on the request path);
 each replica watches the traffic it serves (a random share of the whole behind a load balancer)
 and restarts with the process. It costs one detector update per vote: 14 us of Python per vote
-at 100,000-200,000 votes (52 us before the window sums moved into numpy and the scans that cannot
-alarm were skipped; ``RestartedMean``, ``MeanShiftDetector.update``). Votes
+at 100,000-200,000 votes (the window sums are numpy arrays and scans that cannot alarm are
+skipped: ``RestartedMean``, ``MeanShiftDetector.update``). Votes
 could be summed into batches (:data:`VOTE_BATCH`; the batch means are still a [0, 1] stream with
 the same mean under no drift, so the guarantee holds) to cut that, but the reference interval
 widens with fewer observations: a share of "A" moving 0.5 -> 0.8 was flagged after 159 votes
