@@ -34,6 +34,8 @@ from typing import Any
 
 import numpy as np
 
+from judgefuse.errors import JudgefuseError
+
 __all__ = [
     "MIN_AUTO_VERDICTS",
     "MIN_TRAFFIC_DAYS",
@@ -50,7 +52,7 @@ MIN_TRAFFIC_DAYS = 1.0 / 24.0
 """The shortest span of traffic (first to last verdict) a rate per day is taken from: an hour."""
 
 
-class NotEnoughTraffic(ValueError):
+class NotEnoughTraffic(JudgefuseError, ValueError):
     """Too little traffic to plan from (:func:`plan_from_traffic`); the message says what is missing."""
 
 
