@@ -28,37 +28,16 @@ from pathlib import Path
 
 import pytest
 from jf_test_support.live_gateway import API_KEY, LiveGateway, live_gateway
+from jf_test_support.markdown import fenced
 from jf_test_support.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 PROMPTFOO = os.environ.get("JUDGEFUSE_PROMPTFOO") or str(ROOT / ".tools/promptfoo/node_modules/.bin/promptfoo")
-FENCE = re.compile(r"^```(\w*)\s*$")
-HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*$")
 
 
 def blocks(page: str, language: str) -> list[str]:
     return [code for _heading, lang, code in fenced(DOCS / page) if lang == language]
-
-
-def fenced(path: Path) -> list[tuple[str, str, str]]:
-    """``(heading, language, code)`` of each fenced block of a Markdown file, in order; the
-    heading is the nearest one above the block (outside code)."""
-    found: list[tuple[str, str, str]] = []
-    heading, language, code = path.name, None, []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        fence = FENCE.match(line)
-        if language is None:
-            if fence:
-                language, code = fence.group(1), []
-            elif (title := HEADING.match(line)) is not None:
-                heading = title.group(2)
-        elif line.strip() == "```":
-            found.append((heading, language, "\n".join(code) + "\n"))
-            language = None
-        else:
-            code.append(line)
-    return found
 
 
 def examples(page: str) -> list[tuple[str, str]]:
