@@ -166,6 +166,11 @@ async def refit(
     )
     url = storage.reopen_url() if bounds is not None else None
     if bounds is not None and url is not None:
+        # too few labels is answered here, from a count: starting the worker to read them costs
+        # seconds (a forkserver importing the fitting code), and a refit asked for early is common
+        if (counted := await storage.count_labelled(tenant, panel)) < min_labels:
+            stays["n_labels"] = counted
+            return _too_few(stays, min_labels), None
         return await _refit_in_worker(
             storage, dataclasses.replace(job, storage_url=url), bounds, min_labels, stays, now, basis
         )

@@ -214,7 +214,9 @@ async def test_the_gateway_never_reads_the_labelled_records_of_a_refit(storage, 
         assert reads == [], f"the gateway read the labelled records itself: {reads}"
 
 
-async def test_too_few_labels_are_counted_by_the_worker_and_nothing_is_fitted(tmp_path):
+async def test_too_few_labels_are_answered_from_a_count_and_nothing_is_fitted(tmp_path):
+    """The gateway counts the labels (``count_labelled``) before it starts a worker: a refit asked
+    for early answers at once (the fuzz test posts 100 of them; each once waited on a worker)."""
     settings = S.make_settings(tmp_path, [external_panel(tmp_path)], min_labels_for_refit=40)
     async with S.running_app(settings) as (_app, client):
         await post_labelled(client, 0, 25)
