@@ -1,22 +1,25 @@
-"""Every slice's router, in the order the app factory mounts them (the order of /openapi.json)."""
+"""Every slice's router, in the order the app factory mounts them (the order of /openapi.json).
+
+A slice's route modules are named ``<what>_routes.py``; the console's pages (``routes``,
+``calibration``, ``dashboard``, ``signin``, ``actions``) keep their own names."""
 
 from __future__ import annotations
 
 from judgefuse.service.console import actions, dashboard, signin
 from judgefuse.service.console import calibration as calibration_page
 from judgefuse.service.console import routes as console
-from judgefuse.service.estimates import routes as calibration
-from judgefuse.service.judging import routes as judge
+from judgefuse.service.estimates import estimate_routes as calibration
+from judgefuse.service.judging import judge_routes as judge
 from judgefuse.service.judging import verdict_routes as verdicts
 from judgefuse.service.learning import refit_routes as fusion
 from judgefuse.service.learning import threshold_routes as thresholds
 from judgefuse.service.monitoring import metrics_routes as metrics
-from judgefuse.service.monitoring import routes as monitor
+from judgefuse.service.monitoring import monitor_routes as monitor
 from judgefuse.service.ops import health_routes as health
 from judgefuse.service.review import annotator_routes as annotators
 from judgefuse.service.review import feedback_routes as feedback
-from judgefuse.service.review import page as review_page
-from judgefuse.service.review import routes as review
+from judgefuse.service.review import page_routes as review_page
+from judgefuse.service.review import review_routes as review
 
 ROUTERS = [
     health.router,
