@@ -1,4 +1,4 @@
-"""Active audit sampling as confidence bands, each audited at its own rate (issue 44).
+"""Active audit sampling as confidence bands, each audited at its own rate.
 
 An auto-accepted verdict is audited to estimate what nobody reviews: the auto-accept precision,
 and through it the accuracy of all traffic. Drawn at one rate whatever the confidence, an audit

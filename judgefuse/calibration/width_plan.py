@@ -1,4 +1,5 @@
-"""How many audit labels a day an interval of a given width needs (issue 44, the planner).
+"""How many audit labels a day an interval of a given width needs (the planner behind
+``judgefuse plan`` and ``GET /v1/panels/{panel}/plan``).
 
 The inverse of :func:`.label_budget.expected_half_width`: a gateway routes ``review_per_day``
 verdicts to review (labelled by the review itself: a census, no sampling variance) and

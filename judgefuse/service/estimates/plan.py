@@ -1,5 +1,5 @@
 """Audit labels a day for a target interval width, from a panel's stored traffic
-(``GET /v1/panels/{panel}/plan``; issue 44, the planner).
+(``GET /v1/panels/{panel}/plan``).
 
 The computation is :func:`judgefuse.calibration.width_plan.plan_from_traffic`, the one
 ``judgefuse plan`` runs on an export: here its rows come from the panel's stored verdicts of the

@@ -1,4 +1,4 @@
-"""Active audits: an auto-accepted verdict audited at its confidence band's rate (issue 44; a
+"""Active audits: an auto-accepted verdict audited at its confidence band's rate (a
 panel's ``audit_sampling: active``, opt-in).
 
 Uniform audits draw every auto-accepted verdict at the audit rate in force. Active audits cut the
