@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from judgefuse.judges.types import LETTERS
 from judgefuse.service.estimates.reports import Reports
 from judgefuse.service.ledger import UNSOLICITED, label_stratum_key
 from judgefuse.service.responses import PlanOut
@@ -54,7 +55,7 @@ class _Rows:
             right = math.nan
             if (
                 auto
-                and record.label in ("A", "B")
+                and record.label in LETTERS
                 and verdict.choice is not None
                 and label_stratum_key(record) != UNSOLICITED
             ):

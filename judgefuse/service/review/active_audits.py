@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from judgefuse.calibration.audit_bands import AuditBands, plan_audit_bands
+from judgefuse.judges.types import LETTERS
 from judgefuse.service.ledger import UNSOLICITED, label_stratum_key
 from judgefuse.service.settings import Settings
 from judgefuse.service.storage import Storage
@@ -107,7 +108,7 @@ class ActiveAudits:
             confidence = np.array([r.verdict.confidence for r in page.records])
             correct = np.array([
                 float(r.label == r.verdict.choice)
-                if r.label in ("A", "B") and label_stratum_key(r) != UNSOLICITED else math.nan
+                if r.label in LETTERS and label_stratum_key(r) != UNSOLICITED else math.nan
                 for r in page.records
             ])  # fmt: skip
             bands = plan_audit_bands(confidence, correct, mean_rate=mean_rate, bands=BANDS, floor_share=FLOOR_SHARE)
