@@ -59,3 +59,27 @@ def full_page_png(driver: Any, path: Path, width: int) -> None:
     driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(base64.b64decode(shot["data"]))
+
+
+def left_page(element: Any) -> Any:
+    """A wait condition: true once ``element``'s document is gone (the click navigated).
+
+    Selenium's ``staleness_of`` expects a ``StaleElementReferenceException``; while Chromium is
+    swapping documents, the same question can instead come back as an inspector error ("Node
+    with given id does not belong to the document", a plain ``WebDriverException``), which
+    means the same thing and failed a fresh-clone run. Both count as gone here; any other
+    error is raised."""
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+
+    def gone(_driver: Any) -> bool:
+        try:
+            element.is_enabled()
+        except StaleElementReferenceException:
+            return True
+        except WebDriverException as exc:
+            if "does not belong to the document" in str(exc):
+                return True
+            raise
+        return False
+
+    return gone

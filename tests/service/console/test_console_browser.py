@@ -37,7 +37,7 @@ def _drive(base: str, seeded: list[dict[str, Any]], post_one: Callable[[], None]
         first_row = driver.find_element(By.CSS_SELECTOR, "tr[data-id]")
         driver.find_element(By.ID, "older").click()
         # a click starts a navigation; wait for the new page before reading it
-        WebDriverWait(driver, 15).until(EC.staleness_of(first_row))
+        WebDriverWait(driver, 15).until(browser.left_page(first_row))
         seen["second_page"] = [r.get_attribute("data-id") for r in driver.find_elements(By.CSS_SELECTOR, "tr[data-id]")]
         # filters: human review, labelled, wrong
         Select(driver.find_element(By.ID, "f-route")).select_by_value("human_review")

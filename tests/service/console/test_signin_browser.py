@@ -41,7 +41,7 @@ def _drive(base: str, credentials: dict[str, str]) -> dict[str, Any]:
             box = wait.until(ec.presence_of_element_located((By.ID, "credential")))
             box.send_keys(credential)
             driver.find_element(By.ID, "signin-button").click()
-            wait.until(ec.staleness_of(box))
+            wait.until(browser.left_page(box))
 
         def sign_out() -> None:
             button = (
@@ -50,7 +50,7 @@ def _drive(base: str, credentials: dict[str, str]) -> dict[str, Any]:
                 else driver.find_element(By.ID, "logout")
             )
             button.click()
-            wait.until(ec.staleness_of(button))
+            wait.until(browser.left_page(button))
 
         driver.get(base + "/console")
         wait.until(ec.presence_of_element_located((By.ID, "credential")))

@@ -21,7 +21,7 @@ from typing import Any
 import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import httpx
 import pytest
-from jf_test_support.browser import available, chromium, full_page_png
+from jf_test_support.browser import available, chromium, full_page_png, left_page
 from panel_support import SPLIT, H, external_panel
 
 from judgefuse.service.app import create_app
@@ -90,7 +90,7 @@ def _session(driver: Any, url: str) -> dict[str, tuple[str | None, str | None]]:
     def press(keys: str, *, then: Callable[[Any], Any] | None = None) -> None:
         old = driver.find_element(By.TAG_NAME, "main")
         driver.find_element(By.TAG_NAME, "body").send_keys(keys)
-        wait.until(ec.staleness_of(old))
+        wait.until(left_page(old))
         wait.until(ec.presence_of_element_located((By.ID, "progress")))
 
     driver.get(f"{url}/review")
