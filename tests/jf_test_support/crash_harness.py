@@ -68,7 +68,8 @@ STUB_RUNNER = textwrap.dedent("""\
 # ------------------------------------------------------------------------------ processes
 def child_env(**extra: str) -> dict[str, str]:
     """The environment of a child: no inherited JUDGEFUSE_* setting, this checkout first."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("JUDGEFUSE_")}
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("JUDGEFUSE_") or k == "JUDGEFUSE_REFIT_NICE"}  # tests/conftest.py
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), str(TESTS), env.get("PYTHONPATH", "")) if p)
     env["PYTHONUNBUFFERED"] = "1"
     env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"

@@ -8,7 +8,7 @@ runs in a process of its own:
 
 * forked from a **forkserver** that imported the fitting code once (so a job starts in
   milliseconds, and never from the gateway's threads, which a plain fork would copy mid-lock);
-* at the lowest CPU priority (:data:`WORKER_NICE`) and with one BLAS thread, so on a small
+* at the lowest CPU priority (:data:`WORKER_NICE`, or ``JUDGEFUSE_REFIT_NICE``: :mod:`.worker_priority`) and with one BLAS thread, so on a small
   machine the gateway's own work, and whatever else shares the cores, comes first;
 * with an address-space limit of ``memory_mb`` over what the worker starts with
   (``RLIMIT_AS``: numpy raises ``MemoryError``, reported as the reason) and a CPU-time limit

@@ -42,6 +42,7 @@ from judgefuse.service.learning.serving_pair import WRITE_ATTEMPTS, read_pair
 from judgefuse.service.learning.signal_caps import SignalCaps
 from judgefuse.service.learning.state_cache import StateCache
 from judgefuse.service.learning.tuning_data import tuning_data
+from judgefuse.service.learning.worker_priority import worker_nice
 from judgefuse.service.ledger import ALL_METHODS, solicited, traffic_counts
 from judgefuse.service.responses import ModelsOut, ThresholdOut, ThresholdsOut
 from judgefuse.service.schemas import TuneRequest
@@ -76,6 +77,7 @@ class LearningService:
         self.metrics = metrics
         self.clock = clock
         learning = settings.learning
+        worker_nice()  # a bad JUDGEFUSE_REFIT_NICE stops the start, not a refit later
         self.refit_bounds = RefitBounds(
             caps=SignalCaps(learning.max_signals_per_judge, learning.refit_max_features),
             workers=RefitWorkers(WorkerBudget(learning.refit_timeout_s, learning.refit_memory_mb),

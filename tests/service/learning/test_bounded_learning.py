@@ -17,6 +17,7 @@ from panel_support import EXT, PAIR, H, external_panel
 from judgefuse.judges.types import JudgeVote
 from judgefuse.service.learning.refit_worker import WORKER_NICE, RefitWorkerFailed, RefitWorkers, WorkerBudget
 from judgefuse.service.learning.signal_caps import SignalCaps, TooManyFeatures, cap_signals
+from judgefuse.service.learning.worker_priority import NICE_VARIABLE, InvalidWorkerNice, worker_nice
 
 stub = S.stub
 
@@ -236,7 +237,8 @@ async def test_the_worker_leaves_the_cpu_the_gateway_is_pinned_to_and_stays_nice
     finally:
         os.sched_setaffinity(0, allowed)
     assert cpus and pinned not in cpus and set(cpus) <= allowed, (pinned, cpus)
-    assert nice == WORKER_NICE == 19, nice  # the lowest: the judges and clients beside it come first
+    # the suite's level (tests/conftest.py), below the tests' own 0: the judges and clients beside it come first
+    assert nice == worker_nice() > os.getpriority(os.PRIO_PROCESS, 0), nice
     # not pinned: the worker may use every CPU
     cpus, _nice = await RefitWorkers(WorkerBudget(time_s=120, memory_mb=256)).run(refit_jobs.cpus_and_nice)
     assert set(cpus) == allowed, cpus
@@ -266,5 +268,22 @@ async def test_the_forkserver_itself_runs_at_the_workers_nice():
     await RefitWorkers(WorkerBudget(time_s=120, memory_mb=256)).run(refit_jobs.cpus_and_nice)
     servers = _forkservers()
     assert servers, "no forkserver child found"
-    assert {os.getpriority(os.PRIO_PROCESS, pid) for pid in servers} == {WORKER_NICE}
+    assert {os.getpriority(os.PRIO_PROCESS, pid) for pid in servers} == {worker_nice()} != {0}
     assert os.getpriority(os.PRIO_PROCESS, 0) == 0  # the gateway's own priority is untouched
+
+
+def test_the_workers_nice_is_the_lowest_unless_the_environment_says_otherwise():
+    assert worker_nice({}) == WORKER_NICE == 19  # the product's default
+    assert worker_nice({NICE_VARIABLE: " "}) == 19
+    assert worker_nice({NICE_VARIABLE: "0"}) == 0 and worker_nice({NICE_VARIABLE: " 7 "}) == 7
+    for bad in ("20", "-1", "low", "1.5", "\uff11"):
+        with pytest.raises(InvalidWorkerNice, match=f"{NICE_VARIABLE}=.*whole number from 0 to 19"):
+            worker_nice({NICE_VARIABLE: bad})
+
+
+async def test_a_bad_nice_level_stops_the_gateway_at_start(tmp_path, monkeypatch):
+    monkeypatch.setenv(NICE_VARIABLE, "twenty")
+    settings = S.make_settings(tmp_path, [external_panel(tmp_path)])
+    with pytest.raises(InvalidWorkerNice, match="'twenty'"):
+        async with S.running_app(settings):
+            pass
