@@ -8,7 +8,8 @@ input errors subclass :class:`InputError` and keep their historic base class too
 (``ValueError``, ``KeyError``, ...), so ``except ValueError`` callers keep working.
 
 This module imports nothing, so every room, ``calibration/`` and ``prompts/`` included, may
-use it.
+use it; it is the bottom layer of the import contract, below ``json_input`` and the other
+stdlib-only helpers.
 
 The tree (``tests/test_errors_tree.py`` walks the package for exception classes outside it)::
 
@@ -35,11 +36,9 @@ The tree (``tests/test_errors_tree.py`` walks the package for exception classes 
     +-- judges.local.server.LocalServerError (also RuntimeError)
     +-- judges.local.models.ModelVerificationError, prompts.render.PromptRenderError (also ValueError)
     +-- evaluation.judge_ray.RayExecutorError (also OSError: a cluster that cannot finish a run, exit 1)
-
-Not yet in the tree (the test lists them, so the list only shrinks): ``json_input.JSONTextError``
-(``json_input`` sits beside this module, in the same bottom layer), and the client's own
-``JudgefuseError`` root (``client/errors.py``, kept apart so the client needs nothing of the
-server) with its subclasses and ``client.retry.BreakerOpen``.
+    +-- json_input.JSONTextError (also ValueError: text that is not one JSON document judgefuse reads)
+    +-- judgefuse.client.errors.JudgefuseError      anything the client raises (its own tree there)
+    +-- client.retry.BreakerOpen                    internal to the client: a run whose breaker opened
 """
 
 from __future__ import annotations

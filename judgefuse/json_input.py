@@ -21,6 +21,8 @@ import json
 import re
 from typing import Any
 
+from judgefuse.errors import JudgefuseError
+
 __all__ = ["MAX_DEPTH", "JSONTextError", "decode_utf8", "parse_json", "too_deep"]
 
 MAX_DEPTH = 128
@@ -30,7 +32,7 @@ _STRUCTURE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
 """A whole JSON string (skipped: brackets in it are text) or one bracket."""
 
 
-class JSONTextError(ValueError):
+class JSONTextError(JudgefuseError, ValueError):
     """Text that is not one JSON document judgefuse will read.
 
     ``reason`` is written for the user; ``line`` is the 1-based line within the text where the

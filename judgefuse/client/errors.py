@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from judgefuse import errors as package_errors
 from judgefuse.service.schemas import ErrorBody, ErrorField
 
 __all__ = [
@@ -55,8 +56,10 @@ __all__ = [
 ]
 
 
-class JudgefuseError(Exception):
-    """Anything :class:`~judgefuse.client.Client` raises."""
+class JudgefuseError(package_errors.JudgefuseError):
+    """Anything :class:`~judgefuse.client.Client` raises (a branch of the package's root,
+    :class:`judgefuse.errors.JudgefuseError`, which imports nothing: the client still needs
+    nothing of the server)."""
 
 
 class APIError(JudgefuseError):

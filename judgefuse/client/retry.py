@@ -33,6 +33,7 @@ import httpx
 import pydantic
 
 from judgefuse.client.errors import BadResponse, ConnectionFailed, DeadlineExceeded, ResponseTooLarge, error_for
+from judgefuse.errors import JudgefuseError
 
 __all__ = ["Breaker", "Call", "CircuitBreaker", "RetryPolicy", "Send", "Sleep", "Step", "parse_answer",
            "retry_after_s", "send_with_retries"]
@@ -145,7 +146,7 @@ class Breaker:
             raise BreakerOpen
 
 
-class BreakerOpen(Exception):
+class BreakerOpen(JudgefuseError):
     """Internal: a call of a run whose breaker opened stops here (never reaches the caller:
     ``judge_pairs`` raises :class:`~judgefuse.client.errors.GatewayDown` instead)."""
 
