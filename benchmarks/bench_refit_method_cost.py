@@ -5,7 +5,14 @@ method ``offset_stacked`` against ``auto``, on the synthetic generator's panels.
 Why: issue 43 asks for ``auto`` as the service's refit default; a refit runs in the refit worker
 beside the gateway on the same cores, so its CPU is the price of that default.
 
+BLAS runs on one thread, as in the refit worker (``refit_worker._work``: ``threadpool_limits(1)``);
+``--blas-threads 0`` leaves the library's default. With its default threads on this 2-core
+machine, OpenBLAS's idle threads spin for a core around every small product: one Platt fit of
+``auto``'s comparison took 32 ms of CPU instead of 1.2 ms, and ``auto``'s refit at 2,000 labels
+18 s instead of a few.
+
     python benchmarks/bench_refit_method_cost.py [--sizes 500 2000] [--regime informative]
+        [--blas-threads 1]
 """
 
 from __future__ import annotations
@@ -14,7 +21,10 @@ import argparse
 import os
 import sys
 import time
+from contextlib import nullcontext
 from pathlib import Path
+
+from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import synthetic_panels  # noqa: E402
@@ -27,8 +37,16 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[500, 2000])
     parser.add_argument("--regime", default="informative", choices=sorted(synthetic_panels.REGIMES))
     parser.add_argument("--methods", nargs="+", default=["offset_stacked", "auto"])
+    parser.add_argument("--blas-threads", type=int, default=1, help="0: the BLAS library's default")
     args = parser.parse_args()
-    print(f"one refit's CPU (5 folds, baseline majority), regime {args.regime}; load {os.getloadavg()[0]:.1f}")
+    threads = f"{args.blas_threads} BLAS thread(s)" if args.blas_threads else "default BLAS threads"
+    print(f"one refit's CPU (5 folds, baseline majority), regime {args.regime}, {threads}; "
+          f"load {os.getloadavg()[0]:.1f}")
+    with threadpool_limits(args.blas_threads) if args.blas_threads else nullcontext():
+        measure(args)
+
+
+def measure(args: argparse.Namespace) -> None:
     for n in args.sizes:
         items = synthetic_panels.panel(args.regime, n)
         batches = [list(judged.votes) for judged in items]

@@ -172,9 +172,9 @@ def panel(regime: str, n: int, seed: int = 0) -> list[JudgedItem]:
             question=f"synthetic item {i}",
             answer_a="first",
             answer_b="second",
-            label=truth,
+            label=truth,  # type: ignore[arg-type]
             metadata={"regime": regime},
-        )  # type: ignore[arg-type]
+        )
         items.append(JudgedItem(item=item, votes=votes_of(rng, truth)))
     return items
 

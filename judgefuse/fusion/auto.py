@@ -19,7 +19,11 @@ stacking, 3 for stacking.
 class has fewer items; below two folds there is nothing to compare and the fit is the cold-start
 rule ``mean_probability``, :data:`FALLBACK`). Each base candidate's verdict on each item comes from
 a model that never saw that item's label (:func:`~judgefuse.fusion.crossfit.cross_fit_predict`
-on those folds; the label-free ones are simply applied). A recalibrated candidate's confidence on
+on those folds; the label-free ones are simply applied), computed over the votes read once into
+arrays where the method has a columnar form (the voting rules, ``dawid_skene``, ``stacked``,
+``offset_stacked``; each tested against its per-item verdicts: the same numbers, offset stacking's
+to about 1e-13), so the comparison does not rebuild every item's features in every fold. A
+recalibrated candidate's confidence on
 the items of one fold comes from a recalibrator fitted on the other folds' out-of-fold
 (confidence, correct) pairs. Every item gets each candidate's **log-loss** ``-log P(label)``
 (``P`` clipped to [1e-6, 1 - 1e-6]; an undecided item or an exact tie is 0.5).
@@ -82,7 +86,12 @@ from numpy.typing import NDArray
 
 from judgefuse.calibration.recalibration import make_recalibrator
 from judgefuse.fusion.capabilities import method_params, restore_method
-from judgefuse.fusion.crossfit import cross_fit_predict, fold_indices, predict_many
+from judgefuse.fusion.columnar import COLUMNAR_METHODS, NONE, A, B, FusedColumns, VoteColumns, fuse_columns
+from judgefuse.fusion.columnar_crossfit import fit_recalibrator
+from judgefuse.fusion.columnar_dawid_skene import dawid_skene_columns
+from judgefuse.fusion.columnar_stacking import columnar_stacking, cross_fit_stacking
+from judgefuse.fusion.crossfit import cross_fit_predict, fold_indices, label_array, predict_many
+from judgefuse.fusion.dawid_skene import DawidSkeneFusion
 from judgefuse.fusion.offset_stacking import fit_offset_logistic
 from judgefuse.fusion.recalibrated import Recalibrated
 from judgefuse.fusion.registry import FusionMethod, NotEnoughLabels, NotFitted, fusion_method, get_method, requires_fit
@@ -179,6 +188,20 @@ def log_losses(p_a: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.f
 def _p_a(verdicts: Sequence[Verdict]) -> NDArray[np.float64]:
     """P(A) of each verdict (0.5 for an undecided verdict or an exact tie: they carry 0.5)."""
     return np.asarray([v.p_a if v.choice is not None else 0.5 for v in verdicts], dtype=float)
+
+
+def _fused_p_a(fused: FusedColumns) -> NDArray[np.float64]:
+    """:func:`_p_a` of verdicts given as arrays."""
+    return np.asarray(np.where(fused.decided, fused.p_a, 0.5), dtype=float)
+
+
+def _as_columns(name: str, verdicts: Sequence[Verdict]) -> FusedColumns:
+    """Per-item verdicts as the arrays the comparison reads (answer A, B or none, confidence, P(A))."""
+    answer = np.asarray([A if v.choice == "A" else B if v.choice == "B" else NONE for v in verdicts], dtype=np.int8)
+    confidence = np.asarray([v.confidence for v in verdicts], dtype=float)
+    counts = np.asarray([(v.n_valid, v.n_invalid) for v in verdicts], dtype=np.int64).reshape(len(verdicts), 2)
+    tie_broken = np.asarray([v.tie_broken for v in verdicts], dtype=bool)
+    return FusedColumns(name, answer, confidence, _p_a(verdicts), counts[:, 0], counts[:, 1], tie_broken)
 
 
 def _accuracy(p_a: NDArray[np.float64], y: NDArray[np.float64]) -> float:
@@ -300,28 +323,30 @@ class AutoFusion:
         self.n_labels = int(y.size)
         k = min(self.n_folds, int(min(y.sum(), y.size - y.sum())))
         if k < 2:
-            self._settle(FALLBACK, batches, labels, {}, k)
+            self._settle(FALLBACK, batches, labels, k)
             self.scores, self.skipped = [], {}
             self.reason = f"{int(y.sum())} A and {int(y.size - y.sum())} B labels: too few to compare; cold-start rule"
             return None
         folds = fold_indices(labels, n_folds=k, seed=self.seed)
+        columns = VoteColumns.from_batches(batches)
         losses: dict[str, NDArray[np.float64]] = {}
         accuracy: dict[str, float] = {}
-        out_of_fold: dict[str, list[Verdict]] = {}
+        out_of_fold: dict[str, FusedColumns] = {}
+        applied: dict[str, FusionMethod] = {}
         p_a_of: dict[str, NDArray[np.float64]] = {}
         self.skipped = {}
         for base in self.bases:
             try:
-                verdicts = cross_fit_predict(base, batches, labels, n_folds=k, seed=self.seed)
+                fused = self._out_of_fold(base, batches, labels, columns, k, applied)
             except NotEnoughLabels as exc:
                 self.skipped[base] = str(exc)
                 continue
-            out_of_fold[base] = verdicts
-            p_a = p_a_of[base] = _p_a(verdicts)
+            out_of_fold[base] = fused
+            p_a = p_a_of[base] = _fused_p_a(fused)
             losses[base], accuracy[base] = log_losses(p_a, y), _accuracy(p_a, y)
             recalibrated = f"{base}+{self.recalibrator}"
             try:
-                p_a = p_a_of[recalibrated] = self._recalibrated_out_of_fold(verdicts, y, folds)
+                p_a = p_a_of[recalibrated] = self._recalibrated_out_of_fold(fused, y, folds)
             except NotEnoughLabels as exc:
                 self.skipped[recalibrated] = str(exc)
                 continue
@@ -339,8 +364,34 @@ class AutoFusion:
             f"{self.se_rule:g} SE of it (log-loss {chosen.log_loss:.4f}, +{chosen.difference:.4f} +- "
             f"{chosen.standard_error:.4f}); {len(self.scores)} candidates, {k}-fold"
         )
-        self._settle(chosen.name, batches, labels, out_of_fold, k)
+        self._settle(chosen.name, batches, labels, k, out_of_fold, applied)
         return p_a_of[chosen.name]
+
+    def _out_of_fold(
+        self,
+        base: str,
+        batches: Sequence[Sequence[JudgeVote]],
+        labels: Sequence[Literal["A", "B"]],
+        columns: VoteColumns,
+        k: int,
+        applied: dict[str, FusionMethod],
+    ) -> FusedColumns:
+        """``base``'s verdict on every item from a model that never saw its label: what
+        :func:`~judgefuse.fusion.crossfit.cross_fit_predict` gives on ``k`` folds, over the vote
+        arrays where the method has a columnar form (a voting rule, ``dawid_skene``, ``stacked``,
+        ``offset_stacked``: :mod:`.columnar`, :mod:`.columnar_dawid_skene`,
+        :mod:`.columnar_stacking`, each tested against the per-item verdicts). A label-free
+        method fitted on the votes (``dawid_skene``) is kept in ``applied`` for :meth:`_settle`."""
+        if base in COLUMNAR_METHODS:
+            return fuse_columns(base, columns)
+        probe = get_method(base)
+        if type(probe) is DawidSkeneFusion and probe.model is None:
+            fused = dawid_skene_columns(probe, columns)  # fitted on these items' votes, as predict does
+            applied[base] = probe
+            return fused
+        if columnar_stacking(probe):
+            return cross_fit_stacking(base, columns, label_array(labels), n_folds=k, seed=self.seed)
+        return _as_columns(base, cross_fit_predict(base, batches, labels, n_folds=k, seed=self.seed))
 
     def _fit_ties(
         self,
@@ -359,15 +410,15 @@ class AutoFusion:
         self.tie_model = {"intercept": intercept, "weights": [float(w) for w in weights], "n_tie_labels": len(tied)}
 
     def _recalibrated_out_of_fold(
-        self, verdicts: Sequence[Verdict], y: NDArray[np.float64], folds: Sequence[NDArray[np.int64]]
+        self, fused: FusedColumns, y: NDArray[np.float64], folds: Sequence[NDArray[np.int64]]
     ) -> NDArray[np.float64]:
         """P(A) of the recalibrated candidate: each fold's decided confidences mapped by a
         recalibrator fitted on the other folds' decided (confidence, correct) pairs."""
-        choice_a = np.asarray([v.choice == "A" for v in verdicts], dtype=bool)
-        decided = np.asarray([v.choice is not None for v in verdicts], dtype=bool)
-        confidence = np.asarray([v.confidence for v in verdicts], dtype=float)
+        choice_a = fused.answer == A
+        decided = fused.decided
+        confidence = fused.confidence
         correct = (choice_a == (y == 1.0)).astype(float)
-        p_a = _p_a(verdicts)
+        p_a = _fused_p_a(fused)
         for held in folds:
             train = np.ones(y.size, dtype=bool)
             train[held] = False
@@ -386,21 +437,36 @@ class AutoFusion:
         chosen: str,
         batches: Sequence[Sequence[JudgeVote]],
         labels: Sequence[Literal["A", "B"]],
-        out_of_fold: Mapping[str, list[Verdict]],
         k: int,
+        out_of_fold: Mapping[str, FusedColumns] | None = None,
+        applied: Mapping[str, FusionMethod] | None = None,
     ) -> None:
-        """Fit ``chosen`` on every label and stamp the version."""
+        """Fit ``chosen`` on every label and stamp the version. ``out_of_fold``: each base's
+        verdicts of the comparison (a recalibrator is fitted on the chosen base's, which are what
+        ``Recalibrated.fit`` would compute); ``applied``: label-free bases the comparison fitted on
+        these votes (``dawid_skene``), reused rather than fitted again on the same votes."""
         base, plus, recalibrator = chosen.partition("+")
+        fused = (out_of_fold or {}).get(base)
+        reused = (applied or {}).get(base)
         method: FusionMethod
         if plus:
-            method = Recalibrated(
-                get_method(base),
+            wrapped = Recalibrated(
+                reused if reused is not None else get_method(base),
                 make_recalibrator(recalibrator),
                 min_labels=self.min_labels,
                 n_folds=max(k, 2),
                 seed=self.seed,
             )
-            method.fit(batches, labels, cross_fitted=out_of_fold.get(base) if requires_fit(method.base) else None)
+            if fused is None:
+                wrapped.fit(batches, labels)
+            else:
+                check_labels(batches, labels, min_labels=self.min_labels)
+                if requires_fit(wrapped.base):
+                    wrapped.base.fit(batches, labels)  # type: ignore[attr-defined]
+                fit_recalibrator(wrapped, fused, label_array(labels))
+            method = wrapped
+        elif reused is not None:
+            method = reused
         else:
             method = get_method(chosen)
             fit = getattr(method, "fit", None)
