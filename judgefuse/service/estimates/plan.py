@@ -29,7 +29,7 @@ from judgefuse.judges.types import LETTERS
 from judgefuse.service.estimates.reports import Reports
 from judgefuse.service.ledger import UNSOLICITED, label_stratum_key
 from judgefuse.service.responses import PlanOut
-from judgefuse.service.storage import Storage, VerdictRecord
+from judgefuse.service.storage import RecordArchive, VerdictRecord
 
 __all__ = ["REPORT", "traffic_plan"]
 
@@ -94,7 +94,7 @@ class _Rows:
 
 
 async def traffic_plan(
-    storage: Storage,
+    storage: RecordArchive,
     reports: Reports,
     tenant: str,
     panel: str,

@@ -40,7 +40,7 @@ from judgefuse.calibration.audit_bands import AuditBands, plan_audit_bands
 from judgefuse.judges.types import LETTERS
 from judgefuse.service.ledger import UNSOLICITED, label_stratum_key
 from judgefuse.service.settings import Settings
-from judgefuse.service.storage import Storage
+from judgefuse.service.storage import VerdictStore
 from judgefuse.service.storage.verdict_query import VerdictQuery
 
 __all__ = ["FLOOR_SHARE", "MIN_REFERENCE", "REFERENCE", "ActiveAudits", "BandedRate"]
@@ -69,7 +69,7 @@ class ActiveAudits:
     """Per (tenant, panel, audit rate): the bands in force, planned from the panel's newest
     auto-accepted verdicts and kept ``review.audit_plan_ttl_s`` (module docstring)."""
 
-    def __init__(self, settings: Settings, storage: Storage) -> None:
+    def __init__(self, settings: Settings, storage: VerdictStore) -> None:
         self.settings = settings
         self.storage = storage
         self._plans: dict[tuple[str, str, float], tuple[BandedRate | None, float]] = {}
