@@ -164,6 +164,26 @@ LINES: dict[str, list[bytes]] = {
     "malformed": [b'{"item": {"id": "x"'],
     "not UTF-8": [b'{"item": {"id": "\xff"}, "votes": []}'],
     "too deep": [b'{"item": {"id": "deep", "metadata": ' + b"[" * 200 + b"]" * 200 + b"}}"],
+    "too deep in an object": [b'{"item": {"id": "deep", "metadata": {"a": ' + b"[" * 200 + b"]" * 200 + b"}}}"],
+    "deep but within the bound": [b'{"item": {"id": "deep", "metadata": {"a": ' + b"[" * 100 + b"]" * 100 + b"}}}"],
+    # what the standard library's decoder and orjson (the reader's fast path) read apart or only one reads
+    "NaN": [b'{"item": {"id": "nan"}, "votes": [{"judge": "j", "mode": "sc", "choice": "A", "confidence": NaN}]}'],
+    "Infinity": [b'{"item": {"id": "inf"}, "votes": [{"judge": "j", "mode": "sc", "cost_usd": Infinity}]}'],
+    "1e400": [b'{"item": {"id": "big"}, "votes": [{"judge": "j", "mode": "sc", "latency_s": 1e400}]}'],
+    "an integer past 64 bits": [
+        b'{"item": {"id": "big"}, "votes": [{"judge": "j", "mode": "sc", "cost_usd": 123456789012345678901234567890,'
+        b' "signals": {"margin": -18446744073709551617}}]}'
+    ],
+    "a count past 64 bits": [b'{"item": {"id": "big"}, "votes": [{"judge": "j", "mode": "sc", "calls": 1e30}]}'],
+    "a lone surrogate": [b'{"item": {"id": "s\\ud800"}, "votes": [{"judge": "j", "mode": "sc", "raw": "\\udc00"}]}'],
+    "a surrogate pair": [b'{"item": {"id": "s\\ud83d\\ude00"}, "votes": []}'],
+    "UTF-8 text": ['{"item": {"id": "caf\u00e9", "category": "\u00fcber"}, "votes": []}'.encode()],
+    "an encoded surrogate": [b'{"item": {"id": "\xed\xa0\x80"}, "votes": []}'],
+    "a duplicate key": [b'{"item": {"id": "d", "label": "A", "label": "B"}, "votes": [], "votes": []}'],
+    "spaces and a carriage return": [b'  {"item": {"id": "cr"}, "votes": []}  \r'],
+    "a control character": [b'{"item": {"id": "t\tab"}, "votes": []}'],
+    "a byte order mark": [b'\xef\xbb\xbf{"item": {"id": "bom"}, "votes": []}'],
+    "two objects": [b'{"item": {"id": "x1"}, "votes": []}{"item": {"id": "x2"}, "votes": []}'],
 }
 
 
@@ -173,6 +193,32 @@ def test_lines_the_parser_refuses_or_skips(tmp_path: Path, lines: str) -> None:
     path = tmp_path / "votes.jsonl"
     path.write_bytes(b"\n".join(records[:9] + LINES[lines] + records[9:]) + b"\n")
     assert_reads_alike([path])
+    path.write_bytes(b"\n".join(records + LINES[lines]))  # the last line, without a final newline
+    assert_reads_alike([path])
+
+
+METADATA_VALUES: list[Any] = ["model-x", 7, -3, 2**64 - 1, 2**70, -(2**63) - 1, 1.5, 1e20, 1.5e19, True, None, "",
+                               {"a": [1, 2]}, [2**70], "model-x"]  # fmt: skip
+
+
+@pytest.mark.parametrize("kept", [["system"], ["system", "other"], []])
+def test_metadata_kept_as_the_models_read_it(tmp_path: Path, kept: list[str]) -> None:
+    """The metadata a reader keeps (winrate's systems) holds each value as the standard library's
+    decoder reads it: an integer past 64 bits stays an integer, equal values of different types
+    stay apart."""
+    records = good_records(len(METADATA_VALUES) + 5)
+    for record, value in zip(records, METADATA_VALUES, strict=False):
+        record["item"]["metadata"] = {"system": value, "other": "model-y"}
+    path = tmp_path / "votes.jsonl"
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    got = load_table([path], metadata=kept).items.metadata
+    want = VoteTable.from_items(load([path]), metadata=kept).items.metadata
+    assert list(got) == kept
+    for name in kept:
+        assert [(type(v), v) for v in got[name]] == [(type(v), v) for v in want[name]]
+    assert [(type(v), v) for v in got.get("system", [])][: len(METADATA_VALUES)] == (
+        [(type(v), v) for v in METADATA_VALUES] if "system" in kept else []
+    )
 
 
 def test_an_earlier_fault_is_reported_before_a_later_one(tmp_path: Path) -> None:

@@ -37,7 +37,7 @@ from judgefuse.judges.transport.request import (
     openai_body,
 )
 
-try:  # orjson only if it is already installed; never a requirement
+try:  # orjson is a dependency (the votes reader's decoder); the stdlib's json where an install lacks it
     import orjson as _orjson
 
     _loads = _orjson.loads
