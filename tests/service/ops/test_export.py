@@ -19,7 +19,7 @@ import pytest
 from app_support import stub  # noqa: F401 (fixture)
 from jf_test_support import openai_stub as stub_module
 from panel_support import PAIR, SPLIT, UNANIMOUS, H, external_panel, put_threshold
-from test_storage import T0, make_record
+from storage_support import T0, make_record
 
 from judgefuse.cli import main as cli_main
 from judgefuse.evaluation.loaders.votes import read_votes

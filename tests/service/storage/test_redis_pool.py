@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from test_storage import label, make_record  # tests/service is on pytest's pythonpath
+from storage_support import label, make_record
 
 from judgefuse.service.storage.redis import RedisStorage
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_storage import METHOD, incr, make_record
+from storage_support import METHOD, incr, make_record
 
 from judgefuse.service.storage import (
     SQLiteStorage,

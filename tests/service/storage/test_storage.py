@@ -7,16 +7,14 @@ import sqlite3
 import subprocess
 import sys
 import traceback
-from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
+from storage_support import H0, METHOD, T0, incr, label, make_record
 
-from judgefuse.fusion.verdict import Verdict
-from judgefuse.judges.types import JudgeVote, Letter, PairwiseItem
+from judgefuse.judges.types import Letter
 from judgefuse.service.storage import (
     AccumulatorOverflow,
-    LabelOutcome,
     ModelRecord,
     ServingVersions,
     SQLiteStorage,
@@ -32,56 +30,6 @@ from judgefuse.service.storage import (
     open_storage,
 )
 from judgefuse.service.storage.redis import RedisStorage, redact_url
-
-H0 = 490_000  # an hour index (2025-11)
-T0 = H0 * 3600.0
-
-
-def make_record(
-    vid: str,
-    *,
-    tenant: str = "acme",
-    panel: str = "p1",
-    created_at: float = T0 + 10.0,
-    choice: Letter = "A",
-    confidence: float = 0.75,
-    with_item: bool = True,
-) -> VerdictRecord:
-    votes = [
-        JudgeVote(judge="j1", mode="sc", choice=choice, confidence=confidence),
-        JudgeVote.invalid("j2", "sc", "timeout"),
-    ]
-    p_a = confidence if choice == "A" else 1.0 - confidence
-    verdict = Verdict(
-        choice=choice, confidence=confidence, p_a=p_a, method="majority", votes=votes,
-        n_valid=1, n_invalid=1, id=vid, route="human_review", threshold=0.9, degraded=True,
-    )
-    item = PairwiseItem(id=vid, question="2+2?", answer_a="4", answer_b="5") if with_item else None
-    return VerdictRecord(
-        id=vid, tenant=tenant, panel=panel, created_at=created_at, verdict=verdict, item=item
-    )
-
-
-def incr(record: VerdictRecord, label: Letter) -> Mapping[str, Mapping[str, float]]:
-    """A stand-in calibration accumulator: counts, correct count, confidence sums."""
-    c = record.verdict.confidence
-    z = 1.0 if record.verdict.choice == label else 0.0
-    out = {
-        f"{record.panel}:method:majority": {"n": 1.0, "correct": z, "sum_c": c, "sum_cz": c * z},
-    }
-    for vote in record.verdict.votes:
-        if vote.valid:
-            zj = 1.0 if vote.choice == label else 0.0
-            out[f"{record.panel}:judge:{vote.judge}"] = {"n": 1.0, "correct": zj}
-    return out
-
-
-METHOD = "p1:method:majority"
-
-
-async def label(storage: Storage, vid: str, letter: Letter, tenant: str = "acme") -> LabelOutcome:
-    return await storage.set_label(tenant, vid, letter, incr, labelled_at=T0 + 100.0)
-
 
 # -- verdicts ----------------------------------------------------------------------------------
 
@@ -579,7 +527,7 @@ async def test_redis_key_naming(redis_url: str) -> None:
 _WRITER = """
 import asyncio, sys, time
 sys.path.insert(0, {tests!r})
-from test_storage import make_record, incr, T0
+from storage_support import make_record, incr, T0
 from judgefuse.service.storage import SQLiteStorage
 
 async def main():

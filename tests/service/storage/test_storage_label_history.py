@@ -9,8 +9,7 @@ import asyncio
 import random
 
 import pytest
-from test_storage import T0
-from test_storage_review import NOW, stamped
+from storage_support import NOW, T0, stamped
 
 from judgefuse.service.ledger import label_increments
 from judgefuse.service.storage import LABEL_HISTORY_KEEP, LabelEvent, LabelKind, Storage

@@ -10,8 +10,7 @@ import random
 from collections import defaultdict
 
 import pytest
-from test_storage import T0
-from test_storage_review import NOW, counts, stamped
+from storage_support import NOW, T0, counts, stamped
 
 from judgefuse.service.ledger import label_increments, label_kind_counts, label_kind_key, method_key
 from judgefuse.service.storage import LabelKind, Storage, VerdictNotFound, VerdictRecord

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from test_storage_review import two_handles  # noqa: F401  (fixture: two handles on one store)
 
 from judgefuse.service.storage import Storage
 

@@ -4,7 +4,7 @@ holds more than about ``PAGE_BYTES`` of stored text (storage/paging.py)."""
 
 from __future__ import annotations
 
-from test_storage import T0, make_record  # tests/service is on pytest's pythonpath
+from storage_support import T0, make_record
 
 from judgefuse.judges.types import PairwiseItem
 from judgefuse.service.storage.paging import FIRST_PAGE_ROWS, PAGE_BYTES, PageSizer

@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from test_storage import T0, label, make_record  # tests/service is on pytest's pythonpath
+from storage_support import T0, label, make_record
 
 from judgefuse.service.storage import Storage, StorageCorrupt, VerdictRecord, checks
 

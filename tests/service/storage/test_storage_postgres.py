@@ -12,8 +12,7 @@ import traceback
 import psycopg
 import pytest
 from jf_test_support.pg_server import reset_postgres
-from test_storage import T0, incr, make_record
-from test_storage_review import stamped
+from storage_support import T0, incr, make_record, stamped
 
 from judgefuse.service.storage import StorageError, StorageUnavailable, VerdictRecord
 from judgefuse.service.storage.postgres import PostgresStorage

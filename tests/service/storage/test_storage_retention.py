@@ -10,8 +10,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from test_storage import T0, incr, make_record
-from test_storage_review import stamped
+from storage_support import T0, incr, make_record, stamped
 
 from judgefuse.service.storage import SQLiteStorage, Storage, VerdictNotFound, VerdictRecord
 from judgefuse.service.storage.redis import RedisStorage

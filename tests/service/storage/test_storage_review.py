@@ -8,53 +8,21 @@ from __future__ import annotations
 import asyncio
 import random
 import sqlite3
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import numpy as np
 import pytest
-from test_storage import H0, T0, incr, make_record
+from storage_support import H0, NOW, T0, counts, incr, make_record, stamped
 
 from judgefuse.service.storage import (
     AccumulatorOverflow,
-    ReviewStamp,
     SQLiteStorage,
     Storage,
-    Stratum,
     StratumCounts,
     VerdictExists,
-    VerdictRecord,
 )
 from judgefuse.service.storage.redis import RedisStorage
 from judgefuse.service.storage.sqlite.schema import SCHEMA_VERSION
-
-NOW = T0 + 1000.0
-
-
-def stamped(
-    vid: str,
-    stratum: Stratum = "review",
-    rank: float = 0.5,
-    *,
-    panel: str = "p1",
-    created_at: float = T0 + 10.0,
-) -> VerdictRecord:
-    """A verdict record carrying a review stamp."""
-    stamp = ReviewStamp(
-        stratum=stratum,
-        inclusion_probability={"review": 1.0, "audit": 0.1, "none": 0.0, "inline": 1.0}[stratum],
-        reason={"review": "below_threshold", "audit": "audit", "none": "auto_accept",
-                "inline": "inline_label"}[stratum],
-        audit_rate=0.1,
-        draw=None if stratum in ("review", "inline") else 0.05 if stratum == "audit" else 0.7,
-        rank=rank,
-    )
-    record = make_record(vid, panel=panel, created_at=created_at)
-    return record.model_copy(update={"review": stamp, "threshold_version": 3})
-
-
-def counts(routed: int = 0, queued: int = 0, leased: int = 0, labelled: int = 0) -> StratumCounts:
-    return StratumCounts(routed=routed, queued=queued, leased=leased, labelled=labelled)
 
 
 async def lease_ids(
@@ -271,29 +239,6 @@ async def test_bad_lease_arguments(storage: Storage) -> None:
 
 
 # -- concurrency -------------------------------------------------------------------------------
-
-
-@pytest.fixture(params=["sqlite", "redis"])
-async def two_handles(
-    request: pytest.FixtureRequest, sqlite_path: Path
-) -> AsyncIterator[tuple[Storage, Storage]]:
-    """Two open handles on one store: two processes on one SQLite file, or two gateway
-    replicas on one Redis server."""
-    pair: tuple[Storage, Storage]
-    if request.param == "sqlite":
-        pair = (SQLiteStorage(sqlite_path), SQLiteStorage(sqlite_path))
-    else:
-        url = request.getfixturevalue("redis_url")
-        pair = (RedisStorage(url), RedisStorage(url))
-    for handle in pair:
-        await handle.open()
-    if isinstance(pair[0], RedisStorage):
-        await pair[0].client.flushdb()
-    try:
-        yield pair
-    finally:
-        for handle in pair:
-            await handle.close()
 
 
 async def _lease_race(stores: list[Storage], calls: int, n: int) -> list[list[str]]:
