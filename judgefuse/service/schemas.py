@@ -1,4 +1,6 @@
 """Request and response bodies of the HTTP API (pydantic; no FastAPI import, the gateway uses them).
+Plain models: the client reads them without the engine; building a verdict's body from the
+engine's objects is :mod:`judgefuse.service.kernel.verdict_out`.
 
 Length limits that depend on settings (question/answer length, batch size) are checked by the
 gateway against :class:`~judgefuse.service.settings.Settings` and reported as 422 / 413 naming
@@ -15,7 +17,6 @@ model's own call (fusion ``fuser``) is not included: the fuser does not report i
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
@@ -30,9 +31,7 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
-from judgefuse.fusion.cascade import CascadeDecision, vote_calls
-from judgefuse.fusion.verdict import Verdict
-from judgefuse.judges.types import JudgeVote, Letter
+from judgefuse.judges.types import Letter
 from judgefuse.service.storage.label_history import LabelEvent
 from judgefuse.service.storage.records import COMMENT_MAX_CHARS, LabelKind
 
@@ -154,13 +153,6 @@ class VoteOut(BaseModel):
     cost_usd: float = 0.0
     notes: list[str] = Field(default_factory=list)
 
-    @classmethod
-    def of(cls, vote: JudgeVote) -> VoteOut:
-        """The vote as returned. Its fields are read by pydantic's validator (every field here
-        is a field of the already valid vote, with the same or a wider type): 3.0 us a vote,
-        where ``model_construct``, which loops over the fields in Python, took 5.4."""
-        return cls.model_validate(vote, from_attributes=True)
-
 
 class CostOut(BaseModel):
     """What a verdict (or a batch) cost: model calls, tokens and money (USD)."""
@@ -171,16 +163,6 @@ class CostOut(BaseModel):
     usd: float = 0.0
 
     @classmethod
-    def of_votes(cls, votes: Iterable[JudgeVote]) -> CostOut:
-        votes = list(votes)
-        return cls.model_construct(
-            calls=sum(vote_calls(v) for v in votes),
-            prompt_tokens=sum(v.prompt_tokens for v in votes),
-            completion_tokens=sum(v.completion_tokens for v in votes),
-            usd=math.fsum(v.cost_usd for v in votes),
-        )
-
-    @classmethod
     def total(cls, costs: Iterable[CostOut]) -> CostOut:
         costs = list(costs)
         return cls.model_construct(
@@ -189,9 +171,6 @@ class CostOut(BaseModel):
             completion_tokens=sum(c.completion_tokens for c in costs),
             usd=math.fsum(c.usd for c in costs),
         )
-
-
-_CASCADE_VERSION = re.compile(r"^cascade:(\d+)/(\d+):(.*)$")
 
 
 class CascadeOut(BaseModel):
@@ -207,37 +186,6 @@ class CascadeOut(BaseModel):
     fallback: Literal["review", "panel"]
     stage_threshold: float | None = None
     """The accepting stage's threshold (from the panel YAML)."""
-
-    @classmethod
-    def of(cls, decision: CascadeDecision, *, stages: int, names: list[str],
-           fallback: Literal["review", "panel"]) -> CascadeOut:
-        stage = decision.stage
-        return cls.model_construct(
-            stage=None if stage is None else stage + 1,
-            name=None if stage is None else names[stage], accepted=stage is not None,
-            stages=stages, stages_consulted=decision.stages_consulted, fallback=fallback,
-            stage_threshold=decision.verdict.threshold,
-        )
-
-    @classmethod
-    def of_stored(cls, verdict: Verdict, *, fallback: Literal["review", "panel"] | None = None,
-                  stages: int | None = None) -> CascadeOut | None:
-        """Rebuilt from a stored cascade verdict (its ``model_version`` and notes); ``fallback``
-        and ``stages`` from the panel's current cascade when the caller knows it."""
-        if verdict.method != "cascade":
-            return None
-        consulted = sum(1 for note in verdict.notes if note.startswith("cascade: stage "))
-        match = _CASCADE_VERSION.match(verdict.model_version or "")
-        stage = name = None
-        if match is not None:
-            stage, name = int(match.group(1)), match.group(3)
-            stages = int(match.group(2))
-        return cls.model_construct(
-            stage=stage, name=name, accepted=stage is not None,
-            stages=stages if stages is not None else consulted, stages_consulted=consulted,
-            fallback=fallback or "review", stage_threshold=verdict.threshold if stage else None,
-        )
-
 
 class FailedJudge(BaseModel):
     judge: str
@@ -352,30 +300,6 @@ class VerdictOut(BaseModel):
     """``GET /v1/verdicts/{id}`` only (None elsewhere): every label, relabel, comment change
     and undo of the verdict, oldest first, the newest 50 kept (``seq`` numbers them from 1, so
     a first ``seq`` above 1 says older ones were dropped); ``by`` names who, never a key."""
-
-    @classmethod
-    def of(
-        cls, verdict: Verdict, *, panel: str, threshold: ThresholdUsed, created_at: float,
-        label: LabelKind | None = None, labelled_at: float | None = None,
-        feedback: LabelResult | None = None, category: str | None = None,
-        cascade: CascadeOut | None = None, review: ReviewOut | None = None,
-    ) -> VerdictOut:
-        return cls.model_construct(
-            id=verdict.id or "", panel=panel, choice=verdict.choice,
-            confidence=verdict.confidence, p_a=verdict.p_a,
-            route=verdict.route or "human_review", threshold=threshold, method=verdict.method,
-            model_version=verdict.model_version, degraded=verdict.degraded,
-            failed_judges=[
-                FailedJudge.model_construct(judge=v.judge, reason=v.error or "no usable vote")
-                for v in verdict.votes if v.failed
-            ],
-            votes=[VoteOut.of(v) for v in verdict.votes], n_valid=verdict.n_valid,
-            n_invalid=verdict.n_invalid, tie_broken=verdict.tie_broken, notes=verdict.notes,
-            timings=verdict.timings, created_at=created_at, label=label,
-            labelled_at=labelled_at, feedback=feedback, category=category,
-            cost=CostOut.of_votes(verdict.votes),
-            cascade=cascade, review=review,
-        )
 
 
 class BatchResult(BaseModel):

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from judgefuse.fusion.cascade import CascadeDecision, run_cascade_async
 from judgefuse.judges.types import JudgeVote, PairwiseItem
 from judgefuse.service.kernel.panels import PanelRuntime
+from judgefuse.service.kernel.verdict_out import cascade_out
 from judgefuse.service.schemas import CascadeOut
 
 __all__ = ["live_cascade_out", "walk_cascade"]
@@ -64,7 +65,7 @@ def live_cascade_out(runtime: PanelRuntime, decision: CascadeDecision) -> tuple[
     under (``"<n>:<name>"`` of the stage that accepted, or ``"review"``)."""
     assert runtime.cascade is not None
     stages = runtime.cascade.all_stages()
-    out = CascadeOut.of(
+    out = cascade_out(
         decision, stages=len(stages), names=[st.name for st in stages],
         fallback=runtime.cascade.fallback,
     )

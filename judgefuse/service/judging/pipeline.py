@@ -68,6 +68,7 @@ from judgefuse.service.judging.verdict_ids import VerdictIds
 from judgefuse.service.kernel.metrics import ServiceMetrics
 from judgefuse.service.kernel.panels import PanelRuntime
 from judgefuse.service.kernel.sojourn import Working
+from judgefuse.service.kernel.verdict_out import verdict_out
 from judgefuse.service.ledger import traffic_increments
 from judgefuse.service.monitoring.monitor import Monitors
 from judgefuse.service.review.active_audits import ActiveAudits
@@ -268,7 +269,7 @@ class JudgePipeline:
         self.observe(tenant, runtime, ballot, verdict, cascade_stage)
         if self.telemetry is not None:
             self.telemetry.verdict(tenant, runtime, ballot.votes, verdict, judged=checked.posted is None)
-        return VerdictOut.of(
+        return verdict_out(
             verdict, panel=runtime.name, threshold=used, created_at=created_at,
             label=labelled.record.label if labelled else None,
             labelled_at=labelled.record.labelled_at if labelled else None,

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.service.kernel.panels import PanelRuntime
 from judgefuse.service.kernel.stored_text import check_verdict_id
+from judgefuse.service.kernel.verdict_out import cascade_out_of_stored, verdict_out
 from judgefuse.service.schemas import CascadeOut, ReviewOut, ThresholdUsed, VerdictOut
 from judgefuse.service.storage import Storage, VerdictNotFound, VerdictRecord
 
@@ -36,7 +37,7 @@ class VerdictReads:
             value=verdict.threshold, version=None,
             reason="as routed when the verdict was made",
         )
-        out = VerdictOut.of(
+        out = verdict_out(
             verdict, panel=record.panel, threshold=used, created_at=record.created_at,
             label=record.label, labelled_at=record.labelled_at,
             category=record.item.category if record.item else None,
@@ -63,7 +64,7 @@ def review_out(record: VerdictRecord) -> ReviewOut | None:
 def stored_cascade_out(verdict: Verdict, runtime: PanelRuntime | None) -> CascadeOut | None:
     """The ``cascade`` of a stored verdict, read back (the panel may since have changed or gone)."""
     cascade = runtime.cascade if runtime is not None else None
-    return CascadeOut.of_stored(
+    return cascade_out_of_stored(
         verdict, fallback=cascade.fallback if cascade is not None else None,
         stages=len(cascade.all_stages()) if cascade is not None else None,
     )
