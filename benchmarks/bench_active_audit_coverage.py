@@ -36,9 +36,13 @@ plan's reference verdicts and the stream. The truth is the stream's (the window'
 the mean over its verdicts for accuracy, precision and Brier, and for ECE and TH-Score the
 accumulator's metrics of the fully labelled stream.
 
-Printed per pool, metric and estimator: each design's coverage of the 95% interval next to its
-target with its Monte-Carlo standard error, the number of streams with a finite interval,
-the mean width, and active's width over uniform's. Pools: Trust-or-Escalate's three judges
+Printed per pool: audit labels per stream and ``auto@`` strata per window of each design (with
+the audit labels of the smallest); then per metric and estimator each design's coverage of the
+95% interval next to its target with its Monte-Carlo standard error, the number of streams
+with a finite interval, the mean width, and active's width over uniform's. Every replan
+naming new strata is what this found: with rates rounded to 4 decimals a window held ~11
+``auto@`` strata, and ECE, TH-Score and the model-assisted intervals paid for it (the grid of
+:data:`judgefuse.calibration.audit_bands.RATE_STEPS` is the fix; results page). Pools: Trust-or-Escalate's three judges
 fused by mean probability, JudgeBench's ten judges by mean probability and by majority
 (recorded judges, human or objective labels), and a synthetic mixture where half the
 confidences are near certain (the regime where active audits' weights matter most).
@@ -233,6 +237,8 @@ class Tally:
     covered: dict[tuple[str, str, str], list[bool]] = field(default_factory=lambda: defaultdict(list))
     widths: dict[tuple[str, str, str], list[float]] = field(default_factory=lambda: defaultdict(list))
     audits: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    strata: dict[str, list[list[int]]] = field(default_factory=lambda: defaultdict(list))
+    """Per design, per stream: the audit labels of each ``auto@`` stratum of the window."""
     streams: int = 0
 
     def coverage(self, metric: str, estimator: str, design: str) -> tuple[float, float, int]:
@@ -253,6 +259,8 @@ class Tally:
             self.widths[key].extend(widths)
         for design, counts in other.audits.items():
             self.audits[design].extend(counts)
+        for design, labels in other.strata.items():
+            self.strata[design].extend(labels)
         self.streams += other.streams
 
 
@@ -283,6 +291,7 @@ def simulate(pool: Pool, setup: Setup, streams: int, seed: int = 0, designs: tup
                     c, z, decided, setup.history, tau, design == "active", setup, draw_seed, settings
                 )
                 tally.audits[design].append(audits)
+                tally.strata[design].append([n for k, n in block["labelled"].items() if k.startswith("auto@")])
                 for metric, estimator in ROWS:
                     got = _interval(block, metric, estimator)
                     if got is None or not math.isfinite(true[metric]):
@@ -344,7 +353,10 @@ def report(pool: Pool, setup: Setup, tally: Tally, seconds: float) -> str:
         f"labelled {setup.review_share:.0%}; audits uniform at {setup.audit:g} or active (bands replanned every "
         f"{setup.replan_every}) ({seconds:.0f} s)",
         f"   audit labels per stream: uniform {np.mean(tally.audits['uniform']):.1f}, active "
-        f"{np.mean(tally.audits['active']):.1f}",
+        f"{np.mean(tally.audits['active']):.1f}; auto@ strata per window: uniform "
+        f"{np.mean([len(x) for x in tally.strata['uniform']]):.1f}, active "
+        f"{np.mean([len(x) for x in tally.strata['active']]):.1f} (audit labels in the smallest: "
+        f"median {np.median([min(x, default=0) for x in tally.strata['active']]):.0f})",
         f"   {'metric':<22} {'estimator':<15} {'uniform cov ± MC se':>20} {'active cov ± MC se':>19} "
         f"{'target':>6} {'n u/a':>10} {'width u':>9} {'width a':>9} {'a/u':>6}",
     ]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from judgefuse.calibration import CalibrationAccumulator
-from judgefuse.calibration.audit_bands import AuditBands, plan_audit_bands, width_ratio_bound
+from judgefuse.calibration.audit_bands import RATE_STEPS, AuditBands, plan_audit_bands, width_ratio_bound
 from judgefuse.calibration.stratified import StratumData, precision_estimate
 
 
@@ -17,7 +17,26 @@ def test_rates_average_to_the_planned_rate_over_the_reference_traffic() -> None:
     c = rng.uniform(0.7, 1.0, 5000)
     bands = plan_audit_bands(c, mean_rate=0.1, bands=5)
     assert len(bands.rates) == 5
-    assert bands.rates_of(c).mean() == pytest.approx(0.1, abs=2e-3)  # rates are rounded to 4 digits
+    # rates lie on a grid (steps of 2**(1/RATE_STEPS)): the mean is the nearer of two steps
+    assert bands.rates_of(c).mean() == pytest.approx(0.1, abs=0.1 * (2 ** (1 / RATE_STEPS) - 1) / 2)
+
+
+def test_replans_on_similar_traffic_land_on_a_few_rates() -> None:
+    """Each rate in force names a ledger stratum, and the service replans every few minutes:
+    twenty plans from resampled reference traffic (labels among them) share a few rates, all on
+    the grid around the mean rate, so a window's audit strata stay few and large (rounded to 4
+    decimals, every plan named three new strata)."""
+    rng = np.random.default_rng(2)
+    pool_c = rng.uniform(0.8, 1.0, 5000)
+    pool_y = (rng.uniform(size=5000) < pool_c).astype(float)
+    rates: set[float] = set()
+    for _ in range(20):
+        idx = rng.integers(0, 5000, 1000)
+        y = np.where(rng.uniform(size=1000) < 0.1, pool_y[idx], math.nan)
+        rates |= set(plan_audit_bands(pool_c[idx], y, mean_rate=0.1, bands=3, floor_share=0.5).rates)
+    assert len(rates) <= 5, sorted(rates)
+    steps = [math.log2(r / 0.1) * RATE_STEPS for r in rates]
+    assert all(abs(k - round(k)) < 1e-2 for k in steps), sorted(rates)
 
 
 def test_less_certain_bands_are_audited_more_and_the_floor_holds() -> None:
