@@ -59,8 +59,11 @@ confidence, and it is what the recalibrator and the learners minimise. Offline (
 ``auto`` is itself cross-fitted, so its choice is made afresh in each fold on the training folds
 only (nested cross-validation) and its row is an honest held-out number.
 
-**The fit**: the chosen candidate fitted on every label (a recalibrated learned base reuses the
-out-of-fold verdicts the comparison made, which are the ones its own fit would make). Verdicts
+**The fit**: the chosen candidate fitted on every label (a recalibrated base's recalibrator is
+fitted on the out-of-fold verdicts the comparison made, which are the ones its own fit would make;
+the ``dawid_skene`` the comparison fitted on these votes is kept; ``stacked`` and
+``offset_stacked`` are fitted over the vote arrays, :func:`~.columnar_stacking.fit_method`, and
+save and serve as when fitted item by item). Verdicts
 are the chosen method's, with ``method`` ``auto``, ``model_version`` auto's and a note naming
 the choice. A recalibrator may map a confidence below one half (e.g. ``dawid_skene`` certain of
 two copies of one judge outvoted by the rest: the labels say the copies are then wrong more often
@@ -89,13 +92,13 @@ from judgefuse.fusion.capabilities import method_params, restore_method
 from judgefuse.fusion.columnar import COLUMNAR_METHODS, NONE, A, B, FusedColumns, VoteColumns, fuse_columns
 from judgefuse.fusion.columnar_crossfit import fit_recalibrator
 from judgefuse.fusion.columnar_dawid_skene import dawid_skene_columns
-from judgefuse.fusion.columnar_stacking import columnar_stacking, cross_fit_stacking
+from judgefuse.fusion.columnar_stacking import columnar_stacking, cross_fit_stacking, fit_method
 from judgefuse.fusion.crossfit import cross_fit_predict, fold_indices, label_array, predict_many
 from judgefuse.fusion.dawid_skene import DawidSkeneFusion
 from judgefuse.fusion.offset_stacking import fit_offset_logistic
 from judgefuse.fusion.recalibrated import Recalibrated
 from judgefuse.fusion.registry import FusionMethod, NotEnoughLabels, NotFitted, fusion_method, get_method, requires_fit
-from judgefuse.fusion.stacking import check_labels
+from judgefuse.fusion.stacking import StackedFusion, check_labels
 from judgefuse.fusion.verdict import TIE_NOTE, Verdict
 from judgefuse.judges.types import JudgeVote
 
@@ -364,7 +367,7 @@ class AutoFusion:
             f"{self.se_rule:g} SE of it (log-loss {chosen.log_loss:.4f}, +{chosen.difference:.4f} +- "
             f"{chosen.standard_error:.4f}); {len(self.scores)} candidates, {k}-fold"
         )
-        self._settle(chosen.name, batches, labels, k, out_of_fold, applied)
+        self._settle(chosen.name, batches, labels, k, (columns, out_of_fold, applied))
         return p_a_of[chosen.name]
 
     def _out_of_fold(
@@ -438,16 +441,17 @@ class AutoFusion:
         batches: Sequence[Sequence[JudgeVote]],
         labels: Sequence[Literal["A", "B"]],
         k: int,
-        out_of_fold: Mapping[str, FusedColumns] | None = None,
-        applied: Mapping[str, FusionMethod] | None = None,
+        comparison: tuple[VoteColumns, Mapping[str, FusedColumns], Mapping[str, FusionMethod]] | None = None,
     ) -> None:
-        """Fit ``chosen`` on every label and stamp the version. ``out_of_fold``: each base's
-        verdicts of the comparison (a recalibrator is fitted on the chosen base's, which are what
-        ``Recalibrated.fit`` would compute); ``applied``: label-free bases the comparison fitted on
+        """Fit ``chosen`` on every label and stamp the version. ``comparison``: the vote arrays
+        (``stacked`` and ``offset_stacked`` are fitted over them, :func:`.columnar_stacking.fit_method`),
+        each base's verdicts of the comparison (a recalibrator is fitted on the chosen base's,
+        which are what ``Recalibrated.fit`` would compute) and the label-free bases it fitted on
         these votes (``dawid_skene``), reused rather than fitted again on the same votes."""
         base, plus, recalibrator = chosen.partition("+")
-        fused = (out_of_fold or {}).get(base)
-        reused = (applied or {}).get(base)
+        columns, out_of_fold, applied = comparison if comparison is not None else (None, {}, {})
+        fused = out_of_fold.get(base)
+        reused = applied.get(base)
         method: FusionMethod
         if plus:
             wrapped = Recalibrated(
@@ -462,19 +466,32 @@ class AutoFusion:
             else:
                 check_labels(batches, labels, min_labels=self.min_labels)
                 if requires_fit(wrapped.base):
-                    wrapped.base.fit(batches, labels)  # type: ignore[attr-defined]
+                    self._fit_base(wrapped.base, batches, labels, columns)
                 fit_recalibrator(wrapped, fused, label_array(labels))
             method = wrapped
         elif reused is not None:
             method = reused
         else:
             method = get_method(chosen)
-            fit = getattr(method, "fit", None)
-            if callable(fit):  # a learned method; dawid_skene fits on the votes, labels unused
-                fit(batches, labels)
+            if callable(getattr(method, "fit", None)):  # a learned method; dawid_skene fits on the votes
+                self._fit_base(method, batches, labels, columns)
         self.chosen = chosen
         self.model = method
         self.model_version = self._version()
+
+    @staticmethod
+    def _fit_base(
+        method: FusionMethod,
+        batches: Sequence[Sequence[JudgeVote]],
+        labels: Sequence[Literal["A", "B"]],
+        columns: VoteColumns | None,
+    ) -> None:
+        """``method.fit(batches, labels)``; ``stacked`` and ``offset_stacked`` over ``columns``
+        when given (the same fit: :func:`.columnar_stacking.fit_method`)."""
+        if columns is not None and isinstance(method, StackedFusion) and columnar_stacking(method):
+            fit_method(method, columns, label_array(labels))
+        else:
+            method.fit(batches, labels)  # type: ignore[attr-defined]
 
     def _version(self) -> str:
         state: dict[str, Any] = {
@@ -503,6 +520,11 @@ class AutoFusion:
             self._tie(v, float(pt)) if v.choice is not None and pt > (1.0 - pt) * v.confidence else v
             for v, pt in zip(verdicts, p_tie.tolist(), strict=True)
         ]
+
+    def predict_p_a(self, batches: Sequence[Sequence[JudgeVote]]) -> NDArray[np.float64]:
+        """P(A) of each batch's verdict (0.5 where it answers tie), from one :meth:`predict` of
+        them all rather than a call per item."""
+        return np.asarray([v.p_a for v in self.predict(batches)], dtype=float)
 
     def _tie(self, verdict: Verdict, p_tie: float) -> Verdict:
         """An exact tie: the tie model's P(tie) is above the chosen letter's P(letter and not tie)."""

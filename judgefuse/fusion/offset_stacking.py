@@ -234,15 +234,20 @@ class OffsetStackedFusion(StackedFusion):
         self._freeze_features(batches)
         offset = rule_logodds(batches)
         x = np.hstack([offset[:, None], self._matrix(batches)[0]])
-        self.penalty = choose_penalty(x, y, offset)
-        self._intercept, coef = fit_offset_logistic(x, y, offset, self.penalty)
-        self._scale, self._weights = float(coef[0]), coef[1:]
+        penalty = choose_penalty(x, y, offset)
+        intercept, coef = fit_offset_logistic(x, y, offset, penalty)
+        self.adopt_offset(penalty, intercept, float(coef[0]), coef[1:])
+        return self
+
+    def adopt_offset(self, penalty: float, intercept: float, scale: float, weights: NDArray[np.float64]) -> None:
+        """Take a fit (on the frozen features, :meth:`freeze`) and version it: the end of
+        :meth:`fit`, and of a fit made over arrays (:func:`~judgefuse.fusion.columnar_stacking.fit_method`)."""
+        self.penalty, self._intercept, self._scale, self._weights = penalty, intercept, scale, weights
         digest = hashlib.sha256()
         digest.update(("\n".join(self.feature_names) + f"\n{self.penalty!r}").encode())
         digest.update(np.round(self._weights, 10).tobytes() + np.round([self._intercept, self._scale], 10).tobytes())
         digest.update(np.round(self._mean, 10).tobytes() + np.round(self._std, 10).tobytes())
         self.model_version = digest.hexdigest()[:12]
-        return self
 
     @property
     def coefficients(self) -> dict[str, float]:

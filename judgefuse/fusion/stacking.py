@@ -115,6 +115,18 @@ def check_label_counts(n_a: int, n_b: int, *, min_labels: int = 1, min_per_class
         )
 
 
+def logistic(coef: NDArray[np.float64], intercept: float, C: float) -> LogisticRegression:
+    """A scikit-learn logistic regression with these coefficients, as if fitted (classes 0, 1)."""
+    from sklearn.linear_model import LogisticRegression
+
+    model = LogisticRegression(C=C)
+    model.coef_ = np.asarray(coef, dtype=float).reshape(1, -1)
+    model.intercept_ = np.asarray([float(intercept)])
+    model.classes_ = np.asarray([0, 1])
+    model.n_features_in_ = model.coef_.shape[1]
+    return model
+
+
 def _logodds(p: float) -> float:
     p = min(max(p, P_CLIP), 1.0 - P_CLIP)
     return math.log(p) - math.log1p(-p)
@@ -235,6 +247,12 @@ class StackedFusion:
 
         model = LogisticRegression(C=self.C, solver="newton-cholesky", max_iter=200, tol=1e-8)
         model.fit(x, y)
+        self.adopt(model)
+        return self
+
+    def adopt(self, model: LogisticRegression) -> None:
+        """Take a fitted model (on the frozen features, :meth:`freeze`) and version it: the end of
+        :meth:`fit`, and of a fit made over arrays (:func:`~judgefuse.fusion.columnar_stacking.fit_method`)."""
         self._model = model
         digest = hashlib.sha256()
         digest.update("\n".join(self.feature_names).encode())
@@ -242,25 +260,36 @@ class StackedFusion:
         digest.update(np.round(model.intercept_, 10).tobytes())
         digest.update(np.round(self._mean, 10).tobytes() + np.round(self._std, 10).tobytes())
         self.model_version = digest.hexdigest()[:12]
-        return self
 
     def _freeze_features(self, batches: Sequence[Sequence[JudgeVote]]) -> None:
         """Fix the judges, signal keys and signal standardisation from the fit's batches."""
-        self.judges = sorted({vote.judge for batch in batches for vote in batch})
-        if not self.judges:
+        judges = sorted({vote.judge for batch in batches for vote in batch})
+        if not judges:
             raise NotEnoughLabels("no votes in any batch: nothing to fit on")
         keys = set()
         if self.use_signals:
             keys = {(v.judge, key) for batch in batches for v in batch for key in v.signals}
-        self.signal_keys = sorted(keys)
-        self._mean = np.zeros(len(self.signal_keys))
-        self._std = np.ones(len(self.signal_keys))
+        self.freeze(judges, sorted(keys), np.zeros(len(keys)), np.ones(len(keys)))
         if self.signal_keys:
             raw = np.array([self._raw_rows(b)[1] for b in batches], dtype=float)
             mean = np.nanmean(raw, axis=0)
             std = np.sqrt(np.nanmean((raw - mean) ** 2, axis=0))
             self._mean = mean
             self._std = np.where(std > 1e-12, std, 1.0)
+
+    def freeze(
+        self,
+        judges: Sequence[str],
+        signal_keys: Sequence[tuple[str, str]],
+        mean: NDArray[np.float64],
+        std: NDArray[np.float64],
+    ) -> None:
+        """Fix the features of a fit (feature set :data:`FEATURE_SET`): its judges (sorted), signal
+        keys (sorted) and the signals' standardisation."""
+        self.judges = list(judges)
+        self.signal_keys = list(signal_keys)
+        self._mean = np.asarray(mean, dtype=float)
+        self._std = np.asarray(std, dtype=float)
         self.feature_set = FEATURE_SET
         self._kinds = VOTE_KINDS
         self.feature_names = [
@@ -399,19 +428,12 @@ class StackedFusion:
         """A ready model from :meth:`to_params` output (``ValueError`` for another format)."""
         if params.get("format") != PARAMS_FORMAT:
             raise ValueError(f"unknown stacked model format {params.get('format')!r}")
-        from sklearn.linear_model import LogisticRegression
-
         model = cls(
             C=float(params["C"]), min_labels=int(params["min_labels"]),
             use_signals=bool(params["use_signals"]),
         )
         coef = model._restore_features(params)
-        lr = LogisticRegression(C=model.C)
-        lr.coef_ = coef.reshape(1, -1)
-        lr.intercept_ = np.asarray([float(params["intercept"])])
-        lr.classes_ = np.asarray([0, 1])
-        lr.n_features_in_ = coef.size
-        model._model = lr
+        model._model = logistic(coef, float(params["intercept"]), model.C)
         return model
 
     def __call__(self, votes: Sequence[JudgeVote]) -> Verdict:

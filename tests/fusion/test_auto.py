@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from judgefuse.fusion import get_method
-from judgefuse.fusion.auto import CANDIDATES, FALLBACK, AutoFusion, choose, complexity, log_losses
+from judgefuse.fusion.auto import BASES, CANDIDATES, FALLBACK, AutoFusion, _as_columns, choose, complexity, log_losses
 from judgefuse.fusion.capabilities import capabilities, method_params, restore_method
+from judgefuse.fusion.crossfit import cross_fit_predict, fold_indices
 from judgefuse.judges.types import JudgeVote
 
 Panel = tuple[list[list[JudgeVote]], list[str]]
@@ -153,6 +154,29 @@ def test_agreeing_copies_are_recalibrated() -> None:
     confidences = [v.confidence for v in method.predict(unanimous)]
     assert 0.65 < float(np.mean(confidences)) < 0.85
     assert all(v.method == "auto" and v.model_version == method.model_version for v in method.predict(batches[:5]))
+
+
+@pytest.mark.parametrize(
+    ("seed", "judge_votes", "n"),
+    [(3, _independent((0.90, 0.60, 0.62, 0.64, 0.66)), 300), (2, _independent((0.6, 0.7, 0.75), informative=True), 400)],
+)
+def test_the_comparison_over_arrays_is_the_per_item_one(seed: int, judge_votes, n: int) -> None:  # type: ignore[no-untyped-def]
+    """Every candidate's out-of-fold log-loss is what cross_fit_predict's per-item verdicts give;
+    predict_p_a is each item's own verdict's P(A)."""
+    batches, labels = _panel(n, seed, judge_votes)
+    method = AutoFusion().fit(batches, labels)
+    by_name = {score.name: score for score in method.scores}
+    y = np.asarray([label == "A" for label in labels], dtype=float)
+    folds = fold_indices(labels, n_folds=5, seed=0)  # type: ignore[arg-type]
+    for base in BASES:
+        verdicts = cross_fit_predict(base, batches, labels, n_folds=5, seed=0)  # type: ignore[arg-type]
+        p_a = np.asarray([v.p_a if v.choice is not None else 0.5 for v in verdicts])
+        assert by_name[base].log_loss == pytest.approx(float(log_losses(p_a, y).mean()), rel=0, abs=1e-12), base
+        recalibrated = method._recalibrated_out_of_fold(_as_columns(base, verdicts), y, folds)
+        assert by_name[f"{base}+platt"].log_loss == pytest.approx(
+            float(log_losses(recalibrated, y).mean()), rel=0, abs=1e-12
+        ), base
+    np.testing.assert_array_equal(method.predict_p_a(batches), [method(votes).p_a for votes in batches])
 
 
 def test_too_few_labels_to_fold_fall_back_to_the_cold_start_rule() -> None:

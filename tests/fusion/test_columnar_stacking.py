@@ -22,6 +22,7 @@ from judgefuse.fusion.columnar_stacking import (
     StackingColumns,
     cross_fit_stacking,
     fit_and_apply_stacking,
+    fit_method,
     fit_offset,
 )
 from judgefuse.fusion.offset_stacking import choose_penalty, fit_offset_logistic, rule_logodds
@@ -145,6 +146,39 @@ def test_fit_and_apply_matches_fit_then_predict(name: str) -> None:
     got = fit_and_apply_stacking(name, VoteColumns.from_batches(batches), labels, VoteColumns.from_batches(tail))  # type: ignore[arg-type]
     assert_matches(got, want, tolerance(name))
     assert got.answer[0] == got.answer[1] == NONE
+
+
+@pytest.mark.parametrize("name", METHODS)
+def test_fit_method_is_the_per_item_fit(name: str) -> None:
+    # a method fitted over the arrays saves, restores and predicts as one fitted item by item
+    batches, labels = panels(800, seed=7)
+    tail, _ = panels(150, seed=8)
+    want = get_method(name).fit(batches, labels)  # type: ignore[attr-defined]
+    got = fit_method(get_method(name), VoteColumns.from_batches(batches), labels)  # type: ignore[arg-type]
+    want_params, got_params = want.to_params(), got.to_params()
+    assert got.model_version == want.model_version
+    for key in want_params:
+        if key in ("coef", "intercept", "rule_scale"):
+            np.testing.assert_allclose(got_params[key], want_params[key], rtol=0, atol=tolerance(name))
+        else:
+            assert got_params[key] == want_params[key], key
+    assert_matches(FusedColumns(name, *columns_of(got.predict(tail))), want.predict(tail), tolerance(name))
+    restored = get_method(name).from_params(got_params)  # type: ignore[attr-defined]
+    assert restored.model_version == got.model_version
+    np.testing.assert_array_equal(restored.predict_p_a(tail), got.predict_p_a(tail))
+
+
+def columns_of(verdicts: list[Verdict]) -> tuple:
+    """A verdict list's FusedColumns fields after the method name."""
+    code = {"A": A, "B": B}
+    return (
+        np.asarray([code.get(v.choice or "", NONE) for v in verdicts], dtype=np.int8),
+        np.asarray([v.confidence for v in verdicts]),
+        np.asarray([v.p_a for v in verdicts]),
+        np.asarray([v.n_valid for v in verdicts]),
+        np.asarray([v.n_invalid for v in verdicts]),
+        np.asarray([v.tie_broken for v in verdicts]),
+    )
 
 
 @pytest.mark.parametrize("name", METHODS)
