@@ -14,7 +14,7 @@ list newest to oldest, ``--page`` verdicts a page, and times every page:
     page when set above 1);
 (c) filtered walks (served pages): labelled only, wrong, judges disagreeing, confidence below
     0.7, waiting for review (route human_review, not labelled). A filtered page examines at
-    most ``SCAN_LIMIT`` records (``judgefuse.service.console.routes``), so a rare filter gives
+    most ``SCAN_LIMIT`` records (``judgefuse.service.console.page_routes``), so a rare filter gives
     a short page and a cursor rather than a slow one.
 
 Prints p50 / p99 / max milliseconds per page (wall time and this process's CPU time), the

@@ -1,13 +1,14 @@
 """Every slice's router, in the order the app factory mounts them (the order of /openapi.json).
 
-A slice's route modules are named ``<what>_routes.py``; the console's pages (``routes``,
-``calibration``, ``dashboard``, ``signin``, ``actions``) keep their own names."""
+Every slice's route modules are named ``<what>_routes.py``, the console's included."""
 
 from __future__ import annotations
 
-from judgefuse.service.console import actions, dashboard, signin
-from judgefuse.service.console import calibration as calibration_page
-from judgefuse.service.console import routes as console
+from judgefuse.service.console import action_routes as actions
+from judgefuse.service.console import calibration_routes as calibration_page
+from judgefuse.service.console import dashboard_routes as dashboard
+from judgefuse.service.console import page_routes as console
+from judgefuse.service.console import signin_routes as signin
 from judgefuse.service.estimates import estimate_routes as calibration
 from judgefuse.service.judging import judge_routes as judge
 from judgefuse.service.judging import verdict_routes as verdicts
