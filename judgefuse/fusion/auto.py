@@ -249,7 +249,8 @@ class AutoFusion:
     """``fit`` takes ``tie`` (and ``both_bad``) labels beside A and B: the tie model (module docstring)."""
     eval_by_default = False
     """Not among ``judgefuse eval``'s default rows: cross-fitted, each fold refits every candidate in
-    five inner folds (45 s of CPU on JudgeBench's 350 items, against ~4 s for ``offset_stacked``);
+    five inner folds (``eval --methods auto`` on JudgeBench's 350 items: 7.9 s of CPU in all, against
+    6.4 s for ``--methods offset_stacked``, one BLAS thread; benchmarks/results/refit_method_cost.txt);
     ``--methods ... auto`` shows it."""
 
     def __init__(
