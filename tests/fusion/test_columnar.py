@@ -6,13 +6,24 @@ broken and unbroken, abstaining votes carrying ``p_a``, confidence 0 and 1)."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from judgefuse.evaluation.loaders import load
-from judgefuse.fusion.columnar import COLUMNAR_METHODS, NONE, TIE, A, B, FusedColumns, VoteColumns, fuse_columns
+from judgefuse.fusion.columnar import (
+    COLUMNAR_METHODS,
+    NONE,
+    TIE,
+    A,
+    B,
+    FusedColumns,
+    VoteColumns,
+    fsum_rows,
+    fuse_columns,
+)
 from judgefuse.fusion.verdict import Verdict, is_tie
 from judgefuse.fusion.voting import VOTING_FUNCTIONS
 from judgefuse.judges.types import JudgeVote
@@ -75,6 +86,32 @@ def test_shared_data_sets_match_the_per_item_rules(shared_data: Path, dataset: s
     columns = VoteColumns.from_batches(batches)
     for method in COLUMNAR_METHODS:
         assert_matches(fuse_columns(method, columns), [VOTING_FUNCTIONS[method](b) for b in batches])
+
+
+def _fsum_cases(rng: np.random.Generator, n: int, k: int) -> dict[str, np.ndarray]:
+    return {
+        "confidences to 6 places": np.round(rng.random((n, k)), 6),
+        "their square roots": np.sqrt(np.round(rng.random((n, k)), 6)),
+        "signed": rng.normal(size=(n, k)),
+        "20 decades apart": rng.random((n, k)) * 10.0 ** rng.integers(-20, 20, size=(n, k)),
+        "near the largest float": rng.random((n, k)) * 1e300,
+        "ties to even": np.ldexp(rng.integers(-(2**20), 2**20, size=(n, k)).astype(float),
+                                 rng.integers(-60, 10, size=(n, k))),  # fmt: skip
+        "signed zeros": np.where(rng.random((n, k)) < 0.5, 0.0, -0.0),
+        "subnormal": rng.random((n, k)) * 1e-310,
+        "zeros and three decades": np.where(rng.random((n, k)) < 0.5, 0.0,
+                                            rng.random((n, k)) * 10.0 ** rng.integers(-3, 3, size=(n, k))),  # fmt: skip
+    }
+
+
+@pytest.mark.parametrize("k", [0, 1, 2, 5, 17])
+def test_fsum_rows_is_math_fsum_to_the_bit(k: int) -> None:
+    """Each of fsum_rows' ways (integers on a grid, an exact running sum, math.fsum) gives fsum's float."""
+    rng = np.random.default_rng(k)
+    for name, values in _fsum_cases(rng, 4000, k).items():
+        got = fsum_rows(values)
+        want = np.asarray([math.fsum(row) for row in values.tolist()]) if k else np.zeros(len(values))
+        assert got.view(np.int64).tolist() == want.view(np.int64).tolist(), name
 
 
 def test_one_row_and_no_votes() -> None:

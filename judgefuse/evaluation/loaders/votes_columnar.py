@@ -510,27 +510,30 @@ class _Builder:
         judge, vote_cost, vote_calls, games = columns.judge, columns.vote_cost_usd, columns.vote_calls, columns.games
         signals = columns.signals
         names = list(self.keys)
+        targets: tuple[np.ndarray, ...] = (
+            judge, valid, says_a, tie, confidence, p_a, vote_cost, vote_calls, games[:, :, 0], games[:, :, 1],
+        )  # fmt: skip
         start = 0
         for block in self.blocks:
             counts = block["n_votes"]
-            rows = start + np.repeat(np.arange(counts.size), counts)
-            firsts = np.cumsum(counts) - counts
-            slots = np.arange(rows.size) - np.repeat(firsts, counts)
-            present[rows, slots] = True
-            valid[rows, slots] = block["valid"]
-            says_a[rows, slots] = block["says_a"]
-            tie[rows, slots] = block["tie"]
-            confidence[rows, slots] = block["confidence"]
-            p_a[rows, slots] = block["p_a"]
-            judge[rows, slots] = block["judge"]
-            vote_cost[rows, slots] = block["cost"]
-            vote_calls[rows, slots] = block["calls"]
-            games[rows, slots, 0] = block["game_1"]
-            games[rows, slots, 1] = block["game_2"]
-            where = block["signal_vote"]
+            if counts.size and bool((counts == k).all()):  # every item has k votes: its rows, in order
+                full = slice(start, start + counts.size)
+                for target, name in zip(targets, _ARRAYS, strict=True):
+                    target[full] = block[name].reshape(counts.size, k)
+                present[full] = True
+                where = block["signal_vote"]
+                signal_rows, signal_slots = start + where // k, where % k
+            else:
+                rows = start + np.repeat(np.arange(counts.size), counts)
+                firsts = np.cumsum(counts) - counts
+                slots = np.arange(rows.size) - np.repeat(firsts, counts)
+                for target, name in zip(targets, _ARRAYS, strict=True):
+                    target[rows, slots] = block[name]
+                present[rows, slots] = True
+                signal_rows, signal_slots = rows[block["signal_vote"]], slots[block["signal_vote"]]
             for key_index in np.unique(block["signal_key"]).tolist():
                 mine = block["signal_key"] == key_index
-                signals[names[key_index]][rows[where[mine]], slots[where[mine]]] = block["signal_value"][mine]
+                signals[names[key_index]][signal_rows[mine], signal_slots[mine]] = block["signal_value"][mine]
             start += counts.size
         self.blocks = []
         cost = columns.cost_usd
