@@ -41,7 +41,7 @@ VOTES = [{"judge": "e1", "choice": "A", "confidence": 0.9},
 
 SERVE = """
 import sys, time, pathlib
-sys.path[:0] = [{tests!r}, {service!r}]
+sys.path[:0] = [{tests!r}]
 from jf_test_support.live_gateway import live_gateway, API_KEY
 with live_gateway(pathlib.Path({tmp!r}), max_inflight_total=10_000, max_inflight_per_tenant=10_000) as live:
     print("READY", live.url, API_KEY, flush=True)
@@ -122,7 +122,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        code = SERVE.format(tests=str(ROOT / "tests"), service=str(ROOT / "tests" / "service"), tmp=tmp)
+        code = SERVE.format(tests=str(ROOT / "tests"), tmp=tmp)
         server = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   text=True, cwd=ROOT)
         try:

@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "service")]  # jf_test_support, app_support
+sys.path[:0] = [str(ROOT / "tests")]  # jf_test_support
 
 from jf_test_support.live_gateway import API_KEY, live_gateway  # noqa: E402
 

@@ -20,10 +20,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "tests" / "service"), str(REPO / "tests")]
+sys.path[:0] = [str(REPO / "tests")]
 
 import redis  # noqa: E402
-from app_support import free_port, running_app  # noqa: E402
+from jf_test_support.app_support import free_port, running_app  # noqa: E402
 
 from judgefuse.service.settings import Settings  # noqa: E402
 

@@ -22,13 +22,12 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-for folder in ("benchmarks", "tests", "tests/service"):
+for folder in ("benchmarks", "tests"):
     sys.path.insert(0, str(REPO / folder))
 
-import app_support  # noqa: E402  (tests/service: the uvicorn helper the tests use)
 import bench_console  # noqa: E402
 import httpx  # noqa: E402
-from jf_test_support import browser  # noqa: E402
+from jf_test_support import app_support, browser  # noqa: E402  (the uvicorn helper the tests use)
 
 from judgefuse.service.app import create_app  # noqa: E402
 from judgefuse.service.ledger import traffic_increments  # noqa: E402

@@ -9,8 +9,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from app_support import sc_text
 from jf_test_support import openai_stub as stub_module
+from jf_test_support.app_support import sc_text
 from jf_test_support.live_gateway import API_KEY, live_gateway
 
 os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "YES")  # no phoning home, before it is imported

@@ -8,8 +8,8 @@ import gc
 from pathlib import Path
 
 import pytest
-from app_support import sc_text
 from jf_test_support import openai_stub as stub_module
+from jf_test_support.app_support import sc_text
 from jf_test_support.live_gateway import API_KEY, live_gateway
 
 pytest.importorskip("inspect_ai")

@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from app_support import sc_text
 from jf_test_support import openai_stub as stub_module
+from jf_test_support.app_support import sc_text
 from jf_test_support.live_gateway import API_KEY, live_gateway
 
 from judgefuse.integrations.promptfoo import get_assert

@@ -17,9 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from app_support import JUDGES, PLANTED, TENANT_KEYS, Script, make_settings, panel_yaml, uvicorn_server
-
 from jf_test_support import openai_stub as stub_module
+from jf_test_support.app_support import JUDGES, PLANTED, TENANT_KEYS, Script, make_settings, panel_yaml, uvicorn_server
 from judgefuse.service.app import create_app
 
 EXAMPLE_EXT_PANEL = Path(__file__).resolve().parents[2] / "examples" / "panels" / "ext.yaml"

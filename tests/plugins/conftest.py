@@ -56,8 +56,7 @@ def plugin_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def plugin_env(*sites: Path) -> dict[str, str]:
     """The environment of a judgefuse subprocess that sees the plugins installed in ``sites``."""
     env = dict(os.environ)
-    paths = [str(REPO), *(str(site) for site in sites), str(REPO / "tests"), str(REPO / "tests" / "service"),
-             str(REPO / "tests" / "service" / "storage")]
+    paths = [str(REPO), *(str(site) for site in sites), str(REPO / "tests")]
     env["PYTHONPATH"] = os.pathsep.join(paths)
     env["COLUMNS"] = "200"  # the terminal tables in full (an xdist worker inherits a narrower COLUMNS)
     return env

@@ -14,7 +14,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-import app_support as S
+from jf_test_support import app_support as S
 
 PANEL = textwrap.dedent("""\
     name: main

@@ -10,11 +10,11 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-import app_support as S  # tests/service, on pytest's pythonpath
-import console_support as C
-import panel_support as P
 import pytest
+from jf_test_support import app_support as S
 from jf_test_support import browser
+from jf_test_support import console_support as C
+from jf_test_support import panel_support as P
 
 from judgefuse.service.app import create_app
 from judgefuse.service.storage import SQLiteStorage

@@ -9,8 +9,8 @@ import html as html_lib
 import re
 from pathlib import Path
 
-import app_support as S  # tests/service, on pytest's pythonpath
-import panel_support as P
+from jf_test_support import app_support as S
+from jf_test_support import panel_support as P
 
 from judgefuse.calibration.thresholds import MARGIN_MISSES, margin_misses
 from judgefuse.service.storage import SQLiteStorage, ThresholdRecord

@@ -9,9 +9,9 @@ from __future__ import annotations
 import html as html_lib
 import re
 
-import app_support as S  # tests/service, on pytest's pythonpath
-import console_support as C  # tests/service
-import panel_support as P
+from jf_test_support import app_support as S
+from jf_test_support import console_support as C
+from jf_test_support import panel_support as P
 
 
 def _figure(page: str, tenant: str, panel: str, name: str) -> str:

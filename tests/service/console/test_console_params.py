@@ -58,7 +58,7 @@ def test_links_keep_the_filters_and_move_the_cursor() -> None:
 
 
 async def test_the_queue_age_is_the_oldest_unlabelled_queued_verdict(tmp_path) -> None:
-    from storage_support import T0, incr, make_record  # tests/service/storage is on pytest's pythonpath
+    from jf_test_support.storage_support import T0, incr, make_record
 
     from judgefuse.service.console.overview import age_text, oldest_waiting
     from judgefuse.service.storage import ReviewStamp, SQLiteStorage

@@ -9,10 +9,10 @@ import html as html_lib
 import math
 import re
 
-import app_support as S  # tests/service, on pytest's pythonpath
-import console_support as C  # tests/service
-import panel_support as P
 import pytest
+from jf_test_support import app_support as S
+from jf_test_support import console_support as C
+from jf_test_support import panel_support as P
 from prometheus_client.parser import text_string_to_metric_families
 
 from judgefuse.service.console.replica import bound_text, bucket_quantile

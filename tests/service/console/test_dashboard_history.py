@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import time
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
+from jf_test_support import app_support as S
 
 stub = S.stub
 

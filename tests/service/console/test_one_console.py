@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import re
 
-import app_support as S  # tests/service, on pytest's pythonpath
-from panel_support import PAIR, SPLIT, UNANIMOUS, H, external_panel, put_threshold
+from jf_test_support import app_support as S
+from jf_test_support.panel_support import PAIR, SPLIT, UNANIMOUS, H, external_panel, put_threshold
 
 from judgefuse.service.storage import SQLiteStorage
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import app_support as S  # tests/service, on pytest's pythonpath
 import httpx
-from panel_support import PAIR, SPLIT, H, external_panel, put_threshold
+from jf_test_support import app_support as S
+from jf_test_support.panel_support import PAIR, SPLIT, H, external_panel, put_threshold
 
 from judgefuse.service.storage import SQLiteStorage
 from judgefuse.service.web.sessions import COOKIE

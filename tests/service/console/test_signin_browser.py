@@ -12,11 +12,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-import app_support as S  # tests/service, on pytest's pythonpath
 import httpx
 import pytest
+from jf_test_support import app_support as S
 from jf_test_support import browser
-from panel_support import PAIR, SPLIT, H, external_panel
+from jf_test_support.panel_support import PAIR, SPLIT, H, external_panel
 
 from judgefuse.service.app import create_app
 from judgefuse.service.storage import SQLiteStorage

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import httpx
-from panel_support import EXT, PAIR, H, external_panel
+from jf_test_support import app_support as S
+from jf_test_support.panel_support import EXT, PAIR, H, external_panel
 from sklearn.metrics import cohen_kappa_score
 
 from judgefuse.service.app import create_app

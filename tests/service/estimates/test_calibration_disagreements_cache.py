@@ -5,9 +5,9 @@ relabel, undo and tie label, each of which changes the list the next poll shows.
 
 from __future__ import annotations
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import httpx
-from panel_support import PAIR, H, external_panel, votes
+from jf_test_support import app_support as S
+from jf_test_support.panel_support import PAIR, H, external_panel, votes
 
 from judgefuse.service.app import create_app
 from judgefuse.service.estimates.disagreements import DISAGREEMENT_SCAN, MAX_AGE_S, DisagreementCache

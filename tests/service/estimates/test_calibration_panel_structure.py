@@ -4,9 +4,9 @@ a hand computation on twelve posted items."""
 
 from __future__ import annotations
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
-import panel_support as P
 import pytest
+from jf_test_support import app_support as S
+from jf_test_support import panel_support as P
 
 from judgefuse.fusion.dawid_skene import DawidSkeneFusion
 from judgefuse.judges.types import JudgeVote

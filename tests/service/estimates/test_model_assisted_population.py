@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import textwrap
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import numpy as np
 import pytest
-from panel_support import EXT, PAIR, H
+from jf_test_support import app_support as S
+from jf_test_support.panel_support import EXT, PAIR, H
 
 from judgefuse.calibration.model_assisted import AssistedStratum, brier_pseudo_values, difference_mean
 from judgefuse.service.storage import ThresholdRecord

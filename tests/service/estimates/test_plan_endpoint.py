@@ -11,11 +11,11 @@ import asyncio
 import math
 import time
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import httpx
 import numpy as np
 import pytest
-from panel_support import PAIR, UNANIMOUS, external_panel, put_threshold
+from jf_test_support import app_support as S
+from jf_test_support.panel_support import PAIR, UNANIMOUS, external_panel, put_threshold
 
 from judgefuse.calibration.width_plan import plan_from_traffic
 from judgefuse.client import AsyncClient, Client, InvalidRequest

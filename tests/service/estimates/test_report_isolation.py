@@ -10,11 +10,11 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import httpx
 import pytest
+from jf_test_support import app_support as S
 from jf_test_support.live_gateway import live_gateway
-from panel_support import SPLIT, UNANIMOUS
+from jf_test_support.panel_support import SPLIT, UNANIMOUS
 
 PAIR = {"question": "Which is right?", "answer_a": "this one", "answer_b": "that one"}
 A, B = S.auth("tenant-a"), S.auth("tenant-b")

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import math
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import pytest
-from panel_support import PAIR, SPLIT, UNANIMOUS, H, external_panel, put_threshold
+from jf_test_support import app_support as S
+from jf_test_support.panel_support import PAIR, SPLIT, UNANIMOUS, H, external_panel, put_threshold
 
 
 def weighted(items: list[tuple[float, bool, float]]) -> dict[str, float]:

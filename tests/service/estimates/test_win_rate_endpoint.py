@@ -5,10 +5,10 @@ verdicts, and bad requests are typed 422s."""
 
 from __future__ import annotations
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import numpy as np
 import pytest
-from panel_support import PAIR, SPLIT, UNANIMOUS, H, external_panel, put_threshold, votes
+from jf_test_support import app_support as S
+from jf_test_support.panel_support import PAIR, SPLIT, UNANIMOUS, H, external_panel, put_threshold, votes
 
 from judgefuse.calibration.model_assisted import AssistedStratum, difference_mean
 

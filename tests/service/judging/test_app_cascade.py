@@ -4,9 +4,9 @@ after the last stage human review, or the full panel with ``cascade_fallback: pa
 
 from __future__ import annotations
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import pytest
-from panel_support import cascade_yaml
+from jf_test_support import app_support as S
+from jf_test_support.panel_support import cascade_yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 stub = S.stub

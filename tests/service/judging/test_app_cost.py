@@ -11,8 +11,8 @@ import re
 import textwrap
 from pathlib import Path
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import pytest
+from jf_test_support import app_support as S
 from prometheus_client.parser import text_string_to_metric_families
 
 from judgefuse.judges.transport.pricing import cost_usd

@@ -3,8 +3,8 @@ tune -> the new threshold routes the next verdict; tenant isolation; idempotent 
 
 from __future__ import annotations
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import pytest
+from jf_test_support import app_support as S
 
 stub = S.stub
 PAIR = {"question": "What is 2+2?", "answer_a": "4", "answer_b": "5"}

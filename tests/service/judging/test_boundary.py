@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import pytest
+from jf_test_support import app_support as S
 
 from judgefuse.service.judging.request_checks import json_depth, visibly_empty
 

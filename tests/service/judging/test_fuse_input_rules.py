@@ -9,9 +9,9 @@ from __future__ import annotations
 import asyncio
 import textwrap
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import pytest
-from panel_support import PAIR, UNANIMOUS, H, external_panel, votes
+from jf_test_support import app_support as S
+from jf_test_support.panel_support import PAIR, UNANIMOUS, H, external_panel, votes
 
 
 def mixed_panel(tmp_path):

@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 import re
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import pytest
+from jf_test_support import app_support as S
 
 stub = S.stub
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import socket
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
+from jf_test_support import app_support as S
 
 stub = S.stub
 PAIR = {"question": "What is 2+2?", "answer_a": "4", "answer_b": "5"}

@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 import time
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import pytest
+from jf_test_support import app_support as S
 
 from judgefuse.service.storage import Storage
 from judgefuse.service.storage.redis import RedisStorage

@@ -5,9 +5,9 @@ id or an annotator name was stored on SQLite and Redis and a 500 on PostgreSQL."
 
 from __future__ import annotations
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import pytest
-from panel_support import PAIR, SPLIT, UNANIMOUS, H, external_panel, put_threshold
+from jf_test_support import app_support as S
+from jf_test_support.panel_support import PAIR, SPLIT, UNANIMOUS, H, external_panel, put_threshold
 
 from judgefuse.service.kernel.stored_text import encodable, unstorable_problem
 

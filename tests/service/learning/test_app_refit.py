@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import pytest
-from learning_support import informative
+from jf_test_support import app_support as S
+from jf_test_support.learning_support import informative
 
 from judgefuse.fusion import StackedFusion
 from judgefuse.fusion.capabilities import method_params, restore_method

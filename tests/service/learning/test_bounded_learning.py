@@ -9,10 +9,10 @@ from __future__ import annotations
 import asyncio
 import os
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import pytest
+from jf_test_support import app_support as S
 from jf_test_support import refit_jobs
-from panel_support import EXT, PAIR, H, external_panel
+from jf_test_support.panel_support import EXT, PAIR, H, external_panel
 
 from judgefuse.judges.types import JudgeVote
 from judgefuse.service.learning.refit_worker import WORKER_NICE, RefitWorkerFailed, RefitWorkers, WorkerBudget

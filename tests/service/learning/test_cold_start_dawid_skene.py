@@ -14,9 +14,9 @@ import contextlib
 import hashlib
 import re
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import httpx
 import pytest
+from jf_test_support import app_support as S
 from jf_test_support import openai_stub as stub_module
 
 from judgefuse.service.app import create_app

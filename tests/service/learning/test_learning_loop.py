@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import asyncio
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import numpy as np
 import pytest
-from learning_support import HEADERS, ITEM_RE, item, judge_range
-from panel_support import cascade_yaml
+from jf_test_support import app_support as S
+from jf_test_support.learning_support import HEADERS, ITEM_RE, item, judge_range
+from jf_test_support.panel_support import cascade_yaml
 
 stub = S.stub
 

@@ -17,9 +17,9 @@ import dataclasses
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import httpx
-from learning_support import informative, item
+from jf_test_support import app_support as S
+from jf_test_support.learning_support import informative, item
 
 from judgefuse.service.app import create_app
 from judgefuse.service.learning.refit_worker import RefitWorkers, WorkerJob

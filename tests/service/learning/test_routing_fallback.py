@@ -5,9 +5,9 @@ confidences of the stored votes, or is retired for the voting method with its th
 
 from __future__ import annotations
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import pytest
-from learning_support import HEADERS, ITEM_RE, judge_range
+from jf_test_support import app_support as S
+from jf_test_support.learning_support import HEADERS, ITEM_RE, judge_range
 
 from judgefuse.fusion import get_method
 from judgefuse.fusion.capabilities import method_params

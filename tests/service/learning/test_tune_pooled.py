@@ -6,9 +6,9 @@ back to the stratified bound. Over HTTP on a SQLite file, votes posted to /v1/fu
 
 from __future__ import annotations
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import pytest
-from panel_support import PAIR, SPLIT, UNANIMOUS, H, external_panel
+from jf_test_support import app_support as S
+from jf_test_support.panel_support import PAIR, SPLIT, UNANIMOUS, H, external_panel
 from scipy.stats import beta
 
 TUNE = {"panel": "ext", "target_precision": 0.85, "min_count": 30}

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import random
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import pytest
-from monitor_support import EXT, PAIR, TARGET, H, World, external_panel, fuse, tune, tuned_and_good
+from jf_test_support import app_support as S
+from jf_test_support.monitor_support import EXT, PAIR, TARGET, H, World, external_panel, fuse, tune, tuned_and_good
 
 from judgefuse.judges.config import PanelConfigError, load_panel_config
 from judgefuse.service.storage import MonitorEvent, ThresholdRecord

@@ -13,8 +13,8 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
-from monitor_support import World, external_panel, fuse, tuned_and_good
+from jf_test_support import app_support as S
+from jf_test_support.monitor_support import World, external_panel, fuse, tuned_and_good
 
 from judgefuse.service.ledger import label_increments
 from judgefuse.service.monitoring.monitor import Monitors, monitor_key

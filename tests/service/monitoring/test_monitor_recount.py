@@ -13,11 +13,11 @@ import signal
 from pathlib import Path
 
 import aiohttp
-import app_support as S
 import pytest
+from jf_test_support import app_support as S
 from jf_test_support.crash_harness import killing, start_gateway
+from jf_test_support.monitor_support import TARGET, H, World, external_panel, fuse, tuned_and_good
 from jf_test_support.pg_server import create_database
-from monitor_support import TARGET, H, World, external_panel, fuse, tuned_and_good
 
 from judgefuse.service.ledger import label_increments
 from judgefuse.service.monitoring.monitor import Monitors, monitor_key

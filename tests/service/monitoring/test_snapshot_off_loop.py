@@ -9,9 +9,9 @@ import random
 import re
 import threading
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import pytest
-from monitor_support import EXT, TARGET, H, World, external_panel, fuse, tuned_and_good
+from jf_test_support import app_support as S
+from jf_test_support.monitor_support import EXT, TARGET, H, World, external_panel, fuse, tuned_and_good
 
 from judgefuse.calibration.drift import BrierDrift, VoteDrift
 from judgefuse.calibration.sequential import PrecisionMonitor

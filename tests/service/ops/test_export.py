@@ -14,12 +14,12 @@ import json
 import sqlite3
 from pathlib import Path
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import pytest
-from app_support import stub  # noqa: F401 (fixture)
+from jf_test_support import app_support as S
 from jf_test_support import openai_stub as stub_module
-from panel_support import PAIR, SPLIT, UNANIMOUS, H, external_panel, put_threshold
-from storage_support import T0, make_record
+from jf_test_support.app_support import stub  # noqa: F401 (fixture)
+from jf_test_support.panel_support import PAIR, SPLIT, UNANIMOUS, H, external_panel, put_threshold
+from jf_test_support.storage_support import T0, make_record
 
 from judgefuse.cli import main as cli_main
 from judgefuse.evaluation.loaders.votes import read_votes

@@ -4,7 +4,7 @@ and the kind and comment are in the item's metadata."""
 
 from __future__ import annotations
 
-from storage_support import make_record
+from jf_test_support.storage_support import make_record
 
 from judgefuse.judges.types import JudgedItem
 from judgefuse.service.ops.export import META_KEY, judged_item_of

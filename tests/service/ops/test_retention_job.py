@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 import time
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
-from panel_support import PAIR, SPLIT, UNANIMOUS, H, external_panel, put_threshold
+from jf_test_support import app_support as S
+from jf_test_support.panel_support import PAIR, SPLIT, UNANIMOUS, H, external_panel, put_threshold
 
 from judgefuse.service.ops.retention_job import RetentionJob
 from judgefuse.service.storage import Storage

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import aiohttp
 from jf_test_support.crash_harness import Child, child_env, wait_ready
-from panel_support import UNANIMOUS, external_panel
+from jf_test_support.panel_support import UNANIMOUS, external_panel
 
 PAIR = {"question": "What is 2+2?", "answer_a": "4", "answer_b": "5", "panel": "ext"}
 

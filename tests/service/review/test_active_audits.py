@@ -11,10 +11,10 @@ import textwrap
 import time
 from pathlib import Path
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import numpy as np
 import pytest
-from panel_support import EXT, PAIR, H
+from jf_test_support import app_support as S
+from jf_test_support.panel_support import EXT, PAIR, H
 
 from judgefuse.calibration.audit_bands import plan_audit_bands
 from judgefuse.fusion.verdict import Verdict

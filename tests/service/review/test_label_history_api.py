@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 from urllib.parse import parse_qs, urlsplit
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import httpx
-from panel_support import PAIR, SPLIT, H, external_panel
+from jf_test_support import app_support as S
+from jf_test_support.panel_support import PAIR, SPLIT, H, external_panel
 
 from judgefuse.service.app import create_app
 

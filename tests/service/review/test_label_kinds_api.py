@@ -4,8 +4,8 @@
 
 from __future__ import annotations
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
-from panel_support import PAIR, SPLIT, H, external_panel
+from jf_test_support import app_support as S
+from jf_test_support.panel_support import PAIR, SPLIT, H, external_panel
 
 
 def _labels_in(keys: list[dict], key: str) -> int:

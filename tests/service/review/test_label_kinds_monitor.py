@@ -4,8 +4,8 @@ undone and corrected label is not fed again (a sequential test cannot take one b
 
 from __future__ import annotations
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
-from monitor_support import H, World, external_panel, fuse, tuned_and_good
+from jf_test_support import app_support as S
+from jf_test_support.monitor_support import H, World, external_panel, fuse, tuned_and_good
 
 
 async def _fed(client) -> int:

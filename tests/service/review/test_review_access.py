@@ -11,9 +11,9 @@ import json
 import re
 from typing import Any
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import httpx
-from panel_support import PAIR, SPLIT, H, external_panel
+from jf_test_support import app_support as S
+from jf_test_support.panel_support import PAIR, SPLIT, H, external_panel
 
 from judgefuse.service.review.session import COOKIE
 

@@ -18,11 +18,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import httpx
 import pytest
+from jf_test_support import app_support as S
 from jf_test_support.browser import available, chromium, full_page_png, left_page
-from panel_support import SPLIT, H, external_panel
+from jf_test_support.panel_support import SPLIT, H, external_panel
 
 from judgefuse.service.app import create_app
 

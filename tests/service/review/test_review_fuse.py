@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import pytest
-from panel_support import PAIR, SPLIT, UNANIMOUS, H, external_panel, put_threshold, votes
+from jf_test_support import app_support as S
+from jf_test_support.panel_support import PAIR, SPLIT, UNANIMOUS, H, external_panel, put_threshold, votes
 
 from judgefuse.service.ledger import ALL_METHODS, label_increments, label_stratum_key, traffic_key
 

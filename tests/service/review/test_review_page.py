@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import httpx
 import pytest
-from panel_support import PAIR, SPLIT, H, external_panel
+from jf_test_support import app_support as S
+from jf_test_support.panel_support import PAIR, SPLIT, H, external_panel
 
 from judgefuse.service.app import create_app
 from judgefuse.service.review.session import COOKIE

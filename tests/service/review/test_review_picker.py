@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import re
 
-import app_support as S  # tests/service, on pytest's pythonpath
 import httpx
-from panel_support import PAIR, SPLIT, H, external_panel
+from jf_test_support import app_support as S
+from jf_test_support.panel_support import PAIR, SPLIT, H, external_panel
 
 from judgefuse.service.storage import SQLiteStorage
 

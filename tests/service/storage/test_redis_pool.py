@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from storage_support import label, make_record
+from jf_test_support.storage_support import label, make_record
 
 from judgefuse.service.storage.redis import RedisStorage
 

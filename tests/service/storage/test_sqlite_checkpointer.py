@@ -12,7 +12,7 @@ import sqlite3
 import threading
 from pathlib import Path
 
-from storage_support import make_record
+from jf_test_support.storage_support import make_record
 
 from judgefuse.service.storage import SQLiteStorage
 from judgefuse.service.storage.sqlite.checkpointer import BACKSTOP_PAGES

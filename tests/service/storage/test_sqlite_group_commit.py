@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from storage_support import METHOD, incr, make_record
+from jf_test_support.storage_support import METHOD, incr, make_record
 
 from judgefuse.service.storage import (
     SQLiteStorage,

@@ -10,7 +10,7 @@ import traceback
 from pathlib import Path
 
 import pytest
-from storage_support import H0, METHOD, T0, incr, label, make_record
+from jf_test_support.storage_support import H0, METHOD, T0, incr, label, make_record
 
 from judgefuse.judges.types import Letter
 from judgefuse.service.storage import (
@@ -527,7 +527,7 @@ async def test_redis_key_naming(redis_url: str) -> None:
 _WRITER = """
 import asyncio, sys, time
 sys.path.insert(0, {tests!r})
-from storage_support import make_record, incr, T0
+from jf_test_support.storage_support import make_record, incr, T0
 from judgefuse.service.storage import SQLiteStorage
 
 async def main():
@@ -555,7 +555,7 @@ def _run_writer_until_ack_then_kill(code: str) -> bytes:
 
 
 async def test_sqlite_acknowledged_write_survives_kill(sqlite_path: Path) -> None:
-    code = _WRITER.format(tests=str(Path(__file__).parent), path=str(sqlite_path))
+    code = _WRITER.format(tests=str(Path(__file__).resolve().parents[2]), path=str(sqlite_path))
     line = await asyncio.to_thread(_run_writer_until_ack_then_kill, code)
     assert line.strip() == b"acked"
     async with SQLiteStorage(sqlite_path) as store:

@@ -9,7 +9,7 @@ import asyncio
 import random
 
 import pytest
-from storage_support import NOW, T0, stamped
+from jf_test_support.storage_support import NOW, T0, stamped
 
 from judgefuse.service.ledger import label_increments
 from judgefuse.service.storage import LABEL_HISTORY_KEEP, LabelEvent, LabelKind, Storage

@@ -10,7 +10,7 @@ import random
 from collections import defaultdict
 
 import pytest
-from storage_support import NOW, T0, counts, stamped
+from jf_test_support.storage_support import NOW, T0, counts, stamped
 
 from judgefuse.service.ledger import label_increments, label_kind_counts, label_kind_key, method_key
 from judgefuse.service.storage import LabelKind, Storage, VerdictNotFound, VerdictRecord

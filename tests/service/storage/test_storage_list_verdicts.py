@@ -8,7 +8,7 @@ import random
 from typing import Any
 
 import pytest
-from storage_support import T0, incr
+from jf_test_support.storage_support import T0, incr
 
 from judgefuse.fusion.verdict import Verdict
 from judgefuse.judges.types import JudgeVote, Letter, PairwiseItem

@@ -4,7 +4,7 @@ holds more than about ``PAGE_BYTES`` of stored text (storage/paging.py)."""
 
 from __future__ import annotations
 
-from storage_support import T0, make_record
+from jf_test_support.storage_support import T0, make_record
 
 from judgefuse.judges.types import PairwiseItem
 from judgefuse.service.storage.paging import FIRST_PAGE_ROWS, PAGE_BYTES, PageSizer

@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from storage_support import T0, label, make_record
+from jf_test_support.storage_support import T0, label, make_record
 
 from judgefuse.service.storage import Storage, StorageCorrupt, VerdictRecord, checks
 

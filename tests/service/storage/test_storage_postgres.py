@@ -12,7 +12,7 @@ import traceback
 import psycopg
 import pytest
 from jf_test_support.pg_server import reset_postgres
-from storage_support import T0, incr, make_record, stamped
+from jf_test_support.storage_support import T0, incr, make_record, stamped
 
 from judgefuse.service.storage import StorageError, StorageUnavailable, VerdictRecord
 from judgefuse.service.storage.postgres import PostgresStorage

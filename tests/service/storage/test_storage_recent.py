@@ -3,7 +3,7 @@ start reads), on every backend; Redis keeps a bounded index."""
 
 from __future__ import annotations
 
-from storage_support import T0, label, make_record
+from jf_test_support.storage_support import T0, label, make_record
 
 from judgefuse.service.storage import Storage
 from judgefuse.service.storage.redis import RedisStorage

@@ -10,7 +10,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from storage_support import T0, incr, make_record, stamped
+from jf_test_support.storage_support import T0, incr, make_record, stamped
 
 from judgefuse.service.storage import SQLiteStorage, Storage, VerdictNotFound, VerdictRecord
 from judgefuse.service.storage.redis import RedisStorage

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from storage_support import H0, NOW, T0, counts, incr, make_record, stamped
+from jf_test_support.storage_support import H0, NOW, T0, counts, incr, make_record, stamped
 
 from judgefuse.service.storage import (
     AccumulatorOverflow,

@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import pytest
+from jf_test_support import app_support as S
 
 from judgefuse.judges.config import JudgeConfig
 from judgefuse.judges.judge import Judge

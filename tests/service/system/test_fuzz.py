@@ -27,12 +27,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
+from jf_test_support import app_support as S
 
 from judgefuse.service.judging.request_checks import json_depth
 

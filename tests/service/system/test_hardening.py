@@ -16,9 +16,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import httpx
 import pytest
+from jf_test_support import app_support as S
 
 from judgefuse.service.app import create_app
 from judgefuse.service.commands.serve import uvicorn_config

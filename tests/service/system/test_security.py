@@ -12,9 +12,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import httpx
 import pytest
+from jf_test_support import app_support as S
 
 from judgefuse.service.settings import Settings, SettingsError, load_settings
 from judgefuse.service.web import auth as auth_module

@@ -8,9 +8,9 @@ import logging
 import shutil
 from pathlib import Path
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import httpx
 import pytest
+from jf_test_support import app_support as S
 
 from judgefuse.service.app import create_app
 

@@ -13,11 +13,11 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import httpx
 import pytest
+from jf_test_support import app_support as S
 from jf_test_support.live_gateway import API_KEY, live_gateway
-from panel_support import UNANIMOUS
+from jf_test_support.panel_support import UNANIMOUS
 
 from judgefuse.places import Places
 from judgefuse.service.kernel.sojourn import Working

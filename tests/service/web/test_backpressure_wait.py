@@ -11,10 +11,10 @@ import json
 import time
 from pathlib import Path
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import httpx
 import pytest
 import uvicorn
+from jf_test_support import app_support as S
 
 from judgefuse.service.commands.serve import uvicorn_config
 from judgefuse.service.kernel.metrics import ServiceMetrics

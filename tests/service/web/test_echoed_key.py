@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
+from jf_test_support import app_support as S
 from jf_test_support import secret_forms as forms
 
 stub = S.stub

@@ -18,11 +18,11 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import httpx
 import pytest
 from fastapi import Request
-from panel_support import UNANIMOUS, external_panel
+from jf_test_support import app_support as S
+from jf_test_support.panel_support import UNANIMOUS, external_panel
 
 from judgefuse.service.app import create_app
 from judgefuse.service.judging.deps import get_judging

@@ -5,9 +5,9 @@ time was formatted back for the form)."""
 
 from __future__ import annotations
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
-import panel_support as P  # tests/service
 import pytest
+from jf_test_support import app_support as S
+from jf_test_support import panel_support as P
 
 H = P.H
 EXTREME = ("nan", "inf", "-inf", "1e20", "-1e300", "1e400")

@@ -14,9 +14,9 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
 import httpx
 import pytest
+from jf_test_support import app_support as S
 
 from judgefuse.service.errors import Overloaded, error_body
 from judgefuse.service.schemas import ErrorBody

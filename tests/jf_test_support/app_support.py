@@ -1,10 +1,9 @@
 """Shared helpers for the app tests (no tests here): a scripted judge panel on the OpenAI stub,
 an app with its lifespan running, an httpx client over ASGI, and a real uvicorn server.
 
-The stub server is :mod:`jf_test_support.openai_stub` (``tests`` is on pytest's pythonpath);
-its ``StubServer`` class is reused, not copied. Test modules
-``import app_support`` (``tests/service`` is on pytest's ``pythonpath``) and re-export the
-fixtures they use.
+The stub server is :mod:`jf_test_support.openai_stub`; its ``StubServer`` class is reused, not
+copied. Test modules ``from jf_test_support import app_support as S`` (``tests`` is on pytest's
+``pythonpath``: every test helper lives in that one package) and re-export the fixtures they use.
 """
 
 from __future__ import annotations
@@ -21,9 +20,9 @@ from typing import Any
 
 import httpx
 import pytest
+
 from jf_test_support import openai_stub as stub_module
 from jf_test_support.ports import free_port
-
 from judgefuse.service.app import create_app
 from judgefuse.service.settings import Settings
 from judgefuse.service.storage import Storage

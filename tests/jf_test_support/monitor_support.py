@@ -7,7 +7,7 @@ import random
 import textwrap
 from pathlib import Path
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
+from jf_test_support import app_support as S
 
 __all__ = ["EXT", "H", "PAIR", "TARGET", "World", "external_panel", "fuse", "tune", "tuned_and_good"]
 

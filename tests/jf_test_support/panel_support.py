@@ -1,6 +1,6 @@
 """Panels and votes the service tests share (no tests here), so a test module never imports
 another test module: the external-judge panel and posted votes of the review-loop tests, and the
-cascade panel of the cascade tests. ``tests/service`` is on pytest's pythonpath.
+cascade panel of the cascade tests.
 """
 
 from __future__ import annotations
@@ -8,8 +8,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-import app_support as S
-
+from jf_test_support import app_support as S
 from judgefuse.service.storage import ThresholdRecord
 
 PAIR = {"question": "Which is right?", "answer_a": "this one", "answer_b": "that one"}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import re
 
-import app_support as S  # tests/service/app_support.py, on pytest's pythonpath
+from jf_test_support import app_support as S
 
 __all__ = ["HEADERS", "ITEM_RE", "informative", "item", "judge_range", "truth_of"]
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-import panel_support as P  # tests/service, on pytest's pythonpath
-
+from jf_test_support import panel_support as P
 from judgefuse.service.storage import ThresholdRecord
 
 H = P.H

@@ -1,5 +1,5 @@
 """Records and labels the storage tests build, shared by the storage, export and console tests
-(tests/service/storage is on pytest's pythonpath): a verdict record on a fixed clock, a
+(``jf_test_support``, on pytest's pythonpath): a verdict record on a fixed clock, a
 stand-in calibration accumulator, a record carrying a review stamp."""
 
 from __future__ import annotations
