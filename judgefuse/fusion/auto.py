@@ -391,7 +391,8 @@ class AutoFusion:
         probe = get_method(base)
         if type(probe) is DawidSkeneFusion and probe.model is None:
             fused = dawid_skene_columns(probe, columns)  # fitted on these items' votes, as predict does
-            applied[base] = probe
+            if probe.model is not None:  # unfitted (no observation): a chosen one is fitted as before
+                applied[base] = probe
             return fused
         if columnar_stacking(probe):
             return cross_fit_stacking(base, columns, label_array(labels), n_folds=k, seed=self.seed)
