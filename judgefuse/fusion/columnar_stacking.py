@@ -90,11 +90,10 @@ def logodds_exact(p: Floats) -> Floats:
     """``math.log(q) - math.log1p(-q)`` with ``q`` = ``p`` clipped to [P_CLIP, 1 - P_CLIP], per
     element: ``stacking._logodds`` to the bit (``math``'s functions, once per distinct value)."""
     distinct, where = np.unique(p, return_inverse=True)
-    values = []
-    for value in distinct.tolist():
-        q = min(max(value, P_CLIP), 1.0 - P_CLIP)
-        values.append(math.log(q) - math.log1p(-q))
-    return np.asarray(values, dtype=float)[where].reshape(p.shape) if distinct.size else np.zeros_like(p)
+    q = np.minimum(np.maximum(distinct, P_CLIP), 1.0 - P_CLIP)  # min(max(...)) of each; a NaN stays NaN
+    log_q = np.fromiter(map(math.log, q.tolist()), dtype=float, count=q.size)  # libm's, called from C
+    log1p_q = np.fromiter(map(math.log1p, (-q).tolist()), dtype=float, count=q.size)
+    return (log_q - log1p_q)[where].reshape(p.shape) if distinct.size else np.zeros_like(p)
 
 
 @dataclass(frozen=True)
