@@ -3,7 +3,8 @@ an app with its lifespan running, an httpx client over ASGI, and a real uvicorn 
 
 The stub server is :mod:`jf_test_support.openai_stub`; its ``StubServer`` class is reused, not
 copied. Test modules ``from jf_test_support import app_support as S`` (``tests`` is on pytest's
-``pythonpath``: every test helper lives in that one package) and re-export the fixtures they use.
+``pythonpath``: every test helper lives in that one package); the fixtures built on these
+helpers (``stub``) are in ``tests/service/conftest.py``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 from jf_test_support import openai_stub as stub_module
 from jf_test_support.ports import free_port
@@ -170,10 +170,11 @@ async def uvicorn_server(app: Any) -> AsyncIterator[str]:
         await asyncio.wait_for(task, timeout=10)
 
 
-# ------------------------------------------------------------------------------- fixtures
-@pytest.fixture
-async def stub() -> AsyncIterator[tuple[Any, Script]]:
-    """A running stub OpenAI server scripted per judge; (server, script)."""
+# ------------------------------------------------------------------------------- the stub judge
+@contextlib.asynccontextmanager
+async def scripted_stub() -> AsyncIterator[tuple[Any, Script]]:
+    """A running stub OpenAI server scripted per judge; (server, script). The service tests'
+    ``stub`` fixture (tests/service/conftest.py)."""
     server = await stub_module.StubServer().start()
     script = Script()
     server.handler = script.handler

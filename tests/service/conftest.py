@@ -11,8 +11,10 @@ import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from jf_test_support.app_support import Script, scripted_stub
 from jf_test_support.pg_server import (
     APT_HINT,
     PgServer,
@@ -144,3 +146,10 @@ async def storage(request: pytest.FixtureRequest, sqlite_path: Path, tmp_path: P
         yield backend
     finally:
         await backend.close()
+
+
+@pytest.fixture
+async def stub() -> AsyncIterator[tuple[Any, Script]]:
+    """A running stub OpenAI server scripted per judge; (server, script)."""
+    async with scripted_stub() as pair:
+        yield pair

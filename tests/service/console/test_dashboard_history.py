@@ -8,8 +8,6 @@ import time
 
 from jf_test_support import app_support as S
 
-stub = S.stub
-
 
 async def test_dashboard_shows_ece_and_th_per_day_for_the_fused_verdicts(stub, tmp_path):
     server, script = stub

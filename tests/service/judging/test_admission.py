@@ -18,7 +18,6 @@ from judgefuse.service.errors import Overloaded
 from judgefuse.service.judging.admission import Admission
 from judgefuse.service.settings import Settings
 
-stub = S.stub
 PAIR = {"question": "What is 2+2?", "answer_a": "4", "answer_b": "5"}
 
 

@@ -9,7 +9,6 @@ from jf_test_support import app_support as S
 from jf_test_support.panel_support import cascade_yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-stub = S.stub
 PAIR = {"question": "Which is right?", "answer_a": "4", "answer_b": "5"}
 HEADERS = S.auth("tenant-a")
 

@@ -17,7 +17,6 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from judgefuse.judges.transport.pricing import cost_usd
 
-stub = S.stub
 PAIR = {"question": "What is 2+2?", "answer_a": "4", "answer_b": "5"}
 HEADERS = S.auth("tenant-a")
 USAGE = {"gpt-4o-mini": (100, 20), "local-j": (50, 5), "mp-j": (30, 3)}

@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 from jf_test_support import app_support as S
 
-stub = S.stub
 PAIR = {"question": "What is 2+2?", "answer_a": "4", "answer_b": "5"}
 
 

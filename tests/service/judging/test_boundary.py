@@ -15,7 +15,6 @@ from jf_test_support import app_support as S
 
 from judgefuse.service.judging.request_checks import json_depth, visibly_empty
 
-stub = S.stub
 PAIR = {"question": "What is 2+2?", "answer_a": "4", "answer_b": "5"}
 A = S.auth("tenant-a")
 

@@ -17,7 +17,6 @@ from jf_test_support import app_support as S
 from judgefuse.service.storage import Storage
 from judgefuse.service.storage.redis import RedisStorage
 
-stub = S.stub
 PAIR = {"question": "What is 2+2?", "answer_a": "4", "answer_b": "5"}
 A = S.auth("tenant-a")
 SLOW_S = 0.3

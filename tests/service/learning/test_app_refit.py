@@ -13,8 +13,6 @@ from judgefuse.fusion import StackedFusion
 from judgefuse.fusion.capabilities import method_params, restore_method
 from judgefuse.judges.types import JudgeVote
 
-stub = S.stub
-
 
 def item(i: int) -> dict:
     truth = "A" if i % 2 == 0 else "B"

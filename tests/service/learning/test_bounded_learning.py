@@ -19,8 +19,6 @@ from judgefuse.service.learning.refit_worker import WORKER_NICE, RefitWorkerFail
 from judgefuse.service.learning.signal_caps import SignalCaps, TooManyFeatures, cap_signals
 from judgefuse.service.learning.worker_priority import NICE_VARIABLE, InvalidWorkerNice, worker_nice
 
-stub = S.stub
-
 
 def _truth(i: int) -> str:
     return "A" if (i * 7) % 3 else "B"

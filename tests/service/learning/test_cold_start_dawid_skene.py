@@ -21,7 +21,6 @@ from jf_test_support import openai_stub as stub_module
 
 from judgefuse.service.app import create_app
 
-stub = S.stub
 ITEM_RE = re.compile(r"\[item (\d+) truth ([AB])\]")
 PROBE = "[probe]"
 COLD_NOTE = "dawid_skene not fitted: cold-start rule mean_probability"

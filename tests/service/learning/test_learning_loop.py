@@ -12,8 +12,6 @@ from jf_test_support import app_support as S
 from jf_test_support.learning_support import HEADERS, ITEM_RE, item, judge_range
 from jf_test_support.panel_support import cascade_yaml
 
-stub = S.stub
-
 
 def skilled(model: str, text: str):
     """j1 right 90% of the time (confident), j2 and j3 wrong together on 40% of items."""

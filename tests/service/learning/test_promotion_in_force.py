@@ -24,7 +24,6 @@ from jf_test_support.learning_support import informative, item
 from judgefuse.service.app import create_app
 from judgefuse.service.learning.refit_worker import RefitWorkers, WorkerJob
 
-stub = S.stub
 HEADERS = S.auth("tenant-a")
 MISMATCH = ("method_mismatch", "model_mismatch")
 

@@ -13,8 +13,6 @@ from judgefuse.fusion import get_method
 from judgefuse.fusion.capabilities import method_params
 from judgefuse.service.storage import ModelRecord
 
-stub = S.stub
-
 
 def calm(model: str, text: str):
     """Every judge agrees, right on 11 items in 12, at confidence ~0.95 (issue 28's calm traffic)."""

@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 from jf_test_support import app_support as S
 from jf_test_support import openai_stub as stub_module
-from jf_test_support.app_support import stub  # noqa: F401 (fixture)
 from jf_test_support.panel_support import PAIR, SPLIT, UNANIMOUS, H, external_panel, put_threshold
 from jf_test_support.storage_support import T0, make_record
 

@@ -16,7 +16,7 @@ from jf_test_support.panel_support import PAIR, SPLIT, UNANIMOUS, H, external_pa
 
 from judgefuse.service.ledger import ALL_METHODS, label_increments, label_stratum_key, traffic_key
 
-stub = S.stub
+
 async def test_audit_draw_is_seeded_its_share_matches_the_rate_and_a_new_rate_rewrites_nothing(
     storage, tmp_path
 ):

@@ -24,7 +24,6 @@ from judgefuse.service.app import create_app
 from judgefuse.service.commands.serve import uvicorn_config
 from judgefuse.service.web.query_secrets import RedactQuerySecrets, redact_query, secret_params_in
 
-stub = S.stub
 PAIR = {"question": "What is 2+2?", "answer_a": "4", "answer_b": "5"}
 A = S.auth("tenant-a")
 HEADER_S = 0.5

@@ -20,7 +20,6 @@ from judgefuse.service.settings import Settings, SettingsError, load_settings
 from judgefuse.service.web import auth as auth_module
 from judgefuse.service.web.auth import Authenticator, hash_key
 
-stub = S.stub
 PAIR = {"question": "What is 2+2?", "answer_a": "4", "answer_b": "5"}
 A, B = S.auth("tenant-a"), S.auth("tenant-b")
 SECRET_Q = "tenant-a-private-question-7f3c"

@@ -7,7 +7,6 @@ from jf_test_support import app_support as S
 
 from judgefuse.service.settings import Settings, SettingsError, load_settings
 
-stub = S.stub
 PAIR = {"question": "What is 2+2?", "answer_a": "4", "answer_b": "5"}
 
 

@@ -14,7 +14,6 @@ from jf_test_support import app_support as S
 
 from judgefuse.service.app import create_app
 
-stub = S.stub
 PAIR = {"question": "What is 2+2?", "answer_a": "4", "answer_b": "5"}
 CHROMIUM = "/usr/bin/chromium"
 

@@ -11,7 +11,6 @@ from typing import Any
 from jf_test_support import app_support as S
 from jf_test_support import secret_forms as forms
 
-stub = S.stub
 PAIR = {"question": "What is 2+2?", "answer_a": "4", "answer_b": "5"}
 
 

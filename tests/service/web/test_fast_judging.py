@@ -29,7 +29,6 @@ from judgefuse.service.judging.deps import get_judging
 from judgefuse.service.kernel.accounts import CREDENTIAL_PREFIX
 from judgefuse.service.web.fast_judging import FastJudging
 
-stub = S.stub
 PAIR = {"question": "What is 2+2?", "answer_a": "4", "answer_b": "5"}
 READ_HEADERS = ("content-type", "content-length", "www-authenticate", "retry-after", "connection")
 VOLATILE = {"id", "timings", "created_at", "latency_s", "expires_at"}

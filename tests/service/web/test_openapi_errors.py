@@ -23,7 +23,6 @@ from judgefuse.service.schemas import ErrorBody
 from judgefuse.service.storage import SQLiteStorage, StorageUnavailable, VerdictRecord
 from judgefuse.service.web.openapi import ERRORS
 
-stub = S.stub
 PAIR = {"question": "What is 2+2?", "answer_a": "4", "answer_b": "5"}
 VOTES = [{"judge": j, "choice": "A", "confidence": 0.9} for j in S.JUDGES]
 """Posted to panel ``mirror``: the stub panel's judges, declared external (only such judges

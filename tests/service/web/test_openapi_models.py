@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from jf_test_support import app_support as S
 
-stub = S.stub
-
 # (method, path) -> the component its 200 response must reference
 TYPED = {
     ("post", "/v1/judge"): "VerdictOut",
