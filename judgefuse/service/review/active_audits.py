@@ -24,7 +24,9 @@ monitor; any such label makes a tune take the stratified bound).
 
 Measured before it was offered (``benchmarks/bench_active_audits.py``): at equal expected labels
 the intervals were 0.92-1.02 as wide as uniform audits' on the shared pools, so it is not the
-default.
+default. They cover: over 1,000 resampled streams per pool replayed through this plan,
+:func:`.sampling.stamp_review` and the population estimates (``benchmarks/bench_active_audit_coverage.py``),
+the 95% intervals of auto-accept precision, accuracy and Brier covered 0.947-0.971.
 """
 
 from __future__ import annotations
