@@ -103,7 +103,7 @@ class Gateway:
         """Label-free cold-start fits every N verdicts of a panel (:mod:`judgefuse.service.learning.cold_start`)."""
         self.labels = LabelService(storage, self.metrics, panels, self.monitors,
                                    self.learning.note_label)
-        self.verdicts = VerdictReads(storage, panels)
+        self.verdicts = VerdictReads(storage, storage, panels)
         self.review_queue = ReviewQueue(settings, storage, self, self.audit_planner, clock)
         self.annotators = AnnotatorAccounts(storage, clock)
         """Annotator credentials and review sessions (:mod:`judgefuse.service.kernel.accounts`)."""

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from judgefuse.fusion.panel_structure import JudgeEstimate, PanelStructure, panel_structure
 from judgefuse.judges.types import Letter
-from judgefuse.service.storage import Storage, VerdictRecord
+from judgefuse.service.storage import LabelLedger, VerdictRecord, VerdictStore
 
 if TYPE_CHECKING:
     from judgefuse.service.estimates.reports import Reports
@@ -39,18 +39,19 @@ REPORT = "panel_structure"
 
 
 async def panel_estimates(
-    storage: Storage, tenant: str, panel: str, *, window: int, judges: Sequence[str] = (),
-    reports: Reports | None = None,
+    verdicts: VerdictStore, labels: LabelLedger, tenant: str, panel: str, *, window: int,
+    judges: Sequence[str] = (), reports: Reports | None = None,
 ) -> PanelStructure | None:
     """The panel structure of (tenant, panel)'s stored verdicts (module docstring); None when
     there are fewer than two judges or no valid vote (or the backend cannot list recent ones
     and nothing is labelled). Every name in ``judges`` (the panel's) is listed, one without a
-    vote in the sample with ``n_votes`` 0 and no estimates."""
+    vote in the sample with ``n_votes`` 0 and no estimates. ``verdicts`` lists the recent
+    records, ``labels`` the labelled ones (usually one storage, passed twice)."""
     try:
-        recent = await storage.iter_recent(tenant, panel, limit=window)
+        recent = await verdicts.iter_recent(tenant, panel, limit=window)
     except NotImplementedError:
         recent = []
-    labelled = await storage.iter_labelled(tenant, panel, limit=window)
+    labelled = await labels.iter_labelled(tenant, panel, limit=window)
     if reports is None:
         return await asyncio.to_thread(_structure, labelled, recent, judges)
     return await reports.run(REPORT, _structure, labelled, recent, judges)
@@ -93,22 +94,25 @@ class PanelEstimatesCache:
         self._entries: dict[tuple[object, ...], tuple[float, asyncio.Task[PanelStructure | None]]] = {}
 
     async def get(
-        self, storage: Storage, tenant: str, panel: str, *, window: int, judges: Sequence[str], now: float,
+        self, verdicts: VerdictStore, labels: LabelLedger, tenant: str, panel: str, *, window: int,
+        judges: Sequence[str], now: float,
     ) -> PanelStructure | None:
         key = (tenant, panel, window, tuple(judges))
         entry = self._entries.get(key)
         if entry is None or now - entry[0] >= self.ttl_s or (entry[1].done() and entry[1].exception()):
-            task = asyncio.ensure_future(self._compute(storage, tenant, panel, window=window, judges=judges))
+            task = asyncio.ensure_future(self._compute(verdicts, labels, tenant, panel, window=window,
+                                                      judges=judges))
             entry = self._entries[key] = (now, task)
         elif self.reports is not None:
             self.reports.count(tenant, REPORT, "cached")
         return await asyncio.shield(entry[1])
 
     async def _compute(
-        self, storage: Storage, tenant: str, panel: str, *, window: int, judges: Sequence[str],
+        self, verdicts: VerdictStore, labels: LabelLedger, tenant: str, panel: str, *, window: int,
+        judges: Sequence[str],
     ) -> PanelStructure | None:
         if self.reports is None:
-            return await panel_estimates(storage, tenant, panel, window=window, judges=judges)
+            return await panel_estimates(verdicts, labels, tenant, panel, window=window, judges=judges)
         async with self.reports.admit(tenant, REPORT):
-            return await panel_estimates(storage, tenant, panel, window=window, judges=judges,
+            return await panel_estimates(verdicts, labels, tenant, panel, window=window, judges=judges,
                                          reports=self.reports)

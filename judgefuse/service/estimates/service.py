@@ -74,16 +74,16 @@ class CalibrationService:
     ) -> WinRateOut:
         """The win rate of X over Y among (tenant, panel)'s stored verdicts of the last
         ``window_hours`` (None: all), corrected by the labels (:mod:`.win_rates`)."""
-        return await self.win_rates.get(self.storage, tenant, panel, field=field, x=x, y=y,
-                                        window_hours=window_hours, level=level)
+        return await self.win_rates.get(self.storage, self.storage, tenant, panel, field=field, x=x,
+                                        y=y, window_hours=window_hours, level=level)
 
     async def win_rate_json(
         self, tenant: str, panel: str, *, field: str, x: str, y: str, window_hours: int | None,
         level: float,
     ) -> bytes:
         """:meth:`win_rate` as its JSON body (memoised with the answer: a repeated poll encodes nothing)."""
-        found = await self.win_rates.get_json(self.storage, tenant, panel, field=field, x=x, y=y,
-                                              window_hours=window_hours, level=level)
+        found = await self.win_rates.get_json(self.storage, self.storage, tenant, panel, field=field,
+                                              x=x, y=y, window_hours=window_hours, level=level)
         return found[1]
 
     async def plan(
@@ -130,7 +130,7 @@ class CalibrationService:
     async def structure(self, tenant: str, runtime: PanelRuntime) -> dict[str, Any] | None:
         """The panel structure of (tenant, panel) as JSON (None before any votes to read)."""
         found = await self.panel_structure.get(
-            self.storage, tenant, runtime.name, window=self.settings.estimates.panel_structure_window,
+            self.storage, self.storage, tenant, runtime.name, window=self.settings.estimates.panel_structure_window,
             judges=[j.name for j in runtime.panel.config.judges], now=self.clock(),
         )
         return found.to_json() if found is not None else None

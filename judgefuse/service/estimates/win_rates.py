@@ -51,7 +51,7 @@ from pydantic import BaseModel
 
 from judgefuse.service.estimates.reports import Reports, data_version
 from judgefuse.service.ledger import UNSOLICITED, label_stratum_key, population_stratum_key
-from judgefuse.service.storage import Storage, VerdictRecord
+from judgefuse.service.storage import LabelLedger, RecordArchive, VerdictRecord
 
 __all__ = ["MAX_AGE_S", "WinRateCache", "WinRateEstimate", "WinRateOut"]
 
@@ -294,24 +294,26 @@ class WinRateCache:
         """(tenant, panel) -> the shared counters last read and when (``monotonic``) the read began."""
 
     async def get(
-        self, storage: Storage, tenant: str, panel: str, *, field: str, x: str, y: str,
-        window_hours: int | None, level: float,
+        self, archive: RecordArchive, labels: LabelLedger, tenant: str, panel: str, *, field: str,
+        x: str, y: str, window_hours: int | None, level: float,
     ) -> WinRateOut:
-        """The win rate of ``x`` over ``y`` in the last ``window_hours`` (None: all time)."""
-        found = await self.get_json(storage, tenant, panel, field=field, x=x, y=y,
+        """The win rate of ``x`` over ``y`` in the last ``window_hours`` (None: all time):
+        the records scanned from ``archive``, the version read from ``labels``' counters
+        (usually one storage, passed twice)."""
+        found = await self.get_json(archive, labels, tenant, panel, field=field, x=x, y=y,
                                     window_hours=window_hours, level=level)
         return found[0]
 
     async def get_json(
-        self, storage: Storage, tenant: str, panel: str, *, field: str, x: str, y: str,
-        window_hours: int | None, level: float,
+        self, archive: RecordArchive, labels: LabelLedger, tenant: str, panel: str, *, field: str,
+        x: str, y: str, window_hours: int | None, level: float,
     ) -> tuple[WinRateOut, bytes]:
         """:meth:`get` and the answer's JSON (the route sends it as it is), each in the
         tenant's turn (:meth:`.reports.Reports.pace`)."""
         await self.reports.pace(tenant, REPORT)
         now = self.clock()
         since = None if not window_hours else now - 3600.0 * window_hours
-        version = await self._version(storage, tenant, panel)  # before the records: a verdict
+        version = await self._version(archive, labels, tenant, panel)  # before the records: a verdict
         # landing during the scan leaves it under the older version, scanned again next poll
         key = (tenant, panel, field, window_hours or 0)
         scan = self._scans.get(key)
@@ -321,7 +323,7 @@ class WinRateCache:
         else:
             task = self._pending.get(key)
             if task is None:
-                task = asyncio.ensure_future(self._scan(storage, key, version, now, since))
+                task = asyncio.ensure_future(self._scan(archive, key, version, now, since))
                 self._pending[key] = task
                 task.add_done_callback(lambda done: self._settled(key, done))
             else:
@@ -335,20 +337,22 @@ class WinRateCache:
             scan.remember(x, y, since, level, found)
         return found
 
-    async def _version(self, storage: Storage, tenant: str, panel: str) -> tuple[object, ...]:
+    async def _version(
+        self, archive: RecordArchive, labels: LabelLedger, tenant: str, panel: str,
+    ) -> tuple[object, ...]:
         """This process's writes of (tenant, panel) and the shared counters, the latter read
         again only once :attr:`shared_check_s` old (class docstring)."""
-        local = storage.local_writes.version(tenant, panel)
+        local = archive.local_writes.version(tenant, panel)
         key = (tenant, panel)
         shared = self._shared.get(key)
         if shared is None or self.monotonic() - shared[1] >= self.shared_check_s:
-            shared = await self._read_shared(storage, tenant, panel)
+            shared = await self._read_shared(labels, tenant, panel)
             if key not in self._shared or self._shared[key][1] < shared[1]:
                 self._shared[key] = shared
         return (local, shared[0])
 
     async def _read_shared(
-        self, storage: Storage, tenant: str, panel: str,
+        self, labels: LabelLedger, tenant: str, panel: str,
     ) -> tuple[tuple[object, ...], float]:
         """:func:`.reports.data_version` and when (``monotonic``) its read began, one read in
         flight per (tenant, panel): polls arriving while it runs share it (it began before they
@@ -357,14 +361,14 @@ class WinRateCache:
         task = self._versions.get(key)
         if task is None:
             self.version_reads += 1
-            task = asyncio.ensure_future(self._timed_read(storage, tenant, panel))
+            task = asyncio.ensure_future(self._timed_read(labels, tenant, panel))
             self._versions[key] = task
             task.add_done_callback(lambda done: self._version_read(key, done))
         return await asyncio.shield(task)
 
-    async def _timed_read(self, storage: Storage, tenant: str, panel: str) -> tuple[tuple[object, ...], float]:
+    async def _timed_read(self, labels: LabelLedger, tenant: str, panel: str) -> tuple[tuple[object, ...], float]:
         began = self.monotonic()
-        return await data_version(storage, tenant, panel), began
+        return await data_version(labels, tenant, panel), began
 
     def _version_read(self, key: tuple[str, str], task: asyncio.Future[tuple[tuple[object, ...], float]]) -> None:
         if self._versions.get(key) is task:
@@ -379,15 +383,15 @@ class WinRateCache:
             log.debug("win rate scan of %s failed: %r", key[:3], task.exception())
 
     async def _scan(
-        self, storage: Storage, key: tuple[str, str, str, int], version: tuple[object, ...],
+        self, archive: RecordArchive, key: tuple[str, str, str, int], version: tuple[object, ...],
         now: float, since: float | None,
     ) -> _Scan:
         tenant, panel, field, _ = key
         async with self.reports.admit(tenant, REPORT):
             rows = _Rows(field)
             page: list[VerdictRecord] = []
-            await storage.index_existing_records()
-            async for record in storage.iter_records(tenant, panel=panel, since=since):
+            await archive.index_existing_records()
+            async for record in archive.iter_records(tenant, panel=panel, since=since):
                 page.append(record)
                 if len(page) >= FOLD_RECORDS:
                     await self.reports.run(REPORT, rows.fold, page)

@@ -342,7 +342,7 @@ class LearningService:
                                              f"fusion {runtime.default_method!r} is not fitted without "
                                              "labels; e.g. fusion: dawid_skene)")
         outcome, _fitted = await cold_start_fit(
-            self.storage, tenant, runtime.name, method=runtime.cold_start,
+            self.storage, self.storage, tenant, runtime.name, method=runtime.cold_start,
             window=self.settings.learning.cold_start_window,
             min_verdicts=self.settings.learning.cold_start_min_verdicts, now=self.clock,
         )

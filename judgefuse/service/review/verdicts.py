@@ -15,21 +15,22 @@ from judgefuse.service.kernel.panels import PanelRuntime
 from judgefuse.service.kernel.stored_text import check_verdict_id
 from judgefuse.service.kernel.verdict_out import cascade_out_of_stored, verdict_out
 from judgefuse.service.schemas import CascadeOut, ReviewOut, ThresholdUsed, VerdictOut
-from judgefuse.service.storage import Storage, VerdictNotFound, VerdictRecord
+from judgefuse.service.storage import LabelLedger, VerdictNotFound, VerdictRecord, VerdictStore
 
 __all__ = ["VerdictReads", "review_out", "stored_cascade_out"]
 
 
 class VerdictReads:
-    def __init__(self, storage: Storage, panels: Mapping[str, PanelRuntime]) -> None:
-        self.storage = storage
+    def __init__(self, verdicts: VerdictStore, labels: LabelLedger, panels: Mapping[str, PanelRuntime]) -> None:
+        self.verdicts = verdicts
+        self.labels = labels
         self.panels = panels
 
     async def get(self, tenant: str, verdict_id: str, *, history: bool = False) -> VerdictOut:
         """The stored verdict of the caller's tenant (another tenant's, or none: 404); with
         ``history`` (``GET /v1/verdicts/{id}``) also its label history (a replay has none)."""
         check_verdict_id(tenant, verdict_id)
-        record = await self.storage.get_verdict(tenant, verdict_id)
+        record = await self.verdicts.get_verdict(tenant, verdict_id)
         if record is None:
             raise VerdictNotFound(tenant, verdict_id)
         verdict = record.verdict
@@ -45,7 +46,7 @@ class VerdictReads:
             review=review_out(record),
         )
         if history:
-            out.label_history = await self.storage.label_history(tenant, verdict_id)
+            out.label_history = await self.labels.label_history(tenant, verdict_id)
         return out
 
 
