@@ -140,7 +140,7 @@ def create_app(
             runtimes = await _start_panels(settings, os.environ if environ is None else environ, cache)
             gateway = Gateway(settings, store, runtimes, metrics)
             app.state.gateway = gateway
-            retention = RetentionJob.from_settings(settings, store, owner=gateway.replica_id)
+            retention = RetentionJob.from_settings(settings, store, store, owner=gateway.replica_id)
             app.state.retention = retention
             retention.start()
             gateway.monitoring.start(app.state.authenticator.tenants, runtimes)

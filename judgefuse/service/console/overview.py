@@ -32,7 +32,7 @@ from judgefuse.service.learning.service import LearningService
 from judgefuse.service.monitoring.service import MonitorService
 from judgefuse.service.review.queue import ReviewQueue
 from judgefuse.service.settings import Settings
-from judgefuse.service.storage import Storage, ThresholdRecord, VerdictStore
+from judgefuse.service.storage import LabelLedger, ThresholdRecord, VerdictStore
 from judgefuse.service.storage.verdict_query import VerdictQuery
 
 __all__ = ["ConsoleSources", "panel_overview"]
@@ -84,9 +84,6 @@ class ConsoleSources(Protocol):
     def settings(self) -> Settings: ...
 
     @property
-    def storage(self) -> Storage: ...
-
-    @property
     def panels(self) -> Mapping[str, PanelRuntime]: ...
 
     def clock(self) -> float: ...
@@ -135,9 +132,11 @@ def _next_step(threshold: ThresholdRecord | None, labelled: int) -> str | None:
 async def panel_overview(
     tenant: str, runtime: PanelRuntime, sources: ConsoleSources, *,
     calibration: CalibrationService, queue: ReviewQueue, monitoring: MonitorService,
-    learning: LearningService,
+    learning: LearningService, verdicts: VerdictStore, labels: LabelLedger,
 ) -> dict[str, Any]:
-    """Everything the overview shows for one (tenant, panel), as plain data for the template."""
+    """Everything the overview shows for one (tenant, panel), as plain data for the template;
+    the stored verdicts read from ``verdicts``, the routing counters from ``labels`` (usually
+    one storage, passed twice)."""
     settings = sources.settings
     now = sources.clock()
     name = runtime.name
@@ -151,11 +150,11 @@ async def panel_overview(
     population = entry["population"] if entry is not None else None
     stats = (await queue.stats(tenant, runtime)).model_dump()
     monitor = await monitoring.snapshot(tenant, name, threshold)
-    routes = await routing(sources.storage, tenant, name, now=now, window_hours=WINDOW_HOURS)
+    routes = await routing(labels, tenant, name, now=now, window_hours=WINDOW_HOURS)
     sampled, judges = await judge_figures(
-        sources.storage, tenant, name, [j.name for j in runtime.panel.judges], sample=JUDGE_SAMPLE)
+        verdicts, tenant, name, [j.name for j in runtime.panel.judges], sample=JUDGE_SAMPLE)
     labelled = sum(s["labelled"] for s in stats["strata"].values())
-    oldest, complete = (await oldest_waiting(sources.storage, tenant, name)
+    oldest, complete = (await oldest_waiting(verdicts, tenant, name)
                         if stats["queue_depth"] or stats["leased"] else (None, True))
     refits = await learning.refit_log.recent(tenant, name, REFITS_SHOWN)
     for entry in refits:

@@ -69,7 +69,8 @@ async def overview(
             for runtime in runtimes:
                 views.append({"tenant": tenant, **await panel_overview(
                     tenant, runtime, sources, calibration=calibration, queue=queue,
-                    monitoring=monitoring, learning=learning)})
+                    monitoring=monitoring, learning=learning, verdicts=gateway.storage,
+                    labels=gateway.storage)})
     replica = replica_figures(request.app.state.metrics,
                               None if caller.tenant is None else [caller.tenant])
     return await console_page(request, caller, "console_overview.html.j2", views=views, operator=caller.tenant is None,

@@ -56,15 +56,15 @@ def fit_label_free(name: str, batches: Sequence[Sequence[JudgeVote]]) -> FusionM
 
 
 async def cold_start_fit(
-    serving: VersionedRecords, verdicts: VerdictStore, tenant: str, panel: str, *, method: str,
+    versioned: VersionedRecords, verdicts: VerdictStore, tenant: str, panel: str, *, method: str,
     window: int, min_verdicts: int, now: Callable[[], float] = time.time,
 ) -> tuple[RefitOutcome, FusionMethod | None]:
     """Fit and store the cold-start model of (tenant, panel) (the module docstring's rules):
-    the serving pair read from and written to ``serving``, the votes read from ``verdicts``
+    the serving pair read from and written to ``versioned``, the votes read from ``verdicts``
     (usually one storage, passed twice)."""
     if not capabilities(method).cold_start:
         raise ValueError(f"fusion method {method!r} is not fitted without labels (no cold start)")
-    current = await serving.get_model(tenant, panel)
+    current = await versioned.get_model(tenant, panel)
     current_version = current.params.get("model_version") if current is not None else None
 
     def outcome(status: str, reason: str, **extra: Any) -> RefitOutcome:
@@ -78,7 +78,7 @@ async def cold_start_fit(
     if current is not None and not capabilities(current.method or method).cold_start:
         return outcome("skipped", f"{current.method!r} (fitted from labels) serves panel {panel!r}: "
                                   "the cold start is over"), None
-    latest = await serving.get_threshold(tenant, panel)
+    latest = await versioned.get_threshold(tenant, panel)
     if latest is not None and latest.method == method:
         tuned_for = latest.details.get("model_version")
         if tuned_for and tuned_for == current_version:
@@ -109,7 +109,7 @@ async def cold_start_fit(
     record = ModelRecord(panel=panel, created_at=now(), method=method, params=method_params(fitted),
                          metrics=metrics)
     # stored against the pair its rules read: a tune or a promotion since then decides instead
-    written = await serving.put_serving(tenant, panel, model=record, expected=ServingVersions(
+    written = await versioned.put_serving(tenant, panel, model=record, expected=ServingVersions(
         (latest.version or 0) if latest is not None else 0, (current.version or 0) if current is not None else 0))
     if written is None:
         return outcome("kept", f"the threshold or model of panel {panel!r} changed while {method} was "

@@ -57,7 +57,7 @@ from judgefuse.service.learning.refit_once import LabelSetOnce
 from judgefuse.service.learning.refit_worker import RefitWorkerFailed, RefitWorkers
 from judgefuse.service.learning.serving_pair import WRITE_ATTEMPTS, ServingPair, read_pair
 from judgefuse.service.learning.signal_caps import SignalCaps
-from judgefuse.service.storage import ModelRecord, Storage, VersionedRecords
+from judgefuse.service.storage import LabelLedger, Lifecycle, ModelRecord, VersionedRecords
 
 __all__ = ["RefitBounds", "RefitOutcome", "refit"]
 
@@ -107,7 +107,9 @@ class RefitBounds:
 
 
 async def refit(
-    storage: Storage,
+    versioned: VersionedRecords,
+    labels: LabelLedger,
+    lifecycle: Lifecycle,
     tenant: str,
     panel: str,
     *,
@@ -134,15 +136,17 @@ async def refit(
     outcome and the fitted model when one was promoted (None from a worker process: it sends
     back the model's parameters, which are what is stored and served). ``basis``: the threshold
     version ``target`` was read from (0: none was stored; None: the latest now); a promotion
-    stands only while the target in force is the one of that version (module docstring, 4)."""
+    stands only while the target in force is the one of that version (module docstring, 4).
+    The storage comes by contract (usually one storage, passed three times): ``versioned`` holds
+    the serving pair, ``labels`` the labels, and ``lifecycle`` names the store a worker reopens."""
     if not capabilities(learned).refittable:
         raise ValueError(
             f"fusion method {learned!r} cannot be refitted from labels (it needs requires_fit, "
             "to_params/from_params and a factory that builds without options)"
         )
     if basis is None:
-        basis = (await read_pair(storage, tenant, panel)).versions.threshold
-    current = await storage.get_model(tenant, panel)
+        basis = (await read_pair(versioned, tenant, panel)).versions.threshold
+    current = await versioned.get_model(tenant, panel)
     current_method = (current.method or learned) if current is not None else voting_method
     stays: dict[str, Any] = {
         "panel": panel,
@@ -164,24 +168,24 @@ async def refit(
         learned=learned,
         caps=bounds.caps if bounds is not None else None,
     )
-    url = storage.reopen_url() if bounds is not None else None
+    url = lifecycle.reopen_url() if bounds is not None else None
     if bounds is not None and url is not None:
         # too few labels is answered here, from a count: starting the worker to read them costs
         # seconds (a forkserver importing the fitting code), and a refit asked for early is common
-        if (counted := await storage.count_labelled(tenant, panel)) < min_labels:
+        if (counted := await labels.count_labelled(tenant, panel)) < min_labels:
             stays["n_labels"] = counted
             return _too_few(stays, min_labels), None
         return await _refit_in_worker(
-            storage, dataclasses.replace(job, storage_url=url), bounds, min_labels, stays, now, basis
+            versioned, dataclasses.replace(job, storage_url=url), bounds, min_labels, stays, now, basis
         )
-    records = await storage.iter_labelled(tenant, panel, limit=max_labels)
+    records = await labels.iter_labelled(tenant, panel, limit=max_labels)
     stays["n_labels"] = n = len(records)
     if n < min_labels:
         return _too_few(stays, min_labels), None
     inputs = job.inputs(records)
     if bounds is None:
         return await _fit_and_store(
-            storage,
+            versioned,
             tenant,
             panel,
             job,
@@ -192,7 +196,7 @@ async def refit(
         )
     workers = bounds.workers
     return await _fit_once(
-        storage,
+        versioned,
         job,
         bounds,
         job.digest(records),

@@ -44,7 +44,13 @@ from judgefuse.service.learning.serving_pair import ServingPair, read_pair
 from judgefuse.service.learning.state_cache import StateCache
 from judgefuse.service.ledger import ALL_METHODS, label_stratum_key, solicited, traffic_counts
 from judgefuse.service.schemas import TuneRequest
-from judgefuse.service.storage import ModelRecord, ServingVersions, Storage, ThresholdRecord
+from judgefuse.service.storage import (
+    LabelLedger,
+    ModelRecord,
+    ServingVersions,
+    ThresholdRecord,
+    VersionedRecords,
+)
 
 __all__ = ["RoutingFallback", "crossfit_threshold"]
 
@@ -71,10 +77,13 @@ class RoutingFallback:
     """Finish a tune of the active method so that the serving method routes (module docstring)."""
 
     def __init__(
-        self, storage: Storage, serving: ServingState, state: StateCache, *, max_labels: int,
-        n_folds: int, clock: Callable[[], float],
+        self, versioned: VersionedRecords, labels: LabelLedger, serving: ServingState,
+        state: StateCache, *, max_labels: int, n_folds: int, clock: Callable[[], float],
     ) -> None:
-        self.storage = storage
+        self.versioned = versioned
+        """Where the serving pair is read and written."""
+        self.labels = labels
+        """Where the labels and traffic counts the tune reads are."""
         self.serving = serving
         self.state = state
         self.max_labels = max_labels
@@ -84,8 +93,8 @@ class RoutingFallback:
     async def routes(self, tenant: str, runtime: PanelRuntime) -> bool:
         """Whether a threshold that auto-accepts applies to the serving method's verdicts now."""
         method, version = await self.serving.active_method(tenant, runtime)
-        latest = await self.storage.get_threshold(tenant, runtime.name)
-        model = await self.storage.get_model(tenant, runtime.name)
+        latest = await self.versioned.get_threshold(tenant, runtime.name)
+        model = await self.versioned.get_model(tenant, runtime.name)
         probe = Verdict(choice="A", confidence=1.0, p_a=1.0, method=method, model_version=version)
         record = routing_threshold(latest, None if is_retired(model) else model, probe)
         return (record is not None and record.method == method
@@ -99,7 +108,7 @@ class RoutingFallback:
         """Steps 1 and 2 of the module docstring when a learned model serves unrouted; None when
         there was nothing to do. ``tune_method``: the service's tune of a named method (step 2)."""
         runtime = self.serving.runtime(request.panel)
-        pair = await read_pair(self.storage, tenant, runtime.name)
+        pair = await read_pair(self.versioned, tenant, runtime.name)
         method, version = await self.serving.active_method(tenant, runtime)
         if request.method is not None or not runtime.is_learned(method) or await self.routes(tenant, runtime):
             return None
@@ -127,7 +136,7 @@ class RoutingFallback:
                     "reason": f"{why}; {voting}: {tuned.get('reason')}", "voting": tuned}
         # retire the model the fallback was decided for, and only it: the voting threshold just
         # stored is the one change allowed since the pair was read
-        retired = await self.storage.put_serving(
+        retired = await self.versioned.put_serving(
             tenant, runtime.name, expected=ServingVersions(tuned["version"], pair.versions.model),
             model=ModelRecord(
                 panel=runtime.name, created_at=self.clock(), method=voting,
@@ -145,10 +154,10 @@ class RoutingFallback:
     async def _serving_threshold(
         self, tenant: str, runtime: PanelRuntime, method: str, request: TuneRequest,
     ) -> ThresholdReport | None:
-        records = await self.storage.iter_labelled(tenant, runtime.name, limit=self.max_labels)
+        records = await self.labels.iter_labelled(tenant, runtime.name, limit=self.max_labels)
         # oldest first; a cascade verdict holds only some votes; ties and "both bad" are not A/B
         records = [r for r in reversed(records) if r.verdict.method != "cascade" and r.label in LETTERS]
-        traffic = await traffic_counts(self.storage, tenant, runtime.name, ALL_METHODS)
+        traffic = await traffic_counts(self.labels, tenant, runtime.name, ALL_METHODS)
         return await asyncio.to_thread(
             crossfit_threshold, method, [list(r.verdict.votes) for r in records],
             [str(r.label) for r in records], [label_stratum_key(r) for r in records], traffic,
@@ -170,10 +179,10 @@ class RoutingFallback:
                      "data": f"cross-fitted confidences of {method} on {report.n} stored labelled "
                              "votes (weighted by review stratum)"},
         )
-        written = await self.storage.put_serving(tenant, runtime.name, expected=pair.versions, threshold=record)
+        written = await self.versioned.put_serving(tenant, runtime.name, expected=pair.versions, threshold=record)
         if written is None:
             return None
-        stored = await self.storage.get_threshold(tenant, runtime.name, version=written.threshold)
+        stored = await self.versioned.get_threshold(tenant, runtime.name, version=written.threshold)
         assert stored is not None
         self.state.store_threshold(tenant, runtime.name, stored)
         return stored

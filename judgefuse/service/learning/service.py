@@ -96,7 +96,7 @@ class LearningService:
         )
         """Label-free cold-start fits every N verdicts of a panel (:mod:`judgefuse.service.learning.cold_start`)."""
         self.routing_fallback = RoutingFallback(
-            storage, serving, state, max_labels=settings.learning.refit_max_labels,
+            storage, storage, serving, state, max_labels=settings.learning.refit_max_labels,
             n_folds=settings.learning.refit_folds, clock=clock,
         )
         """Finishes a tune whose serving model nothing routes (:mod:`judgefuse.service.learning.routing_fallback`)."""
@@ -297,7 +297,8 @@ class LearningService:
             # voided its promotion (refit.py, 5), and this one is evaluated at it
             latest = await self.storage.get_threshold(tenant, runtime.name)
             outcome, _fitted = await refit(
-                self.storage, tenant, runtime.name, voting_method=runtime.voting_method,
+                self.storage, self.storage, self.storage, tenant, runtime.name,
+                voting_method=runtime.voting_method,
                 min_labels=self.settings.learning.min_labels_for_refit,
                 max_labels=self.settings.learning.refit_max_labels, n_folds=self.settings.learning.refit_folds,
                 now=self.clock, target=target or PromotionTarget.of(latest),

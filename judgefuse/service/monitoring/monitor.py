@@ -106,7 +106,14 @@ from judgefuse.service.monitoring.monitor_state import (
 )
 from judgefuse.service.monitoring.snapshot import DetectorReports, VoteCopy
 from judgefuse.service.settings import Settings
-from judgefuse.service.storage import MonitorEvent, Storage, ThresholdRecord, VerdictRecord
+from judgefuse.service.storage import (
+    Coordination,
+    LabelLedger,
+    MonitorEvent,
+    ThresholdRecord,
+    VerdictRecord,
+    VersionedRecords,
+)
 from judgefuse.service.storage.records import BAND_AUDIT
 
 __all__ = [
@@ -175,12 +182,16 @@ class _Rebuild:
 
 
 class Monitors:
-    """The precision monitors, judge drift and alarm cache of one gateway."""
+    """The precision monitors, judge drift and alarm cache of one gateway. The storage comes
+    by contract (usually one storage, passed three times): the state blobs in ``coordination``,
+    the events and thresholds in ``versioned``, the labels a rebuild reads in ``labels``."""
 
-    def __init__(self, settings: Settings, storage: Storage, *,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, settings: Settings, coordination: Coordination, versioned: VersionedRecords,
+                 labels: LabelLedger, *, clock: Callable[[], float] = time.time) -> None:
         self.settings = settings
-        self.storage = storage
+        self.coordination = coordination
+        self.versioned = versioned
+        self.labels = labels
         self.clock = clock
         self._alarms: dict[tuple[str, str, int], tuple[Alarm | None, float]] = {}
         self.votes: dict[tuple[str, str, str], _BatchedVoteDrift] = {}
@@ -199,7 +210,7 @@ class Monitors:
         hit = self._alarms.get(key)
         if hit is not None and time.monotonic() - hit[1] <= self.settings.learning.state_ttl_s:
             return hit[0]
-        blob = await self.storage.get_state(tenant, monitor_key(panel, threshold_version))
+        blob = await self.coordination.get_state(tenant, monitor_key(panel, threshold_version))
         alarm = _alarm_of(MonitorState.from_json(blob.body) if blob and blob.body else None)
         self._alarms[key] = (alarm, time.monotonic())
         return alarm
@@ -266,7 +277,7 @@ class Monitors:
             return state.to_json(), ("written", state, fresh_alarm)
 
         try:
-            return await update_state(self.storage, tenant, key, fed, attempts=MAX_CAS_ATTEMPTS)
+            return await update_state(self.coordination, tenant, key, fed, attempts=MAX_CAS_ATTEMPTS)
         except StateContention:
             return "gave_up", None, False
 
@@ -282,7 +293,7 @@ class Monitors:
             panel=panel, created_at=alarm.at, kind="alarm",
             threshold_version=version, action=on_drift,
             reason=alarm.reason(on_drift.replace("_", " ")), evidence=_clean(evidence))
-        event.version = await self.storage.put_monitor_event(tenant, panel, event)
+        event.version = await self.versioned.put_monitor_event(tenant, panel, event)
         log.warning("monitor %s/%s: %s", tenant, monitor_key(panel, version), event.reason)
         return event
 
@@ -290,7 +301,7 @@ class Monitors:
     async def stored_labels(self, tenant: str, panel: str, version: int) -> list[FoldedLabel]:
         """The stored audit labels threshold ``version``'s monitor counts, in fold order."""
         return in_fold_order(FoldedLabel.of(r, str(r.label))
-                             for r in await self.storage.iter_labelled(tenant, panel)
+                             for r in await self.labels.iter_labelled(tenant, panel)
                              if _monitored(r, version))
 
     async def rebuild(self, tenant: str, panel: str, threshold: ThresholdRecord, *,
@@ -330,7 +341,7 @@ class Monitors:
             return state.to_json(), (state, fresh_alarm, counted, len(labels))
 
         try:
-            written = await update_state(self.storage, tenant, key, rebuilt, attempts=REBUILD_ATTEMPTS)
+            written = await update_state(self.coordination, tenant, key, rebuilt, attempts=REBUILD_ATTEMPTS)
         except StateContention:
             return False
         if written is None:
@@ -387,7 +398,7 @@ class Monitors:
         for tenant in tenants:
             for panel, on_drift in panels.items():
                 try:
-                    threshold = await self.storage.get_threshold(tenant, panel)
+                    threshold = await self.versioned.get_threshold(tenant, panel)
                     await self.reconcile(tenant, panel, threshold, on_drift=on_drift)
                 except Exception as exc:
                     log.warning("monitor %s/%s: start-up reconcile failed (%s)", tenant, panel,
@@ -421,7 +432,7 @@ class Monitors:
             return state.to_json(), evidence
 
         try:
-            evidence = await update_state(self.storage, tenant, key, cleared, attempts=MAX_CAS_ATTEMPTS)
+            evidence = await update_state(self.coordination, tenant, key, cleared, attempts=MAX_CAS_ATTEMPTS)
         except StateContention:
             raise RuntimeError("monitor clear: too many conflicting writes") from None
         self._alarms[(tenant, panel, threshold.version)] = (None, time.monotonic())
@@ -432,7 +443,7 @@ class Monitors:
             threshold_version=threshold.version, action="cleared",
             reason=f"cleared by an operator; the monitor of threshold version "
                    f"{threshold.version} restarts from zero labels", evidence=_clean(evidence))
-        event.version = await self.storage.put_monitor_event(tenant, panel, event)
+        event.version = await self.versioned.put_monitor_event(tenant, panel, event)
         return event
 
     # ------------------------------------------------------------------ reading
@@ -444,7 +455,7 @@ class Monitors:
         state = stored = None
         if threshold is not None and threshold.version is not None:
             key = monitor_key(panel, threshold.version)
-            blob = await self.storage.get_state(tenant, key)
+            blob = await self.coordination.get_state(tenant, key)
             if blob is not None and blob.body:
                 state = MonitorState.from_json(blob.body)
                 stored = (key, blob.version, state)

@@ -33,7 +33,7 @@ class MonitorService:
         self, settings: Settings, storage: Storage, *, clock: Callable[[], float] = time.time
     ) -> None:
         self.storage = storage
-        self.monitors = Monitors(settings, storage, clock=clock)
+        self.monitors = Monitors(settings, storage, storage, storage, clock=clock)
         """Precision monitors per threshold version, judge drift (:mod:`judgefuse.service.monitoring.monitor`)."""
         self._reconcile: asyncio.Task[None] | None = None
 

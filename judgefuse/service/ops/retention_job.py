@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from judgefuse.service.storage import Storage
+from judgefuse.service.storage import Coordination, RecordArchive
 from judgefuse.service.storage.retention import RetentionReport
 
 __all__ = ["LEASE_NAME", "LEASE_TENANT", "RetentionJob"]
@@ -39,11 +39,13 @@ DAY_S = 86400.0
 
 class RetentionJob:
     """Runs ``apply_retention`` on a schedule (module docstring). ``runs`` keeps the reports of
-    the passes this replica ran (tests, logs)."""
+    the passes this replica ran (tests, logs). ``archive`` is the store it prunes, ``leases``
+    where the replicas take turns (usually one storage, passed twice)."""
 
     def __init__(
         self,
-        storage: Storage,
+        archive: RecordArchive,
+        leases: Coordination,
         *,
         retention_days: float | None,
         keep_labelled: int,
@@ -54,7 +56,8 @@ class RetentionJob:
     ) -> None:
         if every_s <= 0 or lease_s <= 0:
             raise ValueError("every_s and lease_s must be > 0")
-        self.storage = storage
+        self.archive = archive
+        self.leases = leases
         self.retention_days = retention_days or None
         self.keep_labelled = keep_labelled
         self.owner = owner
@@ -65,9 +68,11 @@ class RetentionJob:
         self._task: asyncio.Task[Any] | None = None
 
     @classmethod
-    def from_settings(cls, settings: Any, storage: Storage, *, owner: str) -> RetentionJob:
+    def from_settings(
+        cls, settings: Any, archive: RecordArchive, leases: Coordination, *, owner: str,
+    ) -> RetentionJob:
         return cls(
-            storage, retention_days=settings.storage.retention_days,
+            archive, leases, retention_days=settings.storage.retention_days,
             keep_labelled=settings.learning.refit_max_labels, owner=owner,
             every_s=settings.storage.retention_every_s,
         )
@@ -82,18 +87,18 @@ class RetentionJob:
         if self.retention_days is None:
             return None
         at = self.clock() if now is None else now
-        if not await self.storage.acquire_lease(
+        if not await self.leases.acquire_lease(
                 LEASE_TENANT, LEASE_NAME, self.owner, ttl_s=self.lease_s, now=self.clock()):
             log.debug("retention: another replica holds the lease; skipped")
             return None
         started = time.monotonic()
         renew = asyncio.create_task(self._renew(), name="retention-lease")
         try:
-            indexed = await self.storage.index_existing_records()
+            indexed = await self.archive.index_existing_records()
             if indexed:
                 log.info("retention: indexed %d records saved before the scan index", indexed)
             older_than = at - self.retention_days * DAY_S
-            report = await self.storage.apply_retention(
+            report = await self.archive.apply_retention(
                 older_than=older_than, keep_labelled=self.keep_labelled, now=at)
         finally:
             renew.cancel()
@@ -102,8 +107,8 @@ class RetentionJob:
         took = time.monotonic() - started
         # hold the lease for most of the interval: the other replicas skip this round
         hold = max(1.0, 0.9 * self.every_s - took)
-        await self.storage.acquire_lease(LEASE_TENANT, LEASE_NAME, self.owner, ttl_s=hold,
-                                         now=self.clock())
+        await self.leases.acquire_lease(LEASE_TENANT, LEASE_NAME, self.owner, ttl_s=hold,
+                                        now=self.clock())
         self.runs.append(report)
         log.info(
             "retention: dropped %d verdict records older than %s (kept %d pending review, "
@@ -116,8 +121,8 @@ class RetentionJob:
     async def _renew(self) -> None:
         while True:
             await asyncio.sleep(self.lease_s / 3)
-            await self.storage.acquire_lease(LEASE_TENANT, LEASE_NAME, self.owner,
-                                             ttl_s=self.lease_s, now=self.clock())
+            await self.leases.acquire_lease(LEASE_TENANT, LEASE_NAME, self.owner,
+                                            ttl_s=self.lease_s, now=self.clock())
 
     async def _loop(self) -> None:
         while True:

@@ -15,6 +15,17 @@ valid input: checked names, increments already validated, times already read fro
   and the compare-and-set of the serving pair (``put_serving``);
 * :class:`Coordination`: named leases, in-flight claims, compare-and-set state blobs;
 * :class:`RecordArchive`: ``iter_records``, ``index_existing_records``, ``apply_retention``.
+
+How a consumer takes them: one parameter per contract it uses, typed with that contract and
+named after it (``verdicts: VerdictStore``, ``labels: LabelLedger``, ``versioned:
+VersionedRecords``, ``coordination`` or ``leases: Coordination``, ``archive: RecordArchive``,
+``lifecycle: Lifecycle``); the composition passes the same storage once per parameter
+(``VerdictReads(storage, storage, panels)``). Not named intersections (a ``VerdictsAndLabels``
+that :class:`Storage` also inherits): the pairs and triples consumers need would each add a
+class to the union's bases, and a signature would no longer say which concern each call
+serves. Only the composition roots take the whole ``Storage``: the app and the gateway, and
+each slice's service object, which composes its slice and hands the store on
+(``tests/test_storage_consumers.py`` holds that list).
 """
 
 from __future__ import annotations

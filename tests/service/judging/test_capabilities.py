@@ -124,7 +124,7 @@ async def test_refit_promotes_and_restores_a_plugin_learned_method(tmp_path: Pat
             await storage.save_verdict("t", record)
             await storage.set_label("t", record.id, truth, lambda _record, _label: {})  # type: ignore[arg-type]
         outcome, fitted = await refit(
-            storage, "t", "p", voting_method="majority", min_labels=20, max_labels=1000,
+            storage, storage, storage, "t", "p", voting_method="majority", min_labels=20, max_labels=1000,
             n_folds=3, promote_on="brier", learned=PLUGIN,
         )
         assert outcome.status == "promoted", outcome.reason
@@ -139,8 +139,8 @@ async def test_refit_promotes_and_restores_a_plugin_learned_method(tmp_path: Pat
         assert isinstance(restored, BestJudge) and restored.judge == "j1"
         assert fitted is not None and restored.model_version == outcome.model_version
         with pytest.raises(ValueError, match="cannot be refitted"):
-            await refit(storage, "t", "p", voting_method="majority", min_labels=20,
-                        max_labels=1000, n_folds=3, learned="majority")
+            await refit(storage, storage, storage, "t", "p", voting_method="majority",
+                        min_labels=20, max_labels=1000, n_folds=3, learned="majority")
     finally:
         await storage.close()
 

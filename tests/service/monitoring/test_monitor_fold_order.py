@@ -96,7 +96,7 @@ async def test_a_rebuild_lists_stored_labels_once_and_again_only_for_a_label_it_
         for v in verdicts[:3]:  # stored behind the monitor's back
             await storage.set_label("tenant-a", v["id"], world.truth[v["id"]], label_increments)
         monitors: Monitors = app.state.gateway.monitors
-        replica = Monitors(settings, storage)  # another gateway on the same store
+        replica = Monitors(settings, storage, storage, storage)  # another gateway on the same store
         threshold = await storage.get_threshold("tenant-a", "ext", version=version)
         key = monitor_key("ext", version)
         listings, conflicts, after_listing = [], [], []

@@ -76,7 +76,7 @@ async def test_the_monitors_read_a_stored_blob(tmp_path):
     await storage.open()
     try:
         assert await storage.put_state("t", monitor_key("ext", 3), json.loads(STORED), expected_version=0) == 1
-        monitors = Monitors(Settings(), storage)
+        monitors = Monitors(Settings(), storage, storage, storage)
         assert await monitors.alarm("t", "ext", 3) == Alarm(3, 1006.0, 7, 0.892908696089557, 0.9)
         assert await monitors.alarm("t", "ext", 4) is None
     finally:

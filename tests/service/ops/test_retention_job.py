@@ -74,7 +74,7 @@ async def test_retention_job_in_the_service(storage: Storage, tmp_path) -> None:
         left = {r.id async for r in storage.iter_records(TENANT)}
         assert left == pending | window
         # while this replica's lease holds (most of the interval), a second replica skips
-        other = RetentionJob(storage, retention_days=5, keep_labelled=10, owner="other-replica")
+        other = RetentionJob(storage, storage, retention_days=5, keep_labelled=10, owner="other-replica")
         assert await other.run_once(now=time.time() + 10 * DAY) is None
 
         assert await accumulators(storage) == accs
