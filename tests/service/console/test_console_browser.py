@@ -37,21 +37,21 @@ def _drive(base: str, seeded: list[dict[str, Any]], post_one: Callable[[], None]
         first_row = driver.find_element(By.CSS_SELECTOR, "tr[data-id]")
         driver.find_element(By.ID, "older").click()
         # a click starts a navigation; wait for the new page before reading it
-        WebDriverWait(driver, 15).until(browser.left_page(first_row))
+        WebDriverWait(driver, browser.WAIT_S).until(browser.left_page(first_row))
         seen["second_page"] = [r.get_attribute("data-id") for r in driver.find_elements(By.CSS_SELECTOR, "tr[data-id]")]
         # filters: human review, labelled, wrong
         Select(driver.find_element(By.ID, "f-route")).select_by_value("human_review")
         Select(driver.find_element(By.ID, "f-labelled")).select_by_value("1")
         driver.find_element(By.ID, "f-wrong").click()
         driver.find_element(By.ID, "apply").click()
-        WebDriverWait(driver, 15).until(EC.url_contains("wrong=1"))
+        WebDriverWait(driver, browser.WAIT_S).until(EC.url_contains("wrong=1"))
         seen["filtered_query"] = parse_qs(urlparse(driver.current_url).query)
         rows = driver.find_elements(By.CSS_SELECTOR, "tr[data-id]")
         seen["filtered"] = [r.get_attribute("data-id") for r in rows]
         seen["wrong_pills"] = len(driver.find_elements(By.CSS_SELECTOR, "tr[data-id] .pill.wrong"))
         # open the first one
         rows[0].find_element(By.CSS_SELECTOR, "a").click()
-        WebDriverWait(driver, 15).until(EC.url_contains("/console/verdicts/"))
+        WebDriverWait(driver, browser.WAIT_S).until(EC.url_contains("/console/verdicts/"))
         seen["verdict_title"] = driver.find_element(By.TAG_NAME, "h1").text
         seen["judges"] = [r.get_attribute("data-judge") for r in driver.find_elements(By.CSS_SELECTOR, "#votes tr[data-judge]")]
         seen["question"] = driver.find_element(By.CSS_SELECTOR, "pre.question").text
@@ -59,7 +59,7 @@ def _drive(base: str, seeded: list[dict[str, Any]], post_one: Callable[[], None]
                             r.find_element(By.CSS_SELECTOR, "[data-by]").text)
                            for r in driver.find_elements(By.CSS_SELECTOR, "#history tr[data-seq]")]
         driver.find_element(By.LINK_TEXT, "« verdicts of ext").click()
-        WebDriverWait(driver, 15).until(lambda d: urlparse(d.current_url).path == "/console/verdicts")
+        WebDriverWait(driver, browser.WAIT_S).until(lambda d: urlparse(d.current_url).path == "/console/verdicts")
         seen["back"] = urlparse(driver.current_url).path
         # the overview reloads its figures by itself: a verdict posted meanwhile shows up
         driver.get(base + "/console?refresh=2")
@@ -97,7 +97,7 @@ async def test_filters_paging_and_a_verdict_page_in_chromium(tmp_path):
                         assert (await client.post("/v1/fuse", json=body)).status_code == 200
                 asyncio.run_coroutine_threadsafe(post(), loop).result(timeout=10)
 
-            seen = await asyncio.wait_for(asyncio.to_thread(_drive, base, seeded, post_one), timeout=90)
+            seen = await asyncio.wait_for(asyncio.to_thread(_drive, base, seeded, post_one), timeout=6 * browser.WAIT_S)
     finally:
         await storage.close()
     newest_first = [v["id"] for v in sorted(seeded, key=lambda v: v["id"], reverse=True)]

@@ -35,7 +35,7 @@ def _drive(base: str, credentials: dict[str, str]) -> dict[str, Any]:
     seen: dict[str, Any] = {}
     shots = os.environ.get("JF_SCREENSHOT_DIR")
     with browser.chromium(1400, 900) as driver:
-        wait = WebDriverWait(driver, 15)
+        wait = WebDriverWait(driver, browser.WAIT_S)
 
         def sign_in(credential: str) -> None:
             box = wait.until(ec.presence_of_element_located((By.ID, "credential")))
@@ -121,7 +121,7 @@ async def test_sign_in_roles_in_chromium(tmp_path):
                 r = await client.post("/v1/annotators", json={"name": name, "role": role}, headers=H)
                 assert r.status_code == 201, r.text
                 credentials[role] = r.json()["credential"]
-            seen = await asyncio.wait_for(asyncio.to_thread(_drive, base, credentials), timeout=120)
+            seen = await asyncio.wait_for(asyncio.to_thread(_drive, base, credentials), timeout=6 * browser.WAIT_S)
     assert seen["signin_url"].endswith("/console")  # the page asked for, showing the form
     assert "API key of your tenant" not in seen["signin_text"]
     assert seen["signin_label"] == "Your credential"

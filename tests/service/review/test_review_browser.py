@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 from jf_test_support import app_support as S
-from jf_test_support.browser import available, chromium, full_page_png, left_page
+from jf_test_support.browser import WAIT_S, available, chromium, full_page_png, left_page
 from jf_test_support.panel_support import SPLIT, H, external_panel
 
 from judgefuse.service.app import create_app
@@ -44,7 +44,6 @@ pytestmark = [
 @pytest.fixture
 def browser() -> Iterator[Any]:
     with chromium(1400, 1000) as driver:
-        driver.set_page_load_timeout(20)
         yield driver
 
 
@@ -79,7 +78,7 @@ def _session(driver: Any, url: str) -> dict[str, tuple[str | None, str | None]]:
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
 
-    wait = WebDriverWait(driver, 15)
+    wait = WebDriverWait(driver, WAIT_S)
 
     def shown() -> str:
         return driver.find_element(By.CSS_SELECTOR, "#label-form input[name=verdict_id]").get_attribute("value")
@@ -196,7 +195,7 @@ async def test_two_tabs_hold_one_item_and_a_revoked_credential_is_signed_out_in_
                     By.CSS_SELECTOR, "#label-form input[name=verdict_id]").get_attribute("value")
 
             def sign_in_and_open_a_second_tab() -> tuple[str, str]:
-                wait = WebDriverWait(browser, 15)
+                wait = WebDriverWait(browser, WAIT_S)
                 browser.get(f"{url}/review")
                 wait.until(ec.presence_of_element_located((By.ID, "credential"))).send_keys(credential, Keys.ENTER)
                 wait.until(ec.presence_of_element_located((By.ID, "label-form")))
@@ -216,7 +215,7 @@ async def test_two_tabs_hold_one_item_and_a_revoked_credential_is_signed_out_in_
                 for handle in browser.window_handles:
                     browser.switch_to.window(handle)
                     browser.get(f"{url}/review")
-                    WebDriverWait(browser, 15).until(ec.presence_of_element_located((By.TAG_NAME, "body")))
+                    WebDriverWait(browser, WAIT_S).until(ec.presence_of_element_located((By.TAG_NAME, "body")))
                     signed_out.append(bool(browser.find_elements(By.ID, "credential"))
                                       and not browser.find_elements(By.ID, "label-form"))
                 for handle in browser.window_handles[1:]:

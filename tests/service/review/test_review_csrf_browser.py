@@ -18,6 +18,7 @@ import httpx
 import pytest
 from aiohttp import web
 from jf_test_support import app_support as S
+from jf_test_support import browser
 from jf_test_support.panel_support import PAIR, SPLIT, H, external_panel
 
 from judgefuse.service.app import create_app
@@ -65,7 +66,7 @@ def _browse(url: str, credential: str, attack_url: str, profile: Path) -> dict[s
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(DRIVER), options=options)
     try:
-        wait = WebDriverWait(driver, 20)
+        wait = WebDriverWait(driver, browser.WAIT_S)
         driver.get(f"{url}/review")
         wait.until(lambda d: d.find_elements(By.ID, "credential"))
         driver.find_element(By.ID, "credential").send_keys(credential)

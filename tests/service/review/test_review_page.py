@@ -16,6 +16,7 @@ import aiohttp
 import httpx
 import pytest
 from jf_test_support import app_support as S
+from jf_test_support import browser
 from jf_test_support.panel_support import PAIR, SPLIT, H, external_panel
 
 from judgefuse.service.app import create_app
@@ -110,7 +111,7 @@ class DevTools:
         result = await self.send("Runtime.evaluate", expression=expression, returnByValue=True)
         return result.get("result", {}).get("value")
 
-    async def wait_for(self, expression: str, timeout: float = 20.0) -> Any:
+    async def wait_for(self, expression: str, timeout: float = browser.WAIT_S) -> Any:
         deadline = asyncio.get_running_loop().time() + timeout
         while asyncio.get_running_loop().time() < deadline:
             try:

@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import pytest
 from jf_test_support import app_support as S
+from jf_test_support import browser
 
 from judgefuse.service.app import create_app
 from judgefuse.service.commands.serve import uvicorn_config
@@ -42,17 +43,12 @@ async def served(tmp_path, stub_url: str, *, log_level: str = "warning", **setti
     server = uvicorn.Server(uvicorn_config(app, config, port=port, log_level=log_level,
                                            access_log=True))
     task = asyncio.create_task(server.serve())
-    for _ in range(500):
-        if server.started:
-            break
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.01)
+    await S.wait_started(server, task)
     try:
         yield "127.0.0.1", port
     finally:
         server.should_exit = True
-        await asyncio.wait_for(task, timeout=15)
+        await asyncio.wait_for(task, timeout=S.START_WITHIN_S)
 
 
 async def closed_after(reader: asyncio.StreamReader, limit_s: float) -> tuple[float, bytes]:
@@ -228,7 +224,7 @@ async def _dump_dom(url: str, profile: Path) -> str:
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )
     try:
-        out, err = await asyncio.wait_for(proc.communicate(), timeout=12)
+        out, err = await asyncio.wait_for(proc.communicate(), timeout=browser.WAIT_S)
     finally:
         if proc.returncode is None:
             proc.kill()

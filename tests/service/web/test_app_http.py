@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 from jf_test_support import app_support as S
+from jf_test_support import browser
 
 from judgefuse.service.app import create_app
 
@@ -131,7 +132,7 @@ async def test_dashboard_in_headless_chromium(stub, tmp_path):
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         )
         try:
-            out, err = await asyncio.wait_for(proc.communicate(), timeout=90)
+            out, err = await asyncio.wait_for(proc.communicate(), timeout=browser.WAIT_S)
         except TimeoutError:
             proc.kill()
             await proc.wait()

@@ -41,9 +41,7 @@ async def test_the_served_protocol_stamps_when_each_request_was_read(tmp_path: P
     server = uvicorn.Server(uvicorn_config(app, settings, host="127.0.0.1", port=port, log_level="warning"))
     task = asyncio.create_task(server.serve())
     try:
-        while not server.started:
-            assert not task.done(), task
-            await asyncio.sleep(0.01)
+        await S.wait_started(server, task)
         before = time.monotonic()
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
             for _ in range(3):  # one kept-alive connection: each request gets its own stamp
@@ -51,7 +49,7 @@ async def test_the_served_protocol_stamps_when_each_request_was_read(tmp_path: P
         after = time.monotonic()
     finally:
         server.should_exit = True
-        await asyncio.wait_for(task, timeout=10)
+        await asyncio.wait_for(task, timeout=S.START_WITHIN_S)
     assert len(stamps) == 3 and len({read for read, _ in stamps}) == 3
     assert all(before <= read <= reached <= after for read, reached in stamps), stamps
 
