@@ -48,7 +48,7 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory):
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60  # a bound on a stuck start, not a speed
         while True:
             try:
                 with socket.create_connection(("127.0.0.1", port), timeout=0.2):

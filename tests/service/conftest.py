@@ -43,7 +43,7 @@ def _start_redis(workdir: Path, *extra: str) -> tuple[subprocess.Popen[bytes], i
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60  # a bound on a stuck start, not a speed
         while time.monotonic() < deadline and proc.poll() is None and not _answers(port):
             time.sleep(0.02)
         if proc.poll() is None and _answers(port):

@@ -65,7 +65,7 @@ def _drive(base: str, seeded: list[dict[str, Any]], post_one: Callable[[], None]
         driver.get(base + "/console?refresh=2")
         seen["count_before"] = driver.find_element(By.CSS_SELECTOR, '[data-figure="verdicts"] .big').text
         post_one()
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + browser.WAIT_S
         while time.monotonic() < deadline:
             now = driver.find_element(By.CSS_SELECTOR, '[data-figure="verdicts"] .big').text
             if now != seen["count_before"]:
@@ -95,7 +95,7 @@ async def test_filters_paging_and_a_verdict_page_in_chromium(tmp_path):
                     async with httpx.AsyncClient(base_url=base) as client:
                         body = {**P.PAIR, "id": "late", "votes": P.SPLIT}
                         assert (await client.post("/v1/fuse", json=body)).status_code == 200
-                asyncio.run_coroutine_threadsafe(post(), loop).result(timeout=10)
+                asyncio.run_coroutine_threadsafe(post(), loop).result(timeout=browser.WAIT_S)
 
             seen = await asyncio.wait_for(asyncio.to_thread(_drive, base, seeded, post_one), timeout=6 * browser.WAIT_S)
     finally:

@@ -4,7 +4,6 @@ its own refusals (and the ones refused before authentication)."""
 
 from __future__ import annotations
 
-import asyncio
 import html as html_lib
 import math
 import re
@@ -13,6 +12,7 @@ import pytest
 from jf_test_support import app_support as S
 from jf_test_support import console_support as C
 from jf_test_support import panel_support as P
+from jf_test_support.waiting import poll_until
 from prometheus_client.parser import text_string_to_metric_families
 
 from judgefuse.service.console.replica import bound_text, bucket_quantile
@@ -62,10 +62,7 @@ async def test_the_replica_block_equals_metrics(tmp_path, backend) -> None:
         metrics.admission_rejected.labels("tenant-a", "max_inflight_per_tenant").inc(3)
         metrics.admission_rejected.labels("tenant-b", "max_inflight_per_tenant").inc(5)
         metrics.admission_rejected.labels("-", "shed_loop_lag_s").inc(2)
-        for _ in range(200):  # sampled every 5 ms once the app started
-            if metrics.loop_lag.samples >= 20:
-                break
-            await asyncio.sleep(0.01)
+        await poll_until(lambda: metrics.loop_lag.samples >= 20)  # sampled every 5 ms once started
         assert metrics.loop_lag.samples >= 20, metrics.loop_lag.samples
         metrics.loop_lag.stop()  # freeze the histogram: the page and /metrics read the same one
         page = (await client.get("/console", headers=C.H)).text

@@ -18,6 +18,7 @@ from jf_test_support import app_support as S
 from jf_test_support.crash_harness import killing, start_gateway
 from jf_test_support.monitor_support import TARGET, H, World, external_panel, fuse, tuned_and_good
 from jf_test_support.pg_server import create_database
+from jf_test_support.waiting import poll_until
 
 from judgefuse.service.ledger import label_increments
 from judgefuse.service.monitoring.monitor import Monitors, monitor_key
@@ -92,11 +93,13 @@ async def test_300_concurrent_first_audit_labels_on_two_replicas_all_count(
             stored = await stored_audit_labels(one, "tenant-a", "ext", version)
             assert stored == n_labels
             # conflicts beyond MAX_CAS_ATTEMPTS hand the key to a background rebuild: give it time
-            for _ in range(200):
-                if await monitor_labels(c1) == stored:
-                    break
-                await asyncio.sleep(0.05)
+            await poll_until(lambda: _shows(c1, stored), every_s=0.05)
             assert await monitor_labels(c1) == await monitor_labels(c2) == stored
+
+
+async def _shows(client, stored) -> bool:
+    """Whether the monitor's label counts over HTTP equal the ones counted from storage."""
+    return await monitor_labels(client) == stored
 
 
 async def test_a_label_whose_monitor_write_never_happened_is_counted_at_start(storage, tmp_path):
@@ -115,10 +118,7 @@ async def test_a_label_whose_monitor_write_never_happened_is_counted_at_start(st
     stored = await stored_audit_labels(storage, "tenant-a", "ext", version)
     assert stored == before + 12
     async with S.running_app(settings, storage) as (_app, client):
-        for _ in range(100):
-            if await monitor_labels(client) == stored:
-                break
-            await asyncio.sleep(0.05)
+        await poll_until(lambda: _shows(client, stored), every_s=0.05)
         assert await monitor_labels(client) == stored
         # and a label after the rebuild still counts once
         more = await fuse(client, world, "good", 1)

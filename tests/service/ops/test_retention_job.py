@@ -6,11 +6,11 @@ review counters and /v1/calibration exactly as they were. One replica at a time 
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 from jf_test_support import app_support as S
 from jf_test_support.panel_support import PAIR, SPLIT, UNANIMOUS, H, external_panel, put_threshold
+from jf_test_support.waiting import poll_until
 
 from judgefuse.service.ops.retention_job import RetentionJob
 from judgefuse.service.storage import Storage
@@ -33,10 +33,7 @@ async def test_retention_job_in_the_service(storage: Storage, tmp_path) -> None:
     await put_threshold(storage)
     async with S.running_app(settings, storage) as (app, client):
         job: RetentionJob = app.state.retention
-        for _ in range(250):  # the pass at start: nothing is old yet
-            if job.runs:
-                break
-            await asyncio.sleep(0.02)
+        await poll_until(lambda: job.runs)  # the pass at start: nothing is old yet
         assert job.runs == [RetentionReport(dropped=0, kept_pending=0, kept_labelled=0)]
 
         strata: dict[str, list[str]] = {"review": [], "audit": [], "none": []}

@@ -13,6 +13,7 @@ import threading
 from pathlib import Path
 
 from jf_test_support.storage_support import make_record
+from jf_test_support.waiting import poll_until
 
 from judgefuse.service.storage import SQLiteStorage
 from judgefuse.service.storage.sqlite.checkpointer import BACKSTOP_PAGES
@@ -39,10 +40,7 @@ async def test_committed_pages_reach_the_database_file_without_the_writers_own_c
         await asyncio.sleep(3 * storage.checkpointer.every_s)  # the schema's pages copied back
         before = path.stat().st_size
         await _save(storage, "v", 300)  # ~1,000 pages of WAL, well under the backstop
-        for _ in range(100):
-            if path.stat().st_size > before:
-                break
-            await asyncio.sleep(0.05)
+        await poll_until(lambda: path.stat().st_size > before, every_s=0.05)
         assert path.stat().st_size > before, "the WAL was never copied into the file"
         assert storage.checkpointer.checkpoints >= 1
     finally:

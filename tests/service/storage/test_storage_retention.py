@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from jf_test_support.storage_support import T0, incr, make_record, stamped
+from jf_test_support.waiting import poll_until
 
 from judgefuse.service.storage import SQLiteStorage, Storage, VerdictNotFound, VerdictRecord
 from judgefuse.service.storage.redis import RedisStorage
@@ -312,10 +313,8 @@ async def test_redis_record_ttl(redis_url: str) -> None:
         assert await store.client.pttl("jf:{acme}:v:lab") > 0
         await store.set_label("acme", "lab", "A", incr)
         assert await store.client.pttl("jf:{acme}:v:lab") == -1
-        for _ in range(100):  # expires within a second of its created_at + ttl
-            if not await store.client.exists("jf:{acme}:v:gone"):
-                break
-            await asyncio.sleep(0.02)
+        # expires within a second of its created_at + ttl
+        await poll_until(lambda: _gone(store.client, "jf:{acme}:v:gone"))
         assert [r.id async for r in store.iter_records("acme")] == ["lab", "plain", "queued"]  # one instant: id order
         assert await store.client.zscore("jf:{acme}:records", "gone") is not None
         report = await store.apply_retention(older_than=now - 1000, keep_labelled=5)
@@ -412,3 +411,8 @@ def test_sqlite_scan_pages_are_index_ranges(tmp_path: Path) -> None:
                      "verdicts_panel_recent",  # the cold start's newest verdicts of a panel
                      "verdicts_created"}  # one index added for scans and retention
     conn.close()
+
+
+async def _gone(client, key: str) -> bool:
+    """Whether Redis no longer holds ``key`` (its TTL ran out)."""
+    return not await client.exists(key)

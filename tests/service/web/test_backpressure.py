@@ -18,6 +18,7 @@ import pytest
 from jf_test_support import app_support as S
 from jf_test_support.live_gateway import API_KEY, live_gateway
 from jf_test_support.panel_support import UNANIMOUS
+from jf_test_support.waiting import poll_until
 
 from judgefuse.places import Places
 from judgefuse.service.kernel.sojourn import Working
@@ -40,12 +41,9 @@ def hold_open(url: str, path: str) -> socket.socket:
     return sock
 
 
-async def wait_until(condition, timeout_s: float = 5.0) -> None:
-    for _ in range(int(timeout_s / 0.01)):
-        if condition():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("condition not reached")
+async def wait_until(condition) -> None:
+    if not await poll_until(condition, every_s=0.01):
+        raise AssertionError("condition not reached")
 
 
 def backpressure_of(gw) -> BackpressureMiddleware:
