@@ -39,8 +39,12 @@ sampling variance (the finite-population correction, in predictive form).
   counts + pseudo-counts), the pseudo-counts being one label in all (``BOOTSTRAP_PRIOR``),
   spread over its occupied bins by count and split half right, half wrong (Jeffreys-like:
   without them a small audit sample that is all right would claim the whole stratum is); its ``m_s``
-  unlabelled verdicts are drawn from those shares and added to the labelled counts; the
-  interval is the percentile interval of the replicated window values. A cell's confidence and
+  unlabelled verdicts are drawn from those shares and added to the labelled counts. TH's
+  interval is the percentile interval of the replicated window values; ECE's is not (the
+  plug-in ECE is biased up and a percentile interval of its replicates lies above a small true
+  ECE): it is centred between the plug-in and a per-bin debiased ECE with a delta-method
+  half-width from the replicated bin gaps
+  (:func:`~.stratified_bootstrap.ece_interval_from_bins`). A cell's confidence and
   Brier sums are split between right and wrong by the fine bins (each fine bin's items at its
   mean confidence); the point estimates use the exact sums.
 

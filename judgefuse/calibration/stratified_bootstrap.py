@@ -9,13 +9,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.stats import norm
 
 from .accumulator import FIXED_POINT_SCALE
 from .stratified_data import Interval, ParsedStratum, nan_interval, unlabelled_note
 from .th_score import th_score_from_parts
 
 __all__ = ["BOOTSTRAP_PRIOR", "BOOTSTRAP_REPLICATES", "TH_RANGE", "ece_brier_intervals",
-           "th_interval"]
+           "ece_interval_from_bins", "th_interval"]
 
 BOOTSTRAP_REPLICATES = 300
 # pseudo-labels per stratum in the bootstrap, half right and half wrong (Jeffreys-like): with
@@ -58,12 +59,45 @@ def _percentile(reps: np.ndarray, level: float) -> tuple[float, float]:
     return float(lower), float(upper)
 
 
+def ece_interval_from_bins(gaps: np.ndarray, gap_reps: np.ndarray, level: float) -> tuple[float, float]:
+    """The ECE interval from the window's per-bin gaps and their replicates.
+
+    ``gaps``: per coarse bin, the estimated window total of ``z - c`` over the window's ``N``
+    (the ECE is ``sum |gaps|``); ``gap_reps``: the same per bootstrap replicate, shape
+    (replicates, bins). Why not the percentile interval of ``sum |gap_reps|``: the plug-in
+    ``sum |gap|`` is biased up (``|x|`` of a noisy ``x``, ~0.8 of its noise per bin when the
+    true gap is 0), and every replicate adds that bias a second time, so over 300 resampled
+    streams per pool of ``bench_active_audit_coverage.py`` the truth lay below the whole
+    interval in 0.10-0.18 of streams on the shared pools and 0.60 on a calibrated mixture
+    (coverage 0.81-0.91 and 0.39). The interval here is centred on the mean of two estimates
+    biased in opposite directions: the plug-in (up) and the per-bin debiased
+    ``sum sqrt(max(gap^2 - v, 0))``, ``v`` the replicates' variance of the bin's gap (the
+    squared gap less its variance is unbiased for the squared true gap, as in Kumar et al.
+    2019's debiased estimator; its square root is biased down, by Jensen's inequality, by about
+    as much on those pools: -0.003 to -0.010 against +0.009 to +0.012). Its half-width is ``z``
+    times the replicates' standard deviation of the linearised ECE ``sum sign(gap) x gap_rep``
+    (the delta method: the sd of ``sum |gap_rep|`` folds at 0 and understates the spread there),
+    clipped to [0, 1]. A window without remainder to predict (every replicate equal) gives the
+    point. Coverage over the same streams: 0.956-0.990 (results page).
+    """
+    z = float(norm.ppf(0.5 + level / 2.0))
+    var = gap_reps.var(axis=0)
+    plug_in = float(np.abs(gaps).sum())
+    debiased = float(np.sqrt(np.maximum(gaps**2 - var, 0.0)).sum())
+    centre = (plug_in + debiased) / 2.0
+    half = z * float((gap_reps @ np.sign(gaps)).std())
+    return max(centre - half, 0.0), min(centre + half, 1.0)
+
+
 def ece_brier_intervals(parsed: list[ParsedStratum], n_bins: int, level: float,
                rng: np.random.Generator, replicates: int) -> tuple[Interval, Interval]:
-    """ECE and Brier from one bootstrap over (coarse bin, correct) cells per stratum."""
+    """ECE and Brier from one bootstrap over (coarse bin, correct) cells per stratum (the ECE's
+    interval: :func:`ece_interval_from_bins`)."""
     ece_method = (f"stratified ECE ({n_bins} bins) from population bin totals sum_s (N_s/n_s) x "
-                  f"bin sums; {level:.0%} interval: percentile predictive Bayesian bootstrap "
-                  "within strata over (bin, correct) cells, one pseudo-label per stratum")
+                  f"bin sums; {level:.0%} interval: centred between the plug-in and the per-bin "
+                  "debiased ECE, half-width z x the linearised ECE's sd over a predictive "
+                  "Bayesian bootstrap within strata over (bin, correct) cells, one pseudo-label "
+                  "per stratum")
     brier_method = ("stratified Brier sum_s (N_s/N) mean_s (c-z)^2; "
                     f"{level:.0%} interval: the same bootstrap (cell Brier means from fine bins)")
     labels = sum(s.labels for s in parsed)
@@ -124,8 +158,7 @@ def ece_brier_intervals(parsed: list[ParsedStratum], n_bins: int, level: float,
         # labelled part exact, the drawn remainder at the cell means
         sb_b += s.brier_sum + (draws - cells) @ mean_b
     ece = float(np.abs(kk - qq).sum() / total)
-    ece_reps = np.abs(kk_b - qq_b).sum(axis=1) / cnt_b.sum(axis=1)
-    lo, hi = _percentile(ece_reps, level)
+    lo, hi = ece_interval_from_bins((kk - qq) / total, (kk_b - qq_b) / total, level)
     lo_b, hi_b = _percentile(sb_b / total, level)
     return (Interval(ece, lo, hi, labels, ece_method),
             Interval(float(brier_point), lo_b, hi_b, labels, brier_method))
