@@ -99,6 +99,12 @@ class PairwiseItem(BaseModel):
         return self.label if self.label is not None else self.tie_label
 
 
+MAX_CALLS = 2**31 - 1
+"""The most model calls one vote may record. Votes files are read into int64 arrays and their calls
+summed per item and per row; a bound far below 2^63 keeps every such sum exact (a file with a
+larger count is refused at its line, exit 2, by either reader) rather than crashing or wrapping."""
+
+
 class JudgeVote(BaseModel):
     """One judge's answer on one item, with how it was obtained and what it cost."""
 
@@ -120,7 +126,8 @@ class JudgeVote(BaseModel):
     latency_s: float = Field(default=0.0, ge=0.0)
     prompt_tokens: int = Field(default=0, ge=0)
     completion_tokens: int = Field(default=0, ge=0)
-    calls: int = Field(default=0, ge=0)
+    calls: int = Field(default=0, ge=0, le=MAX_CALLS)
+    """Model calls the vote took (at most :data:`MAX_CALLS`)."""
     cost_usd: float = Field(default=0.0, ge=0.0)
     error: str | None = None
     """Why the vote is invalid (an abstention, a parse failure, a transport error; a tie vote has none)."""

@@ -29,6 +29,7 @@ from judgefuse.evaluation.loaders.votes_columnar import load_table
 from judgefuse.evaluation.runner import EvaluationOptions, default_methods, evaluate
 from judgefuse.evaluation.table_eval import columnar_methods, evaluate_table
 from judgefuse.evaluation.vote_table import VoteTable
+from judgefuse.judges.types import MAX_CALLS
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import bench_eval_scale  # noqa: E402
@@ -139,6 +140,10 @@ CHANGES: dict[str, Any] = {
     "calls negative": lambda r: _vote(r).update(calls=-1),
     "calls a float": lambda r: _vote(r).update(calls=2.0),
     "calls a bool": lambda r: _vote(r).update(calls=True),
+    "calls at the bound": lambda r: _vote(r).update(calls=MAX_CALLS),
+    "calls past the bound": lambda r: _vote(r).update(calls=MAX_CALLS + 1),
+    "calls 2^63": lambda r: _vote(r).update(calls=2**63),
+    "calls past 64 bits": lambda r: _vote(r).update(calls=2**64 + 1),
     "cost negative": lambda r: _vote(r).update(cost_usd=-0.1),
     "cost as text": lambda r: _vote(r).update(cost_usd="0.1"),
     "latency": lambda r: _vote(r).update(latency_s=0.25, prompt_tokens=10, completion_tokens=3),
@@ -156,6 +161,21 @@ def test_each_rule_of_the_models(tmp_path: Path, change: str) -> None:
     path = tmp_path / "votes.jsonl"
     path.write_text("".join(json.dumps(record) + "\n" for record in records))
     assert_reads_alike([path])
+
+
+def test_a_count_past_the_bound_is_a_file_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A ``calls`` above 2^63 (an int64 overflow in either reader's arrays once) is refused at its
+    line with exit status 2 and one message, on the columnar path and the judged items' path."""
+    records = good_records(10)
+    records[6]["votes"][1]["calls"] = 2**63 + 5
+    path = tmp_path / "votes.jsonl"
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    messages = []
+    for methods in ([], ["--methods", "auto"]):  # auto has no columnar form: the judged items' path
+        assert main(["eval", str(path), "--quiet", *methods]) == 2
+        messages.append(capsys.readouterr().err.strip())
+    want = f"judgefuse eval: error: {path}:7: field 'votes[1].calls': must be <= {MAX_CALLS} (got {2**63 + 5})"
+    assert messages == [want, want]
 
 
 LINES: dict[str, list[bytes]] = {

@@ -47,7 +47,7 @@ from judgefuse.evaluation.vote_table import ItemColumns, VoteTable, outcome_code
 from judgefuse.fusion.columnar import LETTER_CODES, VoteColumns
 from judgefuse.fusion.dawid_skene import vote_games
 from judgefuse.json_input import MAX_DEPTH
-from judgefuse.judges.types import JudgedItem, JudgeVote, PairwiseItem
+from judgefuse.judges.types import MAX_CALLS, JudgedItem, JudgeVote, PairwiseItem
 
 log = logging.getLogger(__name__)
 
@@ -125,6 +125,8 @@ def _fast_vote(vote: Any) -> Vote | None:
     for key in _COUNT_FIELDS:
         if key in vote and (type(vote[key]) is not int or vote[key] < 0):
             return None
+    if vote.get("calls", 0) > MAX_CALLS:  # the models refuse it, naming the line
+        return None
     cost = vote.get("cost_usd", 0.0)
     if not _non_negative(cost) or ("latency_s" in vote and not _non_negative(vote["latency_s"])):
         return None
@@ -334,6 +336,8 @@ def _vote_columns(votes: list[dict[str, Any]]) -> dict[str, Any] | None:
         values = calls if key == "calls" else _column(votes, key, 0) if key in keys else []
         if values and (_types(values) != {int} or min(values) < 0):
             return None
+    if calls and max(calls) > MAX_CALLS:
+        return None
     cost = _column(votes, "cost_usd", 0.0) if "cost_usd" in keys else [0.0] * n
     cost_array = _non_negative_floats(cost)
     if cost_array is None or ("latency_s" in keys and _non_negative_floats(_column(votes, "latency_s", 0.0)) is None):
