@@ -456,25 +456,30 @@ def _cell_stats(
     covariance."""
     c, z = pair
     n = c.size
-    x = np.hstack([spec[0](c, z) for spec in specs])
     cell = equal_width_bin_index(c, n_bins) * 2 + (z > 0.5)
-    found, which, size = np.unique(cell, return_inverse=True, return_counts=True)
+    counts = np.bincount(cell)
+    found = np.flatnonzero(counts)  # the cells in use, ascending (np.unique's order)
+    size = counts[found]
     rng = np.random.default_rng([seed, 46, position])
     draws = rng.multinomial(n, size / n, size=n_resamples)  # resamples x cells
-    sums = np.zeros((n_resamples, x.shape[1]))
+    width = sum(spec[0](np.full(1, 0.5), np.ones(1)).shape[1] for spec in specs)
+    sums = np.zeros((n_resamples, width))
     for k in range(found.size):
-        members = x[which == k]
+        # a cell's feature rows, made from its own items (every feature is a function of one item's
+        # c and z): the rows the whole matrix has there, without making the whole matrix
+        at = np.flatnonzero(cell == found[k])
+        members = np.hstack([spec[0](c[at], z[at]) for spec in specs])
         m = draws[:, k]
         if members.shape[0] <= EXACT_CELL:
             resample = np.repeat(np.arange(n_resamples), m)
             picked = members[rng.integers(0, members.shape[0], size=resample.size)]
-            for col in range(x.shape[1]):
+            for col in range(width):
                 sums[:, col] += np.bincount(resample, weights=picked[:, col], minlength=n_resamples)
             continue
         mean = members.mean(axis=0)
-        values, vectors = np.linalg.eigh(np.cov(members, rowvar=False, bias=True).reshape(x.shape[1], x.shape[1]))
+        values, vectors = np.linalg.eigh(np.cov(members, rowvar=False, bias=True).reshape(width, width))
         root = vectors * np.sqrt(np.clip(values, 0.0, None))
-        sums += m[:, None] * mean + np.sqrt(m)[:, None] * (rng.standard_normal((n_resamples, x.shape[1])) @ root.T)
+        sums += m[:, None] * mean + np.sqrt(m)[:, None] * (rng.standard_normal((n_resamples, width)) @ root.T)
     size_n = np.full(n_resamples, float(n))
     out = []
     offset = 0
@@ -527,11 +532,22 @@ def interval_from_stats(
     return BootstrapInterval(estimate, low, high, clip(2.0 * estimate - median), INTERVAL_METHOD, level, count)
 
 
+def _binned_sums(c: np.ndarray, z: np.ndarray, n_bins: int) -> np.ndarray:
+    """The column sums of the ``ece`` / ``mce`` features (``binned``: per bin, the sum of z - c and
+    the count), without the (n x 2 n_bins) matrix: ``bincount`` adds each bin's values in item
+    order, as the sum down that matrix's column does, so the sums are the same to the bit."""
+    b = equal_width_bin_index(c, n_bins)
+    return np.concatenate([
+        np.bincount(b, weights=z - c, minlength=n_bins), np.bincount(b, minlength=n_bins).astype(float),
+    ])  # fmt: skip
+
+
 def _point(metric: str, c: np.ndarray, z: np.ndarray, n_bins: int, eps: float) -> float:
     """The plug-in value through the same code the resamples use (one resample: every item once)."""
     spec = _make_specs(n_bins, eps).get(metric)
     if spec is not None:
-        return float(spec[1](spec[0](c, z).sum(axis=0)[None, :], np.full(1, float(c.size)))[0])
+        sums = _binned_sums(c, z, n_bins) if metric in ("ece", "mce") else spec[0](c, z).sum(axis=0)
+        return float(spec[1](sums[None, :], np.full(1, float(c.size)))[0])
     fn = _loop_metric(metric, n_bins) or _registered(metric, n_bins, eps)
     if fn is None:  # pragma: no cover - _bootstrap_stats refused the name already
         raise ValueError(f"unknown metric {metric!r}")

@@ -132,11 +132,26 @@ class PlattScaling(_Base):
         else:
             t = z
 
+        # every per-point term below is a function of the point's (x, t) alone, and a recalibrated
+        # voting rule's confidences take few values: the terms are computed once per distinct pair
+        # and laid out per point, so each mean adds the very floats, in the same order, as before
+        values, at = np.unique(x, return_inverse=True)
+        ux: NDArray[np.float64] = x
+        ut: NDArray[np.float64] = t
+        where = None
+        if values.size * 8 <= x.size:
+            where = at.reshape(-1) * 2 + (z == 1.0)  # t is a function of z
+            ux, ut = np.zeros(2 * values.size), np.zeros(2 * values.size)
+            ux[where], ut[where] = x, t
+
         def nll(params: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
-            s = params[0] * x + params[1]
-            loss = -np.mean(t * log_expit(s) + (1.0 - t) * log_expit(-s))
-            r = expit(s) - t
-            return float(loss), np.array([np.mean(r * x), np.mean(r)])
+            s = params[0] * ux + params[1]
+            terms = ut * log_expit(s) + (1.0 - ut) * log_expit(-s)
+            r = expit(s) - ut
+            rx = r * ux
+            if where is not None:
+                terms, r, rx = terms[where], r[where], rx[where]
+            return float(-np.mean(terms)), np.array([np.mean(rx), np.mean(r)])
 
         result = minimize(nll, np.array([1.0, 0.0]), jac=True, method="L-BFGS-B")
         self.a, self.b = float(result.x[0]), float(result.x[1])

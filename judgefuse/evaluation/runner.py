@@ -322,7 +322,7 @@ def _report(
     ci = {metric: (interval.low, interval.high) for metric, interval in intervals.items()}
     per_category: dict[str, dict[str, float]] = {}
     if np.any(row.categories != ""):
-        per_category = calibration.per_category(conf, correct, row.categories)
+        per_category = calibration.per_category(conf, correct, row.categories, groups=_category_groups(row.categories))
     helped = None
     if reference is not None and row.kind == "fusion" and row.name != reference.name:
         helped = _helped_harmed(row, reference)
@@ -337,8 +337,24 @@ def _report(
     )
 
 
+_GROUPS: list[tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]] = []
+
+
+def _category_groups(categories: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(categories, return_inverse=True)``, kept for the last array asked about: every
+    method's row of a table shares one categories array (``decided_categories``)."""
+    if _GROUPS and _GROUPS[0][0] is categories:
+        return _GROUPS[0][1]
+    found = np.unique(categories, return_inverse=True)
+    _GROUPS[:] = [(categories, (found[0], found[1]))]
+    return found[0], found[1]
+
+
 def _helped_harmed(row: ScoredRow, reference: ScoredRow) -> calibration.HelpedHarmed:
     """Counts over the items both rows scored, aligned by item position."""
+    if row.item_index.size == reference.item_index.size and np.array_equal(row.item_index, reference.item_index):
+        if bool((np.diff(row.item_index) > 0).all()):  # the same ascending items: intersect1d's own answer
+            return calibration.helped_harmed(row.correct, reference.correct)
     common, in_row, in_ref = np.intersect1d(
         row.item_index, reference.item_index, assume_unique=True, return_indices=True
     )
