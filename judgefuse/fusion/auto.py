@@ -294,6 +294,14 @@ class AutoFusion:
         return self.model is not None
 
     @property
+    def chosen_base(self) -> FusionMethod | None:
+        """The chosen candidate's base method, fitted (None before a fit): :attr:`model` itself,
+        or for a recalibrated candidate (``<base>+platt``) the base it recalibrates, e.g. the
+        stacking model whose ``feature_names`` and ``coefficients`` a reader inspects whatever
+        recalibrator maps its confidence."""
+        return self.model.base if isinstance(self.model, Recalibrated) else self.model
+
+    @property
     def candidates(self) -> tuple[str, ...]:
         return tuple(name for base in self.bases for name in (base, f"{base}+{self.recalibrator}"))
 

@@ -229,7 +229,10 @@ class LearningSettings(_Section):
     refit_folds: int = Field(default=5, ge=2, le=20)
     refit_method: str = REFIT_METHOD
     """The learned method a labelled refit fits and may promote: any refittable method
-    (default ``offset_stacked``; ``stacked``, ``dawid_skene+platt``, ``majority+isotonic``, a plugin's)."""
+    (default ``auto``: the cross-validated choice among the voting rules, ``dawid_skene``,
+    ``offset_stacked`` and ``stacked``, each with and without Platt scaling, which never takes a
+    more complex fuser than the labels show better; ``offset_stacked``, ``stacked``,
+    ``dawid_skene+platt``, ``majority+isotonic``, a plugin's)."""
     cold_start_every_verdicts: int = Field(default=200, ge=0)
     """Fit a panel's label-free cold-start method (``fusion: dawid_skene``) in the background
     after this many new verdicts of the panel (0: only on request, ``POST /v1/fusion/refit``
@@ -249,7 +252,7 @@ class LearningSettings(_Section):
     """Distinct signal names per judge a refit learns from: the most frequent in the labelled
     records; the others are ignored for learning, and the refit's ``reason`` says how many."""
     refit_max_features: int = Field(default=256, ge=4, le=4096)
-    """Most features a refit's model may have (3 per judge plus its signals): signals are cut
+    """Most features a refit's model may have (5 per judge plus its signals): signals are cut
     to fit, and a panel whose judges alone need more is not refitted."""
     refit_timeout_s: float = Field(default=600.0, gt=0.0, le=86_400.0, allow_inf_nan=False)
     """Wall-clock (and CPU) budget of one refit's worker process: over it the worker is killed

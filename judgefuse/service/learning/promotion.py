@@ -93,10 +93,12 @@ def promotion_problems(
     voting: str,
     target: PromotionTarget | None,
     promote_on: PromoteOn,
+    learned: str = "candidate",
 ) -> list[str]:
     """Why a candidate must not be promoted (empty: promote). Pure: the rule of the module
     docstring over the cross-fitted ``metrics`` (Brier and, with a target, review loads) and
-    the candidate's tuned threshold report."""
+    the candidate's tuned threshold report. ``learned`` names the candidate's method in the
+    reasons (the metrics keep their ``stacked_`` names whatever the method)."""
     problems: list[str] = []
     if target is not None:
         if candidate is None or candidate.threshold is None:
@@ -109,12 +111,12 @@ def promotion_problems(
             metrics["stacked_review_load"] > metrics["baseline_review_load"]
         ):
             problems.append(
-                f"review load at the target {metrics['stacked_review_load']:.3f} is higher than "
+                f"{learned}'s review load at the target {metrics['stacked_review_load']:.3f} is higher than "
                 f"{voting}'s {metrics['baseline_review_load']:.3f}"
             )
     if promote_on in ("both", "brier") or target is None:
         # better by more than its noise, before a target exists as well as after
-        brier = brier_problem(metrics, voting=voting)
+        brier = brier_problem(metrics, voting=voting, learned=learned)
         if brier is not None:
             problems.append(brier)
     return problems
@@ -131,18 +133,19 @@ def brier_evidence(
     return {"brier_difference": result.mean, "brier_difference_upper": result.upper}
 
 
-def brier_problem(metrics: dict[str, float], *, voting: str) -> str | None:
+def brier_problem(metrics: dict[str, float], *, voting: str, learned: str = "candidate") -> str | None:
     """Why the candidate's Brier does not justify a promotion (None: it does). Reads
-    ``stacked_brier``, ``baseline_brier`` and, when present, ``brier_difference_upper`` (without
-    it only the point difference is known, and it must be below ``-MARGIN``)."""
+    ``stacked_brier`` (the candidate's, whatever its method: ``learned`` names it in the reason),
+    ``baseline_brier`` and, when present, ``brier_difference_upper`` (without it only the point
+    difference is known, and it must be below ``-MARGIN``)."""
     stacked, baseline = metrics["stacked_brier"], metrics["baseline_brier"]
     upper = metrics.get("brier_difference_upper", stacked - baseline)
     if stacked - baseline < -MARGIN and upper < -MARGIN:
         return None
     if stacked > baseline:
-        return f"cross-fitted stacked Brier {stacked:.4f} is worse than {voting}'s {baseline:.4f}"
+        return f"cross-fitted {learned} Brier {stacked:.4f} is worse than {voting}'s {baseline:.4f}"
     return (
-        f"cross-fitted stacked Brier {stacked:.4f} vs {voting}'s {baseline:.4f} is not better by "
+        f"cross-fitted {learned} Brier {stacked:.4f} vs {voting}'s {baseline:.4f} is not better by "
         f"more than its noise (paired bootstrap {100 * (1 - ALPHA):.0f}% upper bound of the "
         f"difference {upper:+.4f}, must be below {-MARGIN:+g})"
     )

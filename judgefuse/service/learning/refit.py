@@ -347,6 +347,7 @@ async def _fit_and_store(
             ),
         ), None
     version = written.model
+    chose = f" ({learned}: {evaluation.described})" if evaluation.described else ""
     why = f"cross-fitted {learned} Brier {metrics['stacked_brier']:.4f} vs {voting_method}'s {metrics['baseline_brier']:.4f}"
     if paired is not None:
         why += (
@@ -364,7 +365,7 @@ async def _fit_and_store(
         metrics=metrics,
         threshold_version=written.threshold if paired is not None else None,
         threshold=paired.threshold if paired is not None else None,
-        reason=f"{why} on {n} labels: promoted as version {version}{note}",
+        reason=f"{why} on {n} labels: promoted as version {version}{note}{chose}",
     ), fitted
 
 

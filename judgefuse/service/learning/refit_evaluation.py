@@ -18,7 +18,10 @@ labelled votes it is given:
 The learned method is any registered method that is *refittable*
 (:func:`judgefuse.fusion.capabilities.capabilities`: requires a fit, saves and restores its
 parameters with ``to_params``/``from_params``, builds without options); the default is
-:data:`~judgefuse.fusion.capabilities.REFIT_METHOD` (``offset_stacked``). Nothing here names it.
+:data:`~judgefuse.fusion.capabilities.REFIT_METHOD` (``auto``: the cross-validated choice among
+fusers, so step 2 cross-fits the choice itself, nested). Nothing here names it: the reasons name
+``learned``, and a fitted method that says what it is (``describe()``, e.g. what ``auto`` chose)
+is quoted in :attr:`Evaluation.described`.
 """
 
 from __future__ import annotations
@@ -52,6 +55,9 @@ class Evaluation:
     params: dict[str, Any] | None = None
     """The promoted model's ``to_params`` (None: not promoted)."""
     model_version: str | None = None
+    described: str | None = None
+    """What the promoted model says of itself (its ``describe()``, e.g. the candidate ``auto``
+    chose and why); None: not promoted, or a method that does not say."""
 
 
 def _evaluate(
@@ -89,7 +95,9 @@ def _evaluate(
         metrics["baseline_review_load"] = review_load(baseline)
         metrics["target_precision"] = target.target_precision
         metrics["delta"] = target.delta
-    problems = promotion_problems(metrics, candidate, voting=voting, target=target, promote_on=promote_on)
+    problems = promotion_problems(
+        metrics, candidate, voting=voting, target=target, promote_on=promote_on, learned=learned
+    )
     if problems:
         return Evaluation(None, metrics, "; ".join(problems) + ": not promoted", candidate)
     unfitted = get_method(learned)  # base+recalibrator too (its factory is the base's)
@@ -100,7 +108,7 @@ def _evaluate(
     restored = restore_method(learned, params)
     if not np.allclose(_p_a_of(restored, batches), _p_a_of(final, batches), atol=1e-9):
         return Evaluation(None, metrics, "internal error: the serialised model does not reproduce the fit")
-    return Evaluation(final, metrics, None, candidate, params, _version_of(final))
+    return Evaluation(final, metrics, None, candidate, params, _version_of(final), _described(final))
 
 
 def evaluate_bounded(
@@ -138,3 +146,10 @@ def _version_of(method: FusionMethod) -> str | None:
     """A fitted method's ``model_version`` (None when it declares none)."""
     version = getattr(method, "model_version", None)
     return str(version) if version is not None else None
+
+
+def _described(method: FusionMethod) -> str | None:
+    """A fitted method's own account of itself (``describe()``; None when it offers none or it is empty)."""
+    describe = getattr(method, "describe", None)
+    text = describe() if callable(describe) else None
+    return str(text) if text else None

@@ -14,6 +14,9 @@ from jf_test_support import app_support as S
 from jf_test_support import refit_jobs
 from jf_test_support.panel_support import EXT, PAIR, H, external_panel
 
+from judgefuse.fusion import StackedFusion
+from judgefuse.fusion.auto import AutoFusion
+from judgefuse.fusion.capabilities import restore_method
 from judgefuse.judges.types import JudgeVote
 from judgefuse.service.learning.refit_worker import WORKER_NICE, RefitWorkerFailed, RefitWorkers, WorkerBudget
 from judgefuse.service.learning.signal_caps import SignalCaps, TooManyFeatures, cap_signals
@@ -106,7 +109,10 @@ async def test_a_refit_on_fresh_signal_names_learns_from_the_capped_set_and_says
         assert "signal names ignored for learning" in outcome["reason"], outcome
         assert outcome["status"] == "promoted", outcome  # stacking beats majority clearly here
         model = (await client.get("/v1/fusion/models", params={"panel": "ext"}, headers=H)).json()
-        names = model["history"][-1]["params"]["feature_names"]
+        # the default refit (auto) chose a stacking candidate, whose features are read through it
+        served = restore_method(model["active_method"], model["history"][-1]["params"])
+        assert isinstance(served, AutoFusion) and isinstance(served.chosen_base, StackedFusion), served
+        names = served.chosen_base.feature_names
         assert len(names) <= 20 and sum(":signal:" in n for n in names) == 20 - 15, names
         assert {"e1:signal:margin", "e2:signal:margin", "e3:signal:margin"} <= set(names)
         assert (await client.get("/healthz")).status_code == 200

@@ -119,9 +119,10 @@ def test_promotion_rule(promote_on, brier, load, has_threshold, expected):
     for problem, word in zip(problems, expected, strict=True):
         assert word in problem
     # without a target (no threshold ever tuned) only the Brier rule can refuse, whatever promote_on
-    alone = promotion_problems(metrics, None, voting="majority", target=None, promote_on=promote_on)
+    # (the reasons name the candidate's method, whatever the metrics' keys are called)
+    alone = promotion_problems(metrics, None, voting="majority", target=None, promote_on=promote_on, learned="auto")
     assert alone == ([] if brier[0] < brier[1] else [
-        f"cross-fitted stacked Brier {brier[0]:.4f} is worse than majority's {brier[1]:.4f}"])
+        f"cross-fitted auto Brier {brier[0]:.4f} is worse than majority's {brier[1]:.4f}"])
 
 
 @pytest.mark.parametrize("target", [None, (0.8, 0.1)])
@@ -234,7 +235,7 @@ async def test_a_tune_while_an_unpaired_model_serves_promotes_a_pair(stub, tmp_p
         assert first["status"] == "promoted" and first["threshold_version"] is None, first
         tuned = (await client.post("/v1/thresholds/tune", json={"target_precision": 0.8, "min_count": 10},
                                    headers=HEADERS)).json()
-        assert tuned["method"] == "offset_stacked" and tuned["stored"] is False  # none of its own verdicts yet
+        assert tuned["method"] == "auto" and tuned["stored"] is False  # none of its own verdicts yet
         refit = tuned["refit"]
         assert refit["status"] == "promoted" and refit["threshold_version"] is not None, refit
         new = (await client.post("/v1/judge", json=item(500, label=False), headers=HEADERS)).json()

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from judgefuse.fusion import StackedFusion
+from judgefuse.fusion.auto import AutoFusion
 from judgefuse.fusion.capabilities import REFIT_METHOD, restore_method
 from judgefuse.judges.types import JudgeVote
 from judgefuse.service.learning.refit_evaluation import evaluate_bounded
@@ -36,13 +38,14 @@ def test_a_refit_learns_what_a_judges_tie_means_and_tells_it_from_a_failure():
     evaluation, capped = evaluate_bounded(batches, labels, "majority", 5, None, "brier", None,
                                           REFIT_METHOD, None)
     assert capped is None and evaluation.params is not None, evaluation.why_not
-    params = evaluation.params
-    names = params["feature_names"]
+    model = restore_method(REFIT_METHOD, evaluation.params)
+    # the default refit (auto) chose a stacking candidate here: its features, read through auto
+    assert isinstance(model, AutoFusion) and isinstance(model.chosen_base, StackedFusion), evaluation.described
+    names = model.chosen_base.feature_names
     assert names[:10] == ["j1:logodds", "j1:missing", "j1:invalid", "j1:tie", "j1:direction",
                           "j2:logodds", "j2:missing", "j2:invalid", "j2:tie", "j2:direction"]
-    coef = dict(zip(names, params["coef"], strict=True))
+    coef = model.chosen_base.coefficients
     assert coef["j2:tie"] < -0.5  # j2's tie is evidence for B
-    model = restore_method(REFIT_METHOD, params)
     j1 = JudgeVote(judge="j1", mode="sc", choice="A", confidence=0.75)
     tie, failed = model.predict_p_a([[j1, JudgeVote.tied("j2", "sc")], [j1, JudgeVote.invalid("j2", "sc", "timeout")]])
     assert failed - tie > 0.15

@@ -52,8 +52,9 @@ async def test_a_tune_routes_an_unpaired_model_by_its_cross_fitted_threshold(stu
     server, script = stub
     script.by_question = calm
     # refits fit stacked, which cannot beat majority here, so the tune's refit is kept and the
-    # fallback is what routes (the default offset_stacked starts at mean_probability, whose
-    # ~0.95 confidences beat majority's 1.0 on the calm traffic's errors: it would be promoted)
+    # fallback is what routes (offset_stacked starts at mean_probability, whose ~0.95
+    # confidences beat majority's 1.0 on the calm traffic's errors: it would be promoted; the
+    # default auto has mean_probability among its candidates)
     settings = S.make_settings(tmp_path, [S.panel_yaml(tmp_path, server.url)], min_labels_for_refit=40,
                                storage_url=f"sqlite:///{tmp_path / 'db.sqlite3'}", refit_method="stacked")
     async with S.running_app(settings) as (app, client):
