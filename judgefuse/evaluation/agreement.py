@@ -88,16 +88,18 @@ def row_agreement_columns(row: ScoredRow, items: ItemColumns, *, top: int = N_DI
     """:func:`row_agreement` with the labels and ids from the items' columns: kappa and the
     confusion matrix from counts of (label, answer) pairs (the same integer sums), the most
     confident disagreements by one stable sort."""
-    labels = np.asarray(["A", "B"], dtype="<U4")[(items.outcome[row.item_index] == LABEL_B).astype(np.int64)]
+    label_b = items.outcome[row.item_index] == LABEL_B
+    labels = np.asarray(["A", "B"], dtype="<U4")[label_b.astype(np.int64)]
     answers = np.asarray(row.choices, dtype="<U4")
+    said = {answer: answers == answer for answer in ANSWERS}  # one string comparison per answer
     pairs: dict[tuple[str, str], int] = {}
-    for label in LABELS:
+    for label, mine in zip(LABELS, (~label_b, label_b), strict=True):
         for answer in ANSWERS:
-            count = int(((labels == label) & (answers == answer)).sum())
+            count = int((mine & said[answer]).sum())
             if count:
                 pairs[(label, answer)] = count
     confusion = [[pairs.get((label, answer), 0) for answer in ANSWERS] for label in LABELS]
-    wrong = np.flatnonzero(((answers == "A") | (answers == "B")) & (answers != labels))
+    wrong = np.flatnonzero((said["A"] & label_b) | (said["B"] & ~label_b))
     order = wrong[np.argsort(-row.confidence[wrong], kind="stable")][:top]
     disagreements = [
         Disagreement(items.ids[int(row.item_index[k])], str(answers[k]), str(labels[k]), float(row.confidence[k]))

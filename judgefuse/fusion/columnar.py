@@ -33,7 +33,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from judgefuse.fusion.dawid_skene import vote_games
-from judgefuse.fusion.voting import ENTROPY_EPS, TIE_TOLERANCE, TIE_VOTE_P_A, VOTING_FUNCTIONS, binary_entropy
+from judgefuse.fusion.voting import ENTROPY_EPS, TIE_TOLERANCE, TIE_VOTE_P_A, VOTING_FUNCTIONS
 from judgefuse.judges.types import JudgeVote
 
 NONE, A, B, TIE = 0, 1, 2, 3
@@ -237,11 +237,30 @@ def _grid_sums(values: Floats) -> Floats:
     return total
 
 
+def row_count(mask: Bools) -> Ints:
+    """``mask.sum(axis=1)`` (int64) for an items x slots mask, a column at a time: numpy reduces a
+    row of a few slots 4x slower than it adds whole columns (the counts are the same integers)."""
+    out = np.zeros(mask.shape[0], dtype=np.int64)
+    for column in mask.T:
+        out += column
+    return out
+
+
 def _entropy_weight(c: Floats) -> Floats:
     """voting's ``c / (binary_entropy(c) + eps)`` (``math.log2``, to the bit) per distinct value."""
     distinct, where = np.unique(c, return_inverse=True)
-    weights = np.asarray([value / (binary_entropy(value) + ENTROPY_EPS) for value in distinct.tolist()])
-    return weights[where].reshape(c.shape) if distinct.size else np.zeros_like(c)
+    if not distinct.size:
+        return np.zeros_like(c)
+    # binary_entropy's arithmetic, one IEEE operation at a time in its order, on every distinct
+    # value at once; its two math.log2 calls through map (libm's, called from C): to the bit
+    inside = (distinct > 0.0) & (distinct < 1.0)
+    v = distinct[inside]
+    log_v = np.fromiter(map(math.log2, v.tolist()), dtype=float, count=v.size)
+    log_rest = np.fromiter(map(math.log2, (1.0 - v).tolist()), dtype=float, count=v.size)
+    entropy = np.zeros(distinct.size)
+    entropy[inside] = -(v * log_v + (1.0 - v) * log_rest)
+    weights = distinct / (entropy + ENTROPY_EPS)
+    return weights[where].reshape(c.shape)
 
 
 WEIGHTS: dict[str, Callable[[Floats], Floats]] = {
@@ -258,9 +277,9 @@ assert set(COLUMNAR_METHODS) == set(VOTING_FUNCTIONS), "a voting rule without it
 
 
 def _counts(columns: VoteColumns) -> tuple[Ints, Ints, Ints]:
-    n_valid = columns.valid.sum(axis=1).astype(np.int64)
-    n_ties = columns.tie.sum(axis=1).astype(np.int64)
-    n_invalid = columns.present.sum(axis=1).astype(np.int64) - n_valid - n_ties
+    n_valid = row_count(columns.valid)
+    n_ties = row_count(columns.tie)
+    n_invalid = row_count(columns.present) - n_valid - n_ties
     return n_valid, n_ties, n_invalid
 
 
@@ -315,7 +334,7 @@ def fuse_columns(method: str, columns: VoteColumns) -> FusedColumns:
 def _mean_probability(columns: VoteColumns) -> FusedColumns:
     n_valid, n_ties, n_invalid = _counts(columns)
     carried = ~np.isnan(columns.p_a)
-    n_carried = carried.sum(axis=1)
+    n_carried = row_count(carried)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = fsum_rows(np.where(carried, columns.p_a, 0.0)) / n_carried
     answer = np.where(mean > 0.5, A, B).astype(np.int8)

@@ -18,7 +18,17 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from judgefuse.fusion.columnar import NONE, TIE, A, B, FusedColumns, VoteColumns, fuse_columns, single_vote_rows
+from judgefuse.fusion.columnar import (
+    NONE,
+    TIE,
+    A,
+    B,
+    FusedColumns,
+    VoteColumns,
+    fuse_columns,
+    row_count,
+    single_vote_rows,
+)
 from judgefuse.fusion.dawid_skene import DawidSkeneFusion, DawidSkeneModel, fit_em_rows, model_digest
 
 EXACT_EM_ROWS = 200_000
@@ -53,9 +63,9 @@ def dawid_skene_columns(
         )
     large = int(np.count_nonzero(columns.games)) > EXACT_EM_ROWS
     p_a, seen = pattern_posteriors(method.model, columns) if large else posteriors(method.model, columns)
-    n_valid = columns.valid.sum(axis=1).astype(np.int64)
-    n_ties = columns.tie.sum(axis=1).astype(np.int64)
-    n_invalid = columns.present.sum(axis=1).astype(np.int64) - n_valid - n_ties
+    n_valid = row_count(columns.valid)
+    n_ties = row_count(columns.tie)
+    n_invalid = row_count(columns.present) - n_valid - n_ties
     p_a = np.where(seen, p_a, 0.5)
     answer = np.where(p_a > 0.5, A, B).astype(np.int8)
     answer[np.isclose(p_a, 0.5, rtol=0.0, atol=1e-12)] = TIE
@@ -130,8 +140,8 @@ def game_counts(columns: VoteColumns, judges: Sequence[str]) -> np.ndarray:
     for j in np.unique(judge[judge >= 0]).tolist():
         mine = judge == j
         for column, letter in ((2 * j, B), (2 * j + 1, A)):
-            out[:, column] = (mine & (columns.games[:, :, 0] == letter)).sum(axis=1)
-            out[:, column] += (mine & (columns.games[:, :, 1] == letter)).sum(axis=1)
+            out[:, column] = row_count(mine & (columns.games[:, :, 0] == letter))
+            out[:, column] += row_count(mine & (columns.games[:, :, 1] == letter))
     return out
 
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from judgefuse.fusion.columnar import NONE, A, B, Bools, Floats, FusedColumns, Ints, VoteColumns, fsum_rows
+from judgefuse.fusion.columnar import NONE, A, B, Bools, Floats, FusedColumns, Ints, VoteColumns, fsum_rows, row_count
 from judgefuse.fusion.crossfit import folds_of, label_array
 from judgefuse.fusion.offset_stacking import (
     INNER_FOLDS,
@@ -146,21 +146,21 @@ class StackingColumns:
         signal_present: list[Bools] = []
         for k, j in enumerate(order):
             mine = columns.judge == j
-            count = mine.sum(axis=1)
+            count = row_count(mine)
             some = count > 0
             voted[:, k] = some
             kept = mine & carried
-            n_kept = kept.sum(axis=1)
+            n_kept = row_count(kept)
             with np.errstate(invalid="ignore", divide="ignore"):
                 features[:, k, 0] = np.where(n_kept > 0, fsum_rows(np.where(kept, logodds, 0.0)) / n_kept, 0.0)
-                features[:, k, 3] = np.where(some, (mine & columns.tie).sum(axis=1) / count, 0.0)
+                features[:, k, 3] = np.where(some, row_count(mine & columns.tie) / count, 0.0)
                 features[:, k, 4] = np.where(some, np.where(mine, direction, 0.0).sum(axis=1) / count, 0.0)
             features[:, k, 1] = np.where(n_kept > 0, 0.0, 1.0)
             features[:, k, 2] = np.where(some & ~(mine & ~failed).any(axis=1), 1.0, 0.0)
             for key in sorted(columns.signals):
                 values = columns.signals[key]
                 has = mine & ~np.isnan(values)
-                n_has = has.sum(axis=1)
+                n_has = row_count(has)
                 if not n_has.any():
                     continue
                 keys.append((judges[k], key))
@@ -173,7 +173,7 @@ class StackingColumns:
         for s, at in enumerate(order_keys):
             signals[:, s] = signal_values[at]
             has_signal[:, s] = signal_present[at]
-        n_carried = carried.sum(axis=1)
+        n_carried = row_count(carried)
         with np.errstate(invalid="ignore", divide="ignore"):
             mean = fsum_rows(np.where(carried, columns.p_a, 0.0)) / n_carried
         rule = np.where(n_carried > 0, logodds_exact(np.where(n_carried > 0, mean, 0.5)), 0.0)
@@ -185,8 +185,8 @@ class StackingColumns:
             signals,
             has_signal,
             rule,
-            columns.valid.sum(axis=1).astype(np.int64),
-            columns.present.sum(axis=1).astype(np.int64),
+            row_count(columns.valid),
+            row_count(columns.present),
         )
 
     def judge_index(self, names: Sequence[str]) -> Ints:
