@@ -84,16 +84,17 @@ def write(path: Path, n: int, seed: int = 0, systems: bool = False) -> None:
     path.write_text("\n".join(synthetic_lines(n, seed, systems)) + "\n")
 
 
-def run_eval_once(path: Path, extra: list[str], tool: str = "eval") -> tuple[float, float, float]:
+def run_eval_once(path: Path, extra: list[str], tool: str = "eval", keep: Path | None = None) -> tuple[float, float, float]:
     """(wall seconds, CPU seconds, peak RSS in MB) of one ``judgefuse eval PATH --quiet`` (or
     ``judgefuse winrate PATH --json``) in a fresh child. CPU time is given because the machine is
-    shared: wall time there is partly the wait for a core."""
+    shared: wall time there is partly the wait for a core. With ``keep``, eval's JSON report is
+    written there (``report_N.json``), for diffing two versions' reports."""
     with tempfile.TemporaryDirectory() as tmp:
         if tool == "winrate":
             command = [sys.executable, "-m", "judgefuse.cli", "winrate", str(path), "--json", *extra]
         else:
-            command = [sys.executable, "-m", "judgefuse.cli", "eval", str(path), "--quiet",
-                       "--json", str(Path(tmp) / "report.json"), *extra]
+            report = (keep or Path(tmp)) / (f"report_{path.stem.rsplit('_', 1)[-1]}.json" if keep else "report.json")
+            command = [sys.executable, "-m", "judgefuse.cli", "eval", str(path), "--quiet", "--json", str(report), *extra]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
@@ -117,6 +118,7 @@ def main() -> None:
     r.add_argument("--repeat", type=int, default=3)
     r.add_argument("--tool", choices=("eval", "winrate"), default="eval", help="the command timed")
     r.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "judgefuse_eval_scale")
+    r.add_argument("--keep", type=Path, help="write eval's JSON reports into this folder (report_N.json)")
     r.add_argument("extra", nargs="*", help="more arguments for judgefuse eval (after --)")
     args = parser.parse_args()
     if args.command == "write":
@@ -131,7 +133,7 @@ def main() -> None:
         if not path.exists():  # in a child: this process stays small, and a child's peak RSS is its own
             flags = ["--systems"] if systems else []
             subprocess.run([sys.executable, __file__, "write", "--n", str(n), *flags, str(path)], check=True)
-        runs = [run_eval_once(path, args.extra, args.tool) for _ in range(args.repeat)]
+        runs = [run_eval_once(path, args.extra, args.tool, args.keep) for _ in range(args.repeat)]
         walls = [wall for wall, _, _ in runs]
         cpus = [cpu for _, cpu, _ in runs]
         peaks = [peak for _, _, peak in runs]
