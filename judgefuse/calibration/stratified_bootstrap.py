@@ -86,11 +86,12 @@ def ece_interval_from_bins(gaps: np.ndarray, gap_reps: np.ndarray, level: float)
     ``sum sqrt(max(gap^2 - v, 0))``, ``v`` the replicates' variance of the bin's gap (the
     squared gap less its variance is unbiased for the squared true gap, as in Kumar et al.
     2019's debiased estimator; its square root is biased down, by Jensen's inequality, by about
-    as much on those pools: -0.003 to -0.010 against +0.009 to +0.012). Its half-width is ``z``
+    as much on those pools: +0.000 to -0.010 against +0.008 to +0.012). Its half-width is ``z``
     times the replicates' standard deviation of the linearised ECE ``sum sign(gap) x gap_rep``
     (the delta method: the sd of ``sum |gap_rep|`` folds at 0 and understates the spread there),
     clipped to [0, 1]. A window without remainder to predict (every replicate equal) gives the
-    point. Coverage over the same streams: 0.956-0.990 (results page).
+    point. Coverage over 1,000 streams per pool: 0.968-0.991, 1.05-1.21x the percentile
+    interval's width (results page).
     """
     z = float(norm.ppf(0.5 + level / 2.0))
     var = gap_reps.var(axis=0)
