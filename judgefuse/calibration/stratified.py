@@ -36,9 +36,9 @@ sampling variance (the finite-population correction, in predictive form).
 * ``ece`` and ``th_score``: a seeded predictive Bayesian bootstrap within strata over
   coarse cells ((coarse bin, correct) for ECE; (high/low interval, correct) and the
   middle for TH). Per replicate, a stratum's cell shares are drawn from Dirichlet(labelled
-  counts + pseudo-counts), the pseudo-counts being its population share of the window's two
-  labels (``BOOTSTRAP_PRIOR``; one per stratum put half a wrong label on each of active audits'
-  sparse near-certain bands), spread over its occupied bins by count and split half right,
+  counts + pseudo-counts), the pseudo-counts being its share of the window's two labels by
+  unlabelled verdicts (``BOOTSTRAP_PRIOR``; one per stratum put half a wrong label on each of
+  active audits' sparse near-certain bands), spread over its occupied bins by count and split half right,
   half wrong (Jeffreys-like:
   without them a small audit sample that is all right would claim the whole stratum is); its ``m_s``
   unlabelled verdicts are drawn from those shares and added to the labelled counts. TH's

@@ -2,7 +2,7 @@
 
 See :mod:`.stratified` for the estimators and the interval's description (a predictive
 Bayesian bootstrap within strata over coarse cells, with two pseudo-labels per window split over
-the strata by population share).
+the strata by their unlabelled verdicts).
 """
 
 from __future__ import annotations
@@ -20,16 +20,18 @@ __all__ = ["BOOTSTRAP_PRIOR", "BOOTSTRAP_REPLICATES", "TH_RANGE", "ece_brier_int
            "ece_interval_from_bins", "th_interval"]
 
 BOOTSTRAP_REPLICATES = 300
-# pseudo-labels per window in the bootstrap, split over the strata by population share (as the
-# linear estimates' guard is, stratified._stratified_mean) and within a stratum half right and
-# half wrong (Jeffreys-like). Amount: with z^2 (~3.84, Agresti-Coull's) per stratum a handful of
-# audit labels was pulled so far toward 50% errors that Brier intervals missed low in the
-# review-loop simulation (coverage 0.79-0.84); with 1 per stratum every ECE/Brier/TH coverage
-# there was 0.92-1.00. Split: one per stratum put half a wrong pseudo-label on each of active
-# audits' sparse near-certain bands (6-30 labels at precision ~0.995), and TH-Score, whose high
-# interval they are, covered 0.838 of 1,000 resampled streams of the synthetic mixture (uniform
-# audits 0.947; bench_active_audit_coverage.py): its interval sat below the truth. Two per
-# window gives the usual two strata (review, one audit rate) about one each, as before.
+# pseudo-labels per window in the bootstrap, split over the strata by their unlabelled
+# verdicts (what the pseudo-labels stand in for; a fully labelled stratum needs none) and within
+# a stratum half right and half wrong (Jeffreys-like). Amount: with z^2 (~3.84, Agresti-Coull's)
+# per stratum a handful of audit labels was pulled so far toward 50% errors that Brier intervals
+# missed low in the review-loop simulation (coverage 0.79-0.84); with 1 per stratum every
+# ECE/Brier/TH coverage there was 0.92-1.00. Split: one per stratum put half a wrong
+# pseudo-label on each of active audits' sparse near-certain bands (6-30 labels at precision
+# ~0.995), and TH-Score, whose high interval they are, covered 0.838 of 1,000 resampled streams
+# of the synthetic mixture (uniform audits 0.947; bench_active_audit_coverage.py): its interval
+# sat below the truth. Split by population instead, a fully labelled review stratum took most
+# of them and the one sampled stratum too few: ECE covered 0.870-0.930 in bench_review_sim.py
+# (0.950-0.995 split by the unlabelled).
 BOOTSTRAP_PRIOR = 2.0
 # TH-Score lies between all-tail-wrong (exp(-1/2) - 1) * 100 and all-tail-right (exp(1/2) - 1) * 100
 TH_RANGE = ((math.exp(-0.5) - 1.0) * 100.0, (math.exp(0.5) - 1.0) * 100.0)
@@ -54,9 +56,10 @@ def _predictive_draws(
     return counts + rng.multinomial(remainder, shares)
 
 
-def _prior_mass(stratum: ParsedStratum, total: float) -> float:
-    """The stratum's share of the window's :data:`BOOTSTRAP_PRIOR` pseudo-labels."""
-    return BOOTSTRAP_PRIOR * stratum.population / total
+def _prior_mass(stratum: ParsedStratum, unlabelled: int) -> float:
+    """The stratum's share of the window's :data:`BOOTSTRAP_PRIOR` pseudo-labels: its share of
+    the window's ``unlabelled`` verdicts."""
+    return BOOTSTRAP_PRIOR * stratum.remainder / max(unlabelled, 1)
 
 
 def _split_prior(group_counts: np.ndarray, mass: float) -> np.ndarray:
@@ -110,7 +113,7 @@ def ece_brier_intervals(parsed: list[ParsedStratum], n_bins: int, level: float,
                   f"bin sums; {level:.0%} interval: centred between the plug-in and the per-bin "
                   "debiased ECE, half-width z x the linearised ECE's sd over a predictive "
                   "Bayesian bootstrap within strata over (bin, correct) cells, two pseudo-labels "
-                  "per window split by stratum share")
+                  "per window split by unlabelled verdicts")
     brier_method = ("stratified Brier sum_s (N_s/N) mean_s (c-z)^2; "
                     f"{level:.0%} interval: the same bootstrap (cell Brier means from fine bins)")
     labels = sum(s.labels for s in parsed)
@@ -130,6 +133,7 @@ def ece_brier_intervals(parsed: list[ParsedStratum], n_bins: int, level: float,
             Interval(math.nan, known, min(unknown_hi + share, 1.0), labels,
                      brier_method + unlabelled_note(missing, "take any value in [0, 1]")),
         )
+    unlabelled = sum(s.remainder for s in parsed)
     cnt = np.zeros(n_bins)
     kk = np.zeros(n_bins)
     qq = np.zeros(n_bins)
@@ -163,7 +167,7 @@ def ece_brier_intervals(parsed: list[ParsedStratum], n_bins: int, level: float,
         mean_b = np.where(cells > 0, np.divide(np.r_[b_right, b_wrong], cells,
                                                out=np.zeros(cells.size), where=cells > 0),
                           np.r_[(1.0 - bin_mean) ** 2, bin_mean**2])
-        prior = _split_prior(n_c, _prior_mass(s, total))
+        prior = _split_prior(n_c, _prior_mass(s, unlabelled))
         draws = _predictive_draws(cells, prior, s.remainder, rng, replicates)
         right, wrong = draws[:, :n_bins], draws[:, n_bins:]
         cnt_b += right + wrong
@@ -194,7 +198,7 @@ def th_interval(parsed: list[ParsedStratum], eps: float, level: float, rng: np.r
     method = (f"stratified TH-Score (eps {eps:g}) from population interval shares and accuracies "
               f"sum_s (N_s/N) x interval counts / n_s; {level:.0%} interval: percentile predictive "
               "Bayesian bootstrap within strata over (interval, correct) cells, two pseudo-labels "
-              "per window split by stratum share")
+              "per window split by unlabelled verdicts")
     labels = sum(s.labels for s in parsed)
     if labels == 0:
         return nan_interval(0, method)
@@ -203,6 +207,7 @@ def th_interval(parsed: list[ParsedStratum], eps: float, level: float, rng: np.r
         return Interval(math.nan, TH_RANGE[0], TH_RANGE[1], labels,
                         method + unlabelled_note(missing, "make the interval TH's full range"))
     total = float(sum(s.population for s in parsed))
+    unlabelled = sum(s.remainder for s in parsed)
     point = np.zeros(5)
     boot = np.zeros((replicates, 5))
     for s in parsed:
@@ -211,7 +216,7 @@ def th_interval(parsed: list[ParsedStratum], eps: float, level: float, rng: np.r
         cells = np.array([hk, lk, hn - hk, ln - lk, other], dtype=np.float64)
         point += s.population / s.labels * cells
         groups = np.array([hn, ln, other], dtype=np.float64)
-        mass = _prior_mass(s, total)
+        mass = _prior_mass(s, unlabelled)
         prior = np.r_[_split_prior(groups, mass)[[0, 1, 3, 4]], mass * other / s.labels]
         boot += _predictive_draws(cells, prior, s.remainder, rng, replicates)
     hn, ln = point[0] + point[2], point[1] + point[3]
