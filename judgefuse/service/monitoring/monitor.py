@@ -353,15 +353,27 @@ class Monitors:
         await self._after_write(tenant, panel, version, state, fresh_alarm, on_drift)
         return True
 
-    def rebuild_soon(self, tenant: str, panel: str, threshold: ThresholdRecord, *,
+    def rebuild_soon(self, tenant: str, panel: str, threshold: ThresholdRecord | int, *,
                      on_drift: str = "review_everything") -> None:
-        """Rebuild in the background until it is written (one task per key at a time)."""
-        key = (tenant, panel, int(threshold.version or 0))
+        """Rebuild in the background until it is written (one task per key at a time).
+
+        ``threshold`` may be just its version: a label whose monitor write failed because the
+        store could not even hand back the threshold record (a pool exhausted under load, a
+        restarting PostgreSQL) still has to be counted, so the record is read in the loop and
+        its failures retried like the rebuild's own. Without this, such a label waited for the
+        next restart's reconcile."""
+        version = threshold if isinstance(threshold, int) else int(threshold.version or 0)
+        key = (tenant, panel, version)
         running = self._rebuilds.get(key)
         if running is not None:
             running.run_again = True  # once more when the current one ends
             return
         this = self._rebuilds[key] = _Rebuild()
+
+        async def record() -> ThresholdRecord | None:
+            if isinstance(threshold, int):
+                return await self.versioned.get_threshold(tenant, panel, version=threshold)
+            return threshold
 
         async def run() -> None:
             delay = 0.05
@@ -369,7 +381,10 @@ class Monitors:
                 while True:
                     this.run_again = False
                     try:
-                        done = await self.rebuild(tenant, panel, threshold, on_drift=on_drift)
+                        current = await record()
+                        if current is None:
+                            return  # no such threshold version: nothing to monitor
+                        done = await self.rebuild(tenant, panel, current, on_drift=on_drift)
                     except Exception as exc:  # storage down: try again later, never give up
                         log.warning("monitor %s/%s: rebuild failed (%s: %s); retrying",
                                     tenant, panel, type(exc).__name__, exc)

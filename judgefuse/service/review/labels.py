@@ -106,13 +106,18 @@ class LabelService:
         if stamp is None or stamp.stratum != "audit" or record.threshold_version is None:
             return
         runtime = self.panels.get(record.panel)
+        on_drift = runtime.panel.config.on_drift if runtime else "review_everything"
         try:
             threshold = await self.storage.get_threshold(tenant, record.panel,
                                                           version=record.threshold_version)
-            await self.monitors.on_label(
-                tenant, record, label, threshold,
-                on_drift=runtime.panel.config.on_drift if runtime else "review_everything")
-        except StorageError as exc:
+        except StorageError as exc:  # on_label never ran, so nothing has asked for a rebuild
+            log.error("monitor %s/%s: label not fed (a rebuild will count it): %s", tenant, record.panel,
+                      type(exc).__name__)
+            self.monitors.rebuild_soon(tenant, record.panel, record.threshold_version, on_drift=on_drift)
+            return
+        try:
+            await self.monitors.on_label(tenant, record, label, threshold, on_drift=on_drift)
+        except StorageError as exc:  # on_label has asked for the rebuild
             log.error("monitor %s/%s: label not fed (a rebuild will count it): %s", tenant, record.panel,
                       type(exc).__name__)
 

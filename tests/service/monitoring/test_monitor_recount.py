@@ -22,7 +22,7 @@ from jf_test_support.waiting import poll_until
 
 from judgefuse.service.ledger import label_increments
 from judgefuse.service.monitoring.monitor import Monitors, monitor_key
-from judgefuse.service.storage import SQLiteStorage, Storage
+from judgefuse.service.storage import SQLiteStorage, Storage, StorageUnavailable
 from judgefuse.service.storage.postgres import PostgresStorage
 from judgefuse.service.storage.redis import RedisStorage
 
@@ -127,6 +127,34 @@ async def test_a_label_whose_monitor_write_never_happened_is_counted_at_start(st
         assert r.status_code == 200
         assert await monitor_labels(client) == stored + 1
 
+
+async def test_a_label_whose_threshold_read_failed_is_counted_by_a_rebuild(storage, tmp_path, monkeypatch):
+    """A busy PostgreSQL pool failed the threshold read of a label's monitor write (the label
+    itself was stored): the monitor counted 119 of 120 stored audit labels until a restart. The
+    failed read must hand the key to a background rebuild, as a failed blob write does."""
+    settings = S.make_settings(tmp_path, [external_panel(tmp_path, audit_rate=1.0)], review_seed=9)
+    world = World(seed=11)
+    async with S.running_app(settings, storage) as (_app, client):
+        version = await tuned_and_good(client, world, 0)
+        verdicts = await fuse(client, world, "good", 4)
+        read = storage.get_threshold
+        failed: list[int | None] = []
+
+        async def fails_once(tenant: str, panel: str, *, version: int | None = None):
+            if version is not None and not failed:  # the label path's read of its version
+                failed.append(version)
+                raise StorageUnavailable("pool exhausted (injected)")
+            return await read(tenant, panel, version=version)
+
+        monkeypatch.setattr(storage, "get_threshold", fails_once)
+        for v in verdicts:
+            r = await client.post("/v1/feedback", json={"verdict_id": v["id"], "label": world.truth[v["id"]]},
+                                  headers=H)
+            assert r.status_code == 200, r.text  # the label is stored whatever the monitor does
+        assert failed == [version]
+        stored = await stored_audit_labels(storage, "tenant-a", "ext", version)
+        await poll_until(lambda: _shows(client, stored), every_s=0.05)
+        assert await monitor_labels(client) == stored
 
 async def test_a_label_folded_by_a_rebuild_is_not_counted_again(storage, tmp_path):
     """The race the ``seen`` hashes close: a rebuild that already folded a stored label wins
