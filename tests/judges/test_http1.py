@@ -108,7 +108,7 @@ async def client() -> AsyncIterator[HTTPClient]:
 async def test_requests_reuse_one_connection_and_send_what_was_asked(serve, client) -> None:
     server, url = await serve(await answer(ok()))
     for i in range(20):
-        response = await client.request("POST", url, b'{"i": %d}' % i, headers={"X-Key": "v"}, timeout_s=5)
+        response = await client.request("POST", url, b'{"i": %d}' % i, headers={"X-Key": "v"}, timeout_s=60)
         assert (response.status, response.body) == (200, b'{"ok": true}')
         assert response.headers["content-length"] == "12"
     assert server.connections == 1 and server.requests == 20
@@ -122,18 +122,18 @@ async def test_chunked_and_read_until_close_bodies_are_read_whole(serve, client)
     chunked = (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
                b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n")
     _, url = await serve(await answer(chunked))
-    assert (await client.request("POST", url, b"{}", timeout_s=5)).body == b"hello world"
+    assert (await client.request("POST", url, b"{}", timeout_s=60)).body == b"hello world"
     until_close = b"HTTP/1.0 200 OK\r\n\r\n" + b"x" * 100_000
     server, url = await serve(await answer(until_close, keep=False))
-    assert (await client.request("POST", url, b"{}", timeout_s=5)).body == b"x" * 100_000
-    assert (await client.request("POST", url, b"{}", timeout_s=5)).body == b"x" * 100_000
+    assert (await client.request("POST", url, b"{}", timeout_s=60)).body == b"x" * 100_000
+    assert (await client.request("POST", url, b"{}", timeout_s=60)).body == b"x" * 100_000
     assert server.connections == 2  # the body ran until the close: the connection is not reused
 
 
 async def test_connection_close_is_honoured(serve, client) -> None:
     server, url = await serve(await answer(ok(extra=b"Connection: close\r\n"), keep=False))
     for _ in range(3):
-        assert (await client.request("POST", url, b"{}", timeout_s=5)).status == 200
+        assert (await client.request("POST", url, b"{}", timeout_s=60)).status == 200
     assert server.connections == 3
 
 
@@ -150,10 +150,10 @@ async def test_a_connection_closed_before_answering_fails_the_call_and_is_not_re
         return True
 
     server, url = await serve(handler)
-    assert (await client.request("POST", url, b"{}", timeout_s=5)).status == 200
+    assert (await client.request("POST", url, b"{}", timeout_s=60)).status == 200
     for requests in (2, 3):  # on the kept connection, then on a new one
         with pytest.raises(ConnectionBroken) as caught:
-            await client.request("POST", url, b"{}", timeout_s=5)
+            await client.request("POST", url, b"{}", timeout_s=60)
         assert not caught.value.body_started
         assert server.requests == requests
     assert server.connections == 2
@@ -162,7 +162,7 @@ async def test_a_connection_closed_before_answering_fails_the_call_and_is_not_re
 async def test_a_body_cut_short_is_a_broken_connection_after_the_headers(serve, client) -> None:
     _, url = await serve(await answer(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n0123456789", keep=False))
     with pytest.raises(ConnectionBroken) as caught:
-        await client.request("POST", url, b"{}", timeout_s=5)
+        await client.request("POST", url, b"{}", timeout_s=60)
     assert caught.value.body_started
 
 
@@ -182,7 +182,7 @@ async def test_the_timeout_covers_the_whole_answer_and_drops_the_connection(serv
     with pytest.raises(TimeoutError):
         await client.request("POST", url, b"{}", timeout_s=0.3)
     assert 0.25 < loop.time() - started < 2
-    assert (await client.request("POST", url, b"{}", timeout_s=5)).status == 200
+    assert (await client.request("POST", url, b"{}", timeout_s=60)).status == 200
     assert server.connections == 2  # the half-read connection was not handed out again
 
 
@@ -198,7 +198,7 @@ async def test_requests_in_flight_are_capped(serve) -> None:
     server, url = await serve(slow)
     capped = HTTPClient(max_connections=3)
     try:
-        answers = await asyncio.gather(*(capped.request("POST", url, b"{}", timeout_s=5) for _ in range(12)))
+        answers = await asyncio.gather(*(capped.request("POST", url, b"{}", timeout_s=60) for _ in range(12)))
     finally:
         await capped.aclose()
     assert [a.status for a in answers] == [200] * 12
@@ -214,7 +214,7 @@ async def test_callers_that_give_up_waiting_for_a_place_leave_the_cap_whole(serv
     handed: asyncio.Task[Response] | None = None
 
     async def holder() -> Response:
-        answer = await capped.request("POST", url, b"{}", timeout_s=5)
+        answer = await capped.request("POST", url, b"{}", timeout_s=60)
         assert handed is not None
         handed.cancel()  # its place was handed to it as this call ended; it has not run since
         return answer
@@ -224,15 +224,15 @@ async def test_callers_that_give_up_waiting_for_a_place_leave_the_cap_whole(serv
         await asyncio.sleep(0.01)
         with pytest.raises(TimeoutError):  # in line the whole time: times out without a place
             await capped.request("POST", url, b"{}", timeout_s=0.02)
-        in_line = asyncio.create_task(capped.request("POST", url, b"{}", timeout_s=5))
+        in_line = asyncio.create_task(capped.request("POST", url, b"{}", timeout_s=60))
         await asyncio.sleep(0)
         in_line.cancel()  # cancelled in line
-        handed = asyncio.create_task(capped.request("POST", url, b"{}", timeout_s=5))
+        handed = asyncio.create_task(capped.request("POST", url, b"{}", timeout_s=60))
         last = asyncio.create_task(capped.request("POST", url, b"{}", timeout_s=2))
         await asyncio.sleep(0)
         results = await asyncio.gather(first, in_line, handed, last, return_exceptions=True)
         server.most_inflight = 0
-        after = await asyncio.gather(*(capped.request("POST", url, b"{}", timeout_s=5) for _ in range(3)))
+        after = await asyncio.gather(*(capped.request("POST", url, b"{}", timeout_s=60) for _ in range(3)))
     finally:
         await capped.aclose()
     assert isinstance(results[0], Response) and results[0].status == 200
@@ -245,9 +245,9 @@ async def test_callers_that_give_up_waiting_for_a_place_leave_the_cap_whole(serv
 async def test_idle_connections_expire(serve, client, monkeypatch) -> None:
     server, url = await serve(await answer(ok()))
     monkeypatch.setattr(http1, "IDLE_S", 0.05)
-    await client.request("POST", url, b"{}", timeout_s=5)
+    await client.request("POST", url, b"{}", timeout_s=60)
     await asyncio.sleep(0.1)
-    await client.request("POST", url, b"{}", timeout_s=5)
+    await client.request("POST", url, b"{}", timeout_s=60)
     assert server.connections == 2
 
 
@@ -255,7 +255,7 @@ async def test_idle_connections_expire(serve, client, monkeypatch) -> None:
 async def test_an_answer_that_is_not_http_is_a_protocol_error(serve, client, reply: bytes) -> None:
     _, url = await serve(await answer(reply))
     with pytest.raises(ProtocolError):
-        await client.request("POST", url, b"{}", timeout_s=5)
+        await client.request("POST", url, b"{}", timeout_s=60)
 
 
 async def test_an_answer_over_the_size_cap_is_refused(serve) -> None:
@@ -263,10 +263,10 @@ async def test_an_answer_over_the_size_cap_is_refused(serve) -> None:
     small = HTTPClient(max_response_bytes=4096)
     try:
         with pytest.raises(ProtocolError, match="larger than 4096"):
-            await small.request("POST", url, b"{}", timeout_s=5)
+            await small.request("POST", url, b"{}", timeout_s=60)
         # the refused connection is gone; a fresh one answers the same way
         with pytest.raises(ProtocolError):
-            await small.request("POST", url, b"{}", timeout_s=5)
+            await small.request("POST", url, b"{}", timeout_s=60)
     finally:
         await small.aclose()
 
@@ -278,22 +278,22 @@ async def test_no_server_is_a_connect_error(client) -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]  # bound, not listening: refused
         with pytest.raises(ConnectError, match=f"127.0.0.1:{port}"):
-            await client.request("POST", f"http://127.0.0.1:{port}/x", b"{}", timeout_s=5)
+            await client.request("POST", f"http://127.0.0.1:{port}/x", b"{}", timeout_s=60)
 
 
 @pytest.mark.parametrize("headers", [{"X-A": "v\r\nX-Injected: 1"}, {"X-A\nB": "v"}, {"X:A": "v"}])
 async def test_a_header_with_a_line_break_is_refused_before_sending(client, headers) -> None:
     with pytest.raises(ValueError, match="line break or a bad name"):
-        await client.request("POST", "http://127.0.0.1:9/x", b"{}", headers=headers, timeout_s=5)
+        await client.request("POST", "http://127.0.0.1:9/x", b"{}", headers=headers, timeout_s=60)
 
 
 async def test_bad_urls_and_a_closed_client_are_refused(client) -> None:
     for url in ("ftp://example.com/x", "http:///x", "localhost:80/x"):
         with pytest.raises(ValueError, match="not an http"):
-            await client.request("POST", url, b"{}", timeout_s=5)
+            await client.request("POST", url, b"{}", timeout_s=60)
     await client.aclose()
     with pytest.raises(RuntimeError, match="closed"):
-        await client.request("POST", "http://127.0.0.1:9/x", b"{}", timeout_s=5)
+        await client.request("POST", "http://127.0.0.1:9/x", b"{}", timeout_s=60)
 
 
 @pytest.fixture(scope="module")
@@ -319,10 +319,10 @@ async def test_https_verifies_the_certificate(serve, certificate) -> None:
     default = HTTPClient()
     try:
         for _ in range(3):
-            assert (await trusting.request("POST", url, b"{}", timeout_s=5)).body == b'{"ok": true}'
+            assert (await trusting.request("POST", url, b"{}", timeout_s=60)).body == b'{"ok": true}'
         assert server.connections == 1
         with pytest.raises(ConnectError, match="CERTIFICATE_VERIFY_FAILED|certificate verify failed"):
-            await default.request("POST", url, b"{}", timeout_s=5)  # not signed by a known CA
+            await default.request("POST", url, b"{}", timeout_s=60)  # not signed by a known CA
     finally:
         await trusting.aclose()
         await default.aclose()
@@ -337,7 +337,7 @@ def test_the_client_runs_on_uvloop_as_served() -> None:
         url = await server.start()
         client = HTTPClient()
         try:
-            statuses = [(await client.request("POST", url, b"{}", timeout_s=5)).status for _ in range(3)]
+            statuses = [(await client.request("POST", url, b"{}", timeout_s=60)).status for _ in range(3)]
         finally:
             await client.aclose()
             assert server.server is not None
@@ -360,8 +360,8 @@ async def test_closing_the_client_fails_the_calls_in_flight_and_keeps_no_connect
 
     server, url = await serve(slow)
     client = HTTPClient(max_connections=4)
-    await client.request("POST", url, b"{}", timeout_s=5)  # one idle connection in the pool
-    calls = [asyncio.create_task(client.request("POST", url, b"{}", timeout_s=5)) for _ in range(3)]
+    await client.request("POST", url, b"{}", timeout_s=60)  # one idle connection in the pool
+    calls = [asyncio.create_task(client.request("POST", url, b"{}", timeout_s=60)) for _ in range(3)]
     while server.requests < 4:
         await asyncio.sleep(0.01)
     await client.aclose()

@@ -42,7 +42,7 @@ SECOND = textwrap.dedent("""
     async def test_a_later_litellm_judge_still_votes():
         server = await StubServer(default=Reply(texts=REPLY)).start()
         judge = Judge(JudgeConfig(name="j1", model="openai/stub", backend="litellm", api_base=server.url,
-                                  mode="sc", timeout_s=5.0, retries={"attempts": 1}))
+                                  mode="sc", timeout_s=60.0, retries={"attempts": 1}))
         try:
             votes = [await judge.vote(PairwiseItem(id=f"q{i}", question="2+2?", answer_a="5", answer_b="4"))
                      for i in range(2)]

@@ -41,7 +41,7 @@ async def make_judge(kind: str, openai_stub) -> AsyncIterator[Callable[..., Judg
     made: list[Judge] = []
 
     def make(**fields) -> Judge:
-        fields.setdefault("timeout_s", 5.0)
+        fields.setdefault("timeout_s", 60.0)  # a bound on a stuck call; the timeout tests set theirs
         fields.setdefault("retries", {"attempts": 3, "base_delay_s": 0.0, "max_delay_s": 0.01})
         config = JudgeConfig(name="j1", model="openai/stub", backend=kind, api_base=openai_stub.url, **fields)
         judge = Judge(config)

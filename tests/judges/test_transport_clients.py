@@ -48,7 +48,7 @@ def make_request(client_kind: str, openai_stub) -> Callable[..., ChatRequest]:
         fields.setdefault("messages", MESSAGES)
         fields.setdefault("api_base", openai_stub.url)
         fields.setdefault("api_key", "sk-test-key")
-        fields.setdefault("timeout_s", 5.0)
+        fields.setdefault("timeout_s", 60.0)  # a bound on a stuck call; the timeout tests set theirs
         return ChatRequest(**fields)
 
     return make
