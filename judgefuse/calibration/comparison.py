@@ -26,8 +26,9 @@ from typing import Any
 
 import numpy as np
 
+from .binning import bin_totals, equal_width_bin_index
 from .bootstrap import BootstrapInterval, interval_from_stats
-from .scores import brier_arrays, ece_arrays
+from .scores import brier_arrays
 from .validation import check_correct, check_n_bins, check_pair
 
 __all__ = [
@@ -135,6 +136,11 @@ class JudgeComparison:
         return any(self.reversals.values())
 
 
+def _ece(c: np.ndarray, z: np.ndarray, b: np.ndarray, n_bins: int, w: np.ndarray | None = None) -> float:
+    """``ece_arrays`` with the bins given."""
+    return bin_totals(c, z, b, n_bins, w).calibration_error()
+
+
 def _da_weights(z: np.ndarray, a_high: float, a_low: float) -> np.ndarray | None:
     """Weights that move accuracy a_high to a_low; None when impossible (a_high == 1 > a_low)."""
     if a_high >= 1.0:
@@ -157,18 +163,29 @@ def compare_judges(
     if c1.shape != c2.shape:
         raise ValueError(f"both judges must score the same items, got {c1.size} and {c2.size}")
     n_bins = check_n_bins(n_bins)
+    return _compare_binned(
+        c1, z1, equal_width_bin_index(c1, n_bins), c2, z2, equal_width_bin_index(c2, n_bins), n_bins
+    )
+
+
+def _compare_binned(
+    c1: np.ndarray, z1: np.ndarray, b1: np.ndarray, c2: np.ndarray, z2: np.ndarray, b2: np.ndarray, n_bins: int
+) -> JudgeComparison:
+    """:func:`compare_judges` on validated arrays with each item's equal-width bin given (``b1``,
+    ``b2``): a resample gathers its items' bins instead of searching the edges again, and every
+    score is the same float (a bin depends on its item's confidence alone)."""
     n = c1.size
     a1, a2 = float(z1.mean()), float(z2.mean())
 
-    raw = ViewScores(ece_arrays(c1, z1, n_bins), ece_arrays(c2, z2, n_bins), brier_arrays(c1, z1), brier_arrays(c2, z2), n)
+    raw = ViewScores(_ece(c1, z1, b1, n_bins), _ece(c2, z2, b2, n_bins), brier_arrays(c1, z1), brier_arrays(c2, z2), n)
 
     same = z1 == z2
     n_ia = int(same.sum())
     n_br = int(np.count_nonzero(same & (z1 == 1.0)))
     if n_ia:
         ia = ViewScores(
-            ece_arrays(c1[same], z1[same], n_bins),
-            ece_arrays(c2[same], z2[same], n_bins),
+            _ece(c1[same], z1[same], b1[same], n_bins),
+            _ece(c2[same], z2[same], b2[same], n_bins),
             brier_arrays(c1[same], z1[same]),
             brier_arrays(c2[same], z2[same]),
             n_ia,
@@ -180,12 +197,12 @@ def compare_judges(
         more, da = None, raw
     else:
         more = 1 if a1 > a2 else 2
-        c_hi, z_hi = (c1, z1) if more == 1 else (c2, z2)
+        c_hi, z_hi, b_hi_index = (c1, z1, b1) if more == 1 else (c2, z2, b2)
         w = _da_weights(z_hi, max(a1, a2), min(a1, a2))
         if w is None:
             e_hi = b_hi = math.nan
         else:
-            e_hi, b_hi = ece_arrays(c_hi, z_hi, n_bins, w), brier_arrays(c_hi, z_hi, w)
+            e_hi, b_hi = _ece(c_hi, z_hi, b_hi_index, n_bins, w), brier_arrays(c_hi, z_hi, w)
         if more == 1:
             da = ViewScores(e_hi, raw.ece_2, b_hi, raw.brier_2, n)
         else:
@@ -284,12 +301,14 @@ def compare_judges_with_intervals(
         raise ValueError(f"n_resamples must be an integer >= 1, got {n_resamples!r}")
     c1, z1 = check_pair(conf_1, correct_1)
     c2, z2 = check_pair(conf_2, correct_2)
+    n_bins = check_n_bins(n_bins)
+    b1, b2 = equal_width_bin_index(c1, n_bins), equal_width_bin_index(c2, n_bins)
     rng = np.random.default_rng(seed)
     keys = [(metric, view) for metric in COMPARED_METRICS for view in VIEWS]
     stats = {key: np.empty(n_resamples) for key in keys}
     for b in range(n_resamples):
         idx = rng.integers(0, c1.size, size=c1.size)
-        resampled = compare_judges(c1[idx], z1[idx], c2[idx], z2[idx], n_bins=n_bins)
+        resampled = _compare_binned(c1[idx], z1[idx], b1[idx], c2[idx], z2[idx], b2[idx], n_bins)
         for metric, view in keys:
             s1, s2 = _view_scores(resampled, view, metric)
             stats[(metric, view)][b] = s1 - s2

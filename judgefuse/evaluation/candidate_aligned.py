@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from judgefuse.calibration.binning import bin_totals, equal_width_bin_index
 from judgefuse.calibration.bootstrap import interval_from_stats
 from judgefuse.calibration.comparison import ViewDifference
 from judgefuse.calibration.scores import brier_arrays, ece_arrays
@@ -156,19 +157,32 @@ def candidate_differences(
     if not np.array_equal(first.item_index, second.item_index):
         raise ValueError("both judges must be scored on the same items, in the same order")
     label_a = first.label_a
+    n = label_a.size
+    # per-candidate arrays once (A's then B's, as CandidateScores.candidates); a resample of items
+    # takes both candidates of each drawn item, so its scores are these arrays gathered at
+    # (idx, idx + n): the same floats as rebuilding the candidates, without the edge search
+    z = np.concatenate([label_a, ~label_a]).astype(float)
+    per_judge = []
+    for scores in (first, second):
+        c = np.concatenate([scores.p_a, 1.0 - scores.p_a])
+        per_judge.append((c, equal_width_bin_index(c, n_bins), (c - z) ** 2))
     rng = np.random.default_rng(seed)
-    draws = [rng.integers(0, label_a.size, size=label_a.size) for _ in range(n_resamples)]
+    stats = {metric: np.empty(n_resamples) for metric in ("ece", "brier")}
+    for b in range(n_resamples):  # one draw per resample, as before; each one used by both metrics
+        idx = rng.integers(0, n, size=n)
+        both = np.concatenate([idx, idx + n])
+        zb = z[both]
+        (c1, bin1, sq1), (c2, bin2, sq2) = per_judge
+        stats["ece"][b] = (
+            bin_totals(c1[both], zb, bin1[both], n_bins).calibration_error()
+            - bin_totals(c2[both], zb, bin2[both], n_bins).calibration_error()
+        )
+        stats["brier"][b] = float(sq1[both].mean()) - float(sq2[both].mean())
     differences: dict[tuple[str, str], ViewDifference] = {}
     for metric in ("ece", "brier"):
         s1 = _metric(first.p_a, label_a, metric, n_bins)
         s2 = _metric(second.p_a, label_a, metric, n_bins)
-        stats = np.asarray(
-            [
-                _metric(first.p_a[i], label_a[i], metric, n_bins) - _metric(second.p_a[i], label_a[i], metric, n_bins)
-                for i in draws
-            ]
-        )
-        interval = interval_from_stats(s1 - s2, stats, level=level, bounds=(-1.0, 1.0), n_resamples=n_resamples)
+        interval = interval_from_stats(s1 - s2, stats[metric], level=level, bounds=(-1.0, 1.0), n_resamples=n_resamples)
         winner = None if s1 == s2 or math.isnan(s1) or math.isnan(s2) else (1 if s1 < s2 else 2)
         raw = raw_winners.get(metric)
         flips = raw is not None and winner is not None and winner != raw
@@ -273,6 +287,29 @@ class SelfPreference:
         return self.low > 0.0 or self.high < 0.0
 
 
+RESAMPLE_CELLS = 1 << 22
+"""Most cells of the resamples x items index matrix :func:`self_preference` holds at once (32 MB)."""
+
+
+def _excess_stats(chose_own: np.ndarray, label_own: np.ndarray, n_resamples: int, seed: int) -> np.ndarray:
+    """Bootstrap means of ``chose_own - label_own`` over ``n_resamples`` resamples of the items.
+
+    The draw is ``rng.integers(0, n, size=(n_resamples, n))`` taken a block of rows at a time
+    (at most :data:`RESAMPLE_CELLS` cells): the generator yields the same integers in the same
+    order whatever the blocks (a test checks it), so every resample and every mean is the full
+    matrix's, in bounded memory (the full matrix is 8 GB at 10^6 items).
+    """
+    n = chose_own.size
+    rng = np.random.default_rng(seed)
+    rows = max(1, RESAMPLE_CELLS // max(n, 1))
+    stats = np.empty(n_resamples)
+    for start in range(0, n_resamples, rows):
+        stop = min(start + rows, n_resamples)
+        draws = rng.integers(0, n, size=(stop - start, n))
+        stats[start:stop] = chose_own[draws].mean(axis=1) - label_own[draws].mean(axis=1)
+    return stats
+
+
 def self_preference(
     items: Sequence[JudgedItem], *, n_resamples: int = 1000, level: float = 0.95, seed: int = 0
 ) -> list[SelfPreference]:
@@ -304,9 +341,7 @@ def self_preference(
         excess = float(chose_own.mean() - label_own.mean()) if decided else math.nan
         low = high = math.nan
         if decided:
-            rng = np.random.default_rng(seed)
-            draws = rng.integers(0, len(decided), size=(n_resamples, len(decided)))
-            stats = chose_own[draws].mean(axis=1) - label_own[draws].mean(axis=1)
+            stats = _excess_stats(chose_own, label_own, n_resamples, seed)
             interval = interval_from_stats(excess, stats, level=level, bounds=(-1.0, 1.0), n_resamples=n_resamples)
             low, high = interval.low, interval.high
         found.append(

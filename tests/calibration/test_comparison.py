@@ -150,3 +150,33 @@ def test_reversal_calls_are_rare_when_judges_are_equal() -> None:
     print(f"reversal called on equal judges: {false_calls / runs:.3f} with intervals, "
           f"{naive_calls / runs:.3f} by order alone (target: rare)")
     assert false_calls <= naive_calls and false_calls / runs <= 0.1
+
+
+def test_intervals_equal_recomputing_every_view_on_each_resample() -> None:
+    """The resamples gather each item's bin instead of binning again (issue 46): every interval
+    is the one rebuilding ``compare_judges`` on each resample gives, to the bit."""
+    from judgefuse.calibration import compare_judges
+    from judgefuse.calibration.bootstrap import interval_from_stats
+    from judgefuse.calibration.comparison import COMPARED_METRICS, VIEWS
+
+    rng = np.random.default_rng(7)
+    n = 500
+    # confidences on the bin edges too (0.1, 0.5, 1.0), where a recomputed bin could differ
+    c1 = np.where(rng.random(n) < 0.2, rng.choice([0.5, 0.6, 0.1, 1.0], n), rng.uniform(0.5, 1.0, n))
+    c2 = rng.uniform(0.5, 1.0, n)
+    z1, z2 = rng.random(n) < 0.75, rng.random(n) < 0.65
+    evidence = compare_judges_with_intervals(c1, z1, c2, z2, n_bins=10, n_resamples=60, seed=3)
+    draw = np.random.default_rng(3)
+    stats: dict[tuple[str, str], list[float]] = {(m, v): [] for m in COMPARED_METRICS for v in VIEWS}
+    for _ in range(60):
+        idx = draw.integers(0, n, size=n)
+        resampled = compare_judges(c1[idx], z1[idx], c2[idx], z2[idx], n_bins=10)
+        for metric, view in stats:
+            scores = getattr(resampled, view)
+            stats[(metric, view)].append(getattr(scores, f"{metric}_1") - getattr(scores, f"{metric}_2"))
+    for (metric, view), values in stats.items():
+        got = evidence.differences[(metric, view)]
+        want = interval_from_stats(
+            got.score_1 - got.score_2, np.asarray(values), level=0.95, bounds=(-1.0, 1.0), n_resamples=60
+        )
+        assert got.interval == want, (metric, view)

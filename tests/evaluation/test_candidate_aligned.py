@@ -213,3 +213,47 @@ def test_compare_says_when_no_item_names_its_answer_models(shared_data: Path, ca
     assert "self-preference: no item names the models of its two answers" in text
     assert "candidate-aligned: equal to raw here" in text
     assert "every judge on the common pool: 500 labelled items all 3 judges voted on" in text
+
+
+def test_candidate_intervals_equal_rebuilding_the_candidates_on_each_resample() -> None:
+    """candidate_differences gathers per-candidate arrays built once (issue 46): its intervals
+    are the ones rebuilding both judges' candidates on every resample gives, to the bit."""
+    from judgefuse.calibration.bootstrap import interval_from_stats
+    from judgefuse.evaluation.candidate_aligned import CandidateScores, candidate_differences
+
+    rng = np.random.default_rng(11)
+    n = 400
+    label_a = rng.random(n) < 0.5
+    index = np.arange(n)
+    first = CandidateScores(np.where(rng.random(n) < 0.1, 0.5, rng.random(n)), label_a, index)
+    second = CandidateScores(rng.choice([0.0, 0.1, 0.3, 0.7, 0.9, 1.0], n), label_a, index)
+    got = candidate_differences(first, second, raw_winners={"ece": 1, "brier": 2}, n_bins=10, n_resamples=50, seed=5)
+    draw = np.random.default_rng(5)
+    draws = [draw.integers(0, n, size=n) for _ in range(50)]
+    for metric in ("ece", "brier"):
+
+        def score(scores: CandidateScores, i: np.ndarray, metric: str = metric) -> float:
+            part = CandidateScores(scores.p_a[i], scores.label_a[i], np.arange(i.size))
+            return part.ece(10) if metric == "ece" else part.brier()
+
+        stats = np.asarray([score(first, i) - score(second, i) for i in draws])
+        row = got[(metric, CA_VIEW)]
+        want = interval_from_stats(row.score_1 - row.score_2, stats, level=0.95, bounds=(-1.0, 1.0), n_resamples=50)
+        assert row.interval == want, metric
+
+
+@pytest.mark.parametrize("n", [1, 7, 1000, 4097])
+def test_self_preference_draws_in_row_blocks_equal_the_full_matrix(monkeypatch: pytest.MonkeyPatch, n: int) -> None:
+    """The resamples x items index matrix is drawn a block of rows at a time (issue 46: 8 GB at
+    10^6 items): the same integers as one full draw, so the same means, to the bit."""
+    from judgefuse.evaluation import candidate_aligned
+
+    rng = np.random.default_rng(n)
+    chose_own = (rng.random(n) < 0.6).astype(float)
+    label_own = (rng.random(n) < 0.5).astype(float)
+    full = np.random.default_rng(9).integers(0, n, size=(37, n))
+    want = chose_own[full].mean(axis=1) - label_own[full].mean(axis=1)
+    for cells in (1, 3 * n, 5 * n + 1, 1 << 22):  # one row, 3 rows, 5 rows (37 = 7 * 5 + 2), all rows
+        monkeypatch.setattr(candidate_aligned, "RESAMPLE_CELLS", cells)
+        got = candidate_aligned._excess_stats(chose_own, label_own, 37, 9)
+        assert np.array_equal(got, want), cells
