@@ -28,7 +28,6 @@ import numpy as np
 
 from .binning import bin_totals, equal_width_bin_index
 from .bootstrap import BootstrapInterval, interval_from_stats
-from .scores import brier_arrays
 from .validation import check_correct, check_n_bins, check_pair
 
 __all__ = [
@@ -141,6 +140,11 @@ def _ece(c: np.ndarray, z: np.ndarray, b: np.ndarray, n_bins: int, w: np.ndarray
     return bin_totals(c, z, b, n_bins, w).calibration_error()
 
 
+def _brier(q: np.ndarray, w: np.ndarray | None = None) -> float:
+    """``brier_arrays`` from the squared errors ``(c - z) ** 2``."""
+    return float(q.mean() if w is None else np.dot(w, q) / w.sum())
+
+
 def _da_weights(z: np.ndarray, a_high: float, a_low: float) -> np.ndarray | None:
     """Weights that move accuracy a_high to a_low; None when impossible (a_high == 1 > a_low)."""
     if a_high >= 1.0:
@@ -163,21 +167,29 @@ def compare_judges(
     if c1.shape != c2.shape:
         raise ValueError(f"both judges must score the same items, got {c1.size} and {c2.size}")
     n_bins = check_n_bins(n_bins)
-    return _compare_binned(
-        c1, z1, equal_width_bin_index(c1, n_bins), c2, z2, equal_width_bin_index(c2, n_bins), n_bins
-    )
+    b1, b2 = equal_width_bin_index(c1, n_bins), equal_width_bin_index(c2, n_bins)
+    return _compare_binned(c1, z1, b1, (c1 - z1) ** 2, c2, z2, b2, (c2 - z2) ** 2, n_bins)
 
 
 def _compare_binned(
-    c1: np.ndarray, z1: np.ndarray, b1: np.ndarray, c2: np.ndarray, z2: np.ndarray, b2: np.ndarray, n_bins: int
+    c1: np.ndarray,
+    z1: np.ndarray,
+    b1: np.ndarray,
+    q1: np.ndarray,
+    c2: np.ndarray,
+    z2: np.ndarray,
+    b2: np.ndarray,
+    q2: np.ndarray,
+    n_bins: int,
 ) -> JudgeComparison:
-    """:func:`compare_judges` on validated arrays with each item's equal-width bin given (``b1``,
-    ``b2``): a resample gathers its items' bins instead of searching the edges again, and every
-    score is the same float (a bin depends on its item's confidence alone)."""
+    """:func:`compare_judges` on validated arrays with each item's equal-width bin (``b1``, ``b2``)
+    and squared error ``(c - z) ** 2`` (``q1``, ``q2``) given: a resample gathers its items' bins
+    and squared errors instead of computing them again, and every score is the same float (both
+    depend on their item alone)."""
     n = c1.size
     a1, a2 = float(z1.mean()), float(z2.mean())
 
-    raw = ViewScores(_ece(c1, z1, b1, n_bins), _ece(c2, z2, b2, n_bins), brier_arrays(c1, z1), brier_arrays(c2, z2), n)
+    raw = ViewScores(_ece(c1, z1, b1, n_bins), _ece(c2, z2, b2, n_bins), _brier(q1), _brier(q2), n)
 
     same = z1 == z2
     n_ia = int(same.sum())
@@ -186,8 +198,8 @@ def _compare_binned(
         ia = ViewScores(
             _ece(c1[same], z1[same], b1[same], n_bins),
             _ece(c2[same], z2[same], b2[same], n_bins),
-            brier_arrays(c1[same], z1[same]),
-            brier_arrays(c2[same], z2[same]),
+            _brier(q1[same]),
+            _brier(q2[same]),
             n_ia,
         )
     else:
@@ -197,12 +209,12 @@ def _compare_binned(
         more, da = None, raw
     else:
         more = 1 if a1 > a2 else 2
-        c_hi, z_hi, b_hi_index = (c1, z1, b1) if more == 1 else (c2, z2, b2)
+        c_hi, z_hi, b_hi_index, q_hi = (c1, z1, b1, q1) if more == 1 else (c2, z2, b2, q2)
         w = _da_weights(z_hi, max(a1, a2), min(a1, a2))
         if w is None:
             e_hi = b_hi = math.nan
         else:
-            e_hi, b_hi = _ece(c_hi, z_hi, b_hi_index, n_bins, w), brier_arrays(c_hi, z_hi, w)
+            e_hi, b_hi = _ece(c_hi, z_hi, b_hi_index, n_bins, w), _brier(q_hi, w)
         if more == 1:
             da = ViewScores(e_hi, raw.ece_2, b_hi, raw.brier_2, n)
         else:
@@ -303,12 +315,13 @@ def compare_judges_with_intervals(
     c2, z2 = check_pair(conf_2, correct_2)
     n_bins = check_n_bins(n_bins)
     b1, b2 = equal_width_bin_index(c1, n_bins), equal_width_bin_index(c2, n_bins)
+    q1, q2 = (c1 - z1) ** 2, (c2 - z2) ** 2
     rng = np.random.default_rng(seed)
     keys = [(metric, view) for metric in COMPARED_METRICS for view in VIEWS]
     stats = {key: np.empty(n_resamples) for key in keys}
     for b in range(n_resamples):
         idx = rng.integers(0, c1.size, size=c1.size)
-        resampled = _compare_binned(c1[idx], z1[idx], b1[idx], c2[idx], z2[idx], b2[idx], n_bins)
+        resampled = _compare_binned(c1[idx], z1[idx], b1[idx], q1[idx], c2[idx], z2[idx], b2[idx], q2[idx], n_bins)
         for metric, view in keys:
             s1, s2 = _view_scores(resampled, view, metric)
             stats[(metric, view)][b] = s1 - s2
