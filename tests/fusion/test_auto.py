@@ -26,11 +26,12 @@ def _vote(judge: str, choice: str, confidence: float) -> JudgeVote:
     return JudgeVote(judge=judge, mode="sc", choice=choice, confidence=round(confidence, 6))  # type: ignore[arg-type]
 
 
-def _panel(n: int, seed: int, judge_votes) -> Panel:  # type: ignore[no-untyped-def]
+def _panel(n: int, seed: int, judge_votes, prior_a: float = 0.5) -> Panel:  # type: ignore[no-untyped-def]
+    """``n`` items, each labelled A with probability ``prior_a``, with ``judge_votes(rng, truth)``."""
     rng = np.random.default_rng(seed)
     batches, labels = [], []
     for _ in range(n):
-        truth = "A" if rng.random() < 0.5 else "B"
+        truth = "A" if rng.random() < prior_a else "B"
         batches.append(judge_votes(rng, truth))
         labels.append(truth)
     return batches, labels
@@ -70,6 +71,21 @@ def _copies(rng: np.random.Generator, truth: str) -> list[JudgeVote]:
         choice = shared if rng.random() < 0.95 else _other(shared)
         out.append(_vote(f"j{k}", choice, float(rng.uniform(0.9, 1.0))))
     return out
+
+
+def _shared_calibrated(n_judges: int):  # type: ignore[no-untyped-def]
+    """Judges that repeat one shared answer with one shared, calibrated confidence: ``c`` uniform
+    in [0.5, 1] per item, the shared answer right with probability ``c``, each judge stating
+    ``c`` +- 0.03. The mean of the votes' P(A) is then the calibrated posterior itself; a vote
+    share is 1.0 on every item, and counting the judges as independent evidence (Dawid-Skene, or
+    stacking's sum of log-odds before it learns the copies) is overconfident."""
+
+    def votes(rng: np.random.Generator, truth: str) -> list[JudgeVote]:
+        c = float(rng.uniform(0.5, 1.0))
+        shared = truth if rng.random() < c else _other(truth)
+        return [_vote(f"j{k}", shared, min(max(c + rng.uniform(-0.03, 0.03), 0.5), 0.999)) for k in range(n_judges)]
+
+    return votes
 
 
 def _base(name: str | None) -> str:
@@ -142,6 +158,68 @@ def test_one_strong_judge_among_weak_ones_chooses_dawid_skene() -> None:
     batches, labels = _panel(300, 3, _independent((0.90, 0.60, 0.62, 0.64, 0.66)))
     method = AutoFusion().fit(batches, labels)
     assert _base(method.chosen) == "dawid_skene", method.describe()
+
+
+def test_calibrated_confidence_shared_by_copies_chooses_mean_probability() -> None:
+    """Five copies of one calibrated confidence, 200 labels: mean_probability's P(A) is the
+    posterior; the vote rules (a share of 1.0 everywhere) and dawid_skene carry no confidence
+    that a recalibrator could rank by, and the learners can at best reproduce the rule (offset
+    stacking's rule *is* it), so the simplest candidate at the best log-loss is the rule.
+    Seeds 10-19: mean_probability (raw or +platt) chosen on 9 of 10 (seed 18: offset_stacked,
+    whose rule-only fit ties mean_probability's per-item losses up to rounding)."""
+    batches, labels = _panel(200, 11, _shared_calibrated(5))
+    method = AutoFusion().fit(batches, labels)
+    assert _base(method.chosen) == "mean_probability", method.describe()
+    by_name = {score.name: score for score in method.scores}
+    for rule in ("majority+platt", "confidence_weighted+platt", "dawid_skene+platt"):
+        assert by_name[rule].log_loss > by_name["mean_probability"].log_loss + 0.05, (rule, method.describe())
+
+
+def _labelled_by_the_weighted_vote(n: int, seed: int) -> Panel:
+    """Four judges answering A or B at random, each sure (confidence 0.9-1) or unsure (0.5-0.6)
+    half the time; the label is A with probability ``confidence_weighted``'s P(A) (the stated
+    confidence of A's voters over everyone's). That rule is then the posterior itself: no
+    candidate can beat its log-loss but by chance, and the other rules weigh the votes wrongly
+    (``majority`` equally; ``mean_probability`` by ``confidence - 0.5``, so an unsure vote counts
+    for almost nothing) and leave a 2-2 split at 0.5 or near it."""
+    rng = np.random.default_rng(seed)
+    batches, labels = [], []
+    for _ in range(n):
+        votes = []
+        for k in range(4):
+            choice = "A" if rng.random() < 0.5 else "B"
+            sure = rng.random() >= 0.5
+            votes.append(_vote(f"j{k}", choice, float(rng.uniform(0.9, 1.0) if sure else rng.uniform(0.5, 0.6))))
+        weight_a = sum(v.confidence or 0.0 for v in votes if v.choice == "A")
+        p_a = weight_a / sum(v.confidence or 0.0 for v in votes)
+        batches.append(votes)
+        labels.append("A" if rng.random() < p_a else "B")
+    return batches, labels
+
+
+def test_labels_that_follow_the_confidence_weighted_vote_choose_it() -> None:
+    """500 labels: confidence_weighted (raw or +platt) chosen with seeds 10-19 on 10 of 10 (at
+    300 labels on 9 of 10: seed 14 chose majority, whose mean log-loss was lower by chance;
+    rules of equal complexity are ranked by their means alone)."""
+    batches, labels = _labelled_by_the_weighted_vote(500, 12)
+    method = AutoFusion().fit(batches, labels)
+    assert _base(method.chosen) == "confidence_weighted", method.describe()
+
+
+def test_a_label_prior_the_rule_ignores_chooses_stacked_over_offset_stacked() -> None:
+    """Eight copies of one calibrated confidence, 80% of the labels A, 250 labels. The rule's
+    log-odds (mean_probability's) are right up to the base rate, which no label-free candidate
+    and no recalibrator of a confidence (the same map for either letter) can learn; stacking fits
+    its intercept freely, offset stacking shrinks its intercept toward the rule's 0 (penalty at
+    least INTERCEPT_FLOOR), so stacked is better by more than the noise. Seeds 10-19: stacked on
+    9 of 10 (seed 18: offset_stacked, 0.010 +- 0.013 behind); at 400 labels with 75% A, seeds
+    10-14: 5 of 5."""
+    batches, labels = _panel(250, 12, _shared_calibrated(8), prior_a=0.8)
+    method = AutoFusion().fit(batches, labels)
+    assert method.chosen == "stacked", method.describe()
+    by_name = {score.name: score for score in method.scores}
+    offset = min(by_name["offset_stacked"], by_name["offset_stacked+platt"], key=lambda score: score.log_loss)
+    assert offset.difference > offset.standard_error, method.describe()
 
 
 def test_agreeing_copies_are_recalibrated() -> None:
