@@ -134,6 +134,11 @@ FALLBACK = "mean_probability"
 SE_RULE = 1.0
 """How many standard errors (of the paired per-item log-loss difference) a more complex candidate
 must gain over a simpler one to be chosen: the one-standard-error rule."""
+ROUNDING = 1e-12
+"""A mean log-loss difference this small is rounding, not evidence. Offset stacking whose fit is
+its rule alone gives the rule's per-item losses up to the last bits: a gain of 3.2e-17 with a
+standard error of 1.8e-17 once passed the one-standard-error rule and chose offset_stacked over
+mean_probability with identical predictions."""
 LOSS_CLIP = 1e-6
 MIN_TIE_LABELS = 10
 """Tie labels below which no tie model is fitted (auto then never answers a tie of its own)."""
@@ -219,7 +224,8 @@ def choose(
     candidate's per-item out-of-fold log-loss (the same items in the same order). Each base's
     recalibrated candidate stands for it unless the raw one has the lower mean; of those, the
     simplest (:func:`complexity`, then the lower mean) whose mean paired difference to the
-    best's is within ``se_rule`` standard errors of that difference (module docstring)."""
+    best's is within ``se_rule`` standard errors of that difference, or within :data:`ROUNDING`
+    (module docstring)."""
     if not losses:
         raise ValueError("no candidate to choose from")
     mean = {name: float(loss.mean()) for name, loss in losses.items()}
@@ -236,7 +242,8 @@ def choose(
         held = standing.get(base)
         if held is None or score.log_loss < held.log_loss or (plus and score.log_loss == held.log_loss):
             standing[base] = score
-    within = [score for score in standing.values() if score.difference <= se_rule * score.standard_error]
+    within = [score for score in standing.values()
+              if score.difference <= se_rule * score.standard_error + ROUNDING]
     return min(within, key=lambda score: (score.complexity, score.log_loss)), scores  # the best is within
 
 
