@@ -13,6 +13,7 @@ every other item labelled A or B (balanced). It exercises every branch of the vo
     python benchmarks/bench_eval_scale.py write --n 20000 OUT.jsonl
     python benchmarks/bench_eval_scale.py run --sizes 10000 100000 [--repeat 3] [--bootstrap 1000]
     python benchmarks/bench_eval_scale.py run --tool winrate --sizes 100000 1000000   (items naming their systems)
+    python benchmarks/bench_eval_scale.py run --tool compare --sizes 10000 100000   (judge-1 against judge-2, --json)
 """
 
 from __future__ import annotations
@@ -86,12 +87,16 @@ def write(path: Path, n: int, seed: int = 0, systems: bool = False) -> None:
 
 def run_eval_once(path: Path, extra: list[str], tool: str = "eval", keep: Path | None = None) -> tuple[float, float, float]:
     """(wall seconds, CPU seconds, peak RSS in MB) of one ``judgefuse eval PATH --quiet`` (or
-    ``judgefuse winrate PATH --json``) in a fresh child. CPU time is given because the machine is
+    ``judgefuse winrate PATH --json``, or ``judgefuse compare PATH --judges judge-1 judge-2``) in a fresh child. CPU time is given because the machine is
     shared: wall time there is partly the wait for a core. With ``keep``, eval's JSON report is
     written there (``report_N.json``), for diffing two versions' reports."""
     with tempfile.TemporaryDirectory() as tmp:
         if tool == "winrate":
             command = [sys.executable, "-m", "judgefuse.cli", "winrate", str(path), "--json", *extra]
+        elif tool == "compare":
+            report = (keep or Path(tmp)) / (f"compare_{path.stem.rsplit('_', 1)[-1]}.json" if keep else "compare.json")
+            command = [sys.executable, "-m", "judgefuse.cli", "compare", str(path), "--judges", "judge-1", "judge-2",
+                       "--json", str(report), *extra]
         else:
             report = (keep or Path(tmp)) / (f"report_{path.stem.rsplit('_', 1)[-1]}.json" if keep else "report.json")
             command = [sys.executable, "-m", "judgefuse.cli", "eval", str(path), "--quiet", "--json", str(report), *extra]
@@ -116,7 +121,7 @@ def main() -> None:
     r = sub.add_parser("run")
     r.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     r.add_argument("--repeat", type=int, default=3)
-    r.add_argument("--tool", choices=("eval", "winrate"), default="eval", help="the command timed")
+    r.add_argument("--tool", choices=("eval", "winrate", "compare"), default="eval", help="the command timed")
     r.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "judgefuse_eval_scale")
     r.add_argument("--keep", type=Path, help="write eval's JSON reports into this folder (report_N.json)")
     r.add_argument("extra", nargs="*", help="more arguments for judgefuse eval (after --)")
@@ -125,7 +130,7 @@ def main() -> None:
         write(args.out, args.n, args.seed, args.systems)
         return
     args.dir.mkdir(parents=True, exist_ok=True)
-    rows = " ".join(args.extra) if args.extra else "default rows"
+    rows = " ".join(args.extra) if args.extra else ("default rows" if args.tool == "eval" else "defaults")
     print(f"judgefuse {args.tool}, {rows}, 5 judges; python {sys.version.split()[0]}, {os.cpu_count()} cpus")
     for n in sorted(args.sizes):
         systems = args.tool == "winrate"
