@@ -26,6 +26,7 @@ pytestmark = [
 
 
 def _drive(base: str, seeded: list[dict[str, Any]], post_one: Callable[[], None]) -> dict[str, Any]:
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as EC
     from selenium.webdriver.support.ui import Select, WebDriverWait
@@ -67,7 +68,10 @@ def _drive(base: str, seeded: list[dict[str, Any]], post_one: Callable[[], None]
         post_one()
         deadline = time.monotonic() + browser.WAIT_S
         while time.monotonic() < deadline:
-            now = driver.find_element(By.CSS_SELECTOR, '[data-figure="verdicts"] .big').text
+            try:
+                now = driver.find_element(By.CSS_SELECTOR, '[data-figure="verdicts"] .big').text
+            except StaleElementReferenceException:  # the figure was replaced while being read
+                now = seen["count_before"]
             if now != seen["count_before"]:
                 break
             time.sleep(0.25)
