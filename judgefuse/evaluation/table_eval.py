@@ -16,12 +16,14 @@ path for those (:func:`columnar_methods`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 
 import numpy as np
 
 from judgefuse.calibration.bootstrap import bootstrap_intervals_many
 from judgefuse.evaluation.agreement import panel_alpha_columns, row_agreement_columns
 from judgefuse.evaluation.columnar_rows import columnar_ties, fuse_columnar, has_columnar_form
+from judgefuse.evaluation.forked_rows import ForkedRows, fork_helps
 from judgefuse.evaluation.runner import (
     REFERENCE_METHOD,
     Evaluation,
@@ -35,7 +37,7 @@ from judgefuse.evaluation.scoring import ScoredRow, score_columns, score_judge_c
 from judgefuse.evaluation.ties import TieReport, judge_ties_columns
 from judgefuse.evaluation.vote_table import LABEL_BOTH_BAD, LABEL_TIE, VoteTable
 from judgefuse.fusion import NotEnoughLabels, get_method
-from judgefuse.fusion.columnar import VoteColumns
+from judgefuse.fusion.columnar import FusedColumns, VoteColumns
 from judgefuse.fusion.columnar_stacking import columnar_stacking
 from judgefuse.fusion.judge_outliers import warnings_from_letters
 
@@ -73,11 +75,14 @@ def evaluate_table(
     *,
     options: EvaluationOptions | None = None,
     progress: Callable[[str], None] | None = None,
+    jobs: int | None = None,
 ) -> Evaluation:
     """:func:`~judgefuse.evaluation.runner.evaluate` of the items of a table (module docstring).
 
     ``source`` is the table, or a function making it: then only its labelled and tie-labelled
     items are kept once they are taken out (at 10^6 items the whole table is 450 MB).
+    ``jobs``: 1 computes every row in this process; 2 or more fits the stacking rows in a forked
+    child meanwhile (:mod:`.forked_rows`: the same numbers); None decides by the machine and size.
     Raises ``ValueError`` for a method without a columnar form (:func:`columnar_methods`).
     """
     options = options or EvaluationOptions()
@@ -99,34 +104,46 @@ def evaluate_table(
     n_items = table.n_items
     warnings = warnings_from_letters(*first_letters(table.votes))
     del table
-    scored: list[ScoredRow] = []
-    ties: list[TieReport] = []
-    judges = judge_order(labelled.votes)
-    for name in judges:
-        step(name)
-        scored.append(score_judge_columns(name, labelled.items, labelled.votes))
-        ties.append(judge_ties_columns(name, [(labelled.items, labelled.votes), (undecided.items, undecided.votes)]))
-
     labels = labelled.items.label_a
-    skipped: dict[str, str] = {}
     stacking = [k for k, name in enumerate(methods) if columnar_stacking(get_method(name))]
-    for k, name in enumerate(methods):
-        step(name)
-        if stacking and k > stacking[-1]:  # the stacking features (200 MB at 10^6 items) are done with
-            labelled.votes.derived.pop("stacking", None)
-            undecided.votes.derived.pop("stacking", None)
-        try:
-            arrays = fuse_columnar(name, labels, labelled.votes, n_folds=options.n_folds, seed=options.seed)
-        except NotEnoughLabels as exc:
-            skipped[name] = str(exc)
-            continue
-        scored.append(score_columns(name, labelled.items, arrays, labelled.votes))
+
+    def fused(name: str) -> tuple[FusedColumns, FusedColumns | None]:
+        """The method's cross-fitted verdicts on the labelled items, and on the tie-labelled ones."""
+        arrays = fuse_columnar(name, labels, labelled.votes, n_folds=options.n_folds, seed=options.seed)
         tail = None
         if undecided.n_items:
             tail = fuse_columnar(
                 name, labels, labelled.votes, n_folds=options.n_folds, seed=options.seed, undecided=undecided.votes
             )
-        ties.append(columnar_ties(name, labelled.items, arrays, undecided.items, tail))
+        return arrays, tail
+
+    # the stacking rows (the costliest) fitted in a child from here, while this process does the rest
+    forked = (
+        ForkedRows([methods[k] for k in stacking], fused) if stacking and fork_helps(labelled.n_items, jobs) else None
+    )
+    scored: list[ScoredRow] = []
+    ties: list[TieReport] = []
+    skipped: dict[str, str] = {}
+    with forked or nullcontext():
+        judges = judge_order(labelled.votes)
+        for name in judges:
+            step(name)
+            scored.append(score_judge_columns(name, labelled.items, labelled.votes))
+            ties.append(
+                judge_ties_columns(name, [(labelled.items, labelled.votes), (undecided.items, undecided.votes)])
+            )
+        for k, name in enumerate(methods):
+            step(name)
+            if stacking and k > stacking[-1]:  # the stacking features (200 MB at 10^6 items) are done with
+                labelled.votes.derived.pop("stacking", None)
+                undecided.votes.derived.pop("stacking", None)
+            try:
+                arrays, tail = forked.get(name) if forked and k in stacking else fused(name)
+            except NotEnoughLabels as exc:
+                skipped[name] = str(exc)
+                continue
+            scored.append(score_columns(name, labelled.items, arrays, labelled.votes))
+            ties.append(columnar_ties(name, labelled.items, arrays, undecided.items, tail))
 
     reference = next((row for row in scored if row.name == REFERENCE_METHOD), None)
     intervals = bootstrap_intervals_many(

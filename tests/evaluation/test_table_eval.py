@@ -344,6 +344,41 @@ def test_evaluate_table_equals_evaluate_on_the_synthetic_file(tmp_path: Path) ->
     assert_same_evaluation(got, evaluate(load([path]), options=options))
 
 
+@pytest.mark.parametrize("dataset", ["synthetic", "trust_or_escalate"])
+def test_stacking_rows_fitted_in_a_forked_child_equal_the_rows_fitted_here(
+    shared_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dataset: str
+) -> None:
+    from judgefuse.evaluation import forked_rows, table_eval
+
+    if not forked_rows.fork_helps(0, 2):
+        pytest.skip("fork is Linux's")
+    path = shared_data / dataset
+    if dataset == "synthetic":
+        path = tmp_path / "votes.jsonl"
+        bench_eval_scale.write(path, 3000, seed=5)
+    forked: list[str] = []
+    computed_here: list[str] = []
+
+    class Watched(forked_rows.ForkedRows[Any]):
+        """Records the rows asked of the child, and any the parent had to compute itself."""
+
+        def __init__(self, names: list[str], compute: Any) -> None:
+            super().__init__(names, compute)
+            forked.extend(names)
+
+            def here(name: str) -> Any:
+                computed_here.append(name)
+                return compute(name)
+
+            self._compute = here
+
+    monkeypatch.setattr(table_eval, "ForkedRows", Watched)
+    options = EvaluationOptions(methods=COLUMNAR, n_bootstrap=200, seed=4)
+    got = evaluate_table(load_table([path]), options=options, jobs=2)
+    assert forked == [name for name in COLUMNAR if "stacked" in name] and computed_here == []
+    assert_same_evaluation(got, evaluate_table(load_table([path]), options=options, jobs=1))
+
+
 def test_a_method_without_a_columnar_form_is_refused() -> None:
     assert not columnar_methods(["auto"]) and columnar_methods(["majority", "stacked"])
     table = VoteTable.from_items(load([Path(__file__).parent / "fixtures" / "ties_votes.jsonl"]))
