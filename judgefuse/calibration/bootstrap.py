@@ -31,7 +31,7 @@ estimate (the hull of the percentile and basic intervals) and names its method f
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +51,7 @@ __all__ = [
     "bootstrap_ci",
     "bootstrap_interval",
     "bootstrap_intervals_many",
+    "cell_sums",
     "interval_from_stats",
 ]
 
@@ -449,38 +450,23 @@ def _cell_stats(
     seed: int,
     position: int,
 ) -> list[np.ndarray]:
-    """One row's bootstrap statistics per spec, its resamples drawn over cells (module
-    docstring, 'Large rows'): how many items each (bin, correct) cell gets is multinomial,
-    exactly as resampled items fall; the feature sum of a cell's draws is drawn item by item in a
-    cell of at most :data:`EXACT_CELL` items, else from the normal law with the sum's own mean and
-    covariance."""
+    """One row's bootstrap statistics per spec, its resamples drawn over (bin, correct) cells
+    (:func:`cell_sums`, module docstring, 'Large rows')."""
     c, z = pair
-    n = c.size
-    cell = equal_width_bin_index(c, n_bins) * 2 + (z > 0.5)
-    counts = np.bincount(cell)
-    found = np.flatnonzero(counts)  # the cells in use, ascending (np.unique's order)
-    size = counts[found]
-    rng = np.random.default_rng([seed, 46, position])
-    draws = rng.multinomial(n, size / n, size=n_resamples)  # resamples x cells
     width = sum(spec[0](np.full(1, 0.5), np.ones(1)).shape[1] for spec in specs)
     sums = np.zeros((n_resamples, width))
-    for k in range(found.size):
-        # a cell's feature rows, made from its own items (every feature is a function of one item's
-        # c and z): the rows the whole matrix has there, without making the whole matrix
-        at = np.flatnonzero(cell == found[k])
-        members = np.hstack([spec[0](c[at], z[at]) for spec in specs])
-        m = draws[:, k]
-        if members.shape[0] <= EXACT_CELL:
-            resample = np.repeat(np.arange(n_resamples), m)
-            picked = members[rng.integers(0, members.shape[0], size=resample.size)]
-            for col in range(width):
-                sums[:, col] += np.bincount(resample, weights=picked[:, col], minlength=n_resamples)
-            continue
-        mean = members.mean(axis=0)
-        values, vectors = np.linalg.eigh(np.cov(members, rowvar=False, bias=True).reshape(width, width))
-        root = vectors * np.sqrt(np.clip(values, 0.0, None))
-        sums += m[:, None] * mean + np.sqrt(m)[:, None] * (rng.standard_normal((n_resamples, width)) @ root.T)
-    size_n = np.full(n_resamples, float(n))
+    rng = np.random.default_rng([seed, 46, position])
+    # a cell's feature rows, made from its own items (every feature is a function of one item's
+    # c and z): the rows the whole matrix has there, without making the whole matrix
+    cells = cell_sums(
+        equal_width_bin_index(c, n_bins) * 2 + (z > 0.5),
+        lambda at: np.hstack([spec[0](c[at], z[at]) for spec in specs]),
+        n_resamples,
+        rng,
+    )
+    for _at, _count, cell in cells:
+        sums += cell
+    size_n = np.full(n_resamples, float(c.size))
     out = []
     offset = 0
     for spec in specs:
@@ -488,6 +474,50 @@ def _cell_stats(
         out.append(spec[1](sums[:, offset : offset + width], size_n))
         offset += width
     return out
+
+
+def cell_sums(
+    cell: np.ndarray,
+    features: Callable[[np.ndarray], np.ndarray],
+    n_resamples: int,
+    rng: np.random.Generator,
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Bootstrap resamples of ``n`` items drawn over their cells (module docstring, 'Large rows'):
+    for each cell in use, in ascending order of ``cell`` (shape (n,), ints >= 0), yields (its
+    items' positions, how many items each resample draws from it, shape (n_resamples,), and the
+    sum of their feature rows, shape (n_resamples, width)). ``features(at)`` gives the feature
+    rows of the items at positions ``at`` (every feature a function of its own item).
+
+    How many items each cell gets is multinomial, exactly as resampled items fall; the feature sum
+    of a cell's draws is drawn item by item in a cell of at most :data:`EXACT_CELL` items, else
+    from the normal law with the sum's own mean and covariance. Summed over the cells, a
+    statistic that is a function of per-cell feature sums is the item-level bootstrap's up to
+    Monte Carlo error (about 0.085 standard deviations per endpoint at 1,000 resamples).
+    """
+    n = cell.size
+    counts = np.bincount(cell)
+    found = np.flatnonzero(counts)  # the cells in use, ascending (np.unique's order)
+    size = counts[found]
+    order = np.argsort(cell, kind="stable")  # each cell's positions ascending, as flatnonzero gives them
+    ends = np.cumsum(size)
+    draws = rng.multinomial(n, size / n, size=n_resamples)  # resamples x cells
+    for k in range(found.size):
+        at = order[ends[k] - size[k] : ends[k]]
+        members = features(at)
+        width = members.shape[1]
+        m = draws[:, k]
+        if members.shape[0] <= EXACT_CELL:
+            resample = np.repeat(np.arange(n_resamples), m)
+            picked = members[rng.integers(0, members.shape[0], size=resample.size)]
+            sums = np.empty((n_resamples, width))
+            for col in range(width):
+                sums[:, col] = np.bincount(resample, weights=picked[:, col], minlength=n_resamples)
+            yield at, m, sums
+            continue
+        mean = members.mean(axis=0)
+        values, vectors = np.linalg.eigh(np.cov(members, rowvar=False, bias=True).reshape(width, width))
+        root = vectors * np.sqrt(np.clip(values, 0.0, None))
+        yield at, m, m[:, None] * mean + np.sqrt(m)[:, None] * (rng.standard_normal((n_resamples, width)) @ root.T)
 
 
 def _registered(name: str, n_bins: int, eps: float) -> Callable[[np.ndarray, np.ndarray], float] | None:

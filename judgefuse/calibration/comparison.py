@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 
 from .binning import bin_totals, equal_width_bin_index
-from .bootstrap import BootstrapInterval, interval_from_stats
+from .bootstrap import LARGE_CELLS, BootstrapInterval, interval_from_stats
+from .paired_cells import comparison_cell_stats
 from .validation import check_correct, check_n_bins, check_pair
 
 __all__ = [
@@ -306,7 +307,9 @@ def compare_judges_with_intervals(
     Items are resampled jointly for both judges, so what the judges have in common (the items)
     cancels out of the difference. Resamples where a view is undefined (no item for IA, no wrong
     item for DA) are dropped for that view. Intervals are :func:`interval_from_stats` hulls, which
-    contain their own difference.
+    contain their own difference. Past :data:`~.bootstrap.LARGE_CELLS` resamples x items the
+    resamples are drawn over cells (:func:`~.paired_cells.comparison_cell_stats`: the item-level
+    intervals up to Monte Carlo error, as ``eval``'s large rows).
     """
     result = compare_judges(conf_1, correct_1, conf_2, correct_2, n_bins=n_bins)
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
@@ -314,17 +317,11 @@ def compare_judges_with_intervals(
     c1, z1 = check_pair(conf_1, correct_1)
     c2, z2 = check_pair(conf_2, correct_2)
     n_bins = check_n_bins(n_bins)
-    b1, b2 = equal_width_bin_index(c1, n_bins), equal_width_bin_index(c2, n_bins)
-    q1, q2 = (c1 - z1) ** 2, (c2 - z2) ** 2
-    rng = np.random.default_rng(seed)
     keys = [(metric, view) for metric in COMPARED_METRICS for view in VIEWS]
-    stats = {key: np.empty(n_resamples) for key in keys}
-    for b in range(n_resamples):
-        idx = rng.integers(0, c1.size, size=c1.size)
-        resampled = _compare_binned(c1[idx], z1[idx], b1[idx], q1[idx], c2[idx], z2[idx], b2[idx], q2[idx], n_bins)
-        for metric, view in keys:
-            s1, s2 = _view_scores(resampled, view, metric)
-            stats[(metric, view)][b] = s1 - s2
+    if c1.size * n_resamples > LARGE_CELLS:  # resamples drawn over cells, as eval's large rows are
+        stats = comparison_cell_stats(c1, z1, c2, z2, n_bins=n_bins, n_resamples=n_resamples, seed=seed)
+    else:
+        stats = _item_stats(c1, z1, c2, z2, keys, n_bins=n_bins, n_resamples=n_resamples, seed=seed)
     differences = {}
     for metric, view in keys:
         s1, s2 = _view_scores(result, view, metric)
@@ -333,3 +330,29 @@ def compare_judges_with_intervals(
         flips = view != "raw" and raw_winner is not None and winner is not None and winner != raw_winner
         differences[(metric, view)] = ViewDifference(metric, view, s1, s2, interval, flips)
     return ComparisonEvidence(result, differences)
+
+
+def _item_stats(
+    c1: np.ndarray,
+    z1: np.ndarray,
+    c2: np.ndarray,
+    z2: np.ndarray,
+    keys: list[tuple[str, str]],
+    *,
+    n_bins: int,
+    n_resamples: int,
+    seed: int,
+) -> dict[tuple[str, str], np.ndarray]:
+    """The paired bootstrap's differences per ``(metric, view)``, items resampled one by one:
+    every view recomputed on each resample (each item's bin and squared error gathered)."""
+    b1, b2 = equal_width_bin_index(c1, n_bins), equal_width_bin_index(c2, n_bins)
+    q1, q2 = (c1 - z1) ** 2, (c2 - z2) ** 2
+    rng = np.random.default_rng(seed)
+    stats = {key: np.empty(n_resamples) for key in keys}
+    for b in range(n_resamples):
+        idx = rng.integers(0, c1.size, size=c1.size)
+        resampled = _compare_binned(c1[idx], z1[idx], b1[idx], q1[idx], c2[idx], z2[idx], b2[idx], q2[idx], n_bins)
+        for metric, view in keys:
+            s1, s2 = _view_scores(resampled, view, metric)
+            stats[(metric, view)][b] = s1 - s2
+    return stats

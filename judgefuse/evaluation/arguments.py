@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from judgefuse.evaluation.loaders import FORMATS, UndefinedAnswers, load
@@ -85,12 +85,13 @@ def load_sources(args: argparse.Namespace) -> tuple[list[JudgedItem], UndefinedA
     return items, answers
 
 
-def load_table_sources(args: argparse.Namespace) -> tuple[VoteTable, UndefinedAnswers]:
-    """:func:`load_sources` as arrays (a votes file streamed, no object per item)."""
+def load_table_sources(args: argparse.Namespace, *, metadata: Sequence[str] = ()) -> tuple[VoteTable, UndefinedAnswers]:
+    """:func:`load_sources` as arrays (a votes file streamed, no object per item), with the items'
+    ``metadata`` fields named."""
     from judgefuse.evaluation.loaders.votes_columnar import load_table
 
     answers = UndefinedAnswers(strict=getattr(args, "strict", False))
-    table = load_table(args.paths, format=args.format, answers=answers)
+    table = load_table(args.paths, format=args.format, answers=answers, metadata=metadata)
     for line in answers.summary():
         print(f"judgefuse {args.command}: warning: {line}", file=sys.stderr)
     return table, answers

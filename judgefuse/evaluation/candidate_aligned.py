@@ -30,8 +30,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from judgefuse.calibration.binning import bin_totals, equal_width_bin_index
-from judgefuse.calibration.bootstrap import interval_from_stats
+from judgefuse.calibration.bootstrap import LARGE_CELLS, interval_from_stats
 from judgefuse.calibration.comparison import ViewDifference
+from judgefuse.calibration.paired_cells import candidate_cell_stats, mean_difference_cell_stats
 from judgefuse.calibration.scores import brier_arrays, ece_arrays
 from judgefuse.evaluation.scoring import NO_ANSWER_CONFIDENCE, judge_names
 from judgefuse.judges.types import JudgedItem, JudgeVote
@@ -45,6 +46,7 @@ __all__ = [
     "candidate_scores",
     "common_pool",
     "model_family",
+    "preference_row",
     "self_preference",
 ]
 
@@ -141,21 +143,10 @@ def _metric(scores_p_a: np.ndarray, label_a: np.ndarray, metric: str, n_bins: in
     return scores.ece(n_bins) if metric == "ece" else scores.brier()
 
 
-def candidate_differences(
-    first: CandidateScores,
-    second: CandidateScores,
-    *,
-    raw_winners: dict[str, int | None],
-    n_bins: int = 10,
-    n_resamples: int = 1000,
-    level: float = 0.95,
-    seed: int = 0,
-) -> dict[tuple[str, str], ViewDifference]:
-    """CA-ECE and CA-Brier of two judges on the same items (aligned), with paired bootstrap
-    intervals of ``first - second`` (items resampled with both their candidates), and whether
-    the order flips ``raw_winners[metric]`` (1 or 2, None: no raw order)."""
-    if not np.array_equal(first.item_index, second.item_index):
-        raise ValueError("both judges must be scored on the same items, in the same order")
+def _candidate_item_stats(
+    first: CandidateScores, second: CandidateScores, *, n_bins: int, n_resamples: int, seed: int
+) -> dict[str, np.ndarray]:
+    """:func:`candidate_differences`'s bootstrap differences per metric, items resampled one by one."""
     label_a = first.label_a
     n = label_a.size
     # per-candidate arrays once (A's then B's, as CandidateScores.candidates); a resample of items
@@ -178,6 +169,33 @@ def candidate_differences(
             - bin_totals(c2[both], zb, bin2[both], n_bins).calibration_error()
         )
         stats["brier"][b] = float(sq1[both].mean()) - float(sq2[both].mean())
+    return stats
+
+
+def candidate_differences(
+    first: CandidateScores,
+    second: CandidateScores,
+    *,
+    raw_winners: dict[str, int | None],
+    n_bins: int = 10,
+    n_resamples: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> dict[tuple[str, str], ViewDifference]:
+    """CA-ECE and CA-Brier of two judges on the same items (aligned), with paired bootstrap
+    intervals of ``first - second`` (items resampled with both their candidates), and whether
+    the order flips ``raw_winners[metric]`` (1 or 2, None: no raw order). Past
+    :data:`~judgefuse.calibration.bootstrap.LARGE_CELLS` resamples x items the resamples are drawn
+    over cells (:func:`~judgefuse.calibration.paired_cells.candidate_cell_stats`: the item-level
+    intervals up to Monte Carlo error, as ``eval``'s large rows)."""
+    if not np.array_equal(first.item_index, second.item_index):
+        raise ValueError("both judges must be scored on the same items, in the same order")
+    label_a = first.label_a
+    n = label_a.size
+    if n * n_resamples > LARGE_CELLS:  # resamples drawn over cells, as eval's large rows are
+        stats = candidate_cell_stats(first.p_a, second.p_a, label_a, n_bins=n_bins, n_resamples=n_resamples, seed=seed)
+    else:
+        stats = _candidate_item_stats(first, second, n_bins=n_bins, n_resamples=n_resamples, seed=seed)
     differences: dict[tuple[str, str], ViewDifference] = {}
     for metric in ("ece", "brier"):
         s1 = _metric(first.p_a, label_a, metric, n_bins)
@@ -297,9 +315,15 @@ def _excess_stats(chose_own: np.ndarray, label_own: np.ndarray, n_resamples: int
     The draw is ``rng.integers(0, n, size=(n_resamples, n))`` taken a block of rows at a time
     (at most :data:`RESAMPLE_CELLS` cells): the generator yields the same integers in the same
     order whatever the blocks (a test checks it), so every resample and every mean is the full
-    matrix's, in bounded memory (the full matrix is 8 GB at 10^6 items).
+    matrix's, in bounded memory (the full matrix is 8 GB at 10^6 items). Past
+    :data:`~judgefuse.calibration.bootstrap.LARGE_CELLS` resamples x items the resamples are drawn
+    over the four (chose own, label own) cells instead
+    (:func:`~judgefuse.calibration.paired_cells.mean_difference_cell_stats`): the same law, a
+    different stream of draws.
     """
     n = chose_own.size
+    if n * n_resamples > LARGE_CELLS:  # the four (chose own, label own) cells: the same law, drawn per cell
+        return mean_difference_cell_stats(chose_own, label_own, n_resamples=n_resamples, seed=seed)
     rng = np.random.default_rng(seed)
     rows = max(1, RESAMPLE_CELLS // max(n, 1))
     stats = np.empty(n_resamples)
@@ -333,31 +357,57 @@ def self_preference(
             own_is_a.append(fam_a == family)
             chose_a.append(_choice(vote))
             label_a.append(judged.item.label == "A")
-        if not own_is_a:
-            continue
-        decided = [i for i, choice in enumerate(chose_a) if choice is not None]
-        chose_own = np.asarray([(chose_a[i] == "A") == own_is_a[i] for i in decided], dtype=float)
-        label_own = np.asarray([label_a[i] == own_is_a[i] for i in decided], dtype=float)
-        excess = float(chose_own.mean() - label_own.mean()) if decided else math.nan
-        low = high = math.nan
-        if decided:
-            stats = _excess_stats(chose_own, label_own, n_resamples, seed)
-            interval = interval_from_stats(excess, stats, level=level, bounds=(-1.0, 1.0), n_resamples=n_resamples)
-            low, high = interval.low, interval.high
-        found.append(
-            SelfPreference(
-                judge=name,
-                family=family,
-                n=len(own_is_a),
-                n_decided=len(decided),
-                n_no_answer=len(own_is_a) - len(decided),
-                chose_own=float(chose_own.mean()) if decided else math.nan,
-                label_own=float(label_own.mean()) if decided else math.nan,
-                excess=excess,
-                low=low,
-                high=high,
-                own_when_other_better=int(np.sum((chose_own == 1) & (label_own == 0))),
-                other_when_own_better=int(np.sum((chose_own == 0) & (label_own == 1))),
+        if own_is_a:
+            found.append(
+                preference_row(
+                    name,
+                    family,
+                    np.asarray(own_is_a, dtype=bool),
+                    np.asarray([choice is not None for choice in chose_a], dtype=bool),
+                    np.asarray([choice == "A" for choice in chose_a], dtype=bool),
+                    np.asarray(label_a, dtype=bool),
+                    n_resamples=n_resamples,
+                    level=level,
+                    seed=seed,
+                )
             )
-        )
     return found
+
+
+def preference_row(
+    name: str,
+    family: str,
+    own_is_a: np.ndarray,
+    answered: np.ndarray,
+    chose_a: np.ndarray,
+    label_a: np.ndarray,
+    *,
+    n_resamples: int,
+    level: float,
+    seed: int,
+) -> SelfPreference:
+    """A judge's :class:`SelfPreference` from its items (each (n,), bool): whether its family wrote
+    answer A, whether it gave a usable answer, whether that answer was A, whether the label is A."""
+    chose_own = (chose_a == own_is_a)[answered].astype(float)
+    label_own = (label_a == own_is_a)[answered].astype(float)
+    decided = chose_own.size
+    excess = float(chose_own.mean() - label_own.mean()) if decided else math.nan
+    low = high = math.nan
+    if decided:
+        stats = _excess_stats(chose_own, label_own, n_resamples, seed)
+        interval = interval_from_stats(excess, stats, level=level, bounds=(-1.0, 1.0), n_resamples=n_resamples)
+        low, high = interval.low, interval.high
+    return SelfPreference(
+        judge=name,
+        family=family,
+        n=own_is_a.size,
+        n_decided=decided,
+        n_no_answer=own_is_a.size - decided,
+        chose_own=float(chose_own.mean()) if decided else math.nan,
+        label_own=float(label_own.mean()) if decided else math.nan,
+        excess=excess,
+        low=low,
+        high=high,
+        own_when_other_better=int(np.sum((chose_own == 1) & (label_own == 0))),
+        other_when_own_better=int(np.sum((chose_own == 0) & (label_own == 1))),
+    )

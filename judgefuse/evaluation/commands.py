@@ -22,7 +22,6 @@ from judgefuse.evaluation.arguments import (
 )
 from judgefuse.evaluation.atomic import write_atomic
 from judgefuse.evaluation.compare_outputs import compare_html, compare_json, print_compare_report
-from judgefuse.evaluation.comparison import compare_report
 from judgefuse.evaluation.display import output_console
 from judgefuse.evaluation.html_report import render_html
 from judgefuse.evaluation.json_report import to_json
@@ -37,6 +36,7 @@ from judgefuse.evaluation.progress import progress_bar
 from judgefuse.evaluation.runner import Evaluation, EvaluationOptions, default_methods, evaluate
 from judgefuse.evaluation.scoring import judge_names
 from judgefuse.evaluation.table import print_evaluation
+from judgefuse.evaluation.table_compare import ANSWER_MODEL_FIELDS, compare_table
 from judgefuse.evaluation.table_eval import columnar_methods, evaluate_table
 from judgefuse.evaluation.vote_table import LABEL_BOTH_BAD, LABEL_TIE, VoteTable
 from judgefuse.fusion import get_method
@@ -277,10 +277,13 @@ def one_blas_thread() -> Iterator[None]:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    items, _ = load_sources(args)
-    report = compare_report(
-        items, args.judges[0], args.judges[1], n_bins=args.bins, n_resamples=args.bootstrap, seed=args.seed
+    """``compare`` over the data read into arrays (:mod:`.table_compare`; a votes file streamed, no
+    object per item): the report of :func:`~.comparison.compare_report` over judged items, the reference."""
+    table, _ = load_table_sources(args, metadata=ANSWER_MODEL_FIELDS)
+    report = compare_table(
+        table, args.judges[0], args.judges[1], n_bins=args.bins, n_resamples=args.bootstrap, seed=args.seed
     )
+    del table
     console = output_console()
     print_compare_report(report, console=console)
     sources = [str(path) for path in args.paths]

@@ -15,7 +15,7 @@ judge on the common pool, the self-preference report and every judge's ties tabl
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,6 +27,7 @@ from judgefuse.calibration.metric_registry import get_metric
 from judgefuse.errors import InputError
 from judgefuse.evaluation.candidate_aligned import (
     CA_VIEW,
+    CandidateScores,
     PoolRow,
     SelfPreference,
     candidate_differences,
@@ -35,7 +36,7 @@ from judgefuse.evaluation.candidate_aligned import (
     self_preference,
 )
 from judgefuse.evaluation.display import compact_table, fit
-from judgefuse.evaluation.scoring import judge_names, score_judge
+from judgefuse.evaluation.scoring import ScoredRow, judge_names, score_judge
 from judgefuse.evaluation.table import fmt
 from judgefuse.evaluation.ties import TieReport, has_ties, judge_ties
 from judgefuse.judges.types import JudgedItem
@@ -70,13 +71,38 @@ def compare_rows(
     seed: int = 0,
 ) -> ComparisonEvidence:
     """Compare two named judges on their common labelled items, with bootstrap intervals."""
-    known = judge_names(items)
+    check_judges(judge_names(items), judge_1, judge_2)
+    return compare_scored(
+        score_judge(judge_1, items),
+        score_judge(judge_2, items),
+        lambda name, common: candidate_scores(name, items, only=common),
+        n_bins=n_bins,
+        n_resamples=n_resamples,
+        seed=seed,
+    )
+
+
+def check_judges(known: Sequence[str], judge_1: str, judge_2: str) -> None:
+    """Refuse (:class:`CompareError`) a judge not in ``known`` (the data's, in order) or one judge twice."""
     for name in (judge_1, judge_2):
         if name not in known:
             raise CompareError(f"--judges: unknown judge {name!r}; judges in the data: {', '.join(known)}")
     if judge_1 == judge_2:
         raise CompareError(f"--judges: name two different judges (got {judge_1!r} twice)")
-    row_1, row_2 = score_judge(judge_1, items), score_judge(judge_2, items)
+
+
+def compare_scored(
+    row_1: ScoredRow,
+    row_2: ScoredRow,
+    candidates: Callable[[str, np.ndarray], CandidateScores],
+    *,
+    n_bins: int,
+    n_resamples: int,
+    seed: int,
+) -> ComparisonEvidence:
+    """:func:`compare_rows` from the two judges' scored rows (judged items' or their arrays') and
+    ``candidates(name, positions)``, the judge's candidate scores on those item positions."""
+    judge_1, judge_2 = row_1.name, row_2.name
     _, in_1, in_2 = np.intersect1d(row_1.item_index, row_2.item_index, return_indices=True)
     if in_1.size == 0:
         raise CompareError(f"--judges: {judge_1!r} and {judge_2!r} share no labelled item")
@@ -92,8 +118,8 @@ def compare_rows(
     common = row_1.item_index[in_1]
     raw = evidence.comparison.raw
     candidate = candidate_differences(
-        candidate_scores(judge_1, items, only=common),
-        candidate_scores(judge_2, items, only=common),
+        candidates(judge_1, common),
+        candidates(judge_2, common),
         raw_winners={metric: raw.winner(metric) for metric in ("ece", "brier")},
         n_bins=n_bins,
         n_resamples=n_resamples,
