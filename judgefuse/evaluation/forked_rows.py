@@ -1,4 +1,6 @@
-"""Some rows of ``eval`` computed in a forked child process while the parent computes the others.
+"""Work given to a forked child process while the parent does its own: some rows of ``eval``
+(below), the second half of a large votes file
+(:func:`~judgefuse.evaluation.loaders.votes_columnar.read_vote_table`).
 
 Why: at 10^6 items the two stacking rows (``stacked``, ``offset_stacked``) are 23 s of ``eval``'s
 59 s of CPU and every other row together about 11 s. On a machine with a second core a child
@@ -18,6 +20,7 @@ process and the file is large enough for the child's start (~10 ms) and the resu
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import sys
@@ -42,14 +45,14 @@ def cores_available() -> int:
         return os.cpu_count() or 1
 
 
-def fork_helps(n_items: int, jobs: int | None) -> bool:
-    """Whether to fit rows in a child: ``jobs`` 2 or more asks for it (where ``fork`` exists),
-    1 refuses it, None (the default) decides by the machine and ``n_items``."""
+def fork_helps(large: bool, jobs: int | None) -> bool:
+    """Whether to give work to a child: ``jobs`` 2 or more asks for it (where ``fork`` exists),
+    1 refuses it, None (the default) decides by the machine and whether the work is ``large``."""
     if not sys.platform.startswith("linux") or jobs == 1:
         return False
     if jobs is not None:
         return True
-    return n_items >= FORK_MIN_ITEMS and cores_available() >= 2
+    return large and cores_available() >= 2
 
 
 class ForkedRows(Generic[T]):
@@ -97,11 +100,14 @@ class ForkedRows(Generic[T]):
 
     def get(self, name: str) -> T:
         """The row's result: the child's, or (where the child raised or died) the parent's own."""
+        found = self.from_child(name)
+        return self._compute(name) if found is None else found[0]
+
+    def from_child(self, name: str) -> tuple[T] | None:
+        """The child's result for the row (in a 1-tuple), or None where it raised or died."""
         with self._changed:
             self._changed.wait_for(lambda: name in self._ready or name in self._given_up or self._ended)
-            if name in self._ready:
-                return self._ready.pop(name)
-        return self._compute(name)
+            return (self._ready.pop(name),) if name in self._ready else None
 
     def close(self) -> None:
         """End the child (it may still be fitting rows nobody asked for)."""
@@ -120,9 +126,10 @@ class ForkedRows(Generic[T]):
 def _child(results: Connection, names: list[str], compute: Callable[[str], Any]) -> None:
     """The child's work: each row in turn sent as (name, True, value), or (name, False, None)
     where it raised (the parent computes that row itself). The child writes nothing to the
-    terminal: the parent's progress bar owns it, and a lock its refresh thread held at the fork
+    terminal, and logs nothing (a value that needs a log line carries it to the parent): the parent's progress bar owns it, and a lock its refresh thread held at the fork
     would never be released here."""
     sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 (the child's whole life)
+    logging.disable(logging.CRITICAL)  # (the handlers hold the terminal's own streams)
     for name in names:
         try:
             value = compute(name)

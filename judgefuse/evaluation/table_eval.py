@@ -23,7 +23,7 @@ import numpy as np
 from judgefuse.calibration.bootstrap import bootstrap_intervals_many
 from judgefuse.evaluation.agreement import panel_alpha_columns, row_agreement_columns
 from judgefuse.evaluation.columnar_rows import columnar_ties, fuse_columnar, has_columnar_form
-from judgefuse.evaluation.forked_rows import ForkedRows, fork_helps
+from judgefuse.evaluation.forked_rows import FORK_MIN_ITEMS, ForkedRows, fork_helps
 from judgefuse.evaluation.runner import (
     REFERENCE_METHOD,
     Evaluation,
@@ -119,7 +119,9 @@ def evaluate_table(
 
     # the stacking rows (the costliest) fitted in a child from here, while this process does the rest
     forked = (
-        ForkedRows([methods[k] for k in stacking], fused) if stacking and fork_helps(labelled.n_items, jobs) else None
+        ForkedRows([methods[k] for k in stacking], fused)
+        if stacking and fork_helps(labelled.n_items >= FORK_MIN_ITEMS, jobs)
+        else None
     )
     scored: list[ScoredRow] = []
     ties: list[TieReport] = []

@@ -12,7 +12,7 @@ import pytest
 from judgefuse.evaluation import forked_rows
 from judgefuse.evaluation.forked_rows import ForkedRows, fork_helps
 
-pytestmark = pytest.mark.skipif(not fork_helps(0, 2), reason="fork is Linux's")
+pytestmark = pytest.mark.skipif(not fork_helps(False, 2), reason="fork is Linux's")
 
 PARENT = os.getpid()
 
@@ -74,10 +74,9 @@ def test_closing_ends_a_child_still_at_work() -> None:
 
 
 def test_when_a_child_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert not fork_helps(10**7, 1)  # asked for one process
-    assert fork_helps(10, 2)  # asked for two, whatever the size
+    assert not fork_helps(True, 1)  # asked for one process
+    assert fork_helps(False, 2)  # asked for two, whatever the size
     monkeypatch.setattr(forked_rows, "cores_available", lambda: 2)
-    assert fork_helps(forked_rows.FORK_MIN_ITEMS, None)
-    assert not fork_helps(forked_rows.FORK_MIN_ITEMS - 1, None)
+    assert fork_helps(True, None) and not fork_helps(False, None)
     monkeypatch.setattr(forked_rows, "cores_available", lambda: 1)
-    assert not fork_helps(10**7, None)
+    assert not fork_helps(True, None)

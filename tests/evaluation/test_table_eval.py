@@ -53,15 +53,22 @@ def assert_same_table(got: VoteTable, want: VoteTable) -> None:
 
 
 def assert_reads_alike(paths: list[Path]) -> None:
-    """Both readers accept the files with equal arrays, or both refuse them with one message."""
+    """Both readers accept the files with equal arrays, or both refuse them with one message; the
+    columnar reader alone and with each file's second half read by a forked child."""
     try:
         want = VoteTable.from_items(load(paths))
     except DatasetError as exc:
-        with pytest.raises(DatasetError) as refused:
-            load_table(paths)
-        assert str(refused.value) == str(exc)
+        for jobs in JOBS:
+            with pytest.raises(DatasetError) as refused:
+                load_table(paths, jobs=jobs)
+            assert str(refused.value) == str(exc), jobs
         return
-    assert_same_table(load_table(paths), want)
+    for jobs in JOBS:
+        assert_same_table(load_table(paths, jobs=jobs), want)
+
+
+JOBS = (1, 2) if sys.platform.startswith("linux") else (1,)
+"""One reader, and (where fork is the platform's) the second half of each file read by a child."""
 
 
 @pytest.mark.parametrize("dataset", ["judgebench", "llmbar", "trust_or_escalate"])
@@ -152,12 +159,13 @@ CHANGES: dict[str, Any] = {
 }
 
 
+@pytest.mark.parametrize("at", [17, 32], ids=["first half", "second half"])
 @pytest.mark.parametrize("change", list(CHANGES))
-def test_each_rule_of_the_models(tmp_path: Path, change: str) -> None:
+def test_each_rule_of_the_models(tmp_path: Path, change: str, at: int) -> None:
     records = good_records()
-    bad = copy.deepcopy(records[17])
+    bad = copy.deepcopy(records[at])
     CHANGES[change](bad)
-    records[17] = bad
+    records[at] = bad
     path = tmp_path / "votes.jsonl"
     path.write_text("".join(json.dumps(record) + "\n" for record in records))
     assert_reads_alike([path])
@@ -267,21 +275,49 @@ def test_the_last_line(tmp_path: Path) -> None:
     assert read_vote_table([cut], notes=notes).n_items == len(lines) - 1
     assert notes and "skipped a cut last line" in notes[0]
     assert_reads_alike([cut])
+    for jobs in JOBS[1:]:  # the child reads the last line: its note reaches the parent
+        notes_of_two: list[str] = []
+        assert read_vote_table([cut], notes=notes_of_two, jobs=jobs).n_items == len(lines) - 1
+        assert notes_of_two == notes
 
 
-def test_duplicate_ids(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("first", "again"), [(3, 20), (3, 35), (30, 35), (3, 12)])
+def test_duplicate_ids(tmp_path: Path, first: int, again: int) -> None:
     records = good_records()
-    records[20]["item"]["id"] = records[3]["item"]["id"]
+    records[again]["item"]["id"] = records[first]["item"]["id"]
     path = tmp_path / "votes.jsonl"
     path.write_text("".join(json.dumps(record) + "\n" for record in records))
     assert_reads_alike([path])
-    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    records[38]["votes"][0]["confidence"] = 3.0  # a later fault in the second half: the duplicate is first
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    assert_reads_alike([path])
+
+
+def test_an_id_in_two_files(tmp_path: Path) -> None:
+    one, two = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     records = good_records()
-    first.write_text("".join(json.dumps(record) + "\n" for record in records[:25]))
-    second.write_text("".join(json.dumps(record) + "\n" for record in records[20:]))
-    assert_reads_alike([first, second])
-    second.write_text("".join(json.dumps(record) + "\n" for record in records[25:]))
-    assert_reads_alike([first, second])  # two files, no id in both: one table
+    one.write_text("".join(json.dumps(record) + "\n" for record in records[:25]))
+    two.write_text("".join(json.dumps(record) + "\n" for record in records[20:]))
+    assert_reads_alike([one, two])
+    two.write_text("".join(json.dumps(record) + "\n" for record in records[25:]))
+    assert_reads_alike([one, two])  # two files, no id in both: one table
+
+
+def test_names_first_seen_in_a_files_second_half(tmp_path: Path) -> None:
+    """Judges, categories and signals that appear only after the middle of the file get the codes
+    one reader gives them (the child's codes renumbered into the parent's)."""
+    records = good_records()
+    for record in records[22:]:  # (the file's middle byte is on line 20 or 21)
+        record["item"]["category"] = "new-" + record["item"]["category"]
+        for vote in record["votes"]:
+            vote["judge"] = vote["judge"].replace("judge-1", "judge-9")  # the child's first judge
+            if "confidence" in vote:
+                vote["signals"] = {"margin": vote["confidence"] - 0.5}
+    records[30]["votes"][0]["samples"] = ["A", "B", None]
+    records[2]["votes"][0]["signals"] = {"gap": 0.25}  # the first half's signal: "margin" is the second key
+    path = tmp_path / "votes.jsonl"
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    assert_reads_alike([path])
 
 
 def test_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -350,7 +386,7 @@ def test_stacking_rows_fitted_in_a_forked_child_equal_the_rows_fitted_here(
 ) -> None:
     from judgefuse.evaluation import forked_rows, table_eval
 
-    if not forked_rows.fork_helps(0, 2):
+    if not forked_rows.fork_helps(False, 2):
         pytest.skip("fork is Linux's")
     path = shared_data / dataset
     if dataset == "synthetic":
