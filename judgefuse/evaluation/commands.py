@@ -223,7 +223,7 @@ def _run_eval_table(args: argparse.Namespace, console: Console, started: float) 
             progress.update(task, advance=1, description=name)
 
         with one_blas_thread():
-            evaluation = evaluate_table(found.load, options=options, progress=step)
+            evaluation = evaluate_table(found.load, options=options, progress=step, jobs=args.jobs)
     _write_reports(args, console, evaluation, found.answers, lambda: found.structure)
     undecided = found.n_undecided
     labelled = f"{evaluation.n_labelled} labelled" + (f" A/B (+{undecided} tie/both_bad)" if undecided else "")

@@ -438,6 +438,21 @@ def test_the_command_takes_the_columnar_path_with_the_same_report(
     assert json.loads((tmp_path / "table.json").read_text()) == json.loads((tmp_path / "items.json").read_text())
 
 
+def test_the_commands_jobs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--jobs 2`` (the file's second half read, the stacking rows fitted, in a forked child)
+    writes the report ``--jobs 1`` writes; ``--jobs 0`` is refused naming the flag."""
+    path = tmp_path / "votes.jsonl"
+    bench_eval_scale.write(path, 600, seed=4)
+    args = ["eval", str(path), "--methods", "majority", "stacked", "offset_stacked", "--bootstrap", "50", "--quiet"]
+    reports = []
+    for jobs in JOBS:
+        assert main([*args, "--jobs", str(jobs), "--json", str(tmp_path / f"jobs_{jobs}.json")]) == 0
+        reports.append(json.loads((tmp_path / f"jobs_{jobs}.json").read_text()))
+    assert all(report == reports[0] for report in reports)
+    assert main([*args, "--jobs", "0"]) == 2
+    assert "argument --jobs: must be an integer >= 1 (got 0)" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("dataset", ["judgebench", "llmbar", "trust_or_escalate", None])
 def test_panel_structure_from_the_arrays(shared_data: Path, tmp_path: Path, dataset: str | None) -> None:
     from judgefuse.evaluation.panel_structure import panel_structure, panel_structure_of_table
