@@ -26,6 +26,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -102,12 +103,71 @@ def run_eval_once(path: Path, extra: list[str], tool: str = "eval", keep: Path |
             command = [sys.executable, "-m", "judgefuse.cli", "eval", str(path), "--quiet", "--json", str(report), *extra]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+        child = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+        tree = TreeMemory(child.pid)
+        if child.wait() != 0:
+            raise subprocess.CalledProcessError(child.returncode, command)
         wall = time.perf_counter() - start
+        tree.stop()
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # the CPU of the command and of any process it forked (reaped by it, so counted in it)
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    # RUSAGE_CHILDREN's ru_maxrss is the largest child so far: sizes are run smallest first
+    LAST_TREE[:] = [tree.peak_rss_mb, tree.peak_pss_mb]
+    # RUSAGE_CHILDREN's ru_maxrss is the largest single process so far: sizes are run smallest first
     return wall, cpu, max(after.ru_maxrss, before.ru_maxrss) / 1024.0
+
+
+LAST_TREE: list[float] = [0.0, 0.0]
+"""The last run's peak memory of its processes together: RSS summed, PSS summed (MB)."""
+
+
+class TreeMemory:
+    """Samples, every 50 ms until stopped, the memory of a process and every process it forked
+    (``eval`` reads a large file's second half, and fits its stacking rows, in a forked child):
+    the peak of their RSS summed (pages shared since the fork counted in each) and of their PSS
+    summed (shared pages split between the processes sharing them: the memory they take
+    together). ``ru_maxrss`` alone would give the largest single process."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.peak_rss_mb = 0.0
+        self.peak_pss_mb = 0.0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _tree(self) -> list[int]:
+        found, todo = [], [self.pid]
+        while todo:
+            pid = todo.pop()
+            found.append(pid)
+            try:
+                for task in os.listdir(f"/proc/{pid}/task"):
+                    todo.extend(int(c) for c in Path(f"/proc/{pid}/task/{task}/children").read_text().split())
+            except OSError:
+                continue
+        return found
+
+    @staticmethod
+    def _kb(pid: int, path: str, field: str) -> int:
+        try:
+            for line in Path(f"/proc/{pid}/{path}").read_text().splitlines():
+                if line.startswith(field):
+                    return int(line.split()[1])
+        except (OSError, ValueError, IndexError):
+            pass
+        return 0
+
+    def _sample(self) -> None:
+        while not self._done.wait(0.05):
+            pids = self._tree()
+            rss = sum(self._kb(pid, "status", "VmRSS:") for pid in pids) / 1024.0
+            pss = sum(self._kb(pid, "smaps_rollup", "Pss:") for pid in pids) / 1024.0
+            self.peak_rss_mb, self.peak_pss_mb = max(self.peak_rss_mb, rss), max(self.peak_pss_mb, pss)
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
 
 
 def main() -> None:
@@ -138,14 +198,18 @@ def main() -> None:
         if not path.exists():  # in a child: this process stays small, and a child's peak RSS is its own
             flags = ["--systems"] if systems else []
             subprocess.run([sys.executable, __file__, "write", "--n", str(n), *flags, str(path)], check=True)
-        runs = [run_eval_once(path, args.extra, args.tool, args.keep) for _ in range(args.repeat)]
+        runs, trees = [], []
+        for _ in range(args.repeat):
+            runs.append(run_eval_once(path, args.extra, args.tool, args.keep))
+            trees.append(tuple(LAST_TREE))
         walls = [wall for wall, _, _ in runs]
         cpus = [cpu for _, cpu, _ in runs]
         peaks = [peak for _, _, peak in runs]
         load = os.getloadavg()[0]  # the machine is shared: say how busy it was
         print(f"  n={n:>9,}  wall median {statistics.median(walls):8.2f} s (runs: "
               f"{', '.join(f'{v:.2f}' for v in walls)})  CPU median {statistics.median(cpus):8.2f} s  "
-              f"peak RSS {max(peaks):7.0f} MB  load {load:.1f}", flush=True)
+              f"peak RSS {max(peaks):7.0f} MB (largest process; all processes together: RSS "
+              f"{max(t[0] for t in trees):.0f} MB, PSS {max(t[1] for t in trees):.0f} MB)  load {load:.1f}", flush=True)
 
 
 if __name__ == "__main__":
