@@ -25,6 +25,7 @@ import multiprocessing
 import os
 import sys
 import threading
+import warnings
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 from typing import Any, Generic, TypeVar
@@ -75,7 +76,14 @@ class ForkedRows(Generic[T]):
         self._process = context.Process(
             target=_child, args=(writer, list(names), compute), name="judgefuse-eval-rows", daemon=True
         )
-        self._process.start()
+        with warnings.catch_warnings():
+            # Python 3.12+ warns at a fork in a process with threads (a progress bar's, a test
+            # runner's): a lock another thread held at the fork stays held in the child. The
+            # child here takes none of theirs: no terminal, no logging (:func:`_child`).
+            warnings.filterwarnings(
+                "ignore", message=r".*use of fork\(\) may lead to deadlocks", category=DeprecationWarning
+            )
+            self._process.start()
         writer.close()  # the child's copy is the pipe's only writer now
         self._reader = threading.Thread(target=self._read, args=(reader,), name="judgefuse-eval-rows", daemon=True)
         self._reader.start()
