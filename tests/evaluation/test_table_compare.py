@@ -87,6 +87,8 @@ def named_models(n: int, seed: int) -> list[str]:
                 "response_model_b": "gpt-4",
             }
         record["item"]["metadata"] = metadata
+        if i % 17 == 0:  # unlabelled items count in the judges' order only
+            record["item"].pop("label")
         if i % 11 == 0:  # a judge that did not vote on every item
             record["votes"] = [vote for vote in record["votes"] if vote["judge"] != "claude-3-haiku"]
         lines.append(json.dumps(record))
