@@ -309,7 +309,8 @@ def compare_judges_with_intervals(
     item for DA) are dropped for that view. Intervals are :func:`interval_from_stats` hulls, which
     contain their own difference. Past :data:`~.bootstrap.LARGE_CELLS` resamples x items the
     resamples are drawn over cells (:func:`~.paired_cells.comparison_cell_stats`: the item-level
-    intervals up to Monte Carlo error, as ``eval``'s large rows).
+    intervals up to Monte Carlo error, as ``eval``'s large rows) unless the cells in use are too
+    many (:data:`~.paired_cells.MAX_CELL_DRAWS`).
     """
     result = compare_judges(conf_1, correct_1, conf_2, correct_2, n_bins=n_bins)
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
@@ -318,9 +319,10 @@ def compare_judges_with_intervals(
     c2, z2 = check_pair(conf_2, correct_2)
     n_bins = check_n_bins(n_bins)
     keys = [(metric, view) for metric in COMPARED_METRICS for view in VIEWS]
+    stats = None
     if c1.size * n_resamples > LARGE_CELLS:  # resamples drawn over cells, as eval's large rows are
         stats = comparison_cell_stats(c1, z1, c2, z2, n_bins=n_bins, n_resamples=n_resamples, seed=seed)
-    else:
+    if stats is None:  # small, or too many cells in use (MAX_CELL_DRAWS): items resampled
         stats = _item_stats(c1, z1, c2, z2, keys, n_bins=n_bins, n_resamples=n_resamples, seed=seed)
     differences = {}
     for metric, view in keys:

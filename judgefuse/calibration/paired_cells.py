@@ -25,7 +25,12 @@ import numpy as np
 from .binning import equal_width_bin_index
 from .bootstrap import cell_sums
 
-__all__ = ["candidate_cell_stats", "comparison_cell_stats", "mean_difference_cell_stats"]
+__all__ = ["MAX_CELL_DRAWS", "candidate_cell_stats", "comparison_cell_stats", "mean_difference_cell_stats"]
+
+MAX_CELL_DRAWS = 25_000_000
+"""Most resamples x cells in use the cells are drawn over (the multinomial's counts: 200 MB). Past
+it (many bins, e.g. ``--bins 1000`` on continuous confidences, leave few items to a cell) the
+functions here return None and the caller resamples items."""
 
 _SEED_TAG = 46
 """Mixed into every seed here, as ``eval``'s large rows mix it into theirs."""
@@ -40,6 +45,10 @@ def _cells(*keys: np.ndarray) -> np.ndarray:
     return code
 
 
+def _too_many(cells: np.ndarray, n_resamples: int) -> bool:
+    return (int(cells.max(initial=-1)) + 1) * n_resamples > MAX_CELL_DRAWS
+
+
 def comparison_cell_stats(
     c1: np.ndarray,
     z1: np.ndarray,
@@ -49,10 +58,11 @@ def comparison_cell_stats(
     n_bins: int,
     n_resamples: int,
     seed: int,
-) -> dict[tuple[str, str], np.ndarray]:
+) -> dict[tuple[str, str], np.ndarray] | None:
     """Bootstrap differences (judge 1 - judge 2) of ECE and Brier under the raw, instance-aligned
     and distribution-aligned views (:func:`~judgefuse.calibration.comparison.compare_judges`'s
-    rules, DA weights from each resample's own accuracies), keyed ``(metric, view)``."""
+    rules, DA weights from each resample's own accuracies), keyed ``(metric, view)``; None past
+    :data:`MAX_CELL_DRAWS`."""
     n = c1.size
     b1, b2 = equal_width_bin_index(c1, n_bins), equal_width_bin_index(c2, n_bins)
     r1, r2 = (z1 > 0.5).astype(np.int64), (z2 > 0.5).astype(np.int64)
@@ -63,8 +73,11 @@ def comparison_cell_stats(
     same_gaps = [np.zeros((n_resamples, n_bins)) for _ in range(2)]  # instance-aligned: both right or both wrong
     same_squares = [np.zeros(n_resamples) for _ in range(2)]
     same_n = np.zeros(n_resamples)
+    cells = _cells(b1, r1, b2, r2)
+    if _too_many(cells, n_resamples):
+        return None
     rng = np.random.default_rng([seed, _SEED_TAG, 0])
-    for at, m, sums in cell_sums(_cells(b1, r1, b2, r2), lambda at: features[at], n_resamples, rng):
+    for at, m, sums in cell_sums(cells, lambda at: features[at], n_resamples, rng):
         first = int(at[0])
         same = r1[first] == r2[first]
         if same:
@@ -120,9 +133,10 @@ def candidate_cell_stats(
     n_bins: int,
     n_resamples: int,
     seed: int,
-) -> dict[str, np.ndarray]:
+) -> dict[str, np.ndarray] | None:
     """Bootstrap differences (judge 1 - judge 2) of CA-ECE and CA-Brier, items resampled with both
-    their candidates (``p_a`` right when A is the label, ``1 - p_a`` right when B is), keyed by metric."""
+    their candidates (``p_a`` right when A is the label, ``1 - p_a`` right when B is), keyed by
+    metric; None past :data:`MAX_CELL_DRAWS`."""
     n = label_a.size
     la = label_a.astype(np.int64)
     keys = [la]
@@ -132,8 +146,11 @@ def candidate_cell_stats(
     features = np.column_stack([p_a_1, p_a_2, (p_a_1 - z) ** 2, (p_a_2 - z) ** 2])
     gaps = [np.zeros((n_resamples, n_bins)) for _ in range(2)]
     squares = [np.zeros(n_resamples) for _ in range(2)]
+    cells = _cells(*keys)
+    if _too_many(cells, n_resamples):
+        return None
     rng = np.random.default_rng([seed, _SEED_TAG, 1])
-    for at, m, sums in cell_sums(_cells(*keys), lambda at: features[at], n_resamples, rng):
+    for at, m, sums in cell_sums(cells, lambda at: features[at], n_resamples, rng):
         first = int(at[0])
         for j in range(2):
             gap = la[first] * m - sums[:, j]  # candidate A: z - c = label_a - p_a; candidate B: the opposite

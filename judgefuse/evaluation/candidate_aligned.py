@@ -187,14 +187,15 @@ def candidate_differences(
     the order flips ``raw_winners[metric]`` (1 or 2, None: no raw order). Past
     :data:`~judgefuse.calibration.bootstrap.LARGE_CELLS` resamples x items the resamples are drawn
     over cells (:func:`~judgefuse.calibration.paired_cells.candidate_cell_stats`: the item-level
-    intervals up to Monte Carlo error, as ``eval``'s large rows)."""
+    intervals up to Monte Carlo error, as ``eval``'s large rows) unless the cells in use are too many."""
     if not np.array_equal(first.item_index, second.item_index):
         raise ValueError("both judges must be scored on the same items, in the same order")
     label_a = first.label_a
     n = label_a.size
+    stats = None
     if n * n_resamples > LARGE_CELLS:  # resamples drawn over cells, as eval's large rows are
         stats = candidate_cell_stats(first.p_a, second.p_a, label_a, n_bins=n_bins, n_resamples=n_resamples, seed=seed)
-    else:
+    if stats is None:  # small, or too many cells in use (MAX_CELL_DRAWS): items resampled
         stats = _candidate_item_stats(first, second, n_bins=n_bins, n_resamples=n_resamples, seed=seed)
     differences: dict[tuple[str, str], ViewDifference] = {}
     for metric in ("ece", "brier"):

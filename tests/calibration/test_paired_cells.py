@@ -108,3 +108,26 @@ def test_self_preference_excess_agrees_within_monte_carlo_error(monkeypatch: pyt
     assert (cells.low, cells.high) == (drawn.low, drawn.high)  # the four cells' draw
     monkeypatch.setattr(candidate_aligned, "LARGE_CELLS", 10**12)
     assert_within_monte_carlo_error(cells, row(), "excess")
+
+
+def test_too_many_cells_in_use_resample_items(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past MAX_CELL_DRAWS (resamples x cells in use: e.g. ``--bins 1000`` on continuous
+    confidences) the cells would hold a few items each: items are resampled, to the bit."""
+    from judgefuse.calibration import paired_cells
+
+    c1, z1, c2, z2 = (values[:3000] for values in two_judges(7))
+    index = np.arange(3000)
+    first, second = CandidateScores(c1, z1, index), CandidateScores(c2, z1, index)
+
+    def both() -> tuple[object, object]:
+        return (
+            compare_judges_with_intervals(c1, z1, c2, z2, n_resamples=200, seed=1),
+            candidate_differences(first, second, raw_winners={}, n_resamples=200, seed=1),
+        )
+
+    items = both()
+    for module in (comparison, candidate_aligned):
+        monkeypatch.setattr(module, "LARGE_CELLS", 0)
+    assert both() != items  # drawn over cells
+    monkeypatch.setattr(paired_cells, "MAX_CELL_DRAWS", 200 * 10)
+    assert both() == items
