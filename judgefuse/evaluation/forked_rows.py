@@ -141,7 +141,7 @@ def _child(results: Connection, names: list[str], compute: Callable[[str], Any])
     for name in names:
         try:
             value = compute(name)
-        except BaseException:  # noqa: BLE001 (the parent recomputes the row and raises it there)
+        except Exception:  # noqa: BLE001 (the parent recomputes the row and raises it there; a Ctrl-C ends the child)
             results.send((name, False, None))
             continue
         results.send((name, True, value))

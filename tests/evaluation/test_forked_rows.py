@@ -61,6 +61,19 @@ def test_a_child_that_dies_leaves_its_rows_to_the_parent() -> None:
     assert first[1] != PARENT  # sent (into the pipe) before the child died
 
 
+def test_an_interrupt_ends_the_child() -> None:
+    """A Ctrl-C reaches the child too (one process group): it stops there, not at the next row."""
+
+    def interrupted_at_a(name: str) -> tuple[str, int]:
+        if os.getpid() != PARENT and name == "a":
+            raise KeyboardInterrupt
+        return where(name)
+
+    with ForkedRows(["a", "b"], interrupted_at_a) as rows:
+        assert rows.get("a") == ("a", PARENT)
+        assert rows.get("b") == ("b", PARENT)
+
+
 def test_closing_ends_a_child_still_at_work() -> None:
     def slow(name: str) -> str:
         if os.getpid() != PARENT:
