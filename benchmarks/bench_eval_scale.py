@@ -122,7 +122,7 @@ LAST_TREE: list[float] = [0.0, 0.0]
 
 
 class TreeMemory:
-    """Samples, every 50 ms until stopped, the memory of a process and every process it forked
+    """Samples, every 250 ms until stopped, the memory of a process and every process it forked
     (``eval`` reads a large file's second half, and fits its stacking rows, in a forked child):
     the peak of their RSS summed (pages shared since the fork counted in each) and of their PSS
     summed (shared pages split between the processes sharing them: the memory they take
@@ -159,7 +159,7 @@ class TreeMemory:
         return 0
 
     def _sample(self) -> None:
-        while not self._done.wait(0.05):
+        while not self._done.wait(0.25):
             pids = self._tree()
             rss = sum(self._kb(pid, "status", "VmRSS:") for pid in pids) / 1024.0
             pss = sum(self._kb(pid, "smaps_rollup", "Pss:") for pid in pids) / 1024.0

@@ -619,7 +619,7 @@ def _lines_before(handle: BinaryIO, size: int) -> Iterator[bytes]:
             return
 
 
-SPLIT_MIN_BYTES = 32 * 2**20
+SPLIT_MIN_BYTES = 64 * 2**20
 """A JSONL file from which its second half is read in a forked child (:func:`_read_jsonl_halves`)."""
 
 _SECOND_HALF = "second half"
