@@ -36,8 +36,8 @@ T = TypeVar("T")
 
 FORK_MIN_ITEMS = 200_000
 """Labelled items from which ``eval`` fits its stacking rows in a child by default. Measured on
-this 2-core machine, idle, interleaved: at 10^6 items 72-73 s of wall time against 86-94 s in one
-process; at 10^5, 9.9-11.0 s against 8.6-9.9 s (the stacking rows' fixed costs, such as the
+this 2-core machine, idle, interleaved: at 10^6 items 72-73 s of wall time against 81-94 s in one
+process; at 10^5, 9.9-11.0 s against 8.6-11.1 s (the stacking rows' fixed costs, such as the
 penalty search on at most 10,000 rows, leave the parent little to do meanwhile, and the child's
 start, its copied pages and the results' trip cost more than that)."""
 
@@ -138,8 +138,9 @@ class ForkedRows(Generic[T]):
 def _child(results: Connection, names: list[str], compute: Callable[[str], Any]) -> None:
     """The child's work: each row in turn sent as (name, True, value), or (name, False, None)
     where it raised (the parent computes that row itself). The child writes nothing to the
-    terminal, and logs nothing (a value that needs a log line carries it to the parent): the parent's progress bar owns it, and a lock its refresh thread held at the fork
-    would never be released here."""
+    terminal and logs nothing (a value that needs a log line carries it to the parent): the
+    parent's progress bar owns the terminal, and a lock its refresh thread held at the fork would
+    never be released here."""
     sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 (the child's whole life)
     logging.disable(logging.CRITICAL)  # (the handlers hold the terminal's own streams)
     for name in names:
