@@ -30,6 +30,8 @@ where a learner that sees a vote only through its confidence's log-odds loses to
         [--methods ...] [--fold-seeds 0 1 2]
     python benchmarks/synthetic_panels.py table OUT_DIR [--before BEFORE_DIR]
     python benchmarks/synthetic_panels.py targets OUT_DIR
+    python benchmarks/synthetic_panels.py heldout OUT_DIR [--sizes 1000 10000] [--seeds 0 1 2]
+        [--test-n 50000] [--regimes ...]
 
 ``run`` writes each regime and size (data seed 0) and calls ``judgefuse eval`` on it once per
 fold seed, one at a time (cross-fitted, 5 folds, 200 bootstrap resamples), keeping each JSON
@@ -38,6 +40,17 @@ there is kept, so an interrupted run resumes. ``table`` prints accuracy and ECE 
 over the fold seeds found (with the range when there are several), beside an earlier run's
 when ``--before`` is given. ``targets`` checks issue 43's: at 1,000 labels and more, ``auto``
 within 0.5 point of the best row's accuracy with ECE <= 2%, per regime and size.
+
+``heldout`` measures the same target without cross-fitting: per regime, size and data seed S, each
+of :data:`METHODS` is fitted on a training panel of that many items (``panel(regime, n, S)``: at
+1,000 and seed 0 the items ``run`` evaluates) and predicts an independent test panel of
+``--test-n`` items of the same regime (``panel(regime, test_n, TEST_SEED + S)``: the same judges,
+other draws). ``dawid_skene`` is fitted on the training items' votes, as ``auto`` fits it; ``auto``
+is ``get_method("auto")``, as ``eval`` and the service make it. On 50,000 test items a row's 10-bin
+ECE (``eval``'s definition) is about a quarter of a point above 0 when calibrated exactly (the
+floor, :func:`ece_floor`), where on 1,000 items it is about 2. Each cell is written to
+``heldout_REGIME_N_sS.json`` (kept if there: an interrupted run resumes); the table is printed at
+the end, each cell the mean over the seeds.
 """
 
 from __future__ import annotations
@@ -54,6 +67,19 @@ from statistics import NormalDist
 
 import numpy as np
 
+from judgefuse.calibration.reliability import reliability_diagram
+from judgefuse.calibration.scores import ece
+from judgefuse.evaluation.scoring import score_columns, score_verdicts
+from judgefuse.fusion import get_method
+from judgefuse.fusion.auto import AutoFusion
+from judgefuse.fusion.columnar import NONE, A, B, FusedColumns, VoteColumns, fuse_columns
+from judgefuse.fusion.columnar_crossfit import recalibrate
+from judgefuse.fusion.columnar_dawid_skene import dawid_skene_columns
+from judgefuse.fusion.crossfit import predict_many
+from judgefuse.fusion.dawid_skene import DawidSkeneFusion
+from judgefuse.fusion.recalibrated import Recalibrated
+from judgefuse.fusion.registry import FusionMethod, requires_fit
+from judgefuse.fusion.stacking import StackedFusion
 from judgefuse.judges.types import JudgedItem, JudgeVote, PairwiseItem
 
 ACCURACIES = (0.60, 0.6375, 0.675, 0.7125, 0.75)
@@ -334,6 +360,168 @@ def targets(out_dir: Path) -> str:
     return "\n".join(lines)
 
 
+TEST_N = 50_000
+"""Items of ``heldout``'s test panel."""
+TEST_SEED = 1000
+"""``heldout``'s test panel of data seed S is drawn with seed ``TEST_SEED + S`` (its training panel with S)."""
+CHECK_ITEMS = 300
+"""Test items whose arrays' verdicts ``heldout`` checks against the fitted method's own ``predict``."""
+
+
+def predict_columns(method: FusionMethod, batches: list[Votes], columns: VoteColumns) -> FusedColumns:
+    """A fitted (or label-free) method's verdicts on the items of ``columns`` as arrays, as its
+    ``predict`` gives them: a voting rule over the arrays, a fitted ``dawid_skene`` by its
+    posteriors, ``stacked`` / ``offset_stacked`` by ``predict_p_a``, a recalibrated method as its
+    base's verdicts mapped, ``auto`` as its chosen method's (a recalibrated confidence below one
+    half answering the other letter, as ``auto`` does)."""
+    if isinstance(method, AutoFusion):
+        assert method.model is not None and method.tie_model is None
+        fused = predict_columns(method.model, batches, columns)
+        flip = fused.decided & (fused.confidence < 0.5)
+        answer = np.where(flip, np.where(fused.answer == A, B, A), fused.answer).astype(np.int8)
+        confidence = np.where(flip, 1.0 - fused.confidence, fused.confidence)
+        return FusedColumns(
+            method.name, answer, confidence, fused.p_a, fused.n_valid, fused.n_invalid, fused.tie_broken
+        )
+    if isinstance(method, Recalibrated):
+        return recalibrate(method, predict_columns(method.base, batches, columns))
+    if isinstance(method, DawidSkeneFusion):
+        assert method.model is not None, "fit dawid_skene on the training votes first"
+        return dawid_skene_columns(method, columns)
+    if isinstance(method, StackedFusion):
+        p_a = method.predict_p_a(batches)
+        known = [columns.judges.index(name) for name in method.judges if name in columns.judges]
+        decided = (columns.present & np.isin(columns.judge, known)).any(axis=1)
+        counts = fuse_columns("majority", columns)
+        p_a = np.where(decided, p_a, 0.5)
+        answer = np.where(decided, np.where(p_a >= 0.5, A, B), NONE).astype(np.int8)
+        tie_broken = decided & (p_a == 0.5)
+        return FusedColumns(
+            method.name, answer, np.maximum(p_a, 1.0 - p_a), p_a, counts.n_valid, counts.n_invalid, tie_broken
+        )
+    if requires_fit(method):
+        raise ValueError(f"{method.name}: no array form here")
+    return fuse_columns(method.name, columns)
+
+
+def fit_on(name: str, train: list[JudgedItem], train_columns: VoteColumns) -> FusionMethod:
+    """``name`` fitted on the labelled ``train`` items (``dawid_skene`` on their votes)."""
+    method = get_method(name)
+    if isinstance(method, DawidSkeneFusion):
+        dawid_skene_columns(method, train_columns)
+    elif requires_fit(method):
+        method.fit([j.votes for j in train], [j.item.label for j in train])  # type: ignore[attr-defined]
+    return method
+
+
+def _check(name: str, method: FusionMethod, test: list[JudgedItem], fused: FusedColumns) -> None:
+    """The arrays' row on the first :data:`CHECK_ITEMS` test items is the per-item ``predict``'s."""
+    head = test[:CHECK_ITEMS]
+    reference = score_verdicts(name, head, predict_many(method, [j.votes for j in head]))
+    votes = VoteColumns.from_batches([j.votes for j in head])
+    mine = score_columns(name, head, fused.take(np.arange(len(head))), votes)
+    if not (
+        np.array_equal(mine.correct, reference.correct)
+        and np.allclose(mine.confidence, reference.confidence, atol=1e-9)
+    ):
+        raise AssertionError(f"{name}: the arrays' verdicts differ from predict's on the first {len(head)} test items")
+
+
+def heldout_cell(regime: str, n: int, seed: int, test_n: int = TEST_N, methods: tuple[str, ...] = METHODS) -> dict:
+    """Accuracy, 10-bin ECE, the reliability bins and the exactly-calibrated floor of each method
+    fitted on ``panel(regime, n, seed)`` and scored on ``panel(regime, test_n, TEST_SEED + seed)``."""
+    started = time.process_time()
+    train = panel(regime, n, seed)
+    test = panel(regime, test_n, TEST_SEED + seed)
+    train_columns = VoteColumns.from_batches([j.votes for j in train])
+    batches = [j.votes for j in test]
+    columns = VoteColumns.from_batches(batches)
+    rows: dict[str, dict] = {}
+    chosen = None
+    for name in methods:
+        method = fit_on(name, train, train_columns)
+        fused = predict_columns(method, batches, columns)
+        _check(name, method, test, fused)
+        row = score_columns(name, test, fused, columns)
+        bins = [b.as_dict() for b in reliability_diagram(row.confidence, row.correct)]
+        rows[name] = {
+            "accuracy": float(row.correct.mean()),
+            "ece": ece(row.confidence, row.correct),
+            "floor": ece_floor({"reliability": bins}),
+            "n_ties": row.n_ties,
+            "reliability": bins,
+        }
+        if isinstance(method, AutoFusion):
+            chosen = method.chosen
+    return {
+        "regime": regime, "n_train": n, "seed": seed, "n_test": test_n, "test_seed": TEST_SEED + seed,
+        "rows": rows, "auto_chose": chosen, "cpu_s": time.process_time() - started,
+    }  # fmt: skip
+
+
+def heldout(out_dir: Path, regimes: list[str], sizes: list[int], seeds: list[int], test_n: int) -> str:
+    """Every :func:`heldout_cell`, one at a time, each kept as JSON in ``out_dir``; the table."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for n in sizes:
+        for regime in regimes:
+            for seed in seeds:
+                path = out_dir / f"heldout_{regime}_{n}_s{seed}.json"
+                if path.exists():
+                    continue
+                cell = heldout_cell(regime, n, seed, test_n)
+                path.write_text(json.dumps(cell, indent=1) + "\n")
+                print(
+                    f"{regime} {n} seed {seed}: auto chose {cell['auto_chose']} ({cell['cpu_s']:.0f} s of CPU)",
+                    file=sys.stderr,
+                    flush=True,
+                )
+    return heldout_table(out_dir)
+
+
+def heldout_table(out_dir: Path) -> str:
+    """Per regime and training size: each row's held-out accuracy / ECE (%), the mean over the
+    seeds found (auto's ECE with its [min-max] over them); auto's gap to the best other row, whether
+    issue 43's target is met held out, the floor of an exactly calibrated row with auto's
+    confidences, and what auto chose per seed. Then every row's ECE per seed."""
+    cells: dict[tuple[str, int], list[dict]] = {}
+    for path in sorted(out_dir.glob("heldout_*.json")):
+        cell = json.loads(path.read_text())
+        cells.setdefault((cell["regime"], cell["n_train"]), []).append(cell)
+    others = [name for name in METHODS if name != "auto"]
+    lines = [
+        "| regime | labels | " + " | ".join(METHODS) + " | auto's gap | met | floor | seeds | auto chose |",
+        "|---|---|" + "---|" * len(METHODS) + "---|---|---|---|---|",
+    ]
+    for regime in REGIMES:
+        for n in sorted(n for r, n in cells if r == regime):
+            found = sorted(cells[(regime, n)], key=lambda c: c["seed"])
+
+            def mean(name: str, key: str, found: list[dict] = found) -> float:
+                return float(np.mean([c["rows"][name][key] for c in found]))
+
+            best = max(others, key=lambda name: mean(name, "accuracy"))
+            gap = mean(best, "accuracy") - mean("auto", "accuracy")
+            met = gap <= AUTO_GAP and mean("auto", "ece") <= AUTO_ECE
+            row = " | ".join(f"{100 * mean(name, 'accuracy'):.2f} / {100 * mean(name, 'ece'):.2f}" for name in METHODS)
+            eces = [100 * c["rows"]["auto"]["ece"] for c in found]
+            spread = f" [{min(eces):.2f}-{max(eces):.2f}]" if len(found) > 1 else ""
+            lines.append(
+                f"| {regime} | {n:,} | {row}{spread} | {100 * gap:+.2f} ({best}) | {'yes' if met else 'no'} | "
+                f"{100 * mean('auto', 'floor'):.2f} | {len(found)} | {'; '.join(str(c['auto_chose']) for c in found)} |"
+            )
+    lines += [
+        "",
+        "Per seed: ECE % of each row on the test panel (auto's choice; CPU s of the cell)",
+        "| regime | labels | seed | " + " | ".join(METHODS) + " | auto chose | CPU s |",
+        "|---|---|---|" + "---|" * len(METHODS) + "---|---|",
+    ]
+    for (regime, n), found in sorted(cells.items(), key=lambda kv: (list(REGIMES).index(kv[0][0]), kv[0][1])):
+        for c in sorted(found, key=lambda c: c["seed"]):
+            cells_ece = " | ".join(f"{100 * c['rows'][name]['ece']:.2f}" for name in METHODS)
+            lines.append(f"| {regime} | {n:,} | {c['seed']} | {cells_ece} | {c['auto_chose']} | {c['cpu_s']:.0f} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -353,6 +541,12 @@ def main() -> None:
     t.add_argument("--before", type=Path)
     g = sub.add_parser("targets", help="auto against the best row, per regime and size")
     g.add_argument("out_dir", type=Path)
+    h = sub.add_parser("heldout", help="fit on a training panel, score on a large independent test panel")
+    h.add_argument("out_dir", type=Path)
+    h.add_argument("--regimes", nargs="+", choices=sorted(REGIMES), default=list(REGIMES))
+    h.add_argument("--sizes", nargs="+", type=int, default=[1000])
+    h.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    h.add_argument("--test-n", type=int, default=TEST_N)
     args = parser.parse_args()
     if args.command == "write":
         write(args.out, panel(args.regime, args.n, args.seed))
@@ -360,6 +554,8 @@ def main() -> None:
         run(args.out_dir, args.regimes, args.sizes, args.methods, args.fold_seeds)
     elif args.command == "targets":
         print(targets(args.out_dir))
+    elif args.command == "heldout":
+        print(heldout(args.out_dir, args.regimes, args.sizes, args.seeds, args.test_n))
     else:
         print(table(args.out_dir, args.before))
 

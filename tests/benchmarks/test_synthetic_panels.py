@@ -3,6 +3,7 @@ file is a votes file ``judgefuse eval`` reads."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -68,3 +69,17 @@ def test_ece_floor_of_an_exactly_calibrated_row() -> None:
     """One bin of 1,000 items at 0.8: E|X/n - 0.8| for X ~ Binomial(1000, 0.8), about sqrt(2/pi * 0.16/1000)."""
     row = {"reliability": [{"count": 1000, "mean_confidence": 0.8}, {"count": 0, "mean_confidence": None}]}
     assert S.ece_floor(row) == pytest.approx(np.sqrt(2 / np.pi * 0.16 / 1000), rel=0.03)
+
+
+def test_heldout_cell_scores_each_method_on_an_independent_test_panel(tmp_path: Path) -> None:
+    """Fitted on 300 items, scored on 2,000 others (each row's arrays checked against its own
+    ``predict`` on the first test items inside ``heldout_cell``); the table reads the cells back."""
+    cell = S.heldout_cell("strong", 300, 0, test_n=2000)
+    assert set(cell["rows"]) == set(S.METHODS) and cell["auto_chose"]
+    for row in cell["rows"].values():
+        assert 0.5 < row["accuracy"] <= 1.0 and 0.0 <= row["floor"] < 0.05
+        assert sum(b["count"] for b in row["reliability"]) == 2000
+    assert cell["rows"]["dawid_skene"]["accuracy"] > cell["rows"]["majority"]["accuracy"]  # the strong judge
+    (tmp_path / "heldout_strong_300_s0.json").write_text(json.dumps(cell))
+    table = S.heldout_table(tmp_path)
+    assert "| strong | 300 |" in table and cell["auto_chose"] in table
