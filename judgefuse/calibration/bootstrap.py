@@ -325,9 +325,14 @@ def bootstrap_intervals_many(
     seed: int = 0,
     n_bins: int = 10,
     eps: float = 0.1,
+    positions: Sequence[int] | None = None,
 ) -> list[dict[str, BootstrapInterval]]:
     """:func:`bootstrap_interval` of every metric for every ``(confidence, correct)`` row, with
     the resamples drawn once and shared.
+
+    ``positions``: each row's place in its report (default: its place in ``rows``). A large row's
+    own resamples are seeded by it (module docstring, 'Large rows'), so a report's rows can be
+    given in parts, in any order, and get the intervals they get together.
 
     Why: a report asks for 2 intervals for each of 15 rows over the same items. Drawn one
     interval at a time, the index matrix (resamples x items) was drawn and counted 30 times, and
@@ -348,6 +353,9 @@ def bootstrap_intervals_many(
     eps = check_eps(eps)
     specs = _make_specs(n_bins, eps)
     pairs = [check_pair(confidence, correct) for confidence, correct in rows]
+    places = list(range(len(pairs))) if positions is None else [int(at) for at in positions]
+    if len(places) != len(pairs):
+        raise ValueError(f"{len(places)} positions for {len(pairs)} rows")
     out: list[dict[str, BootstrapInterval]] = [{} for _ in pairs]
     fast = [metric for metric in metrics if metric in specs]
     by_size: dict[int, list[int]] = {}
@@ -356,7 +364,7 @@ def bootstrap_intervals_many(
     for n, same_size in by_size.items() if fast else ():
         if n * n_resamples > LARGE_CELLS:  # resamples drawn over cells (module docstring)
             for r in same_size:
-                row_stats = _cell_stats(pairs[r], [specs[m] for m in fast], n_bins, n_resamples, seed, r)
+                row_stats = _cell_stats(pairs[r], [specs[m] for m in fast], n_bins, n_resamples, seed, places[r])
                 _intervals(out, [r], [row_stats], pairs, fast, n_bins=n_bins, eps=eps, level=level,
                            n_resamples=n_resamples)
             continue

@@ -15,13 +15,13 @@ path for those (:func:`columnar_methods`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from contextlib import nullcontext
 
 import numpy as np
 
 from judgefuse.calibration.bootstrap import bootstrap_intervals_many
-from judgefuse.evaluation.agreement import panel_alpha_columns, row_agreement_columns
+from judgefuse.evaluation.agreement import RowAgreement, panel_alpha_columns, row_agreement_columns
 from judgefuse.evaluation.columnar_rows import columnar_ties, fuse_columnar, has_columnar_form
 from judgefuse.evaluation.forked_rows import FORK_MIN_ITEMS, ForkedRows, fork_helps
 from judgefuse.evaluation.runner import (
@@ -29,6 +29,7 @@ from judgefuse.evaluation.runner import (
     Evaluation,
     EvaluationError,
     EvaluationOptions,
+    RowReport,
     ci_metrics,
     default_methods,
     row_report,
@@ -123,43 +124,89 @@ def evaluate_table(
         if stacking and fork_helps(labelled.n_items >= FORK_MIN_ITEMS, jobs)
         else None
     )
-    scored: list[ScoredRow] = []
-    ties: list[TieReport] = []
+    judges = judge_order(labelled.votes)
+    by_method: dict[int, tuple[ScoredRow, TieReport]] = {}  # by the method's place in ``methods``
     skipped: dict[str, str] = {}
+    unfitted = set(stacking)
+
+    def method_row(k: int) -> None:
+        name = methods[k]
+        step(name)
+        try:
+            arrays, tail = forked.get(name) if forked and k in stacking else fused(name)
+        except NotEnoughLabels as exc:
+            skipped[name] = str(exc)
+            return
+        finally:
+            unfitted.discard(k)
+            if not unfitted:  # the stacking features (200 MB at 10^6 items) are done with
+                labelled.votes.derived.pop("stacking", None)
+                undecided.votes.derived.pop("stacking", None)
+        by_method[k] = (
+            score_columns(name, labelled.items, arrays, labelled.votes),
+            columnar_ties(name, labelled.items, arrays, undecided.items, tail),
+        )
+
+    def finished(rows: Sequence[ScoredRow], places: Sequence[int]) -> list[tuple[RowReport, RowAgreement]]:
+        """The rows' reports, their intervals drawn at their ``places`` in the report."""
+        made = bootstrap_intervals_many(
+            [(row.confidence, row.correct) for row in rows], ci_metrics(), n_resamples=options.n_bootstrap,
+            seed=options.seed, n_bins=options.n_bins, eps=options.eps, positions=places,
+        )  # fmt: skip
+        reference = next((row for row in scored if row.name == REFERENCE_METHOD), None)
+        return [
+            (row_report(row, reference, options, intervals), row_agreement_columns(row, labelled.items))
+            for row, intervals in zip(rows, made, strict=True)
+        ]
+
+    scored: list[ScoredRow] = []  # the judges' rows, then the methods' in order
+    ties: list[TieReport] = []
+    early: dict[int, tuple[RowReport, RowAgreement]] = {}  # reports made while the child fits, by place
+    assumed: dict[int, int] = {}  # the methods' places they were made at
     with forked or nullcontext():
-        judges = judge_order(labelled.votes)
         for name in judges:
             step(name)
             scored.append(score_judge_columns(name, labelled.items, labelled.votes))
             ties.append(
                 judge_ties_columns(name, [(labelled.items, labelled.votes), (undecided.items, undecided.votes)])
             )
-        for k, name in enumerate(methods):
-            step(name)
-            if stacking and k > stacking[-1]:  # the stacking features (200 MB at 10^6 items) are done with
-                labelled.votes.derived.pop("stacking", None)
-                undecided.votes.derived.pop("stacking", None)
-            try:
-                arrays, tail = forked.get(name) if forked and k in stacking else fused(name)
-            except NotEnoughLabels as exc:
-                skipped[name] = str(exc)
-                continue
-            scored.append(score_columns(name, labelled.items, arrays, labelled.votes))
-            ties.append(columnar_ties(name, labelled.items, arrays, undecided.items, tail))
+        n_judges = len(scored)
+        for k in range(len(methods)):
+            if not (forked and k in stacking):
+                method_row(k)
+        if forked:
+            # this process's rows' reports while the child fits, at the places they will have if no
+            # stacking row is skipped (a large row's place seeds its resamples: checked below). The
+            # reference row (majority) is never a stacking row, so it is here already.
+            assumed = _places(n_judges, by_method.keys() | set(stacking))
+            scored += [by_method[k][0] for k in sorted(by_method)]
+            places = [*range(n_judges), *(assumed[k] for k in sorted(by_method))]
+            early = dict(zip(places, finished(scored, places), strict=True))
+            for k in stacking:
+                method_row(k)
 
-    reference = next((row for row in scored if row.name == REFERENCE_METHOD), None)
-    intervals = bootstrap_intervals_many(
-        [(row.confidence, row.correct) for row in scored], ci_metrics(), n_resamples=options.n_bootstrap,
-        seed=options.seed, n_bins=options.n_bins, eps=options.eps,
-    )  # fmt: skip
+    order = sorted(by_method)
+    scored = [*scored[:n_judges], *(by_method[k][0] for k in order)]
+    ties += [by_method[k][1] for k in order]
+    final = _places(n_judges, by_method.keys())
+    if any(final[k] != at for k, at in assumed.items() if k in final and k not in stacking):
+        early = {}  # a stacking row was skipped: the places moved, so every interval is drawn anew
+    todo = [at for at in range(len(scored)) if at not in early]
+    early.update(zip(todo, finished([scored[at] for at in todo], todo), strict=True))
     return Evaluation(
         n_items=n_items,
         n_labelled=labelled.n_items,
-        rows=[row_report(row, reference, options, made) for row, made in zip(scored, intervals, strict=True)],
+        rows=[early[at][0] for at in range(len(scored))],
         skipped_methods=skipped,
         options=options,
-        agreement=[row_agreement_columns(row, labelled.items) for row in scored],
+        agreement=[early[at][1] for at in range(len(scored))],
         judges_alpha=panel_alpha_columns(labelled.votes, judges),
         ties=ties,
         judge_warnings=warnings,
     )
+
+
+def _places(n_judges: int, present: Collection[int]) -> dict[int, int]:
+    """Each present method's place among a report's rows: the judges' rows first, then the present
+    methods in order (a skipped method has no row)."""
+    return {k: n_judges + i for i, k in enumerate(sorted(present))}

@@ -97,3 +97,26 @@ def test_large_rows_drawn_over_cells_agree_within_monte_carlo_error(metrics: tup
             assert abs(getattr(got, field) - getattr(want, field)) <= 5 * 0.12 * sd, (metric, field)
     again = bootstrap_intervals_many([(c, z)], metrics, n_resamples=1000, seed=5)[0]
     assert again == cells  # seeded
+
+
+@pytest.mark.parametrize("large_cells", [10**9, 1_000])  # items drawn shared; each row over its cells
+def test_rows_given_in_parts_at_their_positions_get_the_intervals_they_get_together(
+    monkeypatch: pytest.MonkeyPatch, large_cells: int
+) -> None:
+    """``positions``: a report's rows given in two calls, out of order, each at its place in the
+    report, get the intervals of one call; a large row's are seeded by its place, so the wrong
+    place draws other resamples."""
+    from judgefuse.calibration import bootstrap
+
+    monkeypatch.setattr(bootstrap, "LARGE_CELLS", large_cells)
+    rows = _rows((300, 300, 300, 300))
+    whole = bootstrap_intervals_many(rows, METRICS, n_resamples=200, seed=2)
+    first = bootstrap_intervals_many([rows[3], rows[1]], METRICS, n_resamples=200, seed=2, positions=[3, 1])
+    second = bootstrap_intervals_many([rows[0], rows[2]], METRICS, n_resamples=200, seed=2, positions=(0, 2))
+    parts = [second[0], first[1], second[1], first[0]]
+    assert [{m: i.as_dict() for m, i in r.items()} for r in parts] == [
+        {m: i.as_dict() for m, i in r.items()} for r in whole]
+    misplaced = bootstrap_intervals_many([rows[3]], METRICS, n_resamples=200, seed=2, positions=[0])
+    assert (misplaced[0]["ece"].as_dict() == whole[3]["ece"].as_dict()) == (large_cells > 10**6)
+    with pytest.raises(ValueError, match="2 positions for 1 rows"):
+        bootstrap_intervals_many([rows[0]], METRICS, n_resamples=200, positions=[0, 1])

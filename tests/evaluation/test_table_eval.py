@@ -415,6 +415,37 @@ def test_stacking_rows_fitted_in_a_forked_child_equal_the_rows_fitted_here(
     assert_same_evaluation(got, evaluate_table(load_table([path]), options=options, jobs=1))
 
 
+@pytest.mark.parametrize("refused", [None, "offset_stacked"])
+def test_rows_drawn_over_cells_get_their_intervals_at_their_places_in_the_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, refused: str | None
+) -> None:
+    """A large row's resamples are seeded by its place in the report. With a child fitting the
+    stacking rows, the parent draws its own rows' intervals meanwhile, at the places they will have
+    if no stacking row is skipped; a skipped one (here refused for want of labels) moves every later
+    row up one place, and those are drawn again where they are: the report is one process's."""
+    from judgefuse.calibration import bootstrap
+    from judgefuse.evaluation import forked_rows, table_eval
+    from judgefuse.fusion import NotEnoughLabels
+
+    if not forked_rows.fork_helps(False, 2):
+        pytest.skip("fork is Linux's")
+    monkeypatch.setattr(bootstrap, "LARGE_CELLS", 1_000)  # every row here is drawn over cells
+    fuse_columnar = table_eval.fuse_columnar
+
+    def fuse(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == refused:
+            raise NotEnoughLabels(f"{name} refused by the test")
+        return fuse_columnar(name, *args, **kwargs)
+
+    monkeypatch.setattr(table_eval, "fuse_columnar", fuse)
+    path = tmp_path / "votes.jsonl"
+    bench_eval_scale.write(path, 1500, seed=6)
+    options = EvaluationOptions(methods=COLUMNAR, n_bootstrap=200, seed=5)
+    got = evaluate_table(load_table([path]), options=options, jobs=2)
+    assert list(got.skipped_methods) == ([refused] if refused else [])
+    assert_same_evaluation(got, evaluate_table(load_table([path]), options=options, jobs=1))
+
+
 def test_a_method_without_a_columnar_form_is_refused() -> None:
     assert not columnar_methods(["auto"]) and columnar_methods(["majority", "stacked"])
     table = VoteTable.from_items(load([Path(__file__).parent / "fixtures" / "ties_votes.jsonl"]))
