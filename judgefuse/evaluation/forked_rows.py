@@ -4,9 +4,10 @@
 
 Why: at 10^6 items the two stacking rows (``stacked``, ``offset_stacked``) are 23 s of ``eval``'s
 59 s of CPU and every other row together about 11 s. On a machine with a second core a child
-fits the stacking rows while the parent does the rest, and the wall time falls by the shorter of
-the two. Nothing reported changes: a row is a pure function of the arrays and the seed (the same
-folds, the same fits), computed by the same code in a copy of the same process.
+fits the stacking rows while the parent does the rest (every other row, then their intervals and
+reports: :func:`~judgefuse.evaluation.table_eval.evaluate_table`), and the wall time falls by the
+shorter of the two. Nothing reported changes: a row is a pure function of the arrays and the
+seed (the same folds, the same fits), computed by the same code in a copy of the same process.
 
 How: :func:`os.fork` (through :mod:`multiprocessing`'s ``fork`` context) shares the vote arrays
 copy-on-write, so nothing is pickled on the way in; each row's result (a few arrays) comes back
@@ -34,12 +35,13 @@ __all__ = ["FORK_MIN_ITEMS", "ForkedRows", "fork_helps"]
 
 T = TypeVar("T")
 
-FORK_MIN_ITEMS = 200_000
+FORK_MIN_ITEMS = 50_000
 """Labelled items from which ``eval`` fits its stacking rows in a child by default. Measured on
-this 2-core machine, idle, interleaved: at 10^6 items 72-73 s of wall time against 81-94 s in one
-process; at 10^5, 9.9-11.0 s against 8.6-11.1 s (the stacking rows' fixed costs, such as the
-penalty search on at most 10,000 rows, leave the parent little to do meanwhile, and the child's
-start, its copied pages and the results' trip cost more than that)."""
+this 2-core machine, idle, interleaved with one process (the parent doing its own rows, their
+intervals and reports while the child fits): 10^6 items 35-41 s against 63-71 s, 10^5 5.1-5.8 s
+against 6.3-10.8 s, 5x10^4 0.81x one process's wall time, 10^4 0.88x; beside two busy loops 10^5
+still 0.84x, but 3x10^4 0.79-1.23x (median 0.96x). So below 50,000 the second process is left
+out: a second or less to gain, and a busy machine takes it back."""
 
 
 def cores_available() -> int:
