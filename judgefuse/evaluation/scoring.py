@@ -35,6 +35,10 @@ from judgefuse.judges.types import JudgedItem, JudgeVote, Letter
 
 RowKind = Literal["judge", "fusion"]
 NO_ANSWER_CONFIDENCE = 0.5
+ANSWER_NAMES = np.asarray(["none", "A", "B", "tie"], dtype=object)
+"""A row's ``choices`` indexed by the columnar answer codes (none, A, B, tie). Object, not
+``<U4``: each item holds a pointer to one of these four strings, 8 bytes instead of 16, which at
+10^6 items is 8 MB less per row (``eval``'s 15 rows: 120 MB); the values compare equal."""
 TIE_RULE = (
     "a fused exact tie counts half right at confidence 0.5: half of a row's ties are scored right, half wrong "
     "(every other one in a fixed order of item ids, no seed); "
@@ -207,7 +211,7 @@ def score_columns(
     confidence = np.where(tie, NO_ANSWER_CONFIDENCE, np.where(has_choice, fused.confidence, NO_ANSWER_CONFIDENCE))
     correct = np.where(tie, tie_right, fused.decided & ((fused.answer == A) == label_a))
     rows = table.decided_rows
-    choices = np.asarray(["none", "A", "B", "tie"], dtype="<U4")[fused.answer[rows]]
+    choices = ANSWER_NAMES[fused.answer[rows]]
     cost = 0.0
     for value in votes.cost_usd[rows].tolist():  # item by item, in the order score_verdicts adds
         cost += value
@@ -245,7 +249,7 @@ def score_judge_columns(name: str, items: Sequence[JudgedItem] | ItemColumns, vo
     cost = 0.0
     for value in votes.vote_cost_usd[rows, at].tolist():  # in item order, as score_judge adds
         cost += value
-    choices = np.where(tied, "tie", np.where(valid, np.where(says_a, "A", "B"), "none"))
+    choices = ANSWER_NAMES[np.where(tied, 3, np.where(valid, np.where(says_a, 1, 2), 0))]
     n_ties = int(tied.sum())
     return ScoredRow(
         name=name,
@@ -258,5 +262,5 @@ def score_judge_columns(name: str, items: Sequence[JudgedItem] | ItemColumns, vo
         cost_usd=cost,
         calls=int(votes.vote_calls[rows, at].sum()),
         n_ties=n_ties,
-        choices=np.asarray(choices, dtype="<U4"),
+        choices=choices,
     )
