@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
@@ -21,6 +20,7 @@ from judgefuse.evaluation.arguments import (
     output_path,
 )
 from judgefuse.evaluation.atomic import write_atomic
+from judgefuse.evaluation.blas_threads import one_blas_thread
 from judgefuse.evaluation.compare_outputs import compare_html, compare_json, print_compare_report
 from judgefuse.evaluation.display import output_console
 from judgefuse.evaluation.html_report import render_html
@@ -260,29 +260,14 @@ class _TableSource:
         return table
 
 
-@contextmanager
-def one_blas_thread() -> Iterator[None]:
-    """BLAS on one thread while the columnar path runs: its matrix products are narrow (items x a
-    few dozen columns), so a second thread saves little on an idle machine and costs 3x on a
-    busy one (threads spinning for a core: 10^5 items took 125 s instead of 42 on this 2-core
-    machine at load 6), and the numbers do not depend on the machine's thread count.
-    threadpoolctl comes with scikit-learn; without it nothing is changed."""
-    try:
-        from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
-    except ImportError:
-        yield
-        return
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
-
-
 def run_compare(args: argparse.Namespace) -> int:
     """``compare`` over the data read into arrays (:mod:`.table_compare`; a votes file streamed, no
     object per item): the report of :func:`~.comparison.compare_report` over judged items, the reference."""
     table, _ = load_table_sources(args, metadata=ANSWER_MODEL_FIELDS)
-    report = compare_table(
-        table, args.judges[0], args.judges[1], n_bins=args.bins, n_resamples=args.bootstrap, seed=args.seed
-    )
+    with one_blas_thread():
+        report = compare_table(
+            table, args.judges[0], args.judges[1], n_bins=args.bins, n_resamples=args.bootstrap, seed=args.seed
+        )
     del table
     console = output_console()
     print_compare_report(report, console=console)

@@ -41,6 +41,7 @@ from judgefuse.evaluation.arguments import (
     output_path,
 )
 from judgefuse.evaluation.atomic import write_atomic
+from judgefuse.evaluation.blas_threads import one_blas_thread
 from judgefuse.evaluation.display import compact_table, fit, legend, output_console, short_names
 from judgefuse.evaluation.scoring import (
     ScoredRow,
@@ -352,17 +353,19 @@ def run_tune(args: argparse.Namespace) -> int:
         source, _ = load_sources(args)
     if cascade:
         assert not isinstance(source, VoteTable)
-        return _run_tune_cascade(args, source)
-    result = tune_items(
-        source,
-        target=args.target,
-        delta=args.delta,
-        min_count=args.min_count,
-        method=args.method,
-        judge=args.judge,
-        n_folds=args.folds,
-        seed=args.seed,
-    )
+        with one_blas_thread():
+            return _run_tune_cascade(args, source)
+    with one_blas_thread():
+        result = tune_items(
+            source,
+            target=args.target,
+            delta=args.delta,
+            min_count=args.min_count,
+            method=args.method,
+            judge=args.judge,
+            n_folds=args.folds,
+            seed=args.seed,
+        )
     sources = [str(path) for path in args.paths]
     console = output_console()
     title = f"judgefuse tune: {', '.join(Path(s).name for s in sources)}"
