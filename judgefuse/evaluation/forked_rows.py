@@ -38,7 +38,7 @@ T = TypeVar("T")
 FORK_MIN_ITEMS = 50_000
 """Labelled items from which ``eval`` fits its stacking rows in a child by default. Measured on
 this 2-core machine, idle, interleaved with one process (the parent doing its own rows, their
-intervals and reports while the child fits): 10^6 items 35-41 s against 63-71 s, 10^5 5.1-5.8 s
+intervals and reports while the child fits): 10^6 items 35-41 s against 60-71 s, 10^5 5.1-5.8 s
 against 6.3-10.8 s, 5x10^4 0.81x one process's wall time, 10^4 0.88x; beside two busy loops 10^5
 still 0.84x, but 3x10^4 0.79-1.23x (median 0.96x). So below 50,000 the second process is left
 out: a second or less to gain, and a busy machine takes it back."""
