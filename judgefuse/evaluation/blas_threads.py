@@ -1,5 +1,5 @@
-"""BLAS on one thread for the offline commands over arrays (``eval``, ``compare``, ``tune``,
-``winrate``).
+"""BLAS on one thread for the offline commands that fit and bootstrap over arrays (``eval``,
+``compare``, ``tune``).
 
 Why: their matrix products are narrow (items x a few dozen columns), so a second BLAS thread
 saves little on an idle machine and costs much on a busy one (threads spinning for a core: ``eval``
