@@ -79,7 +79,7 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
         type=int_at_least(1),
         help="processes for a votes file read into arrays: 1 = this one only; 2 = a large JSONL file's second half "
         "read by a second process (and eval's stacking rows fitted in one); the numbers are the same either way "
-        "(default: 2 from 64 MiB, or 200,000 labelled items for eval's rows, on a machine with a second core)",
+        "(default: 2 from 64 MiB, or 50,000 labelled items for eval's rows, on a machine with a second core)",
     )
 
 
