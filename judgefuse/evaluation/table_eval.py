@@ -161,8 +161,7 @@ def evaluate_table(
 
     scored: list[ScoredRow] = []  # the judges' rows, then the methods' in order
     ties: list[TieReport] = []
-    early: dict[int, tuple[RowReport, RowAgreement]] = {}  # reports made while the child fits, by place
-    assumed: dict[int, int] = {}  # the methods' places they were made at
+    reports: dict[int, tuple[RowReport, RowAgreement]] = {}  # by place; first those made while the child fits
     with forked or nullcontext():
         for name in judges:
             step(name)
@@ -181,25 +180,24 @@ def evaluate_table(
             assumed = _places(n_judges, by_method.keys() | set(stacking))
             scored += [by_method[k][0] for k in sorted(by_method)]
             places = [*range(n_judges), *(assumed[k] for k in sorted(by_method))]
-            early = dict(zip(places, finished(scored, places), strict=True))
+            reports = dict(zip(places, finished(scored, places), strict=True))
             for k in stacking:
                 method_row(k)
 
     order = sorted(by_method)
     scored = [*scored[:n_judges], *(by_method[k][0] for k in order)]
     ties += [by_method[k][1] for k in order]
-    final = _places(n_judges, by_method.keys())
-    if any(final[k] != at for k, at in assumed.items() if k in final and k not in stacking):
-        early = {}  # a stacking row was skipped: the places moved, so every interval is drawn anew
-    todo = [at for at in range(len(scored)) if at not in early]
-    early.update(zip(todo, finished([scored[at] for at in todo], todo), strict=True))
+    if any(methods[k] in skipped for k in stacking):
+        reports = {}  # a stacking row was skipped: the later rows' places moved, so all are drawn anew
+    todo = [at for at in range(len(scored)) if at not in reports]
+    reports.update(zip(todo, finished([scored[at] for at in todo], todo), strict=True))
     return Evaluation(
         n_items=n_items,
         n_labelled=labelled.n_items,
-        rows=[early[at][0] for at in range(len(scored))],
+        rows=[reports[at][0] for at in range(len(scored))],
         skipped_methods=skipped,
         options=options,
-        agreement=[early[at][1] for at in range(len(scored))],
+        agreement=[reports[at][1] for at in range(len(scored))],
         judges_alpha=panel_alpha_columns(labelled.votes, judges),
         ties=ties,
         judge_warnings=warnings,
